@@ -1,0 +1,105 @@
+"""The bubblewrap command line that confines the warm worker.
+
+Run as root without a user namespace, so the zygote keeps just the capabilities
+it needs to mount a scratch tmpfs, drop each child to the slot's own uid and kill
+what the child leaves behind. Inside, the filesystem holds only the interpreter,
+the virtualenv, the sandbox's own code and the lesson's probe module, all
+read-only: no project tree, no solutions, hidden tests, other students or /etc.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from functools import cache
+from pathlib import Path
+
+GRADER_ROOT = "/grader"
+PROBES_PATH = "/grader/probes.py"
+KEPT_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+
+
+def _interpreter_paths() -> list[str]:
+    """Real paths the venv's interpreter needs: the venv and the base install."""
+    paths = {sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix)}
+    paths.add(os.path.realpath(os.path.dirname(os.path.realpath(sys.executable))))
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        paths.add(sysconfig.get_paths()[key])
+    # keep only the outermost of nested paths
+    ordered = sorted({p for p in paths if p and not p.startswith("/usr/")})
+    roots: list[str] = []
+    for p in ordered:
+        if not any(p == r or p.startswith(r + "/") for r in roots):
+            roots.append(p)
+    return roots
+
+
+def _dirs_for(path: str) -> list[str]:
+    """Create every ancestor world-traversable, whatever its mode on the host."""
+    args: list[str] = []
+    parts = Path(path).parents
+    for parent in reversed(list(parts)[:-1]):
+        args += ["--perms", "0755", "--dir", str(parent)]
+    return args
+
+
+def command(probes: Path, uid: int, ctrl_fd: int) -> list[str]:
+    grader_pkg = Path(__file__).resolve().parent.parent
+    args = [
+        shutil.which("bwrap") or "bwrap",
+        "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent", "--new-session", "--clearenv",
+        "--cap-drop", "ALL", *[a for cap in KEPT_CAPS for a in ("--cap-add", cap)],
+        "--setenv", "PATH", "/usr/bin:/bin",
+        "--setenv", "HOME", "/tmp/work",
+        "--setenv", "OMP_NUM_THREADS", "1",
+        "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+        "--setenv", "PYTHONHASHSEED", "0",
+        "--ro-bind", "/usr", "/usr",
+        "--symlink", "usr/lib", "/lib",
+        "--symlink", "usr/lib64", "/lib64",
+        "--symlink", "usr/bin", "/bin",
+        "--symlink", "usr/sbin", "/sbin",
+        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+    ]
+    for path in _interpreter_paths():
+        args += _dirs_for(path) + ["--ro-bind", path, path]
+    args += [
+        "--dir", GRADER_ROOT,
+        "--ro-bind", str(grader_pkg / "__init__.py"), f"{GRADER_ROOT}/grader/__init__.py",
+        "--ro-bind", str(grader_pkg / "sandbox"), f"{GRADER_ROOT}/grader/sandbox",
+        "--ro-bind", str(probes), PROBES_PATH,
+        "--chdir", "/tmp",
+        "--", sys.executable, "-I", "-u",
+        f"{GRADER_ROOT}/grader/sandbox/zygote.py",
+        "--probes", PROBES_PATH, "--uid", str(uid), "--sandboxed",
+        "--ctrl-fd", str(ctrl_fd),
+    ]
+    return args
+
+
+def plain_command(probes: Path, ctrl_fd: int) -> list[str]:
+    """The unsandboxed fallback: same worker, no isolation. Only when asked for."""
+    zygote = Path(__file__).resolve().parent / "zygote.py"
+    return [sys.executable, "-I", "-u", str(zygote), "--probes", str(probes),
+            "--ctrl-fd", str(ctrl_fd)]
+
+
+@cache
+def unavailable_reason() -> str | None:
+    """Why the sandbox cannot be built here, or None when it can."""
+    if shutil.which("bwrap") is None:
+        return "bubblewrap (bwrap) is not installed"
+    if os.geteuid() != 0:
+        return "the grader must run as root to give each slot its own uid"
+    probe = subprocess.run(
+        ["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr",
+         "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+         "--symlink", "usr/lib64", "/lib64", "--", "/bin/true"],
+        capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"bubblewrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
+    return None

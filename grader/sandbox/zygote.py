@@ -1,0 +1,270 @@
+"""The warm fork server that runs student code. It executes inside the sandbox.
+
+It pays for `import torch` (and the lesson's probe module) once, then forks one
+child per submission. Each child drops to the slot's unprivileged uid, takes its
+rlimits, imports the submission from a private scratch tmpfs and answers probe
+calls on a socket that leads straight to the trusted side. The zygote itself
+never sees a submission's source or results; it only spawns, reaps and kills.
+
+Control messages (JSON over a SOCK_SEQPACKET socket (--ctrl-fd), file descriptors
+passed with SCM_RIGHTS):
+  -> {"op": "spawn", "limits": {...}}  + [data socket, output pipe]
+  <- {"event": "spawned"}
+  -> {"op": "kill"}                    kill the child and all it started
+  <- {"event": "exit", "code": int|None, "signal": int|None, "cpu_s": float}
+Only the standard library, torch and the probe module are imported here.
+"""
+from __future__ import annotations
+
+import argparse
+import builtins
+import ctypes
+import importlib.util
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import sys
+import traceback
+
+SCRATCH = "/tmp/work"
+MODULE_NAME = "submission"
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+MNT_DETACH = 2
+
+libc = ctypes.CDLL(None, use_errno=True)
+protocol = None  # loaded by path in main(): the package is not importable in the sandbox
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--probes", required=True)
+    ap.add_argument("--ctrl-fd", type=int, required=True)
+    ap.add_argument("--uid", type=int, default=0)
+    ap.add_argument("--sandboxed", action="store_true")
+    args = ap.parse_args()
+    import torch  # paid once per worker, inherited by every child
+
+    torch.set_num_threads(1)
+    global protocol
+    protocol = _load_module("grader_protocol",
+                            os.path.join(os.path.dirname(__file__), "protocol.py"))
+    probes = _load_module("probes", args.probes)
+    ctrl = socket.socket(fileno=args.ctrl_fd)
+    ctrl.send(b'{"event": "ready"}')
+    _serve(ctrl, probes, args.uid if args.sandboxed else None, args.sandboxed)
+
+
+def _load_module(name: str, path: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> None:
+    child = None
+    while True:
+        ready, _, _ = select.select([ctrl], [], [], 0.02)
+        if child is not None:
+            pid, status, usage = os.wait4(child, os.WNOHANG)
+            if pid:
+                _cleanup(child, sandboxed)
+                child = None
+                ctrl.send(json.dumps({
+                    "event": "exit",
+                    "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
+                    "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
+                    "cpu_s": usage.ru_utime + usage.ru_stime,
+                }).encode())
+        if not ready:
+            continue
+        msg, fds, _, _ = socket.recv_fds(ctrl, 65536, 4)
+        if not msg:
+            if child is not None:
+                _cleanup(child, sandboxed)
+            return
+        request = json.loads(msg)
+        if request["op"] == "spawn":
+            if child is not None:  # the trusted side always kills first; be safe anyway
+                _cleanup(child, sandboxed)
+            child = _spawn(ctrl, fds, request["limits"], probes, uid, sandboxed)
+            ctrl.send(b'{"event": "spawned"}')
+        elif request["op"] == "kill" and child is not None:
+            _kill_all(child, sandboxed)
+
+
+def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool) -> int:
+    data_fd, out_fd = fds
+    if sandboxed:
+        _fresh_scratch(uid, limits["scratch_mb"])
+    else:
+        os.makedirs(SCRATCH, exist_ok=True)
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            ctrl.close()
+            _become_student(data_fd, out_fd, limits, uid)
+            _child(socket.socket(fileno=data_fd), probes, limits)
+        except BaseException:  # noqa: BLE001 - a harness failure: say so on stderr
+            traceback.print_exc()
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(data_fd)
+    os.close(out_fd)
+    return pid
+
+
+def _fresh_scratch(uid: int, size_mb: int) -> None:
+    """A new size-capped tmpfs per child: nothing of the previous student survives."""
+    libc.umount2(SCRATCH.encode(), MNT_DETACH)
+    os.makedirs(SCRATCH, exist_ok=True)
+    opts = f"size={size_mb}m,nr_inodes=4096,mode=0700,uid={uid},gid={uid}".encode()
+    if libc.mount(b"tmpfs", SCRATCH.encode(), b"tmpfs", 0, opts) != 0:
+        raise OSError(ctypes.get_errno(), "mounting the scratch tmpfs failed")
+
+
+def _kill_all(child: int, sandboxed: bool) -> None:
+    if sandboxed:
+        # Alone in this pid namespace with bwrap's init: -1 reaches every process
+        # the submission started, double-forked daemons included.
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    else:
+        try:
+            os.killpg(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def _cleanup(child: int, sandboxed: bool) -> None:
+    _kill_all(child, sandboxed)
+    try:
+        os.waitpid(child, 0)
+    except ChildProcessError:
+        pass
+    if sandboxed:
+        libc.umount2(SCRATCH.encode(), MNT_DETACH)
+
+
+def _become_student(data_fd: int, out_fd: int, limits: dict, uid) -> None:
+    os.setsid()
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    os.closerange(3, data_fd)
+    os.closerange(data_fd + 1, 1 << 16)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    base = _vm_size()
+    mib = 1024 * 1024
+    for res, value in (
+        (resource.RLIMIT_AS, base + limits["memory_mb"] * mib),
+        (resource.RLIMIT_CPU, limits["cpu_s"]),
+        (resource.RLIMIT_FSIZE, limits["file_size_mb"] * mib),
+        (resource.RLIMIT_NPROC, limits["processes"]),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(res, (value, value))
+    if uid is not None:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    os.chdir(SCRATCH)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError("prctl(NO_NEW_PRIVS) failed")
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+# ---- the child: import the submission, then answer probe calls ------------------
+
+def _child(data: socket.socket, probes, limits: dict) -> None:
+    init = protocol.recv(data)
+    path = os.path.join(SCRATCH, init["filename"])
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(init["source"])
+    _guard_imports(init["allowed_imports"])
+    try:
+        module = _load_module(MODULE_NAME, path)
+        protocol.send(data, {"ok": True})
+    except BaseException as exc:  # noqa: BLE001 - every failure is the student's to see
+        protocol.send(data, {"ok": False, "error": _describe(exc, path)})
+        return
+    while True:
+        try:
+            request = protocol.recv(data)
+        except EOFError:
+            return
+        try:
+            result = getattr(probes, request["probe"])(module, **request["args"])
+            reply = {"ok": True, "result": result}
+        except BaseException as exc:  # noqa: BLE001
+            reply = {"ok": False, "error": _describe(exc, path)}
+        try:
+            protocol.send(data, reply)
+        except Exception as exc:  # e.g. a result torch cannot serialise
+            protocol.send(data, {"ok": False, "error": _describe(exc, path)})
+
+
+def _guard_imports(allowed: list[str]) -> None:
+    """Give a clear error when the submission imports what the course does not provide."""
+    real_import = builtins.__import__
+    permitted = set(allowed) | set(sys.stdlib_module_names)
+
+    def guarded(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and globals and globals.get("__name__") == MODULE_NAME:
+            top = name.partition(".")[0]
+            if top not in permitted:
+                raise ModuleNotFoundError(
+                    f"No module named '{top}': the grading environment provides only "
+                    f"the standard library and {', '.join(sorted(allowed))}")
+        return real_import(name, globals, locals, fromlist, level)
+
+    builtins.__import__ = guarded
+
+
+MAX_TEXT = 4000
+
+
+def _describe(exc: BaseException, path: str) -> dict:
+    """The error as the student should see it: only frames from their own file."""
+    kind = "exception"
+    if isinstance(exc, NotImplementedError):
+        kind = "not_implemented"
+    elif isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)[:2000]:
+        kind = "memory"
+    elif isinstance(exc, SystemExit):
+        kind = "exit"
+    elif isinstance(exc, (SyntaxError, ImportError)):
+        kind = "import"
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+    lines = traceback.format_list(frames)
+    if isinstance(exc, SyntaxError) and exc.filename == path:
+        lines += traceback.format_exception_only(type(exc), exc)[:-1]
+    try:
+        message = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "<the exception's message could not be shown>"
+    return {
+        "kind": kind,
+        "type": type(exc).__name__[:200],
+        "message": message[:MAX_TEXT],
+        "traceback": "".join(lines).replace(SCRATCH + "/", "")[:MAX_TEXT],
+    }
+
+
+if __name__ == "__main__":
+    main()
