@@ -1,0 +1,160 @@
+"""Numeric comparison of a student's results with the reference's.
+
+`Checks` is the soft-assertion recorder hidden tests use: every comparison is
+recorded with its numbers (max absolute and relative difference, where the worst
+element is, shapes, dtypes, the tolerance), the test goes on, and the plugin fails
+the test at the end if any check failed. Hidden tests never see student objects,
+only tensors decoded on the trusted side.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+HEATMAP_ROWS, HEATMAP_COLS = 16, 32
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    message: str = ""
+    max_abs_diff: float | None = None
+    max_rel_diff: float | None = None
+    atol: float | None = None
+    rtol: float | None = None
+    where: list[int] | None = None
+    got_value: float | None = None
+    ref_value: float | None = None
+    got_shape: list[int] | None = None
+    ref_shape: list[int] | None = None
+    got_dtype: str | None = None
+    ref_dtype: str | None = None
+    heatmap: list[list[float]] | None = None
+    extra: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v not in (None, {}, "")}
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _heatmap(err: torch.Tensor) -> list[list[float]] | None:
+    """The error over tokens x hidden units, max-pooled to a small grid for a picture."""
+    if err.dim() < 2 or err.numel() < 4:
+        return None
+    grid = err.reshape(-1, err.shape[-1]).float()
+    rows, cols = min(HEATMAP_ROWS, grid.shape[0]), min(HEATMAP_COLS, grid.shape[1])
+    pooled = torch.nn.functional.adaptive_max_pool2d(grid[None, None], (rows, cols))[0, 0]
+    pooled = torch.nan_to_num(pooled, nan=float("inf"))
+    return [[round(float(v), 12) if math.isfinite(v) else 1e30 for v in row] for row in pooled]
+
+
+class Checks:
+    """Records checks for one test; `failures` decides its outcome."""
+
+    def __init__(self, tolerances: dict):
+        self.tolerances = tolerances
+        self.items: list[Check] = []
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.items if not c.passed]
+
+    def _tol(self, tol: str | None, dtype: torch.dtype):
+        key = tol or str(dtype).removeprefix("torch.")
+        if key not in self.tolerances:
+            raise KeyError(f"no tolerance named {key!r} in course.yml")
+        return self.tolerances[key]
+
+    def _add(self, check: Check) -> bool:
+        self.items.append(check)
+        return check.passed
+
+    def true(self, name: str, ok: bool, message: str) -> bool:
+        return self._add(Check(name, bool(ok), "" if ok else message))
+
+    def shape(self, name: str, got, expected: tuple) -> bool:
+        if not isinstance(got, torch.Tensor):
+            return self._add(Check(name, False, f"expected a tensor, got {type(got).__name__}"))
+        ok = tuple(got.shape) == tuple(expected)
+        return self._add(Check(name, ok, "" if ok else
+                               f"shape {list(got.shape)}, expected {list(expected)}",
+                               got_shape=list(got.shape), ref_shape=list(expected)))
+
+    def equal(self, name: str, got, expected, message: str = "") -> bool:
+        ok = got == expected
+        return self._add(Check(name, bool(ok), "" if ok else
+                               message or f"got {got!r}, expected {expected!r}"))
+
+    def close(self, name: str, got, ref: torch.Tensor, tol: str | None = None,
+              alt: torch.Tensor | None = None, alt_note: str = "") -> bool:
+        """`got` within tolerance of `ref` (or, when given, of `alt`)."""
+        check = self._compare(name, got, ref, tol)
+        if not check.passed and isinstance(alt, torch.Tensor):
+            second = self._compare(name, got, alt, tol)
+            if second.passed:
+                second.message = alt_note
+                check = second
+        return self._add(check)
+
+    def grads(self, name: str, got: dict, ref: dict, tol: str | None = None,
+              alt: dict | None = None, alt_note: str = "") -> bool:
+        """Gradients by parameter name; a missing or None gradient equals zeros."""
+        if not isinstance(got, dict):
+            return self._add(Check(name, False, "no gradients came back"))
+        ok = True
+        for key, r in sorted(ref.items()):
+            g = got.get(key)
+            if r is None and g is None:
+                continue
+            base = r if r is not None else torch.zeros_like(g)
+            g = g if g is not None else torch.zeros_like(base)
+            a = alt.get(key) if alt else None
+            ok &= self.close(f"{name}[{key}]", g, base, tol,
+                             alt=(a if a is not None else None) if alt else None,
+                             alt_note=alt_note)
+        return ok
+
+    def _compare(self, name: str, got, ref: torch.Tensor, tol: str | None) -> Check:
+        t = self._tol(tol, ref.dtype)
+        base = Check(name, False, atol=t.atol, rtol=t.rtol, ref_shape=list(ref.shape),
+                     ref_dtype=str(ref.dtype).removeprefix("torch."))
+        if not isinstance(got, torch.Tensor):
+            base.message = f"expected a tensor, got {type(got).__name__}"
+            return base
+        base.got_shape = list(got.shape)
+        base.got_dtype = str(got.dtype).removeprefix("torch.")
+        if tuple(got.shape) != tuple(ref.shape):
+            base.message = f"shape {list(got.shape)}, expected {list(ref.shape)}"
+            return base
+        if got.is_complex() or got.dtype == torch.bool:
+            base.message = f"dtype {base.got_dtype}, expected {base.ref_dtype}"
+            return base
+        g, r = got.detach().double(), ref.detach().double()
+        err = (g - r).abs()
+        err = torch.where(torch.isnan(g) & torch.isnan(r), torch.zeros_like(err), err)
+        err = torch.nan_to_num(err, nan=float("inf"))
+        allowed = t.atol + t.rtol * r.abs()
+        base.passed = bool((err <= allowed).all())
+        if err.numel():
+            rel = err / r.abs().clamp_min(1e-30)
+            worst = int(torch.argmax(err - allowed))
+            idx = [int(i) for i in torch.unravel_index(torch.tensor(worst), err.shape)] if err.dim() else []
+            base.max_abs_diff = _finite(float(err.max()))
+            base.max_rel_diff = _finite(float(rel.max()))
+            base.where = idx
+            base.got_value = _finite(float(g.reshape(-1)[worst]))
+            base.ref_value = _finite(float(r.reshape(-1)[worst]))
+            if not base.passed:
+                base.heatmap = _heatmap(err)
+                base.message = (f"differs by {float(err.max()):.3g} (allowed "
+                                f"{t.atol:g} + {t.rtol:g}·|ref|)") if base.max_abs_diff is not None \
+                    else "contains NaN or inf where the reference is finite"
+        else:
+            base.max_abs_diff = 0.0
+        return base

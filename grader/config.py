@@ -1,0 +1,192 @@
+"""course.yml: the course, its lessons, parts, points, tolerances and limits.
+
+Validated with pydantic on load; any wrong key or type is reported with its path
+in the file and its line, e.g. `course.yml:14: lessons.13.parts.ffn.points: …`.
+"""
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from grader.sandbox.slot import Limits
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(Strict):
+    atol: float = Field(ge=0)
+    rtol: float = Field(ge=0, default=0.0)
+
+
+class LimitsConfig(Strict):
+    test_wall_s: float = Field(gt=0, default=10)
+    submission_wall_s: float = Field(gt=0, default=120)
+    cpu_s: int = Field(gt=0, default=60)
+    memory_mb: int = Field(gt=0, default=1024)
+    processes: int = Field(gt=0, default=16)
+    file_size_mb: int = Field(gt=0, default=8)
+    scratch_mb: int = Field(gt=0, default=32)
+    output_kb: int = Field(gt=0, default=64)
+
+    def limits(self) -> Limits:
+        return Limits(**self.model_dump())
+
+
+class Part(Strict):
+    points: float = Field(gt=0)
+    title: str = ""
+    title_zh: str = ""
+    visibility: Literal["visible", "hidden", "after_due_date", "after_published"] = "visible"
+
+
+DEFAULT_TOLERANCES = {
+    "float32": Tolerance(atol=1e-5, rtol=1e-4),
+    "float64": Tolerance(atol=1e-10, rtol=1e-8),
+}
+
+
+class Lesson(Strict):
+    title: str
+    title_zh: str = ""
+    exercise: str = Field(description="the file name students submit, e.g. 13_moe.py")
+    solution: Path
+    stub: Path
+    tests: Path
+    provides: list[str] = ["torch", "numpy"]
+    parts: dict[str, Part]
+    tolerances: dict[str, Tolerance] = {}
+    limits: LimitsConfig | None = None
+    submissions: Path | None = None
+    out: Path | None = None
+    due: datetime | None = None
+
+    @field_validator("parts")
+    @classmethod
+    def _some_parts(cls, parts: dict[str, Part]) -> dict[str, Part]:
+        if not parts:
+            raise ValueError("a lesson needs at least one part")
+        return parts
+
+    @property
+    def max_score(self) -> float:
+        return sum(p.points for p in self.parts.values())
+
+    @property
+    def probes(self) -> Path:
+        return self.tests / "probes.py"
+
+
+class Defaults(Strict):
+    limits: LimitsConfig = LimitsConfig()
+    tolerances: dict[str, Tolerance] = {}
+
+
+class Student(Strict):
+    name: str = ""
+    email: str = ""
+    lms_id: str = ""
+    sis_user_id: str = ""
+    sis_login_id: str = ""
+    section: str = ""
+
+
+class Course(Strict):
+    course: str
+    title: str = ""
+    language: Literal["en", "zh"] = "en"
+    defaults: Defaults = Defaults()
+    lessons: dict[str, Lesson]
+    roster: dict[str, Student] | Path | None = None
+    root: Path = Path(".")
+
+    def lesson(self, key: str) -> Lesson:
+        if key not in self.lessons:
+            known = ", ".join(sorted(self.lessons))
+            raise ConfigError(f"course.yml has no lesson {key!r} (it has: {known})")
+        return self.lessons[key]
+
+    def limits(self, key: str) -> Limits:
+        lesson = self.lesson(key)
+        merged = {**self.defaults.limits.model_dump(),
+                  **(lesson.limits.model_dump(exclude_unset=True) if lesson.limits else {})}
+        return LimitsConfig(**merged).limits()
+
+    def tolerances(self, key: str) -> dict[str, Tolerance]:
+        return {**DEFAULT_TOLERANCES, **self.defaults.tolerances,
+                **self.lesson(key).tolerances}
+
+    def path(self, p: Path) -> Path:
+        return p if p.is_absolute() else self.root / p
+
+    def version(self, key: str) -> str:
+        """Changes whenever anything that decides a lesson's scores changes."""
+        lesson = self.lesson(key)
+        h = hashlib.sha256(lesson.model_dump_json().encode())
+        h.update(self.defaults.model_dump_json().encode())
+        for base in (self.path(lesson.solution), self.path(lesson.tests)):
+            files = sorted(base.rglob("*.py")) if base.is_dir() else [base]
+            for f in files:
+                h.update(f.name.encode() + f.read_bytes())
+        return h.hexdigest()[:16]
+
+
+class ConfigError(Exception):
+    """course.yml is missing, unreadable or invalid; the message says where."""
+
+
+def _line_of(node: yaml.Node | None, loc: tuple) -> int | None:
+    """Follow a pydantic error location through the YAML node tree to a line number."""
+    line = node.start_mark.line + 1 if node is not None else None
+    for key in loc:
+        if isinstance(node, yaml.MappingNode):
+            for k, v in node.value:
+                if k.value == str(key):
+                    node, line = v, k.start_mark.line + 1
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+            node = node.value[key]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line
+
+
+def load(path: Path | str = "course.yml") -> Course:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping (course:, lessons:, …)")
+    if isinstance(data.get("lessons"), dict):  # lesson numbers are keys, whatever YAML made of them
+        data["lessons"] = {str(k): v for k, v in data["lessons"].items()}
+    try:
+        course = Course(**data, root=path.resolve().parent)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            where = ".".join(str(p) for p in err["loc"])
+            line = _line_of(node, err["loc"])
+            lines.append(f"{path}:{line}: {where}: {err['msg']}" if line
+                         else f"{path}: {where}: {err['msg']}")
+        raise ConfigError("invalid course file\n  " + "\n  ".join(lines)) from None
+    for key, lesson in course.lessons.items():
+        for label, p in (("solution", lesson.solution), ("tests", lesson.tests)):
+            if not course.path(p).exists():
+                raise ConfigError(f"{path}: lessons.{key}.{label}: {p} does not exist")
+    return course

@@ -1,0 +1,121 @@
+"""The pytest plugin hidden tests run under, on the trusted side.
+
+It gives tests three fixtures: `student` (probe calls into the sandboxed worker),
+`reference` (the same probes on the solution, in-process and memoised) and
+`check` (the soft-assertion recorder). After each test it fails the test if a
+check failed, and, for a failing part, replays the test against each known
+mistake of that part: if the student's (cached) results pass against a mistake's
+results, that mistake is the diagnosis. Everything a test records is handed to
+pytest-json-report as the test's metadata.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.compare import Checks
+from grader.reference import LessonRefs, request_key
+from grader.sandbox.slot import Session, StudentError
+
+
+class StudentCaller:
+    """Probe calls into a submission; the same request is answered from a cache,
+    so replays for diagnosis never run student code again."""
+
+    def __init__(self, session: Session):
+        self.session = session
+        self.cache: dict[str, dict | StudentError] = {}
+        self.current_test = ""
+
+    def call(self, probe: str, **args) -> dict:
+        key = request_key(probe, args)
+        if key not in self.cache:
+            try:
+                result = self.session.call(probe, args, where=self.current_test)
+                if not isinstance(result, dict):
+                    raise StudentError("protocol", "the probe returned no results")
+                self.cache[key] = result
+            except StudentError as exc:
+                self.cache[key] = exc
+        hit = self.cache[key]
+        if isinstance(hit, StudentError):
+            raise hit
+        return hit
+
+
+def part_of(path: Path | str) -> str:
+    """Hidden tests name their part in the file name: test_<part>.py."""
+    return Path(str(path)).stem.removeprefix("test_")
+
+
+class GradingPlugin:
+    def __init__(self, student: StudentCaller | None, refs: LessonRefs, tolerances: dict,
+                 language: str = "en"):
+        self._student, self.refs, self.tolerances = student, refs, tolerances
+        self.language = language
+        self.meta: dict[str, dict] = {}
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.addinivalue_line("markers", "public: also run by `grader check` for students")
+
+    @pytest.fixture
+    def student(self) -> StudentCaller:
+        return self._student
+
+    @pytest.fixture
+    def reference(self):
+        return self.refs.reference
+
+    @pytest.fixture
+    def check(self) -> Checks:
+        return Checks(self.tolerances)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
+        part = part_of(pyfuncitem.path)
+        meta: dict = {"part": part}
+        self.meta[pyfuncitem.nodeid] = meta
+        if self._student is not None:
+            self._student.current_test = f"{part} ({pyfuncitem.name})"
+        checks = pyfuncitem.funcargs.get("check")
+        try:
+            result = yield
+        except StudentError as exc:
+            meta["error"] = exc.as_dict()
+            meta["checks"] = [c.to_dict() for c in checks.items] if checks else []
+            raise AssertionError(f"{exc.kind}: {exc.message}") from None
+        if checks is None:
+            return result
+        meta["checks"] = [c.to_dict() for c in checks.items]
+        failures = checks.failures
+        if failures:
+            diagnosis = self._diagnose(pyfuncitem, part)
+            if diagnosis:
+                meta["diagnosis"] = diagnosis
+            raise AssertionError("; ".join(f"{c.name}: {c.message}" for c in failures[:5]))
+        return result
+
+    def _diagnose(self, item: pytest.Function, part: str) -> dict:
+        """Replay the test with each known mistake of this part as the reference."""
+        candidates = [v for v in self.refs.variants if v.mistake.part == part]
+        if not candidates:
+            return {}
+        names = item._fixtureinfo.argnames
+        for variant in candidates:
+            args = {n: item.funcargs[n] for n in names}
+            args["reference"] = variant.caller
+            args["check"] = replay = Checks(self.tolerances)
+            try:
+                item.obj(**args)
+            except StudentError:
+                return {}
+            except Exception:  # noqa: BLE001 - the variant itself failed: not a match
+                continue
+            if replay.items and not replay.failures:
+                m = variant.mistake
+                return {"id": m.id, "title": m.title, "hint": m.hint}
+        return {"id": None}
+
+    def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
+        return self.meta.get(item.nodeid, {}) if call.when == "call" else {}

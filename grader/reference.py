@@ -1,0 +1,142 @@
+"""The trusted side's callers: the reference solution, and known-mistake variants.
+
+Both run a lesson's probe functions in-process on trusted code. Results are
+memoised by the request's content, so the reference outputs of a lesson are
+computed once per run (and inherited by forked workers), not once per student.
+Known mistakes are declared per lesson in `mistakes.yml` as text edits of the
+solution; the same edit makes a variant module here and a submission in tests.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import struct
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import yaml
+
+
+def request_key(probe: str, args: dict) -> str:
+    """A content hash of a probe call: same inputs, same key."""
+    h = hashlib.sha256(probe.encode())
+
+    def feed(obj) -> None:
+        if isinstance(obj, torch.Tensor):
+            t = obj.detach().contiguous()
+            h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+            h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+        elif isinstance(obj, dict):
+            h.update(b"{")
+            for k in sorted(obj):
+                h.update(str(k).encode() + b":")
+                feed(obj[k])
+            h.update(b"}")
+        elif isinstance(obj, (list, tuple)):
+            h.update(b"[")
+            for item in obj:
+                feed(item)
+            h.update(b"]")
+        elif isinstance(obj, float):
+            h.update(b"f" + struct.pack(">d", obj))
+        else:
+            h.update(f"{type(obj).__name__}:{obj!r}".encode())
+
+    feed(args)
+    return h.hexdigest()
+
+
+def load_module(name: str, source: str, filename: str) -> types.ModuleType:
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def load_file(name: str, path: Path) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@dataclass
+class Mistake:
+    id: str
+    part: str
+    title: dict[str, str]
+    hint: dict[str, str]
+    edits: list[tuple[str, str]]
+
+    def apply(self, solution: str) -> str:
+        for old, new in self.edits:
+            if solution.count(old) != 1:
+                raise ValueError(f"mistake {self.id}: {old!r} occurs "
+                                 f"{solution.count(old)} times in the solution, not once")
+            solution = solution.replace(old, new)
+        return solution
+
+
+def load_mistakes(path: Path) -> list[Mistake]:
+    if not path.exists():
+        return []
+    data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    out = []
+    for m in data:
+        out.append(Mistake(
+            id=m["id"], part=m["part"],
+            title={"en": m["title"], "zh": m.get("title_zh", m["title"])},
+            hint={"en": m["hint"], "zh": m.get("hint_zh", m["hint"])},
+            edits=[(e["old"], e["new"]) for e in m["edits"]]))
+    return out
+
+
+@dataclass
+class Caller:
+    """Runs probes on a trusted module, memoised by request content."""
+    module: types.ModuleType
+    probes: types.ModuleType
+    cache: dict = field(default_factory=dict)
+
+    def call(self, probe: str, **args) -> dict:
+        key = request_key(probe, args)
+        if key not in self.cache:
+            with torch.random.fork_rng():
+                self.cache[key] = getattr(self.probes, probe)(self.module, **args)
+        return self.cache[key]
+
+
+@dataclass
+class Variant:
+    mistake: Mistake
+    caller: Caller
+
+
+@dataclass
+class LessonRefs:
+    """Everything trusted about one lesson, loaded once per process."""
+    reference: Caller
+    variants: list[Variant]
+    probes: types.ModuleType
+
+
+_LOADED: dict[str, LessonRefs] = {}
+
+
+def lesson_refs(key: str, solution: Path, tests: Path) -> LessonRefs:
+    cache_key = f"{key}:{solution.resolve()}"
+    if cache_key not in _LOADED:
+        probes = load_file(f"_probes_{key}", tests / "probes.py")
+        source = solution.read_text(encoding="utf-8")
+        reference = Caller(load_module(f"_solution_{key}", source, str(solution)), probes)
+        variants = [
+            Variant(m, Caller(load_module(f"_mistake_{key}_{m.id}", m.apply(source),
+                                          str(solution)), probes))
+            for m in load_mistakes(tests / "mistakes.yml")
+        ]
+        _LOADED[cache_key] = LessonRefs(reference, variants, probes)
+    return _LOADED[cache_key]

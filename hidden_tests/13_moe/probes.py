@@ -1,0 +1,198 @@
+"""Lesson 13 probes: build modules from given weights, call one part, return tensors.
+
+The same functions run on the student's module inside the sandbox and on the
+solution (or a known-mistake variant) on the trusted side, so both sides see
+identical inputs and construction. This file is visible inside the sandbox: it
+holds no answers. The experts handed to `dispatch` are a deliberately different
+network (`ProbeExpert`), which both tests dispatch in isolation from the FFN and
+gives nothing away. Errors raised here name what the student must fix.
+"""
+import torch
+from torch import nn
+
+
+class ProbeExpert(nn.Module):
+    """A stand-in expert: tanh(x @ w1) @ w2. Dispatch must not care what experts do."""
+
+    def __init__(self, w1: torch.Tensor, w2: torch.Tensor):
+        super().__init__()
+        self.w1 = nn.Parameter(w1.clone())
+        self.w2 = nn.Parameter(w2.clone())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(x @ self.w1) @ self.w2
+
+
+def _plain(value, what: str) -> torch.Tensor:
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(value).__name__}")
+    return value.detach().as_subclass(torch.Tensor).clone()
+
+
+def _grad(t: torch.Tensor):
+    return None if t.grad is None else _plain(t.grad, "a gradient")
+
+
+def _grads(module: nn.Module) -> dict:
+    return {name: _grad(p) for name, p in module.named_parameters()}
+
+
+def _module(cls, what: str, *args, **kwargs) -> nn.Module:
+    if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        raise TypeError(f"{what} must be a subclass of torch.nn.Module")
+    return cls(*args, **kwargs)
+
+
+def _load(module: nn.Module, state: dict, what: str) -> None:
+    """Load reference weights; a bias the reference does not have is set to zero, so
+    a layout mistake costs the layout check only."""
+    own = dict(module.named_parameters())
+    missing = [k for k in state if k not in own]
+    if missing:
+        raise AttributeError(
+            f"{what} has no parameter named {missing[0]} (expected the reference names: "
+            f"{', '.join(sorted(state))})")
+    with torch.no_grad():
+        for name, p in own.items():
+            if name in state:
+                if tuple(p.shape) != tuple(state[name].shape):
+                    raise ValueError(f"{what}.{name} has shape {list(p.shape)}, expected "
+                                     f"{list(state[name].shape)}")
+                p.copy_(state[name])
+            else:
+                p.zero_()
+
+
+def _backward(out: torch.Tensor, upstream: torch.Tensor) -> None:
+    if out.shape == upstream.shape and out.requires_grad:
+        (out * upstream).sum().backward()
+
+
+# ---- part "ffn" -----------------------------------------------------------------
+
+def ffn_layout(m, hidden: int, inter: int) -> dict:
+    ffn = _module(m.FeedForward, "FeedForward", hidden, inter)
+    return {"params": {n: torch.tensor(list(p.shape)) for n, p in ffn.named_parameters()},
+            "linear": {n: torch.tensor(isinstance(getattr(ffn, n, None), nn.Linear))
+                       for n in ("gate_proj", "up_proj", "down_proj")}}
+
+
+def ffn_forward(m, hidden: int, inter: int, state: dict, x: torch.Tensor,
+                gy: torch.Tensor) -> dict:
+    ffn = _module(m.FeedForward, "FeedForward", hidden, inter)
+    ffn.to(x.dtype)
+    _load(ffn, state, "FeedForward")
+    x = x.clone().requires_grad_(True)
+    y = ffn(x)
+    _plain(y, "FeedForward.forward's result")
+    _backward(y, gy)
+    return {"y": _plain(y, "y"), "x_grad": _grad(x), "grads": _grads(ffn)}
+
+
+# ---- part "router" --------------------------------------------------------------
+
+def route(m, gate_weight: torch.Tensor, x_flat: torch.Tensor, k: int, norm: bool,
+          g_scores: torch.Tensor, g_weight: torch.Tensor) -> dict:
+    gate = nn.Linear(gate_weight.shape[1], gate_weight.shape[0], bias=False).to(x_flat.dtype)
+    with torch.no_grad():
+        gate.weight.copy_(gate_weight)
+    x = x_flat.clone().requires_grad_(True)
+    out = m.route(x, gate, k, norm)
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise TypeError("route must return a tuple (scores, topk_weight, topk_idx), got "
+                        f"{type(out).__name__}" + (f" of length {len(out)}"
+                                                   if isinstance(out, (tuple, list)) else ""))
+    for t, n in zip(out, ("scores", "topk_weight", "topk_idx")):
+        _plain(t, n)
+    scores, weight, idx = out
+    loss = None
+    if scores.shape == g_scores.shape and scores.requires_grad:
+        loss = (scores * g_scores).sum()
+    if (weight.shape == idx.shape and weight.requires_grad and idx.dtype == torch.int64
+            and idx.dim() == 2 and idx.shape[0] == g_weight.shape[0]
+            and int(idx.min()) >= 0 and int(idx.max()) < g_weight.shape[1]):
+        # upstream gradient per (token, expert), so slot order does not matter
+        term = (weight * g_weight.gather(1, idx)).sum()
+        loss = term if loss is None else loss + term
+    if loss is not None:
+        loss.backward()
+    return {"scores": _plain(scores, "scores"), "topk_weight": _plain(weight, "topk_weight"),
+            "topk_idx": _plain(idx, "topk_idx"), "x_grad": _grad(x),
+            "gate_grad": _grad(gate.weight)}
+
+
+# ---- part "dispatch" ------------------------------------------------------------
+
+def _experts(expert_weights: list) -> nn.ModuleList:
+    return nn.ModuleList([ProbeExpert(w1, w2) for w1, w2 in expert_weights])
+
+
+def dispatch(m, expert_weights: list, x_flat: torch.Tensor, topk_weight: torch.Tensor,
+             topk_idx: torch.Tensor, gy: torch.Tensor) -> dict:
+    experts = _experts(expert_weights)
+    x = x_flat.clone().requires_grad_(True)
+    w = topk_weight.clone().requires_grad_(True)
+    y = m.dispatch(x, experts, w, topk_idx.clone())
+    _plain(y, "dispatch's result")
+    _backward(y, gy)
+    return {"y": _plain(y, "y"), "x_grad": _grad(x), "weight_grad": _grad(w),
+            "grads": _grads(experts)}
+
+
+# ---- part "aux_loss" ------------------------------------------------------------
+
+def aux_loss(m, scores: torch.Tensor, topk_idx: torch.Tensor, num_experts: int,
+             coef: float) -> dict:
+    s = scores.clone().requires_grad_(True)
+    aux = m.load_balancing_loss(s, topk_idx.clone(), num_experts, coef)
+    _plain(aux, "load_balancing_loss's result")
+    if aux.numel() == 1 and aux.requires_grad:
+        aux.sum().backward()
+    return {"aux": _plain(aux, "aux"), "scores_grad": _grad(s)}
+
+
+# ---- part "moe": the whole layer, and the student's own parts composed ----------
+
+def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: float,
+        state: dict, x: torch.Tensor, gy: torch.Tensor, train: bool) -> dict:
+    layer = _module(m.MOEFeedForward, "MOEFeedForward", hidden, inter,
+                    num_experts=num_experts, num_experts_per_tok=k,
+                    norm_topk_prob=norm, router_aux_loss_coef=coef)
+    layer.to(x.dtype)
+    _load(layer, state, "MOEFeedForward")
+    layer.train(train)
+    xs = x.clone().requires_grad_(True)
+    y = layer(xs)
+    _plain(y, "MOEFeedForward.forward's result")
+    if not hasattr(layer, "aux_loss"):
+        raise AttributeError("MOEFeedForward.forward must set self.aux_loss")
+    aux = layer.aux_loss
+    _plain(aux, "MOEFeedForward.aux_loss")
+    if y.shape == gy.shape and y.requires_grad:
+        loss = (y * gy).sum()
+        if train and aux.numel() == 1 and aux.requires_grad:
+            loss = loss + aux.sum()
+        loss.backward()
+    out = {"y": _plain(y, "y"), "aux": _plain(aux, "aux"), "x_grad": _grad(xs),
+           "grads": _grads(layer)}
+    out.update(_composed(m, layer, x, gy, k, norm, num_experts, coef, train))
+    return out
+
+
+def _composed(m, layer, x, gy, k, norm, num_experts, coef, train) -> dict:
+    """The student's own route -> dispatch -> load_balancing_loss on the same layer:
+    the layer is graded on its wiring, not again on the parts' bugs."""
+    try:
+        layer.zero_grad(set_to_none=True)
+        xs = x.clone().requires_grad_(True)
+        x_flat = xs.reshape(-1, x.shape[-1])
+        scores, weight, idx = m.route(x_flat, layer.gate, k, norm)
+        y = m.dispatch(x_flat, layer.experts, weight, idx).reshape(x.shape)
+        aux = (m.load_balancing_loss(scores, idx, num_experts, coef) if train and coef > 0
+               else scores.new_zeros(1).squeeze())
+        loss = (y * gy).sum() + (aux.sum() if train and aux.requires_grad else 0)
+        loss.backward()
+        return {"comp_y": _plain(y, "y"), "comp_aux": _plain(aux, "aux"),
+                "comp_x_grad": _grad(xs), "comp_grads": _grads(layer)}
+    except Exception:  # noqa: BLE001 - broken parts: no composition to compare with
+        return {}

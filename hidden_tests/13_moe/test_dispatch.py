@@ -1,0 +1,37 @@
+"""Part "dispatch": tokens to their experts and back, weighted and accumulated."""
+import pytest
+
+from _inputs import B, DTYPES, H, S, expert_weights, gen, randn, routing
+
+
+def _inputs(k, dtype, seed):
+    idx, weight, _ = routing(seed + 60, DTYPES[dtype], k)
+    g = gen(seed + 61)
+    n = B * S
+    return dict(expert_weights=expert_weights(seed, DTYPES[dtype]),
+                x_flat=randn(g, n, H, dtype=DTYPES[dtype]), topk_weight=weight,
+                topk_idx=idx, gy=randn(g, n, H, dtype=DTYPES[dtype]))
+
+
+@pytest.mark.parametrize("k,dtype,seed", [(1, "float32", 0), (2, "float32", 1),
+                                          (3, "float32", 2), (2, "float64", 3),
+                                          (1, "float64", 4)])
+def test_dispatch(student, reference, check, k, dtype, seed):
+    args = _inputs(k, dtype, seed)
+    got, ref = student.call("dispatch", **args), reference.call("dispatch", **args)
+    check.shape("output shape", got["y"], (B * S, H))
+    check.close("output", got["y"], ref["y"])
+
+
+@pytest.mark.public
+def test_dispatch_public(student, reference, check):
+    test_dispatch(student, reference, check, 2, "float32", 9)
+
+
+@pytest.mark.parametrize("k,seed", [(1, 5), (2, 6)])
+def test_gradients(student, reference, check, k, seed):
+    args = _inputs(k, "float64", seed)
+    got, ref = student.call("dispatch", **args), reference.call("dispatch", **args)
+    check.close("input gradient", got["x_grad"], ref["x_grad"])
+    check.close("weight gradient", got["weight_grad"], ref["weight_grad"])
+    check.grads("expert gradient", got["grads"], ref["grads"])

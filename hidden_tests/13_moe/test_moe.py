@@ -1,0 +1,59 @@
+"""Part "moe": MOEFeedForward end to end, train and eval, against the reference.
+
+The layer is graded on its wiring: where its results differ from the reference
+but equal the composition of the student's own route, dispatch and
+load_balancing_loss, the bug was already counted in those parts.
+"""
+import pytest
+import torch
+
+from _inputs import B, DTYPES, E, H, I, S, moe_inputs
+
+OWN = "matches your own route → dispatch → load_balancing_loss (their bugs are graded there)"
+
+
+def _run(student, reference, k, norm, dtype, coef, seed, train):
+    state, x, gy = moe_inputs(seed + 100, DTYPES[dtype], k)
+    args = dict(hidden=H, inter=I, num_experts=E, k=k, norm=norm, coef=coef, state=state,
+                x=x, gy=gy, train=train)
+    return student.call("moe", **args), reference.call("moe", **args)
+
+
+CASES = [(1, True, "float32", 5e-4, 0), (2, True, "float32", 5e-4, 1),
+         (2, False, "float32", 0.1, 2), (1, True, "float64", 1.0, 3),
+         (2, True, "float64", 1.0, 4)]
+
+
+@pytest.mark.parametrize("k,norm,dtype,coef,seed", CASES)
+def test_train(student, reference, check, k, norm, dtype, coef, seed):
+    got, ref = _run(student, reference, k, norm, dtype, coef, seed, train=True)
+    check.shape("output shape", got["y"], (B, S, H))
+    check.close("output", got["y"], ref["y"], alt=got.get("comp_y"), alt_note=OWN)
+    check.shape("aux_loss shape (0-dim)", got["aux"], ())
+    check.close("aux_loss", got["aux"], ref["aux"], tol="aux",
+                alt=got.get("comp_aux"), alt_note=OWN)
+
+
+@pytest.mark.parametrize("k,norm,dtype,coef,seed", CASES[:3])
+def test_eval(student, reference, check, k, norm, dtype, coef, seed):
+    got, ref = _run(student, reference, k, norm, dtype, coef, seed, train=False)
+    check.shape("output shape", got["y"], (B, S, H))
+    check.close("output", got["y"], ref["y"], alt=got.get("comp_y"), alt_note=OWN)
+    check.shape("eval aux_loss shape (0-dim)", got["aux"], ())
+    check.true("eval aux_loss is zero",
+               got["aux"].numel() == 1 and float(got["aux"].reshape(())) == 0.0,
+               "in eval mode aux_loss must be a 0-dim zero tensor")
+
+
+@pytest.mark.public
+def test_train_public(student, reference, check):
+    test_train(student, reference, check, 2, True, "float32", 0.1, 20)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_gradients(student, reference, check, k):
+    got, ref = _run(student, reference, k, True, "float64", 1.0, 30 + k, train=True)
+    check.close("input gradient", got["x_grad"], ref["x_grad"],
+                alt=got.get("comp_x_grad"), alt_note=OWN)
+    comp = got.get("comp_grads")
+    check.grads("parameter gradient", got["grads"], ref["grads"], alt=comp, alt_note=OWN)
