@@ -102,6 +102,17 @@ class Checks:
                 check = second
         return self._add(check)
 
+    def grad(self, name: str, got, ref, tol: str | None = None,
+             alt=None, alt_note: str = "") -> bool:
+        """A gradient: None (never reached) equals zeros, on either side."""
+        if ref is None and got is None:
+            return self._add(Check(name, True, extra={"note": "no gradient on either side"}))
+        if not isinstance(ref, torch.Tensor) and not isinstance(got, torch.Tensor):
+            return self._add(Check(name, False, f"expected a tensor, got {type(got).__name__}"))
+        ref = ref if isinstance(ref, torch.Tensor) else torch.zeros_like(got)
+        got = torch.zeros_like(ref) if got is None else got
+        return self.close(name, got, ref, tol, alt=alt, alt_note=alt_note)
+
     def grads(self, name: str, got: dict, ref: dict, tol: str | None = None,
               alt: dict | None = None, alt_note: str = "") -> bool:
         """Gradients by parameter name; a missing or None gradient equals zeros."""
@@ -109,15 +120,8 @@ class Checks:
             return self._add(Check(name, False, "no gradients came back"))
         ok = True
         for key, r in sorted(ref.items()):
-            g = got.get(key)
-            if r is None and g is None:
-                continue
-            base = r if r is not None else torch.zeros_like(g)
-            g = g if g is not None else torch.zeros_like(base)
-            a = alt.get(key) if alt else None
-            ok &= self.close(f"{name}[{key}]", g, base, tol,
-                             alt=(a if a is not None else None) if alt else None,
-                             alt_note=alt_note)
+            ok &= self.grad(f"{name}[{key}]", got.get(key), r, tol,
+                            alt=alt.get(key) if alt else None, alt_note=alt_note)
         return ok
 
     def _compare(self, name: str, got, ref: torch.Tensor, tol: str | None) -> Check:

@@ -60,6 +60,7 @@ class Lesson(Strict):
     stub: Path
     tests: Path
     provides: list[str] = ["torch", "numpy"]
+    preload: list[str] = ["torch"]  # imported once per warm worker, not per student
     parts: dict[str, Part]
     tolerances: dict[str, Tolerance] = {}
     limits: LimitsConfig | None = None

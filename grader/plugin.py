@@ -16,7 +16,10 @@ import pytest
 
 from grader.compare import Checks
 from grader.reference import LessonRefs, request_key
+from grader.sandbox import protocol
 from grader.sandbox.slot import Session, StudentError
+
+_FRAMES: dict[str, bytes] = {}  # serialised requests: the same for every student
 
 
 class StudentCaller:
@@ -32,7 +35,10 @@ class StudentCaller:
         key = request_key(probe, args)
         if key not in self.cache:
             try:
-                result = self.session.call(probe, args, where=self.current_test)
+                if key not in _FRAMES:
+                    _FRAMES[key] = protocol.dumps({"probe": probe, "args": args})
+                result = self.session.call(probe, args, where=self.current_test,
+                                           frame=_FRAMES[key])
                 if not isinstance(result, dict):
                     raise StudentError("protocol", "the probe returned no results")
                 self.cache[key] = result
@@ -58,6 +64,14 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "public: also run by `grader check` for students")
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.items = list(session.items)
+
+    def begin(self, student) -> None:
+        """Start on the next submission."""
+        self._student = student
+        self.meta = {}
 
     @pytest.fixture
     def student(self) -> StudentCaller:
@@ -90,18 +104,19 @@ class GradingPlugin:
         meta["checks"] = [c.to_dict() for c in checks.items]
         failures = checks.failures
         if failures:
-            diagnosis = self._diagnose(pyfuncitem, part)
-            if diagnosis:
-                meta["diagnosis"] = diagnosis
+            meta["diagnosis"] = self._diagnose(pyfuncitem, part)
             raise AssertionError("; ".join(f"{c.name}: {c.message}" for c in failures[:5]))
         return result
 
     def _diagnose(self, item: pytest.Function, part: str) -> dict:
-        """Replay the test with each known mistake of this part as the reference."""
+        """Replay the test with each known mistake of this part as the reference;
+        every mistake whose results the student's pass against is a match."""
         candidates = [v for v in self.refs.variants if v.mistake.part == part]
         if not candidates:
             return {}
+        self._signatures()
         names = item._fixtureinfo.argnames
+        matches = []
         for variant in candidates:
             args = {n: item.funcargs[n] for n in names}
             args["reference"] = variant.caller
@@ -113,9 +128,32 @@ class GradingPlugin:
             except Exception:  # noqa: BLE001 - the variant itself failed: not a match
                 continue
             if replay.items and not replay.failures:
-                m = variant.mistake
-                return {"id": m.id, "title": m.title, "hint": m.hint}
-        return {"id": None}
+                matches.append(variant.mistake.id)
+        return {"matches": matches}
+
+    def _signatures(self) -> None:
+        """Which tests each known mistake fails, graded like a submission (trusted
+        code, once per process): it tells apart mistakes whose numbers coincide on
+        some tests, by the pattern of tests they fail."""
+        if self.refs.signatures is not None:
+            return
+        signatures: dict[str, set[str]] = {}
+        for variant in self.refs.variants:
+            failed = set()
+            for item in self.items:
+                if part_of(item.path) != variant.mistake.part:
+                    continue
+                args = {**getattr(getattr(item, "callspec", None), "params", {}),
+                        "student": variant.caller, "reference": self.refs.reference,
+                        "check": Checks(self.tolerances)}
+                try:
+                    item.obj(**{n: args[n] for n in item._fixtureinfo.argnames})
+                    if args["check"].failures:
+                        failed.add(item.name)
+                except Exception:  # noqa: BLE001 - the variant breaks this test
+                    failed.add(item.name)
+            signatures[variant.mistake.id] = failed
+        self.refs.signatures = signatures
 
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
         return self.meta.get(item.nodeid, {}) if call.when == "call" else {}

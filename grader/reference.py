@@ -122,6 +122,8 @@ class LessonRefs:
     reference: Caller
     variants: list[Variant]
     probes: types.ModuleType
+    # mistake id -> names of the tests its variant fails (computed on first need)
+    signatures: dict[str, set[str]] | None = None
 
 
 _LOADED: dict[str, LessonRefs] = {}

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import io
 import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pytest_jsonreport import serialize
 from pytest_jsonreport.plugin import JSONReport
 
 from grader.config import Course
@@ -51,31 +54,69 @@ def read(sub: Submission) -> Submission:
     return sub
 
 
-def run_tests(course: Course, lesson_key: str, student: StudentCaller | None,
-              select: str = "") -> tuple[dict, dict]:
-    """Run the lesson's hidden tests; returns (json report, per-test metadata)."""
+class GradingLoop:
+    """A pytest plugin that grades a stream of submissions in one pytest session.
+
+    Collection, the hidden test modules and pytest's start-up are paid once per
+    worker; each submission then runs every collected test through pytest's own
+    runtest protocol, and pytest-json-report's per-test records become that
+    submission's raw report.
+    """
+
+    def __init__(self, plugin: GradingPlugin, report: JSONReport,
+                 jobs: Iterable[tuple[object, Callable[[dict], None]]]):
+        self.plugin, self.report, self.jobs = plugin, report, jobs
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> bool:
+        if session.testsfailed and session.config.option.continue_on_collection_errors is False:
+            raise session.Interrupted("the hidden tests could not be collected")
+        items = session.items
+        for caller, done in self.jobs:
+            self.plugin.begin(caller)
+            self.report._json_tests = OrderedDict()
+            started = time.time()
+            for i, item in enumerate(items):
+                nextitem = items[i + 1] if i + 1 < len(items) else None
+                item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            tests = list(self.report._json_tests.values())
+            raw = serialize.make_report(
+                created=time.time(), duration=time.time() - started, exitcode=0,
+                root=str(session.path), environment={},
+                summary=serialize.make_summary(self.report._json_tests, collected=len(items)))
+            raw["tests"] = tests
+            done(raw)
+        return True
+
+
+def run_tests(course: Course, lesson_key: str,
+              jobs: Iterable[tuple[object, Callable[[dict], None]]], select: str = "") -> None:
+    """Run the lesson's hidden tests once per job: (student caller, callback(raw report))."""
     lesson = course.lesson(lesson_key)
     tests = course.path(lesson.tests)
     refs = lesson_refs(lesson_key, course.path(lesson.solution), tests)
-    plugin = GradingPlugin(student, refs, course.tolerances(lesson_key), course.language)
+    plugin = GradingPlugin(None, refs, course.tolerances(lesson_key), course.language)
     report = JSONReport()
-    args = [str(tests), "-q", "-p", "no:cacheprovider", "--tb=short",
+    loop = GradingLoop(plugin, report, jobs)
+    args = [str(tests), "-q", "--tb=short", "-p", "no:cacheprovider",
+            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
             "--rootdir", str(tests), "-c", "/dev/null", "--json-report-file=none",
             "-W", "ignore"]
     if select:
         args += ["-m", select]
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink):
-        code = pytest.main(args, plugins=[plugin, report])
-    if code not in (0, 1) or not report.report.get("tests"):
+        code = pytest.main(args, plugins=[plugin, report, loop])
+    if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"hidden tests of lesson {lesson_key} did not run "
                            f"(pytest exit {code}): {sink.getvalue()[-2000:]}")
-    return report.report, plugin.meta
 
 
 def score(course: Course, lesson_key: str, report: dict) -> dict:
     """Points per test: each part's points shared equally by its tests."""
     lesson = course.lesson(lesson_key)
+    refs = lesson_refs(lesson_key, course.path(lesson.solution), course.path(lesson.tests))
+    mistakes = {v.mistake.id: v.mistake for v in refs.variants}
     tests = report["tests"]
     per_part: dict[str, int] = {}
     for t in tests:
@@ -109,13 +150,40 @@ def score(course: Course, lesson_key: str, report: dict) -> dict:
             "score": round(got, 4), "max_score": round(worth, 4),
             "max_abs_diff": max(diffs) if diffs else None,
             "message": message, "checks": checks, "error": error,
-            "diagnosis": meta.get("diagnosis"),
+            "diagnosis": meta.get("diagnosis", {}).get("matches"),
             "duration_s": round(t.get("call", {}).get("duration", 0.0), 4),
         })
-    for p in parts.values():
+    for name, p in parts.items():
         p["score"] = round(p["score"], 4)
+        p["diagnosis"] = _diagnose_part([t for t in records if t["part"] == name], mistakes,
+                                        refs.signatures or {})
     total = round(sum(p["score"] for p in parts.values()), 4)
     return {"score": total, "max_score": lesson.max_score, "parts": parts, "tests": records}
+
+
+def _diagnose_part(tests: list[dict], mistakes: dict, signatures: dict) -> dict | None:
+    """One mistake that explains every diagnosed failure of a part, if there is one.
+
+    Each failing test lists the mistakes its results match; the part's diagnosis is
+    a mistake common to all of them, preferring one that fails exactly the tests the
+    student failed; each failing test then names that mistake (or its own first
+    match, or none)."""
+    diagnosed = [t for t in tests if t["diagnosis"] is not None]
+    failed = {t["name"] for t in tests if t["outcome"] == "failed"}
+    common = set(mistakes)
+    for t in diagnosed:
+        common &= set(t["diagnosis"])
+    ranked = sorted((m for m in mistakes if m in common),
+                    key=lambda m: signatures.get(m) != failed)
+    chosen = ranked[0] if diagnosed and ranked else None
+    for t in diagnosed:
+        pick = chosen if chosen in t["diagnosis"] else next(iter(t["diagnosis"]), None)
+        t["diagnosis"] = _mistake_dict(mistakes.get(pick))
+    return _mistake_dict(mistakes[chosen]) if chosen else None
+
+
+def _mistake_dict(m) -> dict:
+    return {"id": m.id, "title": m.title, "hint": m.hint} if m else {"id": None}
 
 
 def _crash_text(test: dict) -> str:
@@ -123,37 +191,61 @@ def _crash_text(test: dict) -> str:
     return "the grader could not run this test (a grader error, not yours)"
 
 
-def grade(course: Course, lesson_key: str, sub: Submission, slot: Slot | None) -> dict:
-    """The full record for one student: scores, tests, output, raw report."""
+def grade_many(course: Course, lesson_key: str, subs: Iterable[Submission],
+               slot: Slot | None, on_result: Callable[[dict], None], select: str = "") -> None:
+    """Grade submissions one after another in one pytest session; report each record."""
     lesson = course.lesson(lesson_key)
-    started = time.monotonic()
-    base = {"student_id": sub.student_id, "lesson": lesson_key,
-            "sandboxed": bool(slot and slot.sandboxed)}
-    sub = read(sub)
-    if sub.problem:
-        report, _ = run_tests(course, lesson_key, _Missing(sub.problem))
-        result = score(course, lesson_key, report)
-        return {**base, **result, "status": "missing" if sub.path is None or not sub.path.exists()
-                else "unreadable", "problem": sub.problem, "output": "",
-                "elapsed_s": round(time.monotonic() - started, 3), "raw_report": report}
-    session = slot.open(sub.source, lesson.exercise, lesson.provides, course.limits(lesson_key))
-    caller = StudentCaller(session)
-    try:
-        report, _ = run_tests(course, lesson_key, caller)
-    finally:
-        session.close()
-    result = score(course, lesson_key, report)
-    status = "graded"
-    problem = ""
-    if session.fatal is not None:
-        status = "timeout" if session.fatal.kind == "timeout" else "import_error"
-        problem = session.fatal.message
-    elif any(t["error"] and t["error"]["kind"] == "timeout" for t in result["tests"]):
-        status = "timeout"
-    return {**base, **result, "status": status, "problem": problem,
-            "import_traceback": session.fatal.traceback if session.fatal else "",
-            "output": session.output.text(), "cpu_s": round(session.cpu_s, 3),
-            "elapsed_s": round(time.monotonic() - started, 3), "raw_report": report}
+    limits = course.limits(lesson_key)
+
+    def jobs() -> Iterator[tuple[object, Callable[[dict], None]]]:
+        for sub in subs:
+            started = time.monotonic()
+            base = {"student_id": sub.student_id, "lesson": lesson_key,
+                    "sandboxed": bool(slot and slot.sandboxed)}
+            sub = read(sub)
+            if sub.problem:
+                missing = sub.path is None or not sub.path.exists()
+                extra = {"status": "missing" if missing else "unreadable",
+                         "problem": sub.problem, "import_traceback": "", "output": "",
+                         "cpu_s": 0.0}
+                session = None
+                caller = _Missing(sub.problem)
+            else:
+                session = slot.open(sub.source, lesson.exercise, lesson.provides, limits)
+                caller = StudentCaller(session)
+            reports: list[dict] = []
+            yield caller, reports.append
+            if session is not None:
+                session.close()
+                extra = _session_facts(session)
+            record = {**base, **score(course, lesson_key, reports[0]), **extra,
+                      "elapsed_s": round(time.monotonic() - started, 3),
+                      "raw_report": reports[0]}
+            if record["status"] == "graded" and any(
+                    t["error"] and t["error"]["kind"] == "timeout" for t in record["tests"]):
+                record["status"] = "timeout"
+            on_result(record)
+
+    run_tests(course, lesson_key, jobs(), select)
+
+
+def _session_facts(session) -> dict:
+    fatal = session.fatal
+    status, problem = "graded", ""
+    if fatal is not None:
+        status = "timeout" if fatal.kind == "timeout" else "import_error"
+        problem = fatal.message
+    return {"status": status, "problem": problem,
+            "import_traceback": fatal.traceback if fatal else "",
+            "output": session.output.text(), "cpu_s": round(session.cpu_s, 3)}
+
+
+def grade(course: Course, lesson_key: str, sub: Submission, slot: Slot | None,
+          select: str = "") -> dict:
+    """Grade a single submission (used by `grader check` and the tests)."""
+    out: list[dict] = []
+    grade_many(course, lesson_key, [sub], slot, out.append, select)
+    return out[0]
 
 
 class _Missing:

@@ -45,7 +45,7 @@ def _dirs_for(path: str) -> list[str]:
     return args
 
 
-def command(probes: Path, uid: int, ctrl_fd: int) -> list[str]:
+def command(probes: Path, uid: int, ctrl_fd: int, preload: list[str]) -> list[str]:
     grader_pkg = Path(__file__).resolve().parent.parent
     args = [
         shutil.which("bwrap") or "bwrap",
@@ -76,16 +76,16 @@ def command(probes: Path, uid: int, ctrl_fd: int) -> list[str]:
         "--", sys.executable, "-I", "-u",
         f"{GRADER_ROOT}/grader/sandbox/zygote.py",
         "--probes", PROBES_PATH, "--uid", str(uid), "--sandboxed",
-        "--ctrl-fd", str(ctrl_fd),
+        "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload),
     ]
     return args
 
 
-def plain_command(probes: Path, ctrl_fd: int) -> list[str]:
+def plain_command(probes: Path, ctrl_fd: int, preload: list[str]) -> list[str]:
     """The unsandboxed fallback: same worker, no isolation. Only when asked for."""
     zygote = Path(__file__).resolve().parent / "zygote.py"
     return [sys.executable, "-I", "-u", str(zygote), "--probes", str(probes),
-            "--ctrl-fd", str(ctrl_fd)]
+            "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload)]
 
 
 @cache

@@ -65,12 +65,13 @@ SIGNAL_CAUSES = {
 class Slot:
     """One warm, sandboxed worker. Start once, open many sessions one after another."""
 
-    def __init__(self, probes: Path, index: int = 0, sandboxed: bool = True):
+    def __init__(self, probes: Path, index: int = 0, sandboxed: bool = True,
+                 preload: tuple[str, ...] = ("torch",)):
         self.sandboxed = sandboxed
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
-        cmd = (bwrap.command(probes, BASE_UID + index, fd) if sandboxed
-               else bwrap.plain_command(probes, fd))
+        cmd = (bwrap.command(probes, BASE_UID + index, fd, list(preload)) if sandboxed
+               else bwrap.plain_command(probes, fd, list(preload)))
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if not sandboxed else None
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -176,8 +177,9 @@ class Session:
         pump.start()
         self._pumps.append(pump)
         try:
-            self._send({"source": self.source, "filename": self.filename,
-                        "allowed_imports": list(self.allowed)}, "while importing your file")
+            self._send(protocol.dumps({"source": self.source, "filename": self.filename,
+                                       "allowed_imports": list(self.allowed)}),
+                       "while importing your file")
             reply = self._receive("while importing your file")
         except StudentError as exc:
             self.fatal = exc
@@ -202,8 +204,9 @@ class Session:
             pump.join(timeout=5)
 
     # -- calls ----------------------------------------------------------------------
-    def call(self, probe: str, args: dict, where: str = "") -> dict:
-        """Run one probe in the child. Raises StudentError for anything it did wrong."""
+    def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> dict:
+        """Run one probe in the child. Raises StudentError for anything it did wrong.
+        `frame` is the request already serialised (the same for every student)."""
         if self.fatal is not None:
             raise self.fatal
         where = where or probe
@@ -212,7 +215,7 @@ class Session:
                 raise self._budget_error()
             self.restarts += 1
             self._start(where)
-        self._send({"probe": probe, "args": args}, f"in {where}")
+        self._send(frame or protocol.dumps({"probe": probe, "args": args}), f"in {where}")
         reply = self._receive(f"in {where}")
         if not reply.get("ok"):
             raise _error_from(reply.get("error", {}), self.limits)
@@ -222,9 +225,9 @@ class Session:
         return StudentError("timeout", "the submission used up its time budget of "
                             f"{self.limits.submission_wall_s:g} s; this test was not run")
 
-    def _send(self, message: dict, where: str) -> None:
+    def _send(self, data: bytes, where: str) -> None:
         try:
-            protocol.send(self.sock, message)
+            protocol.send_bytes(self.sock, data)
         except OSError:  # the child is already gone
             status = self._stop() or {}
             raise StudentError("crash", _death_cause(status, self.limits, where)) from None

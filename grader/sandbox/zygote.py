@@ -45,10 +45,13 @@ def main() -> None:
     ap.add_argument("--ctrl-fd", type=int, required=True)
     ap.add_argument("--uid", type=int, default=0)
     ap.add_argument("--sandboxed", action="store_true")
+    ap.add_argument("--preload", default="", help="comma-separated modules to import once")
     args = ap.parse_args()
     import torch  # paid once per worker, inherited by every child
 
     torch.set_num_threads(1)
+    for name in filter(None, args.preload.split(",")):
+        importlib.import_module(name)  # e.g. transformers.activations: not per student
     global protocol
     protocol = _load_module("grader_protocol",
                             os.path.join(os.path.dirname(__file__), "protocol.py"))

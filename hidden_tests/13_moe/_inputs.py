@@ -1,12 +1,17 @@
 """Deterministic inputs for the lesson-13 hidden tests (trusted side only).
 
+Cached: every student gets the same inputs, drawn once per process (probes
+clone what they are given, so the cached tensors are never modified).
+
 Everything is drawn from seeded generators; router inputs are redrawn until no
 token has a near-tie between its K-th and (K+1)-th expert, since CPU top-k breaks
 ties arbitrarily and a fair test must not depend on that.
 """
+from functools import lru_cache
+
 import torch
 
-H, I, E = 64, 192, 4          # hidden, intermediate, experts
+H, I, E = 64, 128, 4          # hidden, intermediate, experts
 B, S = 2, 5                   # B > 1 so a missing reshape cannot hide
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MIN_GAP = 1e-3
@@ -33,6 +38,7 @@ def no_ties(logits: torch.Tensor, k: int) -> bool:
     return bool(((top[:, k - 1] - top[:, k]) > MIN_GAP).all())
 
 
+@lru_cache(maxsize=None)
 def router_inputs(seed: int, dtype, k: int, n: int = B * S):
     """(gate weight [E,H], x_flat [N,H]) with a clear top-k for every token."""
     for attempt in range(100):
@@ -44,6 +50,7 @@ def router_inputs(seed: int, dtype, k: int, n: int = B * S):
     raise RuntimeError("no tie-free router inputs found")
 
 
+@lru_cache(maxsize=None)
 def routing(seed: int, dtype, k: int, n: int = B * S):
     """Reference-free routing inputs for dispatch and aux: distinct experts per token."""
     g = gen(seed)
@@ -53,12 +60,14 @@ def routing(seed: int, dtype, k: int, n: int = B * S):
     return idx, weight, scores
 
 
+@lru_cache(maxsize=None)
 def expert_weights(seed: int, dtype, hidden=H, inter=I):
     g = gen(seed + 7)
     return [(randn(g, hidden, inter, dtype=dtype, scale=hidden ** -0.5),
              randn(g, inter, hidden, dtype=dtype, scale=inter ** -0.5)) for _ in range(E)]
 
 
+@lru_cache(maxsize=None)
 def moe_inputs(seed: int, dtype, k: int):
     """Full MoE weights (gate + E experts) and x [B,S,H] with tie-free routing."""
     w, x_flat = router_inputs(seed, dtype, k)

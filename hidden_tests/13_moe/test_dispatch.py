@@ -19,7 +19,7 @@ def _inputs(k, dtype, seed):
 def test_dispatch(student, reference, check, k, dtype, seed):
     args = _inputs(k, dtype, seed)
     got, ref = student.call("dispatch", **args), reference.call("dispatch", **args)
-    check.shape("output shape", got["y"], (B * S, H))
+    check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.close("output", got["y"], ref["y"])
 
 
@@ -28,10 +28,10 @@ def test_dispatch_public(student, reference, check):
     test_dispatch(student, reference, check, 2, "float32", 9)
 
 
-@pytest.mark.parametrize("k,seed", [(1, 5), (2, 6)])
-def test_gradients(student, reference, check, k, seed):
-    args = _inputs(k, "float64", seed)
+@pytest.mark.parametrize("k,dtype,seed", [(2, "float64", 3), (1, "float64", 4)])
+def test_gradients(student, reference, check, k, dtype, seed):
+    args = _inputs(k, dtype, seed)
     got, ref = student.call("dispatch", **args), reference.call("dispatch", **args)
-    check.close("input gradient", got["x_grad"], ref["x_grad"])
-    check.close("weight gradient", got["weight_grad"], ref["weight_grad"])
+    check.grad("input gradient", got["x_grad"], ref["x_grad"])
+    check.grad("weight gradient", got["weight_grad"], ref["weight_grad"])
     check.grads("expert gradient", got["grads"], ref["grads"])

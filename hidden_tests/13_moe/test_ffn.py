@@ -27,12 +27,14 @@ def test_layout(student, reference, check):
                         ref["params"][name].tolist())
 
 
-@pytest.mark.parametrize("dtype,seed", [("float32", 0), ("float32", 1), ("float32", 2),
-                                        ("float64", 3)])
+CASES = [("float32", 0), ("float32", 1), ("float64", 2)]
+
+
+@pytest.mark.parametrize("dtype,seed", CASES)
 def test_output(student, reference, check, dtype, seed):
     args = _inputs(seed, DTYPES[dtype])
     got, ref = student.call("ffn_forward", **args), reference.call("ffn_forward", **args)
-    check.shape("output shape", got["y"], (B, S, H))
+    check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.close("output", got["y"], ref["y"])
 
 
@@ -41,9 +43,9 @@ def test_output_public(student, reference, check):
     test_output(student, reference, check, "float32", 10)
 
 
-@pytest.mark.parametrize("dtype,seed", [("float32", 4), ("float64", 5)])
+@pytest.mark.parametrize("dtype,seed", CASES)
 def test_gradients(student, reference, check, dtype, seed):
     args = _inputs(seed, DTYPES[dtype])
     got, ref = student.call("ffn_forward", **args), reference.call("ffn_forward", **args)
-    check.close("input gradient", got["x_grad"], ref["x_grad"])
+    check.grad("input gradient", got["x_grad"], ref["x_grad"])
     check.grads("parameter gradient", got["grads"], ref["grads"])

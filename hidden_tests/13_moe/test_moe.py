@@ -27,9 +27,9 @@ CASES = [(1, True, "float32", 5e-4, 0), (2, True, "float32", 5e-4, 1),
 @pytest.mark.parametrize("k,norm,dtype,coef,seed", CASES)
 def test_train(student, reference, check, k, norm, dtype, coef, seed):
     got, ref = _run(student, reference, k, norm, dtype, coef, seed, train=True)
-    check.shape("output shape", got["y"], (B, S, H))
+    check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.close("output", got["y"], ref["y"], alt=got.get("comp_y"), alt_note=OWN)
-    check.shape("aux_loss shape (0-dim)", got["aux"], ())
+    check.shape("aux_loss shape (0-dim)", got["aux"], tuple(ref["aux"].shape))
     check.close("aux_loss", got["aux"], ref["aux"], tol="aux",
                 alt=got.get("comp_aux"), alt_note=OWN)
 
@@ -37,12 +37,10 @@ def test_train(student, reference, check, k, norm, dtype, coef, seed):
 @pytest.mark.parametrize("k,norm,dtype,coef,seed", CASES[:3])
 def test_eval(student, reference, check, k, norm, dtype, coef, seed):
     got, ref = _run(student, reference, k, norm, dtype, coef, seed, train=False)
-    check.shape("output shape", got["y"], (B, S, H))
+    check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.close("output", got["y"], ref["y"], alt=got.get("comp_y"), alt_note=OWN)
-    check.shape("eval aux_loss shape (0-dim)", got["aux"], ())
-    check.true("eval aux_loss is zero",
-               got["aux"].numel() == 1 and float(got["aux"].reshape(())) == 0.0,
-               "in eval mode aux_loss must be a 0-dim zero tensor")
+    check.shape("eval aux_loss shape (0-dim)", got["aux"], tuple(ref["aux"].shape))
+    check.close("eval aux_loss (a 0-dim zero)", got["aux"], ref["aux"], tol="aux")
 
 
 @pytest.mark.public
@@ -50,10 +48,10 @@ def test_train_public(student, reference, check):
     test_train(student, reference, check, 2, True, "float32", 0.1, 20)
 
 
-@pytest.mark.parametrize("k", [1, 2])
-def test_gradients(student, reference, check, k):
-    got, ref = _run(student, reference, k, True, "float64", 1.0, 30 + k, train=True)
-    check.close("input gradient", got["x_grad"], ref["x_grad"],
+@pytest.mark.parametrize("k,norm,dtype,coef,seed", CASES[3:])
+def test_gradients(student, reference, check, k, norm, dtype, coef, seed):
+    got, ref = _run(student, reference, k, norm, dtype, coef, seed, train=True)
+    check.grad("input gradient", got["x_grad"], ref["x_grad"],
                 alt=got.get("comp_x_grad"), alt_note=OWN)
     comp = got.get("comp_grads")
     check.grads("parameter gradient", got["grads"], ref["grads"], alt=comp, alt_note=OWN)

@@ -1,0 +1,50 @@
+"""Scores from one `grader run` into the formats LMSs and graders import.
+
+`export` writes each requested format from scores.json (the one source of truth, so
+every exported score equals it) and a roster report when graded students and the
+roster disagree; `build_autograder_zip` packages this grader for Gradescope.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.config import Course
+from grader.export import canvas, gradescope, lti, moodle, nbgrader_db, roster
+from grader.export.autograder_zip import build as build_autograder_zip
+
+FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
+
+__all__ = ["FORMATS", "build_autograder_zip", "export"]
+
+
+def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
+           formats: list[str]) -> list[Path]:
+    """Write the formats into out_dir; returns the files written."""
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise ValueError(f"unknown export format(s) {unknown}; known: {', '.join(FORMATS)}")
+    if str(scores.get("lesson")) != lesson_key:
+        raise ValueError(f"these scores are for lesson {scores.get('lesson')!r}, "
+                         f"not {lesson_key!r}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    found = roster.match(roster.load(course), [s["student_id"] for s in scores["students"]])
+    people = found.entries
+    written: list[Path] = []
+    if found.unrostered or found.absent:
+        report = out_dir / "roster_report.txt"
+        report.write_text(found.report() + "\n", encoding="utf-8")
+        written.append(report)
+    for fmt in dict.fromkeys(formats):
+        if fmt == "gradescope":
+            written += gradescope.write(course, lesson_key, scores, out_dir)
+        elif fmt == "canvas":
+            written += canvas.write(course, lesson_key, scores, people, out_dir)
+        elif fmt == "lti":
+            written += lti.write(scores, people, out_dir)
+        elif fmt == "moodle":
+            written += moodle.write(course, lesson_key, scores, people, out_dir)
+        else:
+            db = getattr(course, "nbgrader_db", None)
+            written += nbgrader_db.write(course, lesson_key, scores, people,
+                                         course.path(db) if db else out_dir / "gradebook.db")
+    return written

@@ -1,0 +1,132 @@
+"""A Gradescope autograder zip that runs this grader on one submission.
+
+Gradescope unzips it into /autograder/source, runs setup.sh once, then run_autograder
+per submission, which calls `run` below: the student's folder
+/autograder/submission becomes the one student of a `grader run`, and their record in
+scores.json becomes /autograder/results/results.json. The zip holds the grader, a
+course.yml trimmed to the one lesson (no roster), and that lesson's solution, stub and
+hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS adds options
+to `grader run` (e.g. --unsandboxed where the image cannot run bubblewrap).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import yaml
+
+from grader.config import load
+from grader.export.gradescope import results
+
+SETUP = """#!/usr/bin/env bash
+# Run once by Gradescope to build the image (choose a base with Python >= 3.11,
+# e.g. Ubuntu 24.04): a venv holding this grader and its dependencies.
+set -euo pipefail
+apt-get update
+apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap
+python3 -m venv /autograder/venv
+/autograder/venv/bin/pip install --no-cache-dir /autograder/source
+"""
+
+RUN = """#!/usr/bin/env bash
+# Run by Gradescope for each submission: grade it, write results/results.json.
+set -euo pipefail
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+cd "$ROOT/source"
+exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" -m grader.export.autograder_zip \\
+    --lesson {lesson} --root "$ROOT"
+"""
+
+SKIP = {"__pycache__", ".pytest_cache"}
+
+
+def _files(base: Path) -> list[Path]:
+    if base.is_file():
+        return [base]
+    return sorted(f for f in base.rglob("*")
+                  if f.is_file() and not SKIP.intersection(f.relative_to(base).parts))
+
+
+def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
+    """Write the zip to dest (a .zip path, or a folder to put `autograder_<lesson>.zip` in)."""
+    course_root = Path(course_root).resolve()
+    course = load(course_root / "course.yml")
+    lesson = course.lesson(lesson_key)
+    raw = yaml.safe_load((course_root / "course.yml").read_text(encoding="utf-8"))
+    raw["lessons"] = {lesson_key: {k: v for k, v in raw["lessons"][
+        next(k for k in raw["lessons"] if str(k) == lesson_key)].items()
+        if k not in ("submissions", "out")}}
+    raw.pop("roster", None)
+    sources = [course_root / "pyproject.toml", course_root / "grader"]
+    sources += [course.path(p) for p in (lesson.solution, lesson.stub, lesson.tests)]
+    if (course_root / "templates").is_dir():
+        sources.append(course_root / "templates")
+    dest = Path(dest)
+    if dest.suffix != ".zip":
+        dest = dest / f"autograder_{lesson_key}.zip"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN.format(
+                lesson=shlex.quote(lesson_key)))):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o100755 << 16
+            z.writestr(info, text)
+        z.writestr("course.yml", yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        for src in sources:
+            for f in _files(src.resolve()):
+                z.write(f, f.relative_to(course_root).as_posix())
+    return dest
+
+
+def _student_id(root: Path) -> str:
+    """Gradescope's submission_metadata.json names the submitter; sid, else email."""
+    try:
+        users = json.loads((root / "submission_metadata.json").read_text())["users"]
+        return str(users[0].get("sid") or users[0].get("email") or "student")
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return "student"
+
+
+def run(root: Path, lesson_key: str) -> int:
+    source = root / "source"
+    sid = _student_id(root)
+    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+        subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
+        shutil.copytree(root / "submission", subs / sid)
+        cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run",
+               "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
+               *shlex.split(os.environ.get("GRADER_ARGS", ""))]
+        done = subprocess.run(cmd, cwd=source, capture_output=True, text=True)
+        print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
+        scores_file = out / "scores.json"
+        if not scores_file.is_file():
+            print(f"grader run exited {done.returncode} without scores.json", file=sys.stderr)
+            return 1  # no results.json: Gradescope flags the run for staff
+        scores = json.loads(scores_file.read_text(encoding="utf-8"))
+    student = next(s for s in scores["students"] if s["student_id"] == sid)
+    course = load(source / "course.yml")
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    (root / "results" / "results.json").write_text(
+        json.dumps(results(course, lesson_key, student), ensure_ascii=False), encoding="utf-8")
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lesson", required=True)
+    parser.add_argument("--root", type=Path,
+                        default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    args = parser.parse_args()
+    sys.exit(run(args.root, args.lesson))
+
+
+if __name__ == "__main__":
+    main()

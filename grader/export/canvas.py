@@ -1,0 +1,36 @@
+"""Canvas gradebook import CSV: one assignment column and a Points Possible row.
+
+The column is `Title (assignment_id)`, with the id from course.yml when it has one;
+without it Canvas creates a new assignment on import, which the caller is told about.
+Canvas matches rows by ID, then SIS User ID, SIS Login ID, then name, so every id the
+roster knows is written.
+"""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from grader.config import Course, Student
+
+HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
+
+
+def column(course: Course, lesson_key: str) -> str:
+    lesson = course.lesson(lesson_key)
+    title = f"Lesson {lesson_key} {lesson.title}"
+    assignment_id = getattr(lesson, "canvas_assignment_id", None)
+    return f"{title} ({assignment_id})" if assignment_id else title
+
+
+def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Student],
+          out_dir: Path) -> list[Path]:
+    path = out_dir / "canvas.csv"
+    with path.open("w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        out.writerow(HEADER + [column(course, lesson_key)])
+        out.writerow(["    Points Possible", "", "", "", "", scores["max_score"]])
+        for s in scores["students"]:
+            who = people[s["student_id"]]
+            out.writerow([who.name or s["student_id"], who.lms_id, who.sis_user_id,
+                          who.sis_login_id, who.section, s["score"]])
+    return [path]

@@ -1,0 +1,71 @@
+"""Gradescope autograder results.json, one per student, from a scores.json record.
+
+Gradescope shows tests in the order given, numbered `part.test`, tagged with their
+part; each test's visibility is its part's from course.yml. The top-level `score` is
+set so the total is exactly the grader's, whatever rounding the per-test points had.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from grader.config import Course
+
+STATUS_TEXT = {
+    "graded": "Graded.",
+    "missing": "Nothing was submitted.",
+    "unreadable": "The submitted file could not be read.",
+    "import_error": "Your file failed to import, so every test failed.",
+    "timeout": "Your code ran out of time.",
+}
+
+
+def results(course: Course, lesson_key: str, student: dict) -> dict:
+    lesson = course.lesson(lesson_key)
+    order = list(lesson.parts)
+    counters = dict.fromkeys(order, 0)
+    tests = []
+    for t in sorted(student["tests"], key=lambda t: order.index(t["part"])):
+        part = lesson.parts[t["part"]]
+        counters[t["part"]] += 1
+        tests.append({
+            "score": t["score"], "max_score": t["max_score"],
+            "status": "passed" if t["outcome"] == "passed" else "failed",
+            "name": f"{part.title or t['part']}: {t['name']}",
+            "number": f"{order.index(t['part']) + 1}.{counters[t['part']]}",
+            "output": _test_output(t, course.language), "output_format": "text",
+            "tags": [t["part"]], "visibility": part.visibility,
+        })
+    head = [STATUS_TEXT.get(student["status"], student["status"])]
+    if student.get("problem"):
+        head.append(student["problem"])
+    head += student.get("notes", [])
+    head.append(f"Score: {student['score']} / {student['max_score']}")
+    return {"score": student["score"], "output": "\n\n".join(head),
+            "output_format": "simple_format", "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": tests}
+
+
+def _test_output(test: dict, language: str) -> str:
+    lines = [test["message"]] if test.get("message") else []
+    if test.get("max_abs_diff") is not None:
+        lines.append(f"max |difference| from the reference: {test['max_abs_diff']:.3g}")
+    diagnosis = test.get("diagnosis")
+    if diagnosis:
+        title, hint = diagnosis.get("title", {}), diagnosis.get("hint", {})
+        lines.append(f"Likely cause: {title.get(language) or title.get('en', '')}")
+        if hint:
+            lines.append(hint.get(language) or hint.get("en", ""))
+    return "\n".join(lines)
+
+
+def write(course: Course, lesson_key: str, scores: dict, out_dir: Path) -> list[Path]:
+    folder = out_dir / "gradescope"
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for student in scores["students"]:
+        path = folder / f"{student['student_id']}.json"
+        path.write_text(json.dumps(results(course, lesson_key, student), indent=1,
+                                   ensure_ascii=False), encoding="utf-8")
+        paths.append(path)
+    return paths

@@ -1,0 +1,70 @@
+"""Scores into an nbgrader gradebook, for courses whose TAs already work in nbgrader.
+
+Lesson -> assignment (named `lesson_<key>`, not a release folder name, since nbgrader's
+own generate_assignment deletes notebooks without an .ipynb source), exercise file ->
+notebook, test -> grade cell. Only auto_score is written, so a TA's manual_score survives
+a re-export and overrides it in `nbgrader export`. nbgrader is an optional extra and
+slow to import, so it is imported here, inside the function.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from grader.config import Course, Student
+
+
+def assignment_name(lesson_key: str) -> str:
+    return f"lesson_{lesson_key}"
+
+
+def cell_name(test: dict) -> str:
+    return f"{test['part']}:{test['name']}"
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """(first, last) from `Last, First` or `First Last`."""
+    if "," in name:
+        last, first = (s.strip() for s in name.split(",", 1))
+        return first, last
+    first, _, last = name.strip().rpartition(" ")
+    return (first, last) if first else (last, "")
+
+
+def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Student],
+          db: Path) -> list[Path]:
+    if shutil.which("alembic") is None:  # a new database shells out to it; it sits beside us
+        here = str(Path(sys.executable).parent)
+        os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", "")])
+    from nbgrader.api import Gradebook, Grade, MissingEntry
+
+    lesson = course.lesson(lesson_key)
+    assignment, notebook = assignment_name(lesson_key), Path(lesson.exercise).stem
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Gradebook(f"sqlite:///{db.resolve()}", course_id=course.course) as gb:
+        gb.update_or_create_assignment(assignment, duedate=lesson.due)
+        gb.update_or_create_notebook(notebook, assignment)
+        for t in scores["students"][0]["tests"] if scores["students"] else []:
+            gb.update_or_create_grade_cell(cell_name(t), notebook, assignment,
+                                           max_score=t["max_score"], cell_type="code")
+        for s in scores["students"]:
+            who = people[s["student_id"]]
+            first, last = _split_name(who.name)
+            gb.update_or_create_student(s["student_id"], first_name=first, last_name=last,
+                                        email=who.email or None,
+                                        lms_user_id=who.lms_id or None)
+            gb.update_or_create_submission(assignment, s["student_id"])
+            for t in s["tests"]:
+                try:
+                    grade = gb.find_grade(cell_name(t), notebook, assignment, s["student_id"])
+                except MissingEntry:  # a submission made before this test existed
+                    nb = gb.find_submission_notebook(notebook, assignment, s["student_id"])
+                    grade = Grade(cell=gb.find_grade_cell(cell_name(t), notebook, assignment),
+                                  notebook=nb)
+                    gb.db.add(grade)
+                grade.auto_score = t["score"]
+                grade.needs_manual_grade = False
+            gb.db.commit()
+    return [db]

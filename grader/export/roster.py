@@ -1,0 +1,87 @@
+"""The roster: who each graded student id is in the LMS (names, LMS and SIS ids, section).
+
+It comes from course.yml (`roster:` as a mapping) or from a CSV that course.yml names.
+The CSV may be our own (`student_id,name,email,lms_id,sis_user_id,sis_login_id,section`)
+or a Canvas gradebook export, whose `SIS Login ID` then serves as the student id.
+Exports never drop a student the roster lacks: they write what they know and the
+mismatch is reported, so a TA sees it before the import does.
+"""
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.config import ConfigError, Course, Student
+
+# header (lower case) -> Student field; "student_id" is the roster key
+_COLUMNS = {
+    "student_id": "student_id", "student id": "student_id", "id_grader": "student_id",
+    "name": "name", "student": "name",
+    "email": "email", "email address": "email",
+    "lms_id": "lms_id", "id": "lms_id", "canvas id": "lms_id",
+    "sis_user_id": "sis_user_id", "sis user id": "sis_user_id",
+    "sis_login_id": "sis_login_id", "sis login id": "sis_login_id",
+    "section": "section",
+}
+
+
+def load(course: Course) -> dict[str, Student]:
+    """The course's roster keyed by student id; empty when course.yml has none."""
+    if course.roster is None:
+        return {}
+    if isinstance(course.roster, dict):
+        return dict(course.roster)
+    return read_csv(course.path(course.roster))
+
+
+def read_csv(path: Path) -> dict[str, Student]:
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the roster {path}: {exc.strerror}") from None
+    rows = csv.DictReader(text.splitlines())
+    fields = {h: _COLUMNS[h.strip().lower()] for h in rows.fieldnames or []
+              if h.strip().lower() in _COLUMNS}
+    if "student_id" not in fields.values() and "sis_login_id" not in fields.values():
+        raise ConfigError(f"{path}: the roster needs a student_id (or SIS Login ID) column")
+    roster: dict[str, Student] = {}
+    for line, row in enumerate(rows, start=2):
+        if "points possible" in (next(iter(row.values()), "") or "").lower():
+            continue  # a Canvas export's maxima row
+        values = {f: (row.get(h) or "").strip() for h, f in fields.items()}
+        sid = values.pop("student_id", "") or values.get("sis_login_id", "")
+        if not sid:
+            raise ConfigError(f"{path}:{line}: a roster row without a student id")
+        if sid in roster:
+            raise ConfigError(f"{path}:{line}: student id {sid!r} appears twice")
+        roster[sid] = Student(**values)
+    return roster
+
+
+@dataclass
+class Match:
+    """Each graded student with their roster entry, and what did not match."""
+    entries: dict[str, Student]
+    unrostered: list[str] = field(default_factory=list)  # graded, not in the roster
+    absent: list[str] = field(default_factory=list)      # in the roster, not graded
+
+    def report(self) -> str:
+        lines = []
+        if self.unrostered:
+            lines.append("Graded but not in the roster (exported under their student id; "
+                         "the LMS may not match them):")
+            lines += [f"  {s}" for s in self.unrostered]
+        if self.absent:
+            lines.append("In the roster but not in this run (not exported):")
+            lines += [f"  {s}" for s in self.absent]
+        return "\n".join(lines)
+
+
+def match(roster: dict[str, Student], student_ids: list[str]) -> Match:
+    """Unrostered ids stand in as name and SIS login, which is what they usually are."""
+    entries = {sid: roster.get(sid) or Student(name=sid, sis_login_id=sid)
+               for sid in student_ids}
+    return Match(entries,
+                 unrostered=[s for s in student_ids if s not in roster],
+                 absent=sorted(set(roster) - set(student_ids)))

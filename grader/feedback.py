@@ -1,0 +1,487 @@
+"""HTML feedback: one page per student, and a class report for the TAs.
+
+Everything a student wrote (ids, messages, tracebacks, printed output) is untrusted:
+Jinja2 autoescapes it, `clean` strips control and bidi characters and caps its size,
+and the pages carry a CSP that forbids scripts and remote loads, so they work
+offline and nothing a student prints can run. Plots are inline SVG built here.
+"""
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections import Counter, defaultdict
+from functools import lru_cache
+from pathlib import Path
+
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
+
+import grader
+from grader.config import Course
+
+TEMPLATES = Path(grader.__file__).parent.parent / "templates"
+TEXT_LIMIT = 20_000      # characters of one untrusted text shown on a page
+SLOWEST = 10             # submissions listed as slowest in the class report
+OPEN_FAILURES = 2        # failing tests shown in full per part; the rest fold away
+HIST_BINS = 10
+INF_MARK = 1e29          # compare.py writes 1e30 for NaN/inf cells of a heatmap
+HEAT_MIN_W = 420         # room for the heatmap's legend under a narrow grid
+CHART_W = 880
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
+
+STRINGS: dict[str, dict[str, str]] = {
+    "en": {
+        "feedback": "Feedback", "lesson_n": "Lesson {key}", "total": "Total", "part": "Part",
+        "score": "Score",
+        "failed": "failed", "status": "Status",
+        "not_graded": "This submission could not be graded normally",
+        "status_missing": "No file was submitted", "status_unreadable": "The file could not be read",
+        "status_import_error": "Your file could not be imported",
+        "status_timeout": "Your code ran out of time",
+        "unsandboxed": "Graded without the sandbox: your code ran with the grader's "
+                       "own permissions. Scores are valid; tell your TA if this surprises you.",
+        "your_traceback": "Your traceback", "same_error": "{n} more tests failed with the same error:",
+        "more_failing": "{n} more failing tests",
+        "see_banner": "{n} tests could not run for the reason shown at the top.",
+        "all_passed": "All tests of this part passed.", "passing": "{n} passing tests",
+        "check": "Check", "max_abs": "max abs diff", "max_rel": "max rel diff",
+        "tolerance": "tolerance", "worst_at": "worst element at", "got": "yours",
+        "ref": "expected", "shape": "shape", "dtype": "dtype",
+        "checks_passed": "{n} other checks passed",
+        "diagnosis_match": "Your results match what happens with this mistake:",
+        "diagnosis_none": "No known mistake matches these results. Compare your code with "
+                          "the lesson's formulas, step by step.",
+        "diagnosis_tests": "matched in {n} of the failing tests",
+        "heatmap_caption": "Where the error is: largest |yours − expected| per block. "
+                           "Rows: leading dims flattened (tokens); columns: last dim "
+                           "(hidden units). Grey: within tolerance; darker red: further beyond.",
+        "rows": "tokens", "cols": "hidden units", "tests_col": "Tests passed", "within_tol": "within tolerance",
+        "nan": "NaN or inf",
+        "output": "What your code printed", "no_output": "Your code printed nothing.",
+        "cpu": "CPU time", "elapsed": "wall time",
+        "kind_not_implemented": "Not implemented yet", "kind_exception": "Your code raised an exception",
+        "kind_import": "Import failed", "kind_memory": "Out of memory",
+        "kind_exit": "Your code exited", "kind_timeout": "Time limit exceeded",
+        "kind_crash": "Your code crashed", "kind_protocol": "Returned something the grader cannot read",
+        "kind_missing": "Not submitted",
+        "report": "Class report", "students": "Students", "mean": "Mean", "median": "Median",
+        "full_marks": "Full marks", "zero": "Zero", "distribution": "Score distribution",
+        "per_part": "Parts", "part_full": "students with full marks",
+        "part_mean": "mean score", "per_test": "Tests", "pass_rate": "pass rate",
+        "test": "Test", "mistakes": "Most frequent diagnosed mistakes",
+        "mistake": "Mistake", "count": "Students", "no_mistakes": "No known mistake was diagnosed.",
+        "unmatched": "Failing with no known mistake matched",
+        "problems": "Errors and timeouts", "no_problems": "Every submission was graded normally.",
+        "error_kinds": "Test errors by kind", "problem": "Problem", "student": "Student",
+        "slowest": "Slowest submissions", "all_students": "All students",
+        "n_students": "{n} students",
+    },
+    "zh": {
+        "feedback": "作业反馈", "lesson_n": "第 {key} 课", "total": "总分", "part": "部分",
+        "score": "得分",
+        "failed": "未通过", "status": "状态",
+        "not_graded": "这份作业无法正常评分",
+        "status_missing": "没有提交文件", "status_unreadable": "文件无法读取",
+        "status_import_error": "你的文件无法导入", "status_timeout": "你的代码运行超时",
+        "unsandboxed": "本次评分没有使用沙箱：你的代码以评分程序自身的权限运行。"
+                       "分数有效；如有疑问请联系助教。",
+        "your_traceback": "你的代码的报错信息", "same_error": "另有 {n} 个测试因同样的错误失败：",
+        "more_failing": "另外 {n} 个未通过的测试",
+        "see_banner": "{n} 个测试因页首所示原因无法运行。",
+        "all_passed": "本部分所有测试都通过了。", "passing": "{n} 个通过的测试",
+        "check": "检查项", "max_abs": "最大绝对误差", "max_rel": "最大相对误差",
+        "tolerance": "容差", "worst_at": "误差最大的位置", "got": "你的结果",
+        "ref": "期望结果", "shape": "形状", "dtype": "数据类型",
+        "checks_passed": "其余 {n} 项检查通过",
+        "diagnosis_match": "你的结果与下面这个常见错误的结果一致：",
+        "diagnosis_none": "没有匹配到已知的常见错误。请对照课程中的公式逐步检查你的代码。",
+        "diagnosis_tests": "在 {n} 个失败的测试中出现",
+        "heatmap_caption": "误差分布：每个块中 |你的结果 − 期望结果| 的最大值。"
+                           "行：前面各维展平（token）；列：最后一维（隐藏单元）。"
+                           "灰色：在容差内；红色越深：超出越多。",
+        "rows": "token", "cols": "隐藏单元", "tests_col": "通过的测试", "within_tol": "容差内",
+        "nan": "NaN 或 inf",
+        "output": "你的代码的输出", "no_output": "你的代码没有输出。",
+        "cpu": "CPU 时间", "elapsed": "总耗时",
+        "kind_not_implemented": "尚未实现", "kind_exception": "你的代码抛出了异常",
+        "kind_import": "导入失败", "kind_memory": "内存超限", "kind_exit": "你的代码退出了进程",
+        "kind_timeout": "超时", "kind_crash": "你的代码崩溃了",
+        "kind_protocol": "返回了评分程序无法读取的结果", "kind_missing": "未提交",
+        "report": "班级报告", "students": "学生数", "mean": "平均分", "median": "中位数",
+        "full_marks": "满分", "zero": "零分", "distribution": "分数分布",
+        "per_part": "各部分", "part_full": "该部分满分的学生",
+        "part_mean": "平均得分", "per_test": "各测试", "pass_rate": "通过率",
+        "test": "测试", "mistakes": "最常见的已诊断错误",
+        "mistake": "错误", "count": "学生数", "no_mistakes": "没有诊断出已知错误。",
+        "unmatched": "失败但未匹配已知错误",
+        "problems": "错误与超时", "no_problems": "所有作业都正常评分。",
+        "error_kinds": "测试错误类型", "problem": "问题", "student": "学生",
+        "slowest": "最慢的作业", "all_students": "全部学生", "n_students": "{n} 名学生",
+    },
+}
+
+
+def clean(value: object, limit: int = TEXT_LIMIT) -> str:
+    """Untrusted text made safe to show: no control/bidi characters, bounded size."""
+    text = _UNSAFE.sub("", _ANSI.sub("", "" if value is None else str(value)))
+    if len(text) > limit:
+        cut = len(text) - limit
+        text = text[:limit] + ("…" if limit < 1000 else f"\n… [{cut} more characters cut]")
+    return text
+
+
+def num(value: object) -> str:
+    """A measured number, short but exact enough to compare with the tolerance."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return clean(value, 200)
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value) or abs(value) >= INF_MARK:
+        return "inf" if not math.isnan(value) else "nan"
+    return f"{value:.6g}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.4g}"
+
+
+def _local(value: object, language: str) -> str:
+    """A diagnosis title or hint: a {en, zh} dict, or one string for all languages."""
+    if isinstance(value, dict):
+        return clean(value.get(language) or value.get("en") or next(iter(value.values()), ""))
+    return clean(value or "")
+
+
+@lru_cache(maxsize=1)
+def _env() -> Environment:
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters.update(clean=clean, num=num)
+    return env
+
+
+def _language(course: Course, language: str | None) -> str:
+    lang = language or course.language
+    if lang not in STRINGS:
+        raise ValueError(f"no feedback strings for language {lang!r} (have: {', '.join(STRINGS)})")
+    return lang
+
+
+def _part_titles(course: Course, lesson_key: str, lang: str) -> dict[str, str]:
+    parts = course.lesson(lesson_key).parts
+    return {k: (p.title_zh if lang == "zh" and p.title_zh else p.title) or k
+            for k, p in parts.items()}
+
+
+def _lesson_title(course: Course, lesson_key: str, lang: str) -> str:
+    lesson = course.lesson(lesson_key)
+    return lesson.title_zh if lang == "zh" and lesson.title_zh else lesson.title
+
+
+# ---------------------------------------------------------------- student page
+
+def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str]) -> Markup:
+    """The error over tokens x hidden units as an SVG grid (log colour above tolerance)."""
+    rows, cols = len(grid), max((len(r) for r in grid), default=0)
+    if not rows or not cols:
+        return Markup("")
+    cell = max(12, min(28, 448 // cols, 240 // rows))
+    left, top = 4, 18
+    floor = atol if atol and atol > 0 else 1e-12
+    finite = [v for r in grid for v in r if v < INF_MARK]
+    top_err = max(finite, default=floor)
+    span = math.log10(top_err / floor) if top_err > floor else 1.0
+    base = top + rows * cell
+    w, h = max(left + cols * cell, HEAT_MIN_W) + 4, base + 40
+    out = [f'<svg class="heat" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
+           f'viewBox="0 0 {w} {h}" role="img" aria-label="{escape(t["heatmap_caption"])}">',
+           f'<text x="{left}" y="12" class="ax">↓ {escape(t["rows"])}</text>']
+    for i, row in enumerate(grid):
+        for j, v in enumerate(row):
+            out.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 1}" '
+                       f'height="{cell - 1}" fill="{_heat_colour(v, floor, span)}">'
+                       f'<title>[{i}, {j}] {escape(num(v))}</title></rect>')
+    out.append(f'<text x="{left}" y="{base + 12}" class="ax">{escape(t["cols"])} →</text>')
+    has_nan = any(v >= INF_MARK for r in grid for v in r)
+    out.append(_heat_legend(left, base + 24, floor, top_err, has_nan, t))
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def _heat_colour(v: float, floor: float, span: float) -> str:
+    if v >= INF_MARK:
+        return "#1a1a1a"
+    if v <= floor:
+        return "#e8ecf1"
+    frac = min(1.0, max(0.0, math.log10(v / floor) / span))
+    light, dark = (253, 212, 158), (165, 15, 21)
+    r, g, b = (round(a + (c - a) * frac) for a, c in zip(light, dark))
+    return f"#{r:02x}{g:02x}{b:02x}"
+
+
+def _heat_legend(x: int, y: int, floor: float, top_err: float, has_nan: bool,
+                 t: dict[str, str]) -> str:
+    """Swatches: within tolerance, just beyond, the largest error (and NaN/inf if any)."""
+    items = [("#e8ecf1", f"≤ {num(floor)} ({t['within_tol']})"), ("#fdd49e", f"> {num(floor)}"),
+             ("#a50f15", num(top_err))] + ([("#1a1a1a", t["nan"])] if has_nan else [])
+    parts, cx = [], x
+    for colour, label in items:
+        parts.append(f'<rect x="{cx}" y="{y}" width="10" height="10" fill="{colour}"/>'
+                     f'<text x="{cx + 14}" y="{y + 9}" class="lg">{escape(label)}</text>')
+        cx += 24 + _text_width(label)
+    return "".join(parts)
+
+
+def _text_width(text: str, size: float = 10) -> int:
+    """Rough SVG text width: CJK glyphs are about twice as wide as Latin ones."""
+    return round(sum(size if ord(c) >= 0x2E80 else size * 0.58 for c in text))
+
+
+def _error_key(test: dict) -> tuple:
+    err = test.get("error") or {}
+    return (err.get("kind"), err.get("message"), err.get("traceback"))
+
+
+def _part_view(part: str, title: str, summary: dict, tests: list[dict], record: dict,
+               lang: str, t: dict[str, str]) -> dict:
+    """One part: its score, failing tests grouped by identical error, and diagnoses.
+
+    Tests that failed for the record's own problem (no file, import error) are only
+    counted: the banner at the top already says why.
+    """
+    failing = [x for x in tests if x.get("outcome") != "passed"]
+    problem = clean(record.get("problem") or "")
+    blocked = [x for x in failing if problem and x.get("error")
+               and clean(x["error"].get("message")) == problem]
+    cards = _group_failures([x for x in failing if not any(x is b for b in blocked)], t)
+    return {"key": part, "title": title, "score": summary.get("score", 0.0),
+            "max_score": summary.get("max_score", 0.0),
+            "passed": summary.get("passed", len(tests) - len(failing)),
+            "tests": summary.get("tests", len(tests)),
+            "groups": cards[:OPEN_FAILURES], "folded": cards[OPEN_FAILURES:],
+            "folded_tests": sum(1 + len(g["same"]) for g in cards[OPEN_FAILURES:]),
+            "blocked": len(blocked),
+            "passing": [x.get("name", "") for x in tests if x.get("outcome") == "passed"],
+            "diagnoses": _part_diagnoses(failing, lang)}
+
+
+def _group_failures(failing: list[dict], t: dict[str, str]) -> list[dict]:
+    """One card per distinct error (a stub fails 40 tests alike), one per numeric failure."""
+    groups: dict[tuple, dict] = {}
+    for test in failing:
+        key = _error_key(test) if test.get("error") else ("test", id(test))
+        if key in groups:
+            groups[key]["same"].append(test.get("name", ""))
+        else:
+            groups[key] = {"test": _test_view(test, t), "same": []}
+    return list(groups.values())
+
+
+def _part_diagnoses(failing: list[dict], lang: str) -> list[dict]:
+    """Distinct diagnoses of a part's failing tests, most frequent first."""
+    seen: dict[object, dict] = {}
+    for test in failing:
+        d = test.get("diagnosis")
+        if not isinstance(d, dict):
+            continue
+        entry = seen.setdefault(d.get("id"), {"id": d.get("id"), "count": 0,
+                                              "title": _local(d.get("title"), lang),
+                                              "hint": _local(d.get("hint"), lang)})
+        entry["count"] += 1
+    return sorted(seen.values(), key=lambda e: (e["id"] is None, -e["count"]))
+
+
+def _test_view(test: dict, t: dict[str, str]) -> dict:
+    checks = [c for c in test.get("checks") or [] if isinstance(c, dict)]
+    failing = [c for c in checks if not c.get("passed")]
+    return {"name": test.get("name", ""), "message": test.get("message", ""),
+            "error": test.get("error"),
+            "checks": [_check_view(c, t) for c in failing],
+            "passed_checks": len(checks) - len(failing)}
+
+
+def _check_view(check: dict, t: dict[str, str]) -> dict:
+    heat = check.get("heatmap")
+    svg = heatmap_svg(heat, check.get("atol"), t) if isinstance(heat, list) and heat else None
+    return {**check, "heatmap_svg": svg,
+            "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·|ref|"
+                          if check.get("atol") is not None else None)}
+
+
+def student_context(record: dict, course: Course, lesson_key: str, lang: str) -> dict:
+    """Everything the student template shows, with raw_report left out on purpose."""
+    t = STRINGS[lang]
+    titles = _part_titles(course, lesson_key, lang)
+    by_part: dict[str, list[dict]] = defaultdict(list)
+    for test in record.get("tests") or []:
+        by_part[test.get("part", "")].append(test)
+    summaries = record.get("parts") or {}
+    order = list(titles) + [p for p in summaries if p not in titles]
+    parts = [_part_view(p, titles.get(p, p), summaries.get(p, {}), by_part.get(p, []),
+                        record, lang, t) for p in order]
+    return {"t": t, "lang": lang, "course_title": course.title,
+            "lesson_key": lesson_key, "lesson_title": _lesson_title(course, lesson_key, lang),
+            "student_id": record.get("student_id", ""), "status": record.get("status", "graded"),
+            "problem": record.get("problem", ""), "sandboxed": record.get("sandboxed", True),
+            "import_traceback": record.get("import_traceback", ""),
+            "output": record.get("output", ""), "score": record.get("score", 0.0),
+            "max_score": record.get("max_score", 0.0), "cpu_s": record.get("cpu_s"),
+            "elapsed_s": record.get("elapsed_s"), "parts": parts}
+
+
+def render_student(record: dict, course: Course, lesson_key: str,
+                   language: str | None = None) -> str:
+    """One student's HTML page; `language` overrides course.yml's."""
+    lang = _language(course, language)
+    return _env().get_template("feedback.html.j2").render(
+        **student_context(record, course, lesson_key, lang))
+
+
+# ---------------------------------------------------------------- class report
+
+def bar_chart_svg(bars: list[tuple[str, float]], maximum: float, unit: str = "",
+                  width: int = CHART_W) -> Markup:
+    """Horizontal bars with labels: one row per item, value printed at the bar's end."""
+    label_w, row, bar_w = 220, 22, width - 220 - 70
+    h = row * len(bars) + 6
+    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+           f'height="{h}" viewBox="0 0 {width} {h}" role="img">']
+    for i, (label, value) in enumerate(bars):
+        y = 3 + i * row
+        length = 0 if maximum <= 0 else max(0.0, min(1.0, value / maximum)) * bar_w
+        out.append(f'<text x="{label_w - 6}" y="{y + 14}" class="lb" text-anchor="end">'
+                   f'{escape(clean(label, 32))}</text>'
+                   f'<rect x="{label_w}" y="{y + 2}" width="{bar_w}" height="15" fill="#eef1f5"/>'
+                   f'<rect x="{label_w}" y="{y + 2}" width="{length:.1f}" height="15" '
+                   f'fill="#3b6ea8"/><text x="{label_w + bar_w + 6}" y="{y + 14}" class="lb">'
+                   f'{escape(num(round(value, 3)))}{escape(unit)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def histogram_svg(scores: list[float], max_score: float, bins: int = HIST_BINS) -> Markup:
+    """Score distribution: counts per equal-width bin over [0, max_score]."""
+    counts = [0] * bins
+    for s in scores:
+        i = bins - 1 if max_score <= 0 else min(bins - 1, int(s / max_score * bins))
+        counts[max(0, i)] += 1
+    width, height, left, bottom, top = CHART_W, 200, 30, 30, 16
+    col = (width - left - 10) / bins
+    peak = max(counts, default=0) or 1
+    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" '
+           f'height="{height}" viewBox="0 0 {width} {height}" role="img">',
+           f'<line x1="{left}" y1="{height - bottom}" x2="{width - 10}" '
+           f'y2="{height - bottom}" stroke="#8895a7"/>']
+    plot_h = height - bottom - top
+    for i, c in enumerate(counts):
+        bh = c / peak * plot_h
+        x = left + i * col
+        lo = max_score * i / bins
+        out.append(f'<rect x="{x + 2:.1f}" y="{height - bottom - bh:.1f}" width="{col - 4:.1f}" '
+                   f'height="{bh:.1f}" fill="#3b6ea8"><title>{escape(num(lo))}–'
+                   f'{escape(num(max_score * (i + 1) / bins))}: {c}</title></rect>')
+        if c:
+            out.append(f'<text x="{x + col / 2:.1f}" y="{height - bottom - bh - 3:.1f}" '
+                       f'class="lb" text-anchor="middle">{c}</text>')
+        out.append(f'<text x="{x:.1f}" y="{height - bottom + 14}" class="lb" '
+                   f'text-anchor="middle">{escape(num(round(lo, 2)))}</text>')
+    out.append(f'<text x="{width - 10}" y="{height - bottom + 14}" class="lb" '
+               f'text-anchor="end">{escape(num(max_score))}</text></svg>')
+    return Markup("".join(out))
+
+
+def _test_rates(records: list[dict]) -> list[dict]:
+    """Pass rate per test, in part then name order, over students who have that test."""
+    rates: dict[tuple[str, str], list[int]] = {}
+    for r in records:
+        for test in r.get("tests") or []:
+            key = (test.get("part", ""), test.get("name", ""))
+            rates.setdefault(key, [0, 0])
+            rates[key][0] += test.get("outcome") == "passed"
+            rates[key][1] += 1
+    return [{"part": p, "name": n, "passed": ok, "total": tot, "rate": ok / tot if tot else 0.0}
+            for (p, n), (ok, tot) in sorted(rates.items())]
+
+
+def _mistake_counts(records: list[dict], lang: str) -> tuple[list[dict], Counter]:
+    """Diagnosed mistakes counted once per student, and unmatched failures per part."""
+    found: dict[str, dict] = {}
+    unmatched: Counter = Counter()
+    for r in records:
+        ids, blank_parts = set(), set()
+        for test in r.get("tests") or []:
+            d = test.get("diagnosis")
+            if not isinstance(d, dict):
+                continue
+            if d.get("id") is None:
+                blank_parts.add(test.get("part", ""))
+                continue
+            entry = found.setdefault(d["id"], {"id": d["id"], "part": test.get("part", ""),
+                                               "title": _local(d.get("title"), lang),
+                                               "students": []})
+            if d["id"] not in ids:
+                ids.add(d["id"])
+                entry["students"].append(r.get("student_id", ""))
+        unmatched.update(blank_parts)
+    ranked = sorted(found.values(), key=lambda e: (-len(e["students"]), e["id"]))
+    return ranked, unmatched
+
+
+def _error_kinds(records: list[dict]) -> list[tuple[str, int]]:
+    """How many students hit each kind of test error (not_implemented, timeout, …)."""
+    kinds: Counter = Counter()
+    for r in records:
+        kinds.update({(t.get("error") or {}).get("kind") for t in r.get("tests") or []
+                      if t.get("error")})
+    return kinds.most_common()
+
+
+def report_context(records: list[dict], course: Course, lesson_key: str, lang: str) -> dict:
+    """Class-wide numbers and plots for the TA report."""
+    t = STRINGS[lang]
+    lesson = course.lesson(lesson_key)
+    titles = _part_titles(course, lesson_key, lang)
+    scores = [float(r.get("score") or 0.0) for r in records]
+    max_score = lesson.max_score
+    n = len(records)
+    part_rows = []
+    for key, part in lesson.parts.items():
+        got = [float(((r.get("parts") or {}).get(key) or {}).get("score") or 0.0) for r in records]
+        full = sum(g >= part.points - 1e-9 for g in got)
+        part_rows.append({"key": key, "title": titles[key], "points": part.points,
+                          "mean": statistics.fmean(got) if got else 0.0,
+                          "full": full, "full_rate": full / n if n else 0.0})
+    mistakes, unmatched = _mistake_counts(records, lang)
+    slow = sorted(records, key=lambda r: -float(r.get("elapsed_s") or 0.0))[:SLOWEST]
+    return {
+        "t": t, "lang": lang, "course_title": course.title, "lesson_key": lesson_key,
+        "lesson_title": _lesson_title(course, lesson_key, lang), "n": n,
+        "max_score": max_score, "mean": statistics.fmean(scores) if scores else 0.0,
+        "median": statistics.median(scores) if scores else 0.0,
+        "full": sum(s >= max_score - 1e-9 for s in scores), "zero": sum(s <= 0 for s in scores),
+        "histogram": histogram_svg(scores, max_score),
+        "parts": part_rows,
+        "parts_chart": bar_chart_svg([(p["title"], 100 * p["full_rate"]) for p in part_rows],
+                                     100, "%"),
+        "tests": _test_rates(records), "mistakes": mistakes,
+        "unmatched": [(titles.get(p, p), c) for p, c in unmatched.most_common()],
+        "problems": [r for r in records if r.get("status", "graded") != "graded"],
+        "statuses": Counter(r.get("status", "graded") for r in records).most_common(),
+        "error_kinds": _error_kinds(records),
+        "slowest": slow,
+        "slow_chart": bar_chart_svg([(r.get("student_id", ""), float(r.get("elapsed_s") or 0.0))
+                                     for r in slow],
+                                    max((float(r.get("elapsed_s") or 0.0) for r in slow),
+                                        default=0.0), " s"),
+        "students": sorted(records, key=lambda r: str(r.get("student_id", ""))),
+        "part_keys": list(lesson.parts),
+    }
+
+
+def render_report(records: list[dict], course: Course, lesson_key: str,
+                  language: str | None = None) -> str:
+    """The TAs' HTML report over a whole class's records."""
+    lang = _language(course, language)
+    return _env().get_template("report.html.j2").render(
+        **report_context(records, course, lesson_key, lang))
