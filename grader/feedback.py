@@ -14,6 +14,7 @@ from collections import Counter, defaultdict
 from functools import lru_cache
 from pathlib import Path
 
+import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
@@ -32,96 +33,18 @@ CHART_W = 880
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
-STRINGS: dict[str, dict[str, str]] = {
-    "en": {
-        "feedback": "Feedback", "lesson_n": "Lesson {key}", "total": "Total", "part": "Part",
-        "score": "Score",
-        "failed": "failed", "status": "Status",
-        "not_graded": "This submission could not be graded normally",
-        "status_missing": "No file was submitted", "status_unreadable": "The file could not be read",
-        "status_import_error": "Your file could not be imported",
-        "status_timeout": "Your code ran out of time",
-        "unsandboxed": "Graded without the sandbox: your code ran with the grader's "
-                       "own permissions. Scores are valid; tell your TA if this surprises you.",
-        "your_traceback": "Your traceback", "same_error": "{n} more tests failed with the same error:",
-        "more_failing": "{n} more failing tests",
-        "see_banner": "{n} tests could not run for the reason shown at the top.",
-        "all_passed": "All tests of this part passed.", "passing": "{n} passing tests",
-        "check": "Check", "max_abs": "max abs diff", "max_rel": "max rel diff",
-        "tolerance": "tolerance", "worst_at": "worst element at", "got": "yours",
-        "ref": "expected", "shape": "shape", "dtype": "dtype",
-        "checks_passed": "{n} other checks passed",
-        "diagnosis_match": "Your results match what happens with this mistake:",
-        "diagnosis_none": "No known mistake matches these results. Compare your code with "
-                          "the lesson's formulas, step by step.",
-        "diagnosis_tests": "matched in {n} of the failing tests",
-        "heatmap_caption": "Where the error is: largest |yours − expected| per block. "
-                           "Rows: leading dims flattened (tokens); columns: last dim "
-                           "(hidden units). Grey: within tolerance; darker red: further beyond.",
-        "rows": "tokens", "cols": "hidden units", "tests_col": "Tests passed", "within_tol": "within tolerance",
-        "nan": "NaN or inf",
-        "output": "What your code printed", "no_output": "Your code printed nothing.",
-        "cpu": "CPU time", "elapsed": "wall time",
-        "kind_not_implemented": "Not implemented yet", "kind_exception": "Your code raised an exception",
-        "kind_import": "Import failed", "kind_memory": "Out of memory",
-        "kind_exit": "Your code exited", "kind_timeout": "Time limit exceeded",
-        "kind_crash": "Your code crashed", "kind_protocol": "Returned something the grader cannot read",
-        "kind_missing": "Not submitted",
-        "report": "Class report", "students": "Students", "mean": "Mean", "median": "Median",
-        "full_marks": "Full marks", "zero": "Zero", "distribution": "Score distribution",
-        "per_part": "Parts", "part_full": "students with full marks",
-        "part_mean": "mean score", "per_test": "Tests", "pass_rate": "pass rate",
-        "test": "Test", "mistakes": "Most frequent diagnosed mistakes",
-        "mistake": "Mistake", "count": "Students", "no_mistakes": "No known mistake was diagnosed.",
-        "unmatched": "Failing with no known mistake matched",
-        "problems": "Errors and timeouts", "no_problems": "Every submission was graded normally.",
-        "error_kinds": "Test errors by kind", "problem": "Problem", "student": "Student",
-        "slowest": "Slowest submissions", "all_students": "All students",
-        "n_students": "{n} students",
-    },
-    "zh": {
-        "feedback": "作业反馈", "lesson_n": "第 {key} 课", "total": "总分", "part": "部分",
-        "score": "得分",
-        "failed": "未通过", "status": "状态",
-        "not_graded": "这份作业无法正常评分",
-        "status_missing": "没有提交文件", "status_unreadable": "文件无法读取",
-        "status_import_error": "你的文件无法导入", "status_timeout": "你的代码运行超时",
-        "unsandboxed": "本次评分没有使用沙箱：你的代码以评分程序自身的权限运行。"
-                       "分数有效；如有疑问请联系助教。",
-        "your_traceback": "你的代码的报错信息", "same_error": "另有 {n} 个测试因同样的错误失败：",
-        "more_failing": "另外 {n} 个未通过的测试",
-        "see_banner": "{n} 个测试因页首所示原因无法运行。",
-        "all_passed": "本部分所有测试都通过了。", "passing": "{n} 个通过的测试",
-        "check": "检查项", "max_abs": "最大绝对误差", "max_rel": "最大相对误差",
-        "tolerance": "容差", "worst_at": "误差最大的位置", "got": "你的结果",
-        "ref": "期望结果", "shape": "形状", "dtype": "数据类型",
-        "checks_passed": "其余 {n} 项检查通过",
-        "diagnosis_match": "你的结果与下面这个常见错误的结果一致：",
-        "diagnosis_none": "没有匹配到已知的常见错误。请对照课程中的公式逐步检查你的代码。",
-        "diagnosis_tests": "在 {n} 个失败的测试中出现",
-        "heatmap_caption": "误差分布：每个块中 |你的结果 − 期望结果| 的最大值。"
-                           "行：前面各维展平（token）；列：最后一维（隐藏单元）。"
-                           "灰色：在容差内；红色越深：超出越多。",
-        "rows": "token", "cols": "隐藏单元", "tests_col": "通过的测试", "within_tol": "容差内",
-        "nan": "NaN 或 inf",
-        "output": "你的代码的输出", "no_output": "你的代码没有输出。",
-        "cpu": "CPU 时间", "elapsed": "总耗时",
-        "kind_not_implemented": "尚未实现", "kind_exception": "你的代码抛出了异常",
-        "kind_import": "导入失败", "kind_memory": "内存超限", "kind_exit": "你的代码退出了进程",
-        "kind_timeout": "超时", "kind_crash": "你的代码崩溃了",
-        "kind_protocol": "返回了评分程序无法读取的结果", "kind_missing": "未提交",
-        "report": "班级报告", "students": "学生数", "mean": "平均分", "median": "中位数",
-        "full_marks": "满分", "zero": "零分", "distribution": "分数分布",
-        "per_part": "各部分", "part_full": "该部分满分的学生",
-        "part_mean": "平均得分", "per_test": "各测试", "pass_rate": "通过率",
-        "test": "测试", "mistakes": "最常见的已诊断错误",
-        "mistake": "错误", "count": "学生数", "no_mistakes": "没有诊断出已知错误。",
-        "unmatched": "失败但未匹配已知错误",
-        "problems": "错误与超时", "no_problems": "所有作业都正常评分。",
-        "error_kinds": "测试错误类型", "problem": "问题", "student": "学生",
-        "slowest": "最慢的作业", "all_students": "全部学生", "n_students": "{n} 名学生",
-    },
-}
+def _load_strings(path: Path) -> dict[str, dict[str, str]]:
+    """templates/i18n.yml (key -> {en, zh}) turned into language -> key -> text."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    languages = {lang for entry in data.values() for lang in entry}
+    missing = [f"{k}.{lang}" for k, entry in data.items()
+               for lang in languages if lang not in entry]
+    if missing:
+        raise ValueError(f"{path}: missing translations: {', '.join(missing)}")
+    return {lang: {k: entry[lang] for k, entry in data.items()} for lang in sorted(languages)}
+
+
+STRINGS = _load_strings(TEMPLATES / "i18n.yml")
 
 
 def clean(value: object, limit: int = TEXT_LIMIT) -> str:
@@ -216,7 +139,7 @@ def _heat_colour(v: float, floor: float, span: float) -> str:
         return "#e8ecf1"
     frac = min(1.0, max(0.0, math.log10(v / floor) / span))
     light, dark = (253, 212, 158), (165, 15, 21)
-    r, g, b = (round(a + (c - a) * frac) for a, c in zip(light, dark))
+    r, g, b = (round(a + (c - a) * frac) for a, c in zip(light, dark, strict=True))
     return f"#{r:02x}{g:02x}{b:02x}"
 
 

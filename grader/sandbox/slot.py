@@ -165,6 +165,7 @@ class Session:
         self.fatal: StudentError | None = None  # import failed: every call fails alike
         self.cpu_s = 0.0
         self.restarts = 0
+        self.timed_out: dict[str, str] = {}  # probe -> where it first ran out of time
         self._pumps: list[threading.Thread] = []
 
     # -- lifecycle ------------------------------------------------------------------
@@ -210,13 +211,21 @@ class Session:
         if self.fatal is not None:
             raise self.fatal
         where = where or probe
+        if probe in self.timed_out:  # spend the budget on other parts, not on a known hang
+            raise StudentError("timeout", f"not run: the same code timed out after "
+                               f"{self.limits.test_wall_s:g} s in {self.timed_out[probe]}")
         if self.sock is None:
             if self.restarts and self._remaining() <= 0:
                 raise self._budget_error()
             self.restarts += 1
             self._start(where)
         self._send(frame or protocol.dumps({"probe": probe, "args": args}), f"in {where}")
-        reply = self._receive(f"in {where}")
+        try:
+            reply = self._receive(f"in {where}")
+        except StudentError as exc:
+            if exc.kind == "timeout":
+                self.timed_out[probe] = where
+            raise
         if not reply.get("ok"):
             raise _error_from(reply.get("error", {}), self.limits)
         return reply.get("result")

@@ -1,0 +1,247 @@
+"""The `grader` command: run (TAs), check (students), release and report (staff)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Table
+
+from grader import config
+
+console = Console(stderr=True, highlight=False)
+
+
+def _course(path: str) -> config.Course:
+    try:
+        return config.load(path)
+    except config.ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _lesson(course: config.Course, key: str) -> config.Lesson:
+    try:
+        return course.lesson(key)
+    except config.ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+COURSE = click.option("--course", "course_path", default="course.yml", show_default=True,
+                      type=click.Path(dir_okay=False), help="the course file")
+LESSON = click.option("--lesson", "lesson_key", required=True, help="lesson key, e.g. 13")
+
+
+@click.group()
+def main() -> None:
+    """Auto-grading for the MiniMind course."""
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--submissions", type=click.Path(path_type=Path),
+              help="DIR/<student_id>/<exercise>, a Canvas zip or a Gradescope export "
+                   "(default: the lesson's `submissions` in course.yml)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="output folder (default: the lesson's `out` in course.yml)")
+@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@click.option("--force", is_flag=True, help="regrade even unchanged submissions")
+@click.option("--unsandboxed", is_flag=True,
+              help="allow grading without the sandbox when it cannot be set up (trusted work only)")
+@click.option("--language", type=click.Choice(["en", "zh"]), help="feedback language")
+def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language) -> None:
+    """Grade every submission of a lesson: scores.json and one feedback page each."""
+    from grader import intake, pool, runner
+    from grader.feedback import render_report
+    from grader.store import Store
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
+    out = out or (course.path(lesson.out) if lesson.out else None)
+    if submissions is None or out is None:
+        raise click.ClickException("give --submissions and --out (course.yml sets no default)")
+    if not submissions.exists():
+        raise click.ClickException(f"no submissions at {submissions}")
+    try:
+        sandboxed = pool.sandbox_available(unsandboxed)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not sandboxed:
+        console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
+                      "student code runs with this user's rights. Every score record says so.")
+    roster = course.roster if isinstance(course.roster, dict) else None
+    found = intake.collect(submissions, lesson.exercise, cache=out / "intake", roster=roster,
+                           due=lesson.due)
+    subs = [runner.Submission(sid, path, notes=notes) for sid, path, notes in found]
+    if not subs:
+        raise click.ClickException(f"no submissions found in {submissions}")
+    language = language or course.language
+    with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
+                  TimeRemainingColumn(), console=console, transient=False) as bar:
+        task = bar.add_task("grade", total=len(subs), rate="")
+        started = time.monotonic()
+
+        def progress(kind: str, info: dict) -> None:
+            if kind == "plan":
+                bar.update(task, total=info["todo"] or 1,
+                           completed=0 if info["todo"] else 1)
+            elif kind == "done":
+                done = bar.tasks[0].completed + 1
+                rate = done / max(time.monotonic() - started, 1e-9)
+                bar.update(task, completed=done, rate=f"{rate:.1f}/s")
+
+        try:
+            summary = pool.grade_class(course, lesson_key, subs, out, jobs, sandboxed, force,
+                                       language, progress)
+        except RuntimeError as exc:
+            raise click.ClickException(str(exc)) from None
+    store = Store(out)
+    doc = store.scores(lesson_key, course.course, course.version(lesson_key), lesson.max_score,
+                       [s.student_id for s in subs])
+    records = [store.load(s.student_id) for s in subs]
+    from grader.store import write_atomic
+    write_atomic(out / "report.html", render_report([r for r in records if r], course,
+                                                    lesson_key, language))
+    _summary_table(summary, doc, out)
+    if summary.worker_failures:
+        for failure in summary.worker_failures:
+            console.print(f"[red]{failure}[/]")
+        sys.exit(1)
+
+
+def _summary_table(summary, doc: dict, out: Path) -> None:
+    table = Table(title="summary", show_header=False)
+    table.add_row("students", str(len(doc["students"])))
+    table.add_row("graded now", str(summary.graded))
+    table.add_row("unchanged (skipped)", str(summary.skipped))
+    table.add_row("errors (missing, unreadable, import)", str(summary.errors))
+    table.add_row("timeouts", str(summary.timeouts))
+    table.add_row("time", f"{summary.seconds:.1f} s")
+    console.print(table)
+    console.print(f"scores:   {out / 'scores.json'}")
+    console.print(f"feedback: {out / 'feedback'}/<student_id>.html")
+    console.print(f"report:   {out / 'report.html'}")
+
+
+@main.command()
+@COURSE
+@click.option("--lesson", "lesson_key", default="13", show_default=True)
+@click.argument("file", required=False, type=click.Path(path_type=Path))
+def check(course_path, lesson_key, file) -> None:
+    """Students: run the public tests on your file and see each part's result."""
+    from grader import pool, runner
+    from grader.sandbox.slot import Slot
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    file = file or course.path(lesson.stub)
+    try:
+        sandboxed = pool.sandbox_available(allow_unsandboxed=True)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    slot = Slot(course.path(lesson.probes), 0, sandboxed, tuple(lesson.preload))
+    try:
+        record = runner.grade(course, lesson_key, runner.Submission("you", file), slot,
+                              select="public")
+    finally:
+        slot.close()
+    _print_check(record, course, lesson_key)
+    sys.exit(0 if record["score"] == record["max_score"] else 1)
+
+
+def _print_check(record: dict, course: config.Course, lesson_key: str) -> None:
+    lesson = course.lesson(lesson_key)
+    out = Console(highlight=False)
+    if record["problem"]:
+        out.print(f"[bold red]{record['problem']}[/]")
+        if record.get("import_traceback"):
+            out.print(record["import_traceback"], markup=False)
+    for name, part in record["parts"].items():
+        ok = part["passed"] == part["tests"]
+        mark = "[green]✓[/]" if ok else "[red]✗[/]"
+        out.print(f"{mark} {name:9} {part['passed']}/{part['tests']} public tests  "
+                  f"[dim]{lesson.parts[name].title}[/]")
+        for t in (t for t in record["tests"] if t["part"] == name and t["outcome"] != "passed"):
+            out.print(f"    {t['name']}: ", end="")
+            out.print(t["message"][:300], markup=False)
+            if t["error"] and t["error"].get("traceback"):
+                out.print("      " + t["error"]["traceback"].strip().replace("\n", "\n      "),
+                          markup=False)
+            for c in t["checks"]:
+                if not c.get("passed") and c.get("max_abs_diff") is not None:
+                    out.print(f"      {c['name']}: max abs diff {c['max_abs_diff']:.3g} at "
+                              f"{c.get('where')}, got {c.get('got_value')}, expected "
+                              f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
+                              f"{c.get('rtol')}·|ref|)", markup=False)
+        diagnosis = part.get("diagnosis")
+        if diagnosis and diagnosis.get("id"):
+            lang = course.language
+            out.print(f"    [yellow]likely mistake:[/] {diagnosis['title'][lang]}")
+            out.print(f"    [yellow]hint:[/] {diagnosis['hint'][lang]}")
+    if record.get("output"):
+        out.print("[dim]your code printed:[/]")
+        out.print(record["output"][:2000], markup=False)
+    out.print(f"public tests: {sum(p['passed'] for p in record['parts'].values())}/"
+              f"{sum(p['tests'] for p in record['parts'].values())} passed. "
+              "The graded run has more tests, hidden.")
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--check", "check_only", is_flag=True,
+              help="fail if the committed stub differs from what the solution generates")
+def release(course_path, lesson_key, check_only) -> None:
+    """Generate the student stub from the solution's BEGIN/END SOLUTION markers."""
+    from grader.release import MarkerError, make_stub
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    solution, stub = course.path(lesson.solution), course.path(lesson.stub)
+    try:
+        text = make_stub(solution.read_text(encoding="utf-8"), str(lesson.solution))
+    except MarkerError as exc:
+        raise click.ClickException(str(exc)) from None
+    if check_only:
+        if not stub.exists() or stub.read_text(encoding="utf-8") != text:
+            raise click.ClickException(f"{lesson.stub} is out of date: run "
+                                       f"`grader release --lesson {lesson_key}`")
+        console.print(f"{lesson.stub} is up to date")
+        return
+    stub.parent.mkdir(parents=True, exist_ok=True)
+    stub.write_text(text, encoding="utf-8")
+    console.print(f"wrote {lesson.stub}")
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--out", type=click.Path(path_type=Path))
+@click.option("--language", type=click.Choice(["en", "zh"]))
+def report(course_path, lesson_key, out, language) -> None:
+    """Write the class report (HTML) from a graded folder."""
+    from grader.feedback import render_report
+    from grader.store import write_atomic
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = out or course.path(lesson.out)
+    results = sorted((out / "results").glob("*.json"))
+    if not results:
+        raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
+    records = [json.loads(p.read_text(encoding="utf-8")) for p in results]
+    write_atomic(out / "report.html",
+                 render_report(records, course, lesson_key, language or course.language))
+    console.print(f"report: {out / 'report.html'}")
+
+
+if __name__ == "__main__":
+    main()

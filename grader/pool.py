@@ -1,0 +1,153 @@
+"""Grading a class on one machine: warm, forked workers, each with its own sandbox slot.
+
+The parent pays once for torch, the hidden tests and the reference outputs (it
+grades the solution itself first, which also proves the hidden tests give it
+full marks), then forks N workers that inherit all of that. Each worker owns one
+zygote (one uid, one sandbox), runs one pytest session over the submissions it
+pulls from a shared queue, and writes each result atomically as soon as it has it.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import queue
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader import runner
+from grader.config import Course
+from grader.feedback import render_student
+from grader.reference import Caller, lesson_refs
+from grader.sandbox import bwrap
+from grader.sandbox.slot import Slot
+from grader.store import Store
+
+DONE = None
+
+
+@dataclass
+class Summary:
+    graded: int = 0
+    skipped: int = 0
+    errors: int = 0          # import errors, unreadable or missing files
+    timeouts: int = 0
+    worker_failures: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def self_check(course: Course, lesson_key: str) -> None:
+    """Grade the solution in-process as if it were a student: warms every cache the
+    workers inherit and refuses to run with hidden tests that fail the solution."""
+    lesson = course.lesson(lesson_key)
+    refs = lesson_refs(lesson_key, course.path(lesson.solution), course.path(lesson.tests))
+    as_student = Caller(refs.reference.module, refs.probes, refs.reference.cache)
+    reports: list[dict] = []
+    runner.run_tests(course, lesson_key, [(as_student, reports.append)], precompute=True)
+    result = runner.score(course, lesson_key, reports[0])
+    if result["score"] != result["max_score"]:
+        failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]
+        raise RuntimeError(f"the solution of lesson {lesson_key} fails its own hidden "
+                           f"tests: {failing[:5]}; fix the tests before grading")
+
+
+def sandbox_available(allow_unsandboxed: bool) -> bool:
+    """True to sandbox; False only when the caller explicitly allowed running without."""
+    reason = bwrap.unavailable_reason()
+    if reason is None:
+        return True
+    if allow_unsandboxed:
+        return False
+    raise RuntimeError(f"cannot sandbox student code: {reason}. Install bubblewrap and run "
+                       "as root, or pass --unsandboxed to grade trusted work without isolation")
+
+
+def _worker(index: int, course: Course, lesson_key: str, sandboxed: bool, out: Path,
+            language: str, tasks: mp.Queue, events: mp.Queue) -> None:
+    lesson = course.lesson(lesson_key)
+    store = Store(out)
+
+    def subs():
+        while (item := tasks.get()) is not DONE:
+            sid, path, fp, notes = item
+            events.put(("start", sid))
+            yield runner.Submission(sid, path, notes=notes, fingerprint=fp)
+
+    def save(record: dict) -> None:
+        html = render_student(record, course, lesson_key, language)
+        store.save(record, html)
+        events.put(("done", record["student_id"], record["status"]))
+
+    try:
+        slot = Slot(course.path(lesson.probes), index, sandboxed, tuple(lesson.preload))
+        try:
+            runner.grade_many(course, lesson_key, subs(), slot, save)
+        finally:
+            slot.close()
+    except BaseException:  # noqa: BLE001 - report, the parent decides
+        events.put(("crash", f"worker {index}: {traceback.format_exc()[-1500:]}"))
+        raise
+
+
+def grade_class(course: Course, lesson_key: str, subs: list[runner.Submission], out: Path,
+                jobs: int, sandboxed: bool, force: bool, language: str,
+                progress: Callable[[str, dict], None] = lambda kind, info: None) -> Summary:
+    """Grade what changed; returns counts. `progress` hears every start and finish."""
+    started = time.monotonic()
+    store = Store(out)
+    version = course.version(lesson_key)
+    summary = Summary()
+    todo = []
+    for sub in subs:
+        sub.fingerprint = runner.fingerprint_of(sub, version)
+        if not force and store.is_current(sub.student_id, sub.fingerprint):
+            summary.skipped += 1
+        else:
+            todo.append(sub)
+    progress("plan", {"total": len(subs), "todo": len(todo), "skipped": summary.skipped})
+    if todo:
+        self_check(course, lesson_key)
+        _run_workers(course, lesson_key, todo, out, min(jobs, len(todo)), sandboxed,
+                     language, summary, progress)
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def _run_workers(course, lesson_key, todo, out, jobs, sandboxed, language, summary,
+                 progress) -> None:
+    ctx = mp.get_context("fork")
+    tasks, events = ctx.Queue(), ctx.Queue()
+    for sub in todo:
+        tasks.put((sub.student_id, sub.path, sub.fingerprint, sub.notes))
+    for _ in range(jobs):
+        tasks.put(DONE)
+    workers = [ctx.Process(target=_worker, args=(i, course, lesson_key, sandboxed, out,
+                                                 language, tasks, events), daemon=True)
+               for i in range(jobs)]
+    for w in workers:
+        w.start()
+    remaining = len(todo)
+    while remaining and (any(w.is_alive() for w in workers) or not events.empty()):
+        try:
+            event = events.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if event[0] == "start":
+            progress("start", {"student_id": event[1]})
+        elif event[0] == "done":
+            remaining -= 1
+            summary.graded += 1
+            status = event[2]
+            summary.errors += status in ("import_error", "missing", "unreadable")
+            summary.timeouts += status == "timeout"
+            progress("done", {"student_id": event[1], "status": status})
+        elif event[0] == "crash":
+            summary.worker_failures.append(event[1])
+    for w in workers:
+        w.join(timeout=30)
+        if w.is_alive():
+            w.kill()
+    if remaining:
+        summary.worker_failures.append(
+            f"{remaining} submission(s) were not graded (a worker stopped); rerun to resume")

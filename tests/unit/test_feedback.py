@@ -1,0 +1,162 @@
+"""The feedback pages: escaping of untrusted text, both languages, every number shown."""
+from __future__ import annotations
+
+import copy
+import html
+from pathlib import Path
+
+import pytest
+
+from grader import config, feedback
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = "<script>alert('x')</script>"
+
+
+@pytest.fixture(scope="module")
+def course() -> config.Course:
+    return config.load(ROOT / "course.yml")
+
+
+def _check(**over) -> dict:
+    check = {"name": "output", "passed": False, "message": "differs by 0.0123",
+             "max_abs_diff": 0.012345678, "max_rel_diff": 3.25, "atol": 1e-5, "rtol": 1e-4,
+             "where": [1, 3, 17], "got_value": 0.4567, "ref_value": 0.4443,
+             "got_shape": [2, 8, 64], "ref_shape": [2, 8, 64],
+             "got_dtype": "float32", "ref_dtype": "float32",
+             "heatmap": [[0.0, 2e-6, 0.003], [0.0123, 1e30, 0.0]]}
+    return {**check, **over}
+
+
+def _test(name: str, part: str, passed: bool, **over) -> dict:
+    test = {"name": name, "part": part, "outcome": "passed" if passed else "failed",
+            "score": 0.25 if passed else 0.0, "max_score": 0.25, "max_abs_diff": None,
+            "message": "", "duration_s": 0.01, "error": None, "diagnosis": None,
+            "checks": [{"name": "output", "passed": True, "max_abs_diff": 1e-8}]}
+    return {**test, **over}
+
+
+def make_record(course: config.Course, student_id: str = "alice") -> dict:
+    """A graded record with one diagnosed failure, one exception and passes elsewhere."""
+    parts = {k: {"score": p.points, "max_score": p.points, "passed": 2, "tests": 2}
+             for k, p in course.lesson("13").parts.items()}
+    parts["router"].update(score=0.0, passed=0)
+    parts["ffn"].update(score=1.0, passed=1)
+    tests = [_test(f"test_{k}[{i}]", k, True) for k in parts for i in range(2)
+             if k not in ("router", "ffn")]
+    tests += [_test("test_output[float32-0]", "ffn", True),
+              _test("test_output[float64-1]", "ffn", False,
+                    checks=[_check(), _check(name="shape", max_abs_diff=None, heatmap=None,
+                                             message="shape [16, 64], expected [2, 8, 64]",
+                                             got_shape=[16, 64], ref_shape=[2, 8, 64])],
+                    diagnosis={"id": None}),
+              _test("test_route[0]", "router", False, checks=[_check(name="topk_weight")],
+                    diagnosis={"id": "no_renorm",
+                               "title": {"en": "top-k weights not renormalised",
+                                         "zh": "top-k 权重没有重新归一化"},
+                               "hint": {"en": "See #l13-principle 1.5", "zh": "见 1.5 节"}}),
+              _test("test_route[1]", "router", False, checks=[],
+                    error={"kind": "exception", "message": "ZeroDivisionError: division by zero",
+                           "traceback": 'File "13_moe.py", line 40, in route\n    1/0',
+                           "type": "ZeroDivisionError"})]
+    return {"student_id": student_id, "lesson": "13", "sandboxed": True, "score": 7.0,
+            "max_score": 10.0, "status": "graded", "problem": "", "import_traceback": "",
+            "output": "hello from the student\n", "cpu_s": 1.5, "elapsed_s": 2.25,
+            "parts": parts, "tests": tests, "raw_report": {"secret": "RAW-REPORT-CONTENT"}}
+
+
+def test_failing_check_numbers_all_appear(course):
+    page = feedback.render_student(make_record(course), course, "13", "en")
+    for value in (0.012345678, 3.25, 1e-5, 1e-4, 0.4567, 0.4443):
+        assert feedback.num(value) in page
+    assert "[1, 3, 17]" in page and "[16, 64]" in page and "[2, 8, 64]" in page
+    assert "float32" in page and "ZeroDivisionError" in page and 'line 40, in route' in page
+    assert page.count('<svg class="heat"') == 2  # the shape check has no heatmap
+    assert "[1, 0] 0.0123" in page and "NaN or inf" in page  # heatmap cell tooltip, legend
+    assert "top-k weights not renormalised" in page and "See #l13-principle 1.5" in page
+    assert "No known mistake matches" in page
+    assert "hello from the student" in page
+    assert "RAW-REPORT-CONTENT" not in page
+    assert "Content-Security-Policy" in page
+
+
+def test_hostile_strings_are_escaped(course):
+    record = make_record(course, student_id=HOSTILE)
+    record["output"] = HOSTILE + "\x1b[31mred\x1b[0m\x00\u202egnp.exe" + "x" * 100_000
+    record["tests"][-1]["error"]["message"] = HOSTILE
+    record["tests"][-1]["error"]["traceback"] = HOSTILE
+    record["tests"][-2]["checks"][0]["message"] = HOSTILE
+    record["tests"][-2]["diagnosis"]["hint"] = {"en": HOSTILE}
+    for page in (feedback.render_student(record, course, "13", "en"),
+                 feedback.render_report([record], course, "13", "en")):
+        assert "<script" not in page
+        assert "\x1b" not in page and "\x00" not in page and "\u202e" not in page
+    page = feedback.render_student(record, course, "13", "en")
+    assert html.escape(HOSTILE, quote=False) in page.replace("&#39;", "'")
+    assert "more characters cut" in page and len(page) < 200_000
+
+
+def test_both_languages(course):
+    record = make_record(course)
+    en = feedback.render_student(record, course, "13", "en")
+    zh = feedback.render_student(record, course, "13", "zh")
+    assert 'lang="en"' in en and "Your results match" in en
+    assert 'lang="zh-CN"' in zh and "你的结果与" in zh and "top-k 权重没有重新归一化" in zh
+    assert course.lesson("13").parts["router"].title_zh in zh
+    assert "班级报告" in feedback.render_report([record], course, "13", "zh")
+    assert course.language in ("en", "zh")
+    assert feedback.render_student(record, course, "13") == (en if course.language == "en" else zh)
+    with pytest.raises(ValueError):
+        feedback.render_student(record, course, "13", "fr")
+
+
+def test_missing_file_record(course):
+    problem = "no file was submitted"
+    error = {"kind": "missing", "message": problem, "traceback": "", "type": ""}
+    record = make_record(course, student_id="bob")
+    record.update(status="missing", problem=problem, score=0.0, output="", sandboxed=False)
+    record.pop("cpu_s")
+    record["parts"] = {k: {**v, "score": 0.0, "passed": 0} for k, v in record["parts"].items()}
+    record["tests"] = [{**t, "outcome": "failed", "score": 0.0, "checks": [], "error": error,
+                        "message": problem, "diagnosis": None} for t in record["tests"]]
+    page = feedback.render_student(record, course, "13", "en")
+    assert "No file was submitted" in page and problem in page
+    assert "Graded without the sandbox" in page
+    assert "tests could not run for the reason shown at the top" in page
+    assert page.count(problem) == 1  # the banner, not once per test
+
+
+def test_repeated_errors_are_shown_once(course):
+    record = make_record(course)
+    error = {"kind": "not_implemented", "message": "NotImplementedError", "traceback": "tb-line",
+             "type": "NotImplementedError"}
+    record["tests"] = [_test(f"test_aux[{i}]", "aux_loss", False, error=error, checks=[])
+                       for i in range(4)]
+    page = feedback.render_student(record, course, "13", "en")
+    assert page.count("tb-line") == 1 and "3 more tests failed with the same error" in page
+    assert "Not implemented yet" in page
+
+
+def test_class_report(course):
+    good = make_record(course, "carol")
+    good.update(score=10.0, elapsed_s=9.5)
+    broken = copy.deepcopy(make_record(course, "dave"))
+    broken.update(status="timeout", problem="ran longer than 120 s", score=0.0, elapsed_s=120.0)
+    records = [make_record(course), good, broken]
+    page = feedback.render_report(records, course, "13", "en")
+    assert "Class report" in page and "ran longer than 120 s" in page
+    assert "top-k weights not renormalised" in page and "no_renorm" in page
+    assert "test_route[0]" in page and "0 / 3" in page  # per-test pass rate
+    slowest = page[page.index("Slowest submissions"):]
+    assert slowest.index("dave") < slowest.index("carol") < slowest.index("alice")
+    assert page.count("<svg") >= 3 and "RAW-REPORT-CONTENT" not in page
+    assert "No known mistake was diagnosed" in feedback.render_report([], course, "13", "en")
+
+
+def test_many_numeric_failures_fold_after_the_first(course):
+    record = make_record(course)
+    record["tests"] = [_test(f"test_route[{i}]", "router", False, checks=[_check()])
+                       for i in range(5)]
+    page = feedback.render_student(record, course, "13", "en")
+    folded = page[page.index("3 more failing tests"):]
+    assert "test_route[1]" not in folded and "test_route[2]" in folded

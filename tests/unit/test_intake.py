@@ -1,0 +1,168 @@
+"""Intake finds each student's file in every layout the LMSs produce."""
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from grader.config import Student
+from grader.intake import collect
+
+EX = "13_moe.py"
+
+
+def write(path: Path, text: str, mtime: float | None = None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if mtime is not None:
+        os.utime(path, (mtime, mtime))
+    return path
+
+
+def notebook(cells: list[tuple[str, str]]) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": kind, "metadata": {}, "source": src.splitlines(keepends=True),
+         **({"outputs": [], "execution_count": None} if kind == "code" else {})}
+        for kind, src in cells]})
+
+
+def as_dict(found) -> dict:
+    return {sid: (path, notes) for sid, path, notes in found}
+
+
+def test_plain_folders(tmp_path):
+    write(tmp_path / "subs/alice" / EX, "x = 1\n")
+    (tmp_path / "subs/bob").mkdir()
+    write(tmp_path / "subs/carol/moe.py", "y = 2\n")
+    got = as_dict(collect(tmp_path / "subs", EX, cache=tmp_path / "cache"))
+    assert got["alice"] == (tmp_path / "subs/alice" / EX, [])
+    assert got["bob"] == (None, [])
+    assert got["carol"][0].name == "moe.py" and "Graded moe.py as 13_moe.py." in got["carol"][1]
+
+
+def test_several_files_newest_graded_and_noted(tmp_path):
+    write(tmp_path / "subs/alice" / EX, "old\n", mtime=1_000_000)
+    newest = write(tmp_path / "subs/alice/13_moe (2).py", "new\n", mtime=2_000_000)
+    write(tmp_path / "subs/alice/notes.txt", "ignored\n")
+    ((sid, path, notes),) = collect(tmp_path / "subs", EX, cache=tmp_path / "c")
+    assert (sid, path) == ("alice", newest)
+    assert "graded 13_moe (2).py, the newest" in notes[0] and "13_moe.py" in notes[0]
+
+
+def test_due_date_prefers_newest_on_time(tmp_path):
+    flat = tmp_path / "flat"
+    write(flat / "alvarezava_4001_77001_13_moe.py", "on time\n", mtime=1_000_000)
+    write(flat / "alvarezava_late_4001_77009_13_moe-1.py", "late\n", mtime=2_000_000)
+    due = datetime(2026, 9, 1, 12, tzinfo=UTC)
+    ((_, path, notes),) = collect(flat, EX, cache=tmp_path / "c", due=due)
+    assert path.read_text() == "on time\n" and "newest on-time" in notes[0]
+    ((_, path, notes),) = collect(flat, EX, cache=tmp_path / "c")  # no due date: newest
+    assert path.read_text() == "late\n" and notes[1] == "This submission was late."
+
+
+def test_file_times_never_make_a_plain_submission_late(tmp_path):
+    write(tmp_path / "subs/alice" / EX, "a\n", mtime=2_000_000_000)
+    due = datetime(2026, 9, 1, 12, tzinfo=UTC)
+    assert collect(tmp_path / "subs", EX, cache=tmp_path / "c", due=due)[0][2] == []
+
+
+def canvas_zip(path: Path, entries: dict[str, str]) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for i, (name, text) in enumerate(entries.items()):
+            z.writestr(zipfile.ZipInfo(name, (2026, 8, 30, 10, i, 0)), text)
+    return path
+
+
+def test_canvas_bulk_download_zip(tmp_path):
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    canvas_zip(subs / "submissions.zip", {
+        "alvarezava_4001_77001_13_moe.py": "first\n",
+        "alvarezava_4001_77009_13_moe-1.py": "second\n",
+        "brownbob_late_4002_77002_13_moe.py": "late\n",
+        "chencarl_4003_77003_13_moe.ipynb": notebook([("code", "import torch\n")]),
+        "chencarl_4003_77003_readme.txt": "not code\n",
+        "../escape_4004_77004_13_moe.py": "zip slip\n",
+    })
+    roster = {"ava": Student(name="Alvarez, Ava", lms_id="4001")}
+    got = as_dict(collect(subs, EX, cache=tmp_path / "cache", roster=roster))
+    assert set(got) == {"ava", "4002", "4003"}  # roster maps Canvas ids; the rest keep them
+    path, notes = got["ava"]
+    assert path.read_text() == "second\n" and "graded 13_moe-1.py" in notes[0]
+    assert got["4002"][0].read_text() == "late\n"
+    assert got["4002"][1] == ["This submission was late."]
+    assert got["4003"][0].read_text().startswith("import torch")
+    assert "code cells of 13_moe.ipynb" in got["4003"][1][0]  # the name the student gave it
+    assert not (tmp_path / "cache" / "escape_4004_77004_13_moe.py").exists()
+    assert all(tmp_path / "cache" in p.parents for p, _ in got.values())
+
+
+def test_canvas_zip_given_directly_and_unzipped_folder(tmp_path):
+    z = canvas_zip(tmp_path / "s.zip", {"kingcarol_4003_77003_13_moe.py": "z\n"})
+    ((sid, path, _),) = collect(z, EX, cache=tmp_path / "cache")
+    assert sid == "4003" and path.read_text() == "z\n"
+    write(tmp_path / "flat/kingcarol_4003_77003_13_moe.py", "flat\n")
+    ((sid, path, notes),) = collect(tmp_path / "flat", EX, cache=tmp_path / "c2")
+    assert (sid, path.read_text(), notes) == ("4003", "flat\n", [])
+
+
+def test_gradescope_export_layout(tmp_path):
+    subs = tmp_path / "export"
+    write(subs / "submission_metadata.yml", """\
+submission_101:
+  :submitters:
+  - :name: Ava Alvarez
+    :sid: av123
+    :email: ava@u.edu
+  :created_at: 2026-08-30 10:00:00.123456789 -07:00
+  :score: !ruby/object:BigDecimal 18:0.75e1
+submission_102:
+  :submitters:
+  - :name: Bob Brown
+    :email: bob@u.edu
+  - :name: Dan Doe
+    :sid: dd7
+  :created_at: 2026-08-31 10:00:00.000000000 -07:00
+submission_103:
+  :submitters:
+  - :name: Eve
+    :sid: eve1
+""")
+    write(subs / "submission_101" / EX, "ava\n")
+    write(subs / "submission_102/src" / EX, "pair\n")
+    due = datetime(2026, 8, 31, 12, tzinfo=UTC)
+    got = as_dict(collect(subs, EX, cache=tmp_path / "cache", due=due))
+    assert got["av123"] == (subs / "submission_101" / EX, [])
+    assert any("late" in n for n in got["dd7"][1])  # 10:00 -07:00 is after 12:00 UTC
+    assert got["bob@u.edu"][0] == got["dd7"][0] == subs / "submission_102/src" / EX
+    assert got["eve1"] == (None, [])
+
+
+def test_notebook_converted_with_magics_left_out(tmp_path):
+    nb = notebook([
+        ("markdown", "# MoE\n"),
+        ("code", "%matplotlib inline\n!pip install torch\nimport torch\n"),
+        ("code", "%%bash\necho hi\n"),
+        ("code", "%%time\ndef f(x):\n    %time y = 1\n    return x\n"),
+        ("code", "files = !ls\nclass A:\n    pass\n"),
+    ])
+    write(tmp_path / "subs/alice/13_moe.ipynb", nb)
+    ((sid, path, notes),) = collect(tmp_path / "subs", EX, cache=tmp_path / "cache")
+    assert path == tmp_path / "cache/notebooks/alice" / EX
+    code = path.read_text()
+    compile(code, str(path), "exec")
+    assert "import torch" in code and "def f(x):" in code and "class A:" in code
+    assert "echo hi" not in code and "!pip" not in code and "%matplotlib" not in code
+    assert "4 code cells of 13_moe.ipynb" in notes[0]
+    assert "Left out 6 IPython" in notes[1] and "`%%bash (whole cell)`" in notes[1]
+    namespace: dict = {}
+    exec(code.replace("import torch", ""), namespace)
+    assert namespace["f"](3) == 3
+
+
+def test_unreadable_notebook_is_noted(tmp_path):
+    write(tmp_path / "subs/alice/13_moe.ipynb", "{not json")
+    ((_, path, notes),) = collect(tmp_path / "subs", EX, cache=tmp_path / "cache")
+    assert path is None and "not a readable Jupyter notebook" in notes[0]
