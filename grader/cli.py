@@ -76,7 +76,8 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     if not sandboxed:
         console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
                       "student code runs with this user's rights. Every score record says so.")
-    roster = course.roster if isinstance(course.roster, dict) else None
+    from grader.export import roster as rosters
+    roster = rosters.load(course)
     found = intake.collect(submissions, lesson.exercise, cache=out / "intake", roster=roster,
                            due=lesson.due)
     subs = [runner.Submission(sid, path, notes=notes) for sid, path, notes in found]
@@ -241,6 +242,46 @@ def report(course_path, lesson_key, out, language) -> None:
     write_atomic(out / "report.html",
                  render_report(records, course, lesson_key, language or course.language))
     console.print(f"report: {out / 'report.html'}")
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--to", "formats", required=True,
+              help="comma-separated: gradescope, canvas, lti, moodle, nbgrader")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="the graded folder (default: the lesson's `out`); files go to OUT/export")
+def export(course_path, lesson_key, formats, out) -> None:
+    """Write the graded scores in the formats LMSs import."""
+    from grader.export import export as write_exports
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = out or course.path(lesson.out)
+    try:
+        scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    except OSError:
+        raise click.ClickException(f"no scores.json in {out}: run `grader run` first") from None
+    try:
+        paths = write_exports(course, lesson_key, scores, out / "export",
+                              [f.strip() for f in formats.split(",") if f.strip()])
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+@main.command("autograder-zip")
+@COURSE
+@LESSON
+@click.option("--dest", type=click.Path(path_type=Path), default=Path("."), show_default=True)
+def autograder_zip(course_path, lesson_key, dest) -> None:
+    """Build a Gradescope autograder zip (setup.sh, run_autograder) for one lesson."""
+    from grader.export import build_autograder_zip
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    console.print(f"wrote {build_autograder_zip(course.root, lesson_key, dest)}")
 
 
 if __name__ == "__main__":

@@ -67,6 +67,8 @@ class Lesson(Strict):
     submissions: Path | None = None
     out: Path | None = None
     due: datetime | None = None
+    canvas_assignment_id: int | None = None  # the Canvas column `Title (id)`
+    moodle_item: str | None = None           # the Moodle grade item's name
 
     @field_validator("parts")
     @classmethod
@@ -105,6 +107,7 @@ class Course(Strict):
     defaults: Defaults = Defaults()
     lessons: dict[str, Lesson]
     roster: dict[str, Student] | Path | None = None
+    nbgrader_db: Path | None = None  # an existing gradebook to write scores into
     root: Path = Path(".")
 
     def lesson(self, key: str) -> Lesson:

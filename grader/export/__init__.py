@@ -44,7 +44,7 @@ def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
         elif fmt == "moodle":
             written += moodle.write(course, lesson_key, scores, people, out_dir)
         else:
-            db = getattr(course, "nbgrader_db", None)
+            db = course.nbgrader_db
             written += nbgrader_db.write(course, lesson_key, scores, people,
                                          course.path(db) if db else out_dir / "gradebook.db")
     return written

@@ -18,7 +18,7 @@ HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 def column(course: Course, lesson_key: str) -> str:
     lesson = course.lesson(lesson_key)
     title = f"Lesson {lesson_key} {lesson.title}"
-    assignment_id = getattr(lesson, "canvas_assignment_id", None)
+    assignment_id = lesson.canvas_assignment_id
     return f"{title} ({assignment_id})" if assignment_id else title
 
 

@@ -15,7 +15,7 @@ from grader.export.lti import comment
 
 
 def item(course: Course, lesson_key: str) -> str:
-    return getattr(course.lesson(lesson_key), "moodle_item", None) or \
+    return course.lesson(lesson_key).moodle_item or \
         f"Lesson {lesson_key} {course.lesson(lesson_key).title}"
 
 

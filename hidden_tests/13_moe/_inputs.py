@@ -63,8 +63,9 @@ def routing(seed: int, dtype, k: int, n: int = B * S):
 @lru_cache(maxsize=None)
 def expert_weights(seed: int, dtype, hidden=H, inter=I):
     g = gen(seed + 7)
-    return [(randn(g, hidden, inter, dtype=dtype, scale=hidden ** -0.5),
-             randn(g, inter, hidden, dtype=dtype, scale=inter ** -0.5)) for _ in range(E)]
+    return [(randn(g, inter, hidden, dtype=dtype, scale=hidden ** -0.5),
+             randn(g, inter, hidden, dtype=dtype, scale=hidden ** -0.5),
+             randn(g, hidden, inter, dtype=dtype, scale=inter ** -0.5)) for _ in range(E)]
 
 
 @lru_cache(maxsize=None)

@@ -4,23 +4,31 @@ The same functions run on the student's module inside the sandbox and on the
 solution (or a known-mistake variant) on the trusted side, so both sides see
 identical inputs and construction. This file is visible inside the sandbox: it
 holds no answers. The experts handed to `dispatch` are a deliberately different
-network (`ProbeExpert`), which both tests dispatch in isolation from the FFN and
-gives nothing away. Errors raised here name what the student must fix.
+network (`ProbeExpert`, tanh-gated), which tests dispatch in isolation from the
+FFN. Errors raised here name what the student must fix.
 """
 import torch
 from torch import nn
 
 
 class ProbeExpert(nn.Module):
-    """A stand-in expert: tanh(x @ w1) @ w2. Dispatch must not care what experts do."""
+    """A stand-in expert shaped like the FFN (gate_proj, up_proj, down_proj, act_fn)
+    but with tanh as its activation: dispatch must call its experts, whatever they
+    compute, and code that reaches into an expert's layers still works."""
 
-    def __init__(self, w1: torch.Tensor, w2: torch.Tensor):
+    def __init__(self, gate: torch.Tensor, up: torch.Tensor, down: torch.Tensor):
         super().__init__()
-        self.w1 = nn.Parameter(w1.clone())
-        self.w2 = nn.Parameter(w2.clone())
+        self.gate_proj = nn.Linear(gate.shape[1], gate.shape[0], bias=False, dtype=gate.dtype)
+        self.up_proj = nn.Linear(up.shape[1], up.shape[0], bias=False, dtype=up.dtype)
+        self.down_proj = nn.Linear(down.shape[1], down.shape[0], bias=False, dtype=down.dtype)
+        self.act_fn = torch.tanh
+        with torch.no_grad():
+            self.gate_proj.weight.copy_(gate)
+            self.up_proj.weight.copy_(up)
+            self.down_proj.weight.copy_(down)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.tanh(x @ self.w1) @ self.w2
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
 def _plain(value, what: str) -> torch.Tensor:
@@ -124,7 +132,7 @@ def route(m, gate_weight: torch.Tensor, x_flat: torch.Tensor, k: int, norm: bool
 # ---- part "dispatch" ------------------------------------------------------------
 
 def _experts(expert_weights: list) -> nn.ModuleList:
-    return nn.ModuleList([ProbeExpert(w1, w2) for w1, w2 in expert_weights])
+    return nn.ModuleList([ProbeExpert(*weights) for weights in expert_weights])
 
 
 def dispatch(m, expert_weights: list, x_flat: torch.Tensor, topk_weight: torch.Tensor,

@@ -22,11 +22,12 @@ LTI_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp",
             "activityProgress", "gradingProgress"}
 
 
-def make_course(roster_value=None) -> Course:
+def make_course(roster_value=None, canvas_assignment_id=None) -> Course:
     parts = {"ffn": Part(points=2, title="Dense FFN"),
              "router": Part(points=3, title="Router", visibility="after_due_date")}
     lesson = Lesson(title="MoE", exercise="13_moe.py", solution=Path("s.py"),
-                    stub=Path("e.py"), tests=Path("t"), parts=parts)
+                    stub=Path("e.py"), tests=Path("t"), parts=parts,
+                    canvas_assignment_id=canvas_assignment_id)
     if roster_value is None:
         roster_value = {
             "alice": Student(name="Liddell, Alice", email="alice@u.edu", lms_id="4001",
@@ -96,8 +97,7 @@ def test_gradescope_results_match_format_and_scores(tmp_path, scores):
 
 
 def test_canvas_csv_matches_format_and_scores(tmp_path, scores):
-    course = make_course()
-    object.__setattr__(course.lessons["13"], "canvas_assignment_id", 901234)
+    course = make_course(canvas_assignment_id=901234)
     (path,) = [p for p in export(course, "13", scores, tmp_path, ["canvas"])
                if p.suffix == ".csv"]
     rows = list(csv.reader(path.open(newline="", encoding="utf-8")))

@@ -1,0 +1,16 @@
+# The two commands a new user needs: `make grade` and `make test`.
+.PHONY: setup grade test release-check
+
+setup:
+	@scripts/setup.sh
+
+# Grade the bundled sample class of lesson 13 (examples/13 -> out/13).
+grade: setup
+	.venv/bin/grader run --lesson 13
+
+# The project's whole test suite (unit, end-to-end, adversarial, browser).
+test: setup
+	.venv/bin/python -m pytest -q
+
+release-check: setup
+	.venv/bin/grader release --lesson 13 --check

@@ -1,0 +1,28 @@
+"""Shared fixtures: the course, and a warm worker slot (sandboxed where possible)."""
+from pathlib import Path
+
+import pytest
+
+from grader import config
+from grader.sandbox import bwrap
+from grader.sandbox.slot import Slot
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="session")
+def course() -> config.Course:
+    return config.load(ROOT / "course.yml")
+
+
+def open_slot(course: config.Course, lesson_key: str, index: int) -> Slot:
+    lesson = course.lesson(lesson_key)
+    return Slot(course.path(lesson.probes), index, bwrap.unavailable_reason() is None,
+                tuple(lesson.preload))
+
+
+@pytest.fixture(scope="session")
+def slot13(course):
+    slot = open_slot(course, "13", 7)
+    yield slot
+    slot.close()
