@@ -55,7 +55,11 @@ def main() -> None:
 @click.option("--unsandboxed", is_flag=True,
               help="allow grading without the sandbox when it cannot be set up (trusted work only)")
 @click.option("--language", type=click.Choice(["en", "zh"]), help="feedback language")
-def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language) -> None:
+@click.option("--scheduler", metavar="ADDRESS",
+              help="grade on a Dask cluster: tcp://host:8786, or slurm/pbs/sge/lsf to start "
+                   "--jobs dask-jobqueue workers (needs the `cluster` extra)")
+def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language,
+        scheduler) -> None:
     """Grade every submission of a lesson: scores.json and one feedback page each."""
     from grader import intake, pool, runner
     from grader.feedback import render_report
@@ -100,8 +104,12 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
                 bar.update(task, completed=done, rate=f"{rate:.1f}/s")
 
         try:
-            summary = pool.grade_class(course, lesson_key, subs, out, jobs, sandboxed, force,
-                                       language, progress)
+            if scheduler:  # --scheduler: the same grading on a Dask cluster
+                summary = _grade_on_cluster(scheduler, course, lesson_key, subs, out, jobs,
+                                            sandboxed, force, language, progress)
+            else:
+                summary = pool.grade_class(course, lesson_key, subs, out, jobs, sandboxed,
+                                           force, language, progress)
         except RuntimeError as exc:
             raise click.ClickException(str(exc)) from None
     store = Store(out)
@@ -116,6 +124,17 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         for failure in summary.worker_failures:
             console.print(f"[red]{failure}[/]")
         sys.exit(1)
+
+
+def _grade_on_cluster(scheduler, *args):
+    try:
+        import distributed  # noqa: F401
+
+        from grader import cluster
+    except ImportError as exc:
+        raise click.ClickException(f"--scheduler needs dask distributed ({exc}): "
+                                   "pip install 'minimind-grader[cluster]'") from None
+    return cluster.grade_class(*args, scheduler=scheduler)
 
 
 def _summary_table(summary, doc: dict, out: Path) -> None:
@@ -134,7 +153,8 @@ def _summary_table(summary, doc: dict, out: Path) -> None:
 
 @main.command()
 @COURSE
-@click.option("--lesson", "lesson_key", default="13", show_default=True)
+@click.option("--lesson", "lesson_key", help="the lesson (default: the one whose exercise "
+                                             "file has this name)")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 def check(course_path, lesson_key, file) -> None:
     """Students: run the public tests on your file and see each part's result."""
@@ -142,6 +162,13 @@ def check(course_path, lesson_key, file) -> None:
     from grader.sandbox.slot import Slot
 
     course = _course(course_path)
+    if lesson_key is None:
+        keys = [k for k, les in course.lessons.items()
+                if file is None or Path(les.exercise).stem == file.stem]
+        if len(keys) != 1:
+            raise click.ClickException("which lesson? give --lesson (one of "
+                                       f"{', '.join(sorted(course.lessons))})")
+        lesson_key = keys[0]
     lesson = _lesson(course, lesson_key)
     file = file or course.path(lesson.stub)
     try:

@@ -84,7 +84,7 @@ def _mtime(path: Path) -> datetime:
 
 
 def _wanted(name: str, exercise: str) -> bool:
-    """The exercise file, its notebook, or a re-upload like `13_moe-1.py`, `13_moe (2).py`."""
+    """The exercise file, its notebook, or a re-upload (e.g. `13_moe-1.py`, `13_moe (2).py`)."""
     stem = re.escape(Path(exercise).stem)
     return re.fullmatch(rf"{stem}(?:-\d+| ?\(\d+\))?\.(?:py|ipynb)", name) is not None
 
