@@ -1,0 +1,54 @@
+"""Numeric checks: tolerances, shapes, NaN, None gradients, the worst element."""
+import torch
+
+from grader.compare import Checks
+from grader.config import Tolerance
+
+TOL = {"float32": Tolerance(atol=1e-5, rtol=1e-4), "float64": Tolerance(atol=1e-10, rtol=0),
+       "aux": Tolerance(atol=1e-9, rtol=1e-5)}
+
+
+def test_within_and_beyond_tolerance():
+    c = Checks(TOL)
+    ref = torch.zeros(2, 3)
+    assert c.close("ok", ref + 5e-6, ref)
+    bad = ref.clone()
+    bad[1, 2] = 1e-3
+    assert not c.close("bad", bad, ref)
+    check = c.items[-1]
+    assert check.where == [1, 2] and abs(check.max_abs_diff - 1e-3) < 1e-9
+    assert check.heatmap is not None and "differs by" in check.message
+
+
+def test_dtype_picks_the_tolerance():
+    c = Checks(TOL)
+    ref = torch.zeros(3, dtype=torch.float64)
+    assert not c.close("fp64", ref + 1e-8, ref)
+    assert c.close("fp32", torch.zeros(3) + 1e-8, torch.zeros(3))
+
+
+def test_shape_mismatch_and_wrong_type_fail_with_a_message():
+    c = Checks(TOL)
+    assert not c.close("shape", torch.zeros(10, 4), torch.zeros(2, 5, 4))
+    assert "shape [10, 4], expected [2, 5, 4]" in c.items[-1].message
+    assert not c.close("type", [1, 2], torch.zeros(2))
+    assert "expected a tensor" in c.items[-1].message
+
+
+def test_nan_never_passes():
+    c = Checks(TOL)
+    assert not c.close("nan", torch.tensor([float("nan")]), torch.tensor([0.0]))
+
+
+def test_none_gradient_equals_zeros():
+    c = Checks(TOL)
+    assert c.grad("both none", None, None)
+    assert c.grad("none vs zeros", None, torch.zeros(3))
+    assert not c.grad("none vs ones", None, torch.ones(3))
+
+
+def test_alternative_reference_is_recorded():
+    c = Checks(TOL)
+    ref, alt = torch.zeros(2), torch.ones(2)
+    assert c.close("alt", torch.ones(2), ref, alt=alt, alt_note="matches your own parts")
+    assert c.items[-1].message == "matches your own parts"

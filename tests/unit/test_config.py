@@ -1,0 +1,88 @@
+"""course.yml validation: good files load, bad ones say what and where."""
+from pathlib import Path
+
+import pytest
+
+from grader import config
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "solutions" / "x.py").write_text("")
+    (tmp_path / "tests").mkdir()
+    path = tmp_path / "course.yml"
+    path.write_text(text)
+    return path
+
+
+GOOD = """course: c
+lessons:
+  13:
+    title: MoE
+    exercise: 13_moe.py
+    solution: solutions/x.py
+    stub: exercises/x.py
+    tests: tests
+    parts:
+      ffn: {points: 2}
+"""
+
+
+def test_project_course_file_loads():
+    course = config.load(ROOT / "course.yml")
+    assert course.lesson("13").max_score == 10.0
+    assert course.limits("13").test_wall_s > 0
+    assert course.tolerances("13")["aux"].atol == 1e-9
+
+
+def test_numeric_lesson_keys_become_strings(tmp_path):
+    course = config.load(write(tmp_path, GOOD))
+    assert list(course.lessons) == ["13"]
+
+
+def test_unknown_key_is_reported_with_its_line(tmp_path):
+    path = write(tmp_path, GOOD.replace("      ffn: {points: 2}", "      ffn: {points: 2, pts: 3}"))
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    assert "course.yml:10: lessons.13.parts.ffn.pts" in str(err.value)
+    assert "Extra inputs are not permitted" in str(err.value)
+
+
+def test_wrong_type_is_reported_with_its_line(tmp_path):
+    path = write(tmp_path, GOOD.replace("{points: 2}", "{points: two}"))
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    assert "course.yml:10: lessons.13.parts.ffn.points" in str(err.value)
+
+
+def test_missing_solution_file(tmp_path):
+    path = write(tmp_path, GOOD.replace("solutions/x.py", "solutions/nope.py"))
+    with pytest.raises(config.ConfigError, match="lessons.13.solution: solutions/nope.py"):
+        config.load(path)
+
+
+def test_not_yaml_and_not_a_mapping(tmp_path):
+    path = tmp_path / "course.yml"
+    path.write_text("course: [unclosed\n")
+    with pytest.raises(config.ConfigError, match="not valid YAML"):
+        config.load(path)
+    path.write_text("- a list\n")
+    with pytest.raises(config.ConfigError, match="top level must be a mapping"):
+        config.load(path)
+
+
+def test_missing_file_and_unknown_lesson(tmp_path):
+    with pytest.raises(config.ConfigError, match="cannot read"):
+        config.load(tmp_path / "absent.yml")
+    course = config.load(write(tmp_path, GOOD))
+    with pytest.raises(config.ConfigError, match="no lesson '99'"):
+        course.lesson("99")
+
+
+def test_version_changes_with_the_tests(tmp_path):
+    path = write(tmp_path, GOOD)
+    before = config.load(path).version("13")
+    (tmp_path / "tests" / "test_ffn.py").write_text("def test_x(): pass\n")
+    assert config.load(path).version("13") != before

@@ -1,0 +1,45 @@
+"""The wire format: tensors and plain data round-trip; nothing else gets through."""
+import pickle
+import socket
+
+import pytest
+import torch
+
+from grader.sandbox import protocol
+
+
+def test_round_trip_keeps_values_dtypes_and_structure():
+    obj = {"y": torch.randn(2, 3, dtype=torch.float64), "idx": torch.tensor([[1, 2]]),
+           "none": None, "list": [1, 2.5, "s", True], "empty": torch.zeros(0, 4),
+           "nested": {"g": torch.ones(()).float()}}
+    back = protocol.loads(protocol.dumps(obj))
+    assert torch.equal(back["y"], obj["y"]) and back["y"].dtype == torch.float64
+    assert back["idx"].dtype == torch.int64 and back["nested"]["g"].shape == ()
+    assert back["none"] is None and back["list"] == [1, 2.5, "s", True]
+    assert back["empty"].shape == (0, 4)
+
+
+def test_objects_are_refused_when_sending():
+    class Evil:
+        def __reduce__(self):
+            return (print, ("pwned",))
+
+    with pytest.raises(TypeError):
+        protocol.dumps({"x": Evil()})
+
+
+@pytest.mark.parametrize("payload", [
+    b"", b"\x00\x00\x00\x05{bad}", pickle.dumps({"a": 1}),
+    protocol.JSON_LEN.pack(40) + b'{"v": {"$t": 0}, "t": [["float32", [4], 0, 16]]}',
+    protocol.JSON_LEN.pack(44) + b'{"v": {"$t": 0}, "t": [["object", [1], 0, 8]]}   ',
+])
+def test_malformed_or_pickled_frames_are_rejected(payload):
+    with pytest.raises(protocol.ProtocolError):
+        protocol.loads(payload)
+
+
+def test_oversized_frame_is_refused_before_reading_it():
+    a, b = socket.socketpair()
+    a.sendall(protocol.HEADER.pack(protocol.MAX_FRAME + 1))
+    with pytest.raises(protocol.ProtocolError, match="over the"):
+        protocol.recv(b)
