@@ -115,7 +115,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     store = Store(out)
     doc = store.scores(lesson_key, course.course, course.version(lesson_key), lesson.max_score,
                        [s.student_id for s in subs])
-    records = [store.load(s.student_id) for s in subs]
+    records = [_with_timing(store.load(s.student_id)) for s in subs]
     from grader.store import write_atomic
     write_atomic(out / "report.html", render_report([r for r in records if r], course,
                                                     lesson_key, language))
@@ -135,6 +135,11 @@ def _grade_on_cluster(scheduler, *args):
         raise click.ClickException(f"--scheduler needs dask distributed ({exc}): "
                                    "pip install 'minimind-grader[cluster]'") from None
     return cluster.grade_class(*args, scheduler=scheduler)
+
+
+def _with_timing(record: dict | None) -> dict | None:
+    """Results keep timing apart (scores stay reproducible); the report wants it inline."""
+    return {**record, **record.get("timing", {})} if record else None
 
 
 def _summary_table(summary, doc: dict, out: Path) -> None:
@@ -265,7 +270,7 @@ def report(course_path, lesson_key, out, language) -> None:
     results = sorted((out / "results").glob("*.json"))
     if not results:
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
-    records = [json.loads(p.read_text(encoding="utf-8")) for p in results]
+    records = [_with_timing(json.loads(p.read_text(encoding="utf-8"))) for p in results]
     write_atomic(out / "report.html",
                  render_report(records, course, lesson_key, language or course.language))
     console.print(f"report: {out / 'report.html'}")

@@ -177,7 +177,8 @@ def _part_view(part: str, title: str, summary: dict, tests: list[dict], record: 
     problem = clean(record.get("problem") or "")
     blocked = [x for x in failing if problem and x.get("error")
                and clean(x["error"].get("message")) == problem]
-    cards = _group_failures([x for x in failing if not any(x is b for b in blocked)], t)
+    cards = _group_failures([x for x in failing if not any(x is b for b in blocked)], t,
+                            pictures=OPEN_FAILURES)
     return {"key": part, "title": title, "score": summary.get("score", 0.0),
             "max_score": summary.get("max_score", 0.0),
             "passed": summary.get("passed", len(tests) - len(failing)),
@@ -189,15 +190,16 @@ def _part_view(part: str, title: str, summary: dict, tests: list[dict], record: 
             "diagnoses": _part_diagnoses(failing, lang)}
 
 
-def _group_failures(failing: list[dict], t: dict[str, str]) -> list[dict]:
-    """One card per distinct error (a stub fails 40 tests alike), one per numeric failure."""
+def _group_failures(failing: list[dict], t: dict[str, str], pictures: int) -> list[dict]:
+    """One card per distinct error (a stub fails 40 tests alike), one per numeric failure.
+    Only the first `pictures` cards get a heatmap: a page stays small and readable."""
     groups: dict[tuple, dict] = {}
     for test in failing:
         key = _error_key(test) if test.get("error") else ("test", id(test))
         if key in groups:
             groups[key]["same"].append(test.get("name", ""))
         else:
-            groups[key] = {"test": _test_view(test, t), "same": []}
+            groups[key] = {"test": _test_view(test, t, len(groups) < pictures), "same": []}
     return list(groups.values())
 
 
@@ -215,17 +217,20 @@ def _part_diagnoses(failing: list[dict], lang: str) -> list[dict]:
     return sorted(seen.values(), key=lambda e: (e["id"] is None, -e["count"]))
 
 
-def _test_view(test: dict, t: dict[str, str]) -> dict:
+def _test_view(test: dict, t: dict[str, str], picture: bool) -> dict:
+    """A failing test's checks; at most its first heatmap is drawn."""
     checks = [c for c in test.get("checks") or [] if isinstance(c, dict)]
     failing = [c for c in checks if not c.get("passed")]
+    first_map = next((i for i, c in enumerate(failing) if c.get("heatmap")), None)
     return {"name": test.get("name", ""), "message": test.get("message", ""),
             "error": test.get("error"),
-            "checks": [_check_view(c, t) for c in failing],
+            "checks": [_check_view(c, t, picture and i == first_map)
+                       for i, c in enumerate(failing)],
             "passed_checks": len(checks) - len(failing)}
 
 
-def _check_view(check: dict, t: dict[str, str]) -> dict:
-    heat = check.get("heatmap")
+def _check_view(check: dict, t: dict[str, str], picture: bool) -> dict:
+    heat = check.get("heatmap") if picture else None
     svg = heatmap_svg(heat, check.get("atol"), t) if isinstance(heat, list) and heat else None
     return {**check, "heatmap_svg": svg,
             "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·|ref|"
@@ -249,8 +254,7 @@ def student_context(record: dict, course: Course, lesson_key: str, lang: str) ->
             "problem": record.get("problem", ""), "sandboxed": record.get("sandboxed", True),
             "import_traceback": record.get("import_traceback", ""),
             "output": record.get("output", ""), "score": record.get("score", 0.0),
-            "max_score": record.get("max_score", 0.0), "cpu_s": record.get("cpu_s"),
-            "elapsed_s": record.get("elapsed_s"), "parts": parts}
+            "max_score": record.get("max_score", 0.0), "parts": parts}
 
 
 def render_student(record: dict, course: Course, lesson_key: str,

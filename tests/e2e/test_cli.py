@@ -1,0 +1,143 @@
+"""`grader run` on the sample class as a TA runs it: scores, reruns, resume, check."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+GRADER = [sys.executable, "-m", "grader.cli"]
+EXPECTED = {"alice": 10.0, "carol": 0.0, "dave": 0.0, "erin": 0.0, "heidi": 0.0, "ivan": 10.0}
+
+
+def grade(out: Path, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
+    proc = subprocess.run([*GRADER, "run", "--lesson", "13", "--out", str(out), "--jobs", "2",
+                           *extra], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if check:
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("out")
+    started = time.monotonic()
+    proc = grade(out)
+    return out, time.monotonic() - started, proc
+
+
+def by_id(out: Path) -> dict[str, dict]:
+    doc = json.loads((out / "scores.json").read_text())
+    return {s["student_id"]: s for s in doc["students"]}
+
+
+def test_sample_class_scores(first_run):
+    out, _, proc = first_run
+    students = by_id(out)
+    assert set(students) == set(EXPECTED) | {"bob", "frank", "grace"}
+    for sid, score in EXPECTED.items():
+        assert students[sid]["score"] == score, sid
+    bob, frank, grace = students["bob"], students["frank"], students["grace"]
+    assert bob["parts"]["router"]["diagnosis"]["id"] == "no_renorm"
+    assert {p for p, v in bob["parts"].items() if v["score"] < v["max_score"]} == {"router"}
+    assert frank["status"] == "timeout"
+    assert frank["parts"]["ffn"]["score"] == 2.0 and frank["parts"]["router"]["score"] == 2.0
+    assert frank["parts"]["dispatch"]["score"] == 0.0
+    assert any("timed out after 5 s" in t["message"] for t in frank["tests"])
+    assert grace["parts"]["ffn"]["diagnosis"]["id"] == "gelu"
+    assert grace["parts"]["dispatch"]["diagnosis"]["id"] == "overwrite"
+    assert students["erin"]["status"] == "missing"
+    assert "SyntaxError" in students["carol"]["problem"]
+    assert any("magic" in n or "shell" in n for n in students["ivan"]["notes"])
+    assert all(s["sandboxed"] for s in students.values())
+    assert "scores.json" in proc.stderr and "feedback" in proc.stderr
+
+
+def test_every_student_gets_a_page_and_a_raw_report(first_run):
+    out, _, _ = first_run
+    for sid in by_id(out):
+        page = (out / "feedback" / f"{sid}.html").read_text()
+        assert sid in page and "<script>" not in page
+        raw = json.loads((out / "raw" / f"{sid}.json").read_text())
+        assert raw["tests"] and {"nodeid", "outcome"} <= set(raw["tests"][0])
+    assert (out / "report.html").exists()
+
+
+def test_unchanged_rerun_skips_everything_and_is_fast(first_run):
+    out, first_seconds, _ = first_run
+    before = {p.name: p.read_bytes() for p in (out / "feedback").iterdir()}
+    started = time.monotonic()
+    proc = grade(out)
+    rerun_seconds = time.monotonic() - started
+    assert "unchanged (skipped)" in proc.stderr and "│ 9 " in proc.stderr
+    assert {p.name: p.read_bytes() for p in (out / "feedback").iterdir()} == before
+    assert rerun_seconds < first_seconds  # the benchmark script reports the ratio
+
+
+def test_forced_regrade_is_byte_for_byte_identical(first_run, tmp_path):
+    out, _, _ = first_run
+    again = tmp_path / "again"
+    grade(again, "--force")
+    assert (again / "scores.json").read_bytes().replace(bytes(again), b"") == \
+        (out / "scores.json").read_bytes().replace(bytes(out), b"")
+    for page in (out / "feedback").iterdir():
+        assert (again / "feedback" / page.name).read_bytes() == page.read_bytes(), page.name
+
+
+def test_killed_run_resumes_to_the_same_scores(first_run, tmp_path):
+    out, _, _ = first_run
+    killed = tmp_path / "killed"
+    proc = subprocess.Popen([*GRADER, "run", "--lesson", "13", "--out", str(killed),
+                             "--jobs", "2"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((killed / "results").glob("*.json"))) < 3:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert 0 < len(list((killed / "results").glob("*.json"))) < 9
+    grade(killed)
+    assert {k: v["score"] for k, v in by_id(killed).items()} == \
+        {k: v["score"] for k, v in by_id(out).items()}
+
+
+def test_check_for_students():
+    ok = subprocess.run([*GRADER, "check", "solutions/13_moe.py"], cwd=ROOT,
+                        capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert "router" in ok.stdout and "public tests" in ok.stdout
+    stub = subprocess.run([*GRADER, "check", "exercises/13_moe.py"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=300)
+    assert stub.returncode == 1 and "not implemented" in stub.stdout
+
+
+def test_check_names_a_mistake(tmp_path):
+    wrong = tmp_path / "13_moe.py"
+    wrong.write_text((ROOT / "solutions" / "13_moe.py").read_text().replace(
+        "F.softmax(gate(x_flat), dim=-1)", "F.softmax(gate(x_flat), dim=0)"))
+    proc = subprocess.run([*GRADER, "check", str(wrong)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 1 and "softmax runs over the tokens" in proc.stdout
+
+
+def test_bad_course_file_and_missing_folder_are_clear(tmp_path):
+    bad = tmp_path / "course.yml"
+    bad.write_text((ROOT / "course.yml").read_text().replace("points: 2,", "points: two,", 1))
+    proc = subprocess.run([*GRADER, "run", "--course", str(bad), "--lesson", "13"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "points" in proc.stderr and "course.yml:" in proc.stderr
+    proc = subprocess.run([*GRADER, "run", "--lesson", "13", "--submissions",
+                           str(tmp_path / "none"), "--out", str(tmp_path / "o")], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0 and "no submissions at" in proc.stderr
+
+
+def test_release_check():
+    proc = subprocess.run([*GRADER, "release", "--lesson", "13", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
