@@ -9,7 +9,7 @@ only tensors decoded on the trusted side.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import torch
 
@@ -36,7 +36,7 @@ class Check:
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in asdict(self).items() if v not in (None, {}, "")}
+        return {k: v for k, v in vars(self).items() if v is not None and v != {} and v != ""}
 
 
 def _finite(x: float) -> float | None:

@@ -1,9 +1,12 @@
 """Part "dispatch": tokens to their experts and back, weighted and accumulated."""
+from functools import lru_cache
+
 import pytest
 
 from _inputs import B, DTYPES, H, S, expert_weights, gen, randn, routing
 
 
+@lru_cache(maxsize=None)  # the same inputs for every student: build them once
 def _inputs(k, dtype, seed):
     idx, weight, _ = routing(seed + 60, DTYPES[dtype], k)
     g = gen(seed + 61)

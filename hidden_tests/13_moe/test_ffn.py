@@ -1,10 +1,13 @@
 """Part "ffn": the dense SwiGLU FeedForward."""
+from functools import lru_cache
+
 import pytest
 import torch
 
 from _inputs import B, DTYPES, H, I, S, ffn_state, gen, randn
 
 
+@lru_cache(maxsize=None)  # the same inputs for every student: build them once
 def _inputs(seed, dtype):
     g = gen(seed)
     return dict(hidden=H, inter=I, state=ffn_state(g, dtype),

@@ -1,4 +1,6 @@
 """Part "router": softmax scores, top-k experts (compared as sets) and their weights."""
+from functools import lru_cache
+
 import pytest
 import torch
 
@@ -9,6 +11,7 @@ CASES = [(k, norm, dtype, seed) for seed, (k, norm, dtype) in enumerate(
      (2, True, "float64"), (1, True, "float64"), (2, False, "float64")])]
 
 
+@lru_cache(maxsize=None)  # the same inputs for every student: build them once
 def _inputs(k, norm, dtype, seed):
     w, x = router_inputs(seed + 20, DTYPES[dtype], k)
     g = gen(seed + 40)
