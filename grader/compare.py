@@ -60,6 +60,7 @@ class Checks:
     def __init__(self, tolerances: dict):
         self.tolerances = tolerances
         self.items: list[Check] = []
+        self.pictures: list[dict] = []
 
     @property
     def failures(self) -> list[Check]:
@@ -74,6 +75,11 @@ class Checks:
     def _add(self, check: Check) -> bool:
         self.items.append(check)
         return check.passed
+
+    def counts(self, name: str, labels: list[str], got: list[float], ref: list[float]) -> None:
+        """Not a check: counts to draw side by side (e.g. how many tokens each expert got)."""
+        self.pictures.append({"name": name, "labels": [str(x) for x in labels],
+                              "got": [float(x) for x in got], "ref": [float(x) for x in ref]})
 
     def true(self, name: str, ok: bool, message: str) -> bool:
         return self._add(Check(name, bool(ok), "" if ok else message))

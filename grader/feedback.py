@@ -226,6 +226,8 @@ def _test_view(test: dict, t: dict[str, str], picture: bool) -> dict:
             "error": test.get("error"),
             "checks": [_check_view(c, t, picture and i == first_map)
                        for i, c in enumerate(failing)],
+            "pictures": [pair_bars_svg(p, t) for p in test.get("pictures") or []
+                         if isinstance(p, dict)][:1] if picture else [],
             "passed_checks": len(checks) - len(failing)}
 
 
@@ -263,6 +265,31 @@ def render_student(record: dict, course: Course, lesson_key: str,
     lang = _language(course, language)
     return _env().get_template("feedback.html.j2").render(
         **student_context(record, course, lesson_key, lang))
+
+
+def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
+    """Counts side by side, yours against the reference's (e.g. tokens per expert)."""
+    labels = [clean(x, 24) for x in picture.get("labels", [])][:16]
+    got, ref = picture.get("got", []), picture.get("ref", [])
+    top = max([*got, *ref, 1.0])
+    label_w, row, bar_w = 90, 30, 220
+    h = row * len(labels) + 26
+    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 60}"'
+           f' height="{h}" role="img"><text x="0" y="12" class="lb">'
+           f'{escape(clean(picture.get("name", ""), 60))}: '
+           f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} '
+           f'<tspan fill="#3b6ea8">■</tspan> {escape(t["ref"])}</text>']
+    for i, label in enumerate(labels):
+        y = 20 + i * row
+        for j, (values, colour) in enumerate(((got, "#c0392b"), (ref, "#3b6ea8"))):
+            v = float(values[i]) if i < len(values) else 0.0
+            out.append(f'<rect x="{label_w}" y="{y + j * 12}" width="{v / top * bar_w:.1f}" '
+                       f'height="10" fill="{colour}"/><text x="{label_w + v / top * bar_w + 4:.1f}"'
+                       f' y="{y + j * 12 + 9}" class="lb">{escape(num(v))}</text>')
+        out.append(f'<text x="{label_w - 6}" y="{y + 15}" class="lb" text-anchor="end">'
+                   f'{escape(label)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))
 
 
 # ---------------------------------------------------------------- class report

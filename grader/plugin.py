@@ -104,6 +104,7 @@ class GradingPlugin:
         if checks is None:
             return result
         meta["checks"] = [c.to_dict() for c in checks.items]
+        meta["pictures"] = checks.pictures
         failures = checks.failures
         if failures:
             meta["diagnosis"] = self._diagnose(pyfuncitem, part)

@@ -159,6 +159,7 @@ def score(course: Course, lesson_key: str, report: dict) -> dict:
             "score": round(got, 4), "max_score": round(worth, 4),
             "max_abs_diff": max(diffs) if diffs else None,
             "message": message, "checks": checks, "error": error,
+            "pictures": meta.get("pictures", []),
             "diagnosis": meta.get("diagnosis", {}).get("matches"),
         })
     for name, p in parts.items():

@@ -37,6 +37,9 @@ def _check_route(student, reference, check, k, norm, dtype, seed):
         gw, gi = _by_expert(got["topk_weight"], idx) if got["topk_weight"].shape == idx.shape \
             else (got["topk_weight"], idx)
         rw, ri = _by_expert(ref["topk_weight"], ref["topk_idx"])
+        check.counts("tokens per expert", [f"expert {e}" for e in range(E)],
+                     torch.bincount(gi.flatten().clamp(0, E - 1), minlength=E).tolist(),
+                     torch.bincount(ri.flatten(), minlength=E).tolist())
         same = gi.eq(ri).all(dim=-1)
         check.true("chosen experts", bool(same.all()),
                    f"{int((~same).sum())} of {n} tokens chose other experts than the "
