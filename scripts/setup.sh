@@ -30,6 +30,6 @@ stamp=.venv/.installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing Python packages (torch is pinned to the CPU wheel 2.13.0)"
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[cluster]'
+  .venv/bin/python -m pip install -q -e '.[cluster,nbgrader]'
   touch "$stamp"
 fi
