@@ -98,14 +98,17 @@ class Checks:
                                message or f"got {got!r}, expected {expected!r}"))
 
     def close(self, name: str, got, ref: torch.Tensor, tol: str | None = None,
-              alt: torch.Tensor | None = None, alt_note: str = "") -> bool:
-        """`got` within tolerance of `ref` (or, when given, of `alt`)."""
+              alt=None, alt_note: str = "") -> bool:
+        """`got` within tolerance of `ref`, or else of `alt` (a tensor, or a callable
+        giving one, called only when `ref` does not match)."""
         check = self._compare(name, got, ref, tol)
-        if not check.passed and isinstance(alt, torch.Tensor):
-            second = self._compare(name, got, alt, tol)
-            if second.passed:
-                second.message = alt_note
-                check = second
+        if not check.passed and alt is not None:
+            alt = alt() if callable(alt) else alt
+            if isinstance(alt, torch.Tensor):
+                second = self._compare(name, got, alt, tol)
+                if second.passed:
+                    second.message = alt_note
+                    check = second
         return self._add(check)
 
     def grad(self, name: str, got, ref, tol: str | None = None,
@@ -120,14 +123,14 @@ class Checks:
         return self.close(name, got, ref, tol, alt=alt, alt_note=alt_note)
 
     def grads(self, name: str, got: dict, ref: dict, tol: str | None = None,
-              alt: dict | None = None, alt_note: str = "") -> bool:
+              alt=None, alt_note: str = "") -> bool:
         """Gradients by parameter name; a missing or None gradient equals zeros."""
         if not isinstance(got, dict):
             return self._add(Check(name, False, "no gradients came back"))
         ok = True
         for key, r in sorted(ref.items()):
-            ok &= self.grad(f"{name}[{key}]", got.get(key), r, tol,
-                            alt=alt.get(key) if alt else None, alt_note=alt_note)
+            one = (lambda k=key: (alt() if callable(alt) else alt or {}).get(k)) if alt else None
+            ok &= self.grad(f"{name}[{key}]", got.get(key), r, tol, alt=one, alt_note=alt_note)
         return ok
 
     def _compare(self, name: str, got, ref: torch.Tensor, tol: str | None) -> Check:

@@ -46,9 +46,16 @@ def _grads(module: nn.Module) -> dict:
 
 
 def _module(cls, what: str, *args, **kwargs) -> nn.Module:
+    """Build a student's (or the reference's) module without random initialisation:
+    every parameter is overwritten by `_load` anyway, and init is most of the cost."""
     if not isinstance(cls, type) or not issubclass(cls, nn.Module):
         raise TypeError(f"{what} must be a subclass of torch.nn.Module")
-    return cls(*args, **kwargs)
+    reset = nn.Linear.reset_parameters
+    nn.Linear.reset_parameters = lambda self: None
+    try:
+        return cls(*args, **kwargs)
+    finally:
+        nn.Linear.reset_parameters = reset
 
 
 def _load(module: nn.Module, state: dict, what: str) -> None:
@@ -181,17 +188,23 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
         if train and aux.numel() == 1 and aux.requires_grad:
             loss = loss + aux.sum()
         loss.backward()
-    out = {"y": _plain(y, "y"), "aux": _plain(aux, "aux"), "x_grad": _grad(xs),
-           "grads": _grads(layer)}
-    out.update(_composed(m, layer, x, gy, k, norm, num_experts, coef, train))
-    return out
+    return {"y": _plain(y, "y"), "aux": _plain(aux, "aux"), "x_grad": _grad(xs),
+            "grads": _grads(layer)}
 
 
-def _composed(m, layer, x, gy, k, norm, num_experts, coef, train) -> dict:
+def moe_composed(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool,
+                 coef: float, state: dict, x: torch.Tensor, gy: torch.Tensor,
+                 train: bool) -> dict:
     """The student's own route -> dispatch -> load_balancing_loss on the same layer:
-    the layer is graded on its wiring, not again on the parts' bugs."""
+    the layer is graded on its wiring, not again on the parts' bugs. Asked for only
+    when the layer disagrees with the reference."""
     try:
-        layer.zero_grad(set_to_none=True)
+        layer = _module(m.MOEFeedForward, "MOEFeedForward", hidden, inter,
+                        num_experts=num_experts, num_experts_per_tok=k,
+                        norm_topk_prob=norm, router_aux_loss_coef=coef)
+        layer.to(x.dtype)
+        _load(layer, state, "MOEFeedForward")
+        layer.train(train)
         xs = x.clone().requires_grad_(True)
         x_flat = xs.reshape(-1, x.shape[-1])
         scores, weight, idx = m.route(x_flat, layer.gate, k, norm)
