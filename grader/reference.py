@@ -97,16 +97,24 @@ class Mistake:
 
 
 def load_mistakes(path: Path) -> list[Mistake]:
+    """The lesson's known mistakes; a malformed file says which entry and what."""
     if not path.exists():
         return []
-    data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{path} is not valid YAML: {exc}") from None
     out = []
-    for m in data:
-        out.append(Mistake(
-            id=m["id"], part=m["part"],
-            title={"en": m["title"], "zh": m.get("title_zh", m["title"])},
-            hint={"en": m["hint"], "zh": m.get("hint_zh", m["hint"])},
-            edits=[(e["old"], e["new"]) for e in m["edits"]]))
+    for i, m in enumerate(data if isinstance(data, list) else [None], start=1):
+        try:
+            out.append(Mistake(
+                id=m["id"], part=m["part"],
+                title={"en": m["title"], "zh": m.get("title_zh", m["title"])},
+                hint={"en": m["hint"], "zh": m.get("hint_zh", m["hint"])},
+                edits=[(e["old"], e["new"]) for e in m["edits"]]))
+        except (KeyError, TypeError) as exc:
+            raise ValueError(f"{path}: entry {i} needs id, part, title, hint and edits "
+                             f"(each with old and new); problem: {exc!r}") from None
     return out
 
 

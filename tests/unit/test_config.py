@@ -86,3 +86,12 @@ def test_version_changes_with_the_tests(tmp_path):
     before = config.load(path).version("13")
     (tmp_path / "tests" / "test_ffn.py").write_text("def test_x(): pass\n")
     assert config.load(path).version("13") != before
+
+
+def test_malformed_mistakes_file_names_the_entry(tmp_path):
+    from grader.reference import load_mistakes
+
+    path = tmp_path / "mistakes.yml"
+    path.write_text("- id: a\n  part: ffn\n  title: t\n  edits: []\n")
+    with pytest.raises(ValueError, match="entry 1 needs id, part, title, hint"):
+        load_mistakes(path)
