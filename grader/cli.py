@@ -61,10 +61,13 @@ def main() -> None:
 def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language,
         scheduler) -> None:
     """Grade every submission of a lesson: scores.json and one feedback page each."""
-    from grader import intake, pool, runner
+    from grader import intake
+    from grader.export import roster as rosters
     from grader.feedback import render_report
-    from grader.store import Store
+    from grader.plan import Submission, Summary, plan
+    from grader.store import Store, write_atomic
 
+    started = time.monotonic()
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
@@ -73,50 +76,21 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         raise click.ClickException("give --submissions and --out (course.yml sets no default)")
     if not submissions.exists():
         raise click.ClickException(f"no submissions at {submissions}")
-    try:
-        sandboxed = pool.sandbox_available(unsandboxed)
-    except RuntimeError as exc:
-        raise click.ClickException(str(exc)) from None
-    if not sandboxed:
-        console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
-                      "student code runs with this user's rights. Every score record says so.")
-    from grader.export import roster as rosters
-    roster = rosters.load(course)
-    found = intake.collect(submissions, lesson.exercise, cache=out / "intake", roster=roster,
-                           due=lesson.due)
-    subs = [runner.Submission(sid, path, notes=notes) for sid, path, notes in found]
+    found = intake.collect(submissions, lesson.exercise, cache=out / "intake",
+                           roster=rosters.load(course), due=lesson.due)
+    subs = [Submission(sid, path, notes=notes) for sid, path, notes in found]
     if not subs:
         raise click.ClickException(f"no submissions found in {submissions}")
     language = language or course.language
-    with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
-                  TimeRemainingColumn(), console=console, transient=False) as bar:
-        task = bar.add_task("grade", total=len(subs), rate="")
-        started = time.monotonic()
-
-        def progress(kind: str, info: dict) -> None:
-            if kind == "plan":
-                bar.update(task, total=info["todo"] or 1,
-                           completed=0 if info["todo"] else 1)
-            elif kind == "done":
-                done = bar.tasks[0].completed + 1
-                rate = done / max(time.monotonic() - started, 1e-9)
-                bar.update(task, completed=done, rate=f"{rate:.1f}/s")
-
-        try:
-            if scheduler:  # --scheduler: the same grading on a Dask cluster
-                summary = _grade_on_cluster(scheduler, course, lesson_key, subs, out, jobs,
-                                            sandboxed, force, language, progress)
-            else:
-                summary = pool.grade_class(course, lesson_key, subs, out, jobs, sandboxed,
-                                           force, language, progress)
-        except RuntimeError as exc:
-            raise click.ClickException(str(exc)) from None
     store = Store(out)
+    todo = plan(store, subs, course.version(lesson_key), force)
+    summary = Summary(skipped=len(subs) - len(todo))
+    if todo:
+        _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler, summary)
+    summary.seconds = time.monotonic() - started
     doc = store.scores(lesson_key, course.course, course.version(lesson_key), lesson.max_score,
                        [s.student_id for s in subs])
     records = [_with_timing(store.load(s.student_id)) for s in subs]
-    from grader.store import write_atomic
     write_atomic(out / "report.html", render_report([r for r in records if r], course,
                                                     lesson_key, language))
     _summary_table(summary, doc, out)
@@ -126,7 +100,39 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         sys.exit(1)
 
 
-def _grade_on_cluster(scheduler, *args):
+def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler,
+           summary) -> None:
+    """Grade what changed, with a progress bar; torch is imported only from here on."""
+    from grader import pool
+
+    try:
+        sandboxed = pool.sandbox_available(unsandboxed)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    if not sandboxed:
+        console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
+                      "student code runs with this user's rights. Every score record says so.")
+    execute = _cluster(scheduler) if scheduler else pool.grade_class
+    with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
+                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
+                  TimeRemainingColumn(), console=console, transient=False) as bar:
+        task = bar.add_task("grade", total=len(todo), rate="")
+        started = time.monotonic()
+
+        def progress(kind: str, info: dict) -> None:
+            if kind == "done":
+                done = bar.tasks[0].completed + 1
+                rate = done / max(time.monotonic() - started, 1e-9)
+                bar.update(task, completed=done, rate=f"{rate:.1f}/s")
+
+        try:
+            execute(course, lesson_key, todo, out, jobs, sandboxed, language, summary, progress)
+        except (RuntimeError, ValueError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+def _cluster(scheduler: str):
+    """--scheduler: the same grading on a Dask cluster."""
     try:
         import distributed  # noqa: F401
 
@@ -134,7 +140,7 @@ def _grade_on_cluster(scheduler, *args):
     except ImportError as exc:
         raise click.ClickException(f"--scheduler needs dask distributed ({exc}): "
                                    "pip install 'minimind-grader[cluster]'") from None
-    return cluster.grade_class(*args, scheduler=scheduler)
+    return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
 
 
 def _with_timing(record: dict | None) -> dict | None:

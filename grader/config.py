@@ -13,7 +13,6 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from grader.sandbox.slot import Limits
 
 
 class Strict(BaseModel):
@@ -35,7 +34,9 @@ class LimitsConfig(Strict):
     scratch_mb: int = Field(gt=0, default=32)
     output_kb: int = Field(gt=0, default=64)
 
-    def limits(self) -> Limits:
+    def limits(self):
+        from grader.sandbox.slot import Limits  # torch: only when something is graded
+
         return Limits(**self.model_dump())
 
 
@@ -116,7 +117,7 @@ class Course(Strict):
             raise ConfigError(f"course.yml has no lesson {key!r} (it has: {known})")
         return self.lessons[key]
 
-    def limits(self, key: str) -> Limits:
+    def limits(self, key: str):
         lesson = self.lesson(key)
         merged = {**self.defaults.limits.model_dump(),
                   **(lesson.limits.model_dump(exclude_unset=True) if lesson.limits else {})}

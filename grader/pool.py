@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import queue
-import time
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
+
+import torch
 
 from grader import runner
 from grader.config import Course
@@ -22,19 +22,10 @@ from grader.feedback import render_student
 from grader.reference import Caller, lesson_refs
 from grader.sandbox import bwrap
 from grader.sandbox.slot import Slot
+from grader.plan import Submission, Summary
 from grader.store import Store
 
 DONE = None
-
-
-@dataclass
-class Summary:
-    graded: int = 0
-    skipped: int = 0
-    errors: int = 0          # import errors, unreadable or missing files
-    timeouts: int = 0
-    worker_failures: list[str] = field(default_factory=list)
-    seconds: float = 0.0
 
 
 def self_check(course: Course, lesson_key: str) -> None:
@@ -72,7 +63,7 @@ def _worker(index: int, course: Course, lesson_key: str, sandboxed: bool, out: P
         while (item := tasks.get()) is not DONE:
             sid, path, fp, notes = item
             events.put(("start", sid))
-            yield runner.Submission(sid, path, notes=notes, fingerprint=fp)
+            yield Submission(sid, path, notes=notes, fingerprint=fp)
 
     def save(record: dict) -> None:
         html = render_student(record, course, lesson_key, language)
@@ -90,28 +81,14 @@ def _worker(index: int, course: Course, lesson_key: str, sandboxed: bool, out: P
         raise
 
 
-def grade_class(course: Course, lesson_key: str, subs: list[runner.Submission], out: Path,
-                jobs: int, sandboxed: bool, force: bool, language: str,
-                progress: Callable[[str, dict], None] = lambda kind, info: None) -> Summary:
-    """Grade what changed; returns counts. `progress` hears every start and finish."""
-    started = time.monotonic()
-    store = Store(out)
-    version = course.version(lesson_key)
-    summary = Summary()
-    todo = []
-    for sub in subs:
-        sub.fingerprint = runner.fingerprint_of(sub, version)
-        if not force and store.is_current(sub.student_id, sub.fingerprint):
-            summary.skipped += 1
-        else:
-            todo.append(sub)
-    progress("plan", {"total": len(subs), "todo": len(todo), "skipped": summary.skipped})
-    if todo:
-        self_check(course, lesson_key)
-        _run_workers(course, lesson_key, todo, out, min(jobs, len(todo)), sandboxed,
-                     language, summary, progress)
-    summary.seconds = time.monotonic() - started
-    return summary
+def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Path,
+                jobs: int, sandboxed: bool, language: str, summary: Summary,
+                progress: Callable[[str, dict], None] = lambda kind, info: None) -> None:
+    """Grade `todo` (already planned) on this machine; counts go into `summary`."""
+    torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
+    self_check(course, lesson_key)
+    _run_workers(course, lesson_key, todo, out, min(jobs, len(todo)), sandboxed,
+                 language, summary, progress)
 
 
 def _run_workers(course, lesson_key, todo, out, jobs, sandboxed, language, summary,
@@ -137,11 +114,8 @@ def _run_workers(course, lesson_key, todo, out, jobs, sandboxed, language, summa
             progress("start", {"student_id": event[1]})
         elif event[0] == "done":
             remaining -= 1
-            summary.graded += 1
-            status = event[2]
-            summary.errors += status in ("import_error", "missing", "unreadable")
-            summary.timeouts += status == "timeout"
-            progress("done", {"student_id": event[1], "status": status})
+            summary.count(event[2])
+            progress("done", {"student_id": event[1], "status": event[2]})
         elif event[0] == "crash":
             summary.worker_failures.append(event[1])
     for w in workers:

@@ -11,35 +11,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from pytest_jsonreport import serialize
 from pytest_jsonreport.plugin import JSONReport
 
-from grader import store
 from grader.config import Course
+from grader.plan import Submission
 from grader.plugin import GradingPlugin, StudentCaller, part_of
 from grader.reference import lesson_refs
 from grader.sandbox.slot import Slot
 
 MAX_SOURCE = 1024 * 1024
-
-
-@dataclass
-class Submission:
-    student_id: str
-    path: Path | None          # None: nothing was submitted
-    source: str | None = None  # read and checked by `read`
-    problem: str = ""          # why it cannot be graded, shown to the student
-    notes: list[str] = field(default_factory=list)  # what intake chose, shown too
-    fingerprint: str = ""      # content + lesson version: unchanged means skip
-
-
-def fingerprint_of(sub: Submission, version: str) -> str:
-    data = sub.path.read_bytes() if sub.path is not None and sub.path.is_file() else None
-    return store.fingerprint(data, version)
 
 
 def read(sub: Submission) -> Submission:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import time
 
 import torch
 
@@ -106,11 +107,18 @@ def send_bytes(sock: socket.socket, data: bytes) -> None:
     sock.sendall(HEADER.pack(len(data)) + data)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> bytes:
     buf = bytearray(n)
     view = memoryview(buf)
     got = 0
     while got < n:
+        if deadline is not None:
+            # A socket timeout bounds each recv, not the frame: a sender dripping one
+            # byte a second would otherwise hold the reader forever. Bound the total.
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise socket.timeout("frame not complete by the deadline")
+            sock.settimeout(left)
         k = sock.recv_into(view[got:], n - got)
         if not k:
             raise EOFError("connection closed")
@@ -118,8 +126,9 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def recv(sock: socket.socket, limit: int = MAX_FRAME) -> object:
-    (size,) = HEADER.unpack(_recv_exact(sock, HEADER.size))
+def recv(sock: socket.socket, limit: int = MAX_FRAME, deadline: float | None = None) -> object:
+    """One frame; with `deadline` (time.monotonic()), socket.timeout once it passes."""
+    (size,) = HEADER.unpack(_recv_exact(sock, HEADER.size, deadline))
     if size > limit:
         raise ProtocolError(f"result of {size} bytes is over the {limit}-byte limit")
-    return loads(_recv_exact(sock, size))
+    return loads(_recv_exact(sock, size, deadline))

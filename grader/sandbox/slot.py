@@ -160,6 +160,7 @@ class Session:
         self.slot, self.limits = slot, limits
         self.source, self.filename, self.allowed = source, filename, allowed_imports
         self.started = time.monotonic()
+        self.waited = 0.0  # wall time spent waiting on the student's code
         self.output = _Output(limits.output_kb * 1024)
         self.sock: socket.socket | None = None
         self.fatal: StudentError | None = None  # import failed: every call fails alike
@@ -170,7 +171,10 @@ class Session:
 
     # -- lifecycle ------------------------------------------------------------------
     def _remaining(self) -> float:
-        return self.limits.submission_wall_s - (time.monotonic() - self.started)
+        # The budget counts only time spent waiting on the child, not the trusted
+        # side's own work between calls (the reference outputs, computed lazily on
+        # the first submission of a run, took ~20 s of the first student's budget).
+        return self.limits.submission_wall_s - self.waited
 
     def _start(self, where: str) -> None:
         self.sock, out_r = self.slot.spawn(self.limits)
@@ -235,11 +239,21 @@ class Session:
                             f"{self.limits.submission_wall_s:g} s; this test was not run")
 
     def _send(self, data: bytes, where: str) -> None:
+        # _receive leaves whatever was left of its deadline on the socket; a send
+        # gets a whole test's time (a child that stops reading must not block us).
+        self.sock.settimeout(self.limits.test_wall_s)
+        start = time.monotonic()
         try:
             protocol.send_bytes(self.sock, data)
+        except (socket.timeout, TimeoutError):  # alive but not reading: not a crash
+            self._stop()
+            raise StudentError("timeout", f"timed out after {self.limits.test_wall_s:g} s "
+                               f"{where} (your code stopped reading its input)") from None
         except OSError:  # the child is already gone
             status = self._stop() or {}
             raise StudentError("crash", _death_cause(status, self.limits, where)) from None
+        finally:
+            self.waited += time.monotonic() - start
 
     def _receive(self, where: str) -> dict:
         remaining = self._remaining()
@@ -247,11 +261,14 @@ class Session:
             self._stop()
             raise self._budget_error()
         timeout = min(self.limits.test_wall_s, remaining)
-        self.sock.settimeout(timeout)
-        try:
-            reply = protocol.recv(self.sock)
+        start = time.monotonic()
+        try:  # the deadline bounds the whole reply, however slowly it trickles in
+            reply = protocol.recv(self.sock, deadline=start + timeout)
         except (socket.timeout, TimeoutError):
             self._stop()
+            if timeout < self.limits.test_wall_s:  # cut short by the budget, not the test
+                raise StudentError("timeout", "the submission used up its time budget of "
+                                   f"{self.limits.submission_wall_s:g} s {where}") from None
             raise StudentError("timeout", f"timed out after {timeout:g} s {where}") from None
         except (EOFError, ConnectionError):
             status = self._stop() or {}
@@ -259,6 +276,8 @@ class Session:
         except protocol.ProtocolError as exc:
             self._stop()
             raise StudentError("protocol", f"{exc} {where}") from None
+        finally:
+            self.waited += time.monotonic() - start
         if not isinstance(reply, dict) or "ok" not in reply:
             self._stop()
             raise StudentError("protocol", f"malformed reply {where}")
@@ -271,6 +290,10 @@ def _death_cause(status: dict, limits: Limits, where: str) -> str:
         template = SIGNAL_CAUSES.get(sig)
         if template:
             return f"your code {template.format(**limits.__dict__)} {where}"
+        if sig == signal.SIGKILL and (status.get("cpu_s") or 0) >= 0.9 * limits.cpu_s:
+            # RLIMIT_CPU with soft == hard: the kernel sends SIGKILL, not SIGXCPU
+            # (and rusage may read a little under the limit)
+            return f"your code {SIGNAL_CAUSES[signal.SIGXCPU].format(**limits.__dict__)} {where}"
         if sig == signal.SIGKILL:
             return (f"your code was killed {where} (the {limits.memory_mb} MiB memory "
                     f"or {limits.cpu_s} s CPU limit)")

@@ -34,6 +34,7 @@ MODULE_NAME = "submission"
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 MNT_DETACH = 2
+CLONE_NEWIPC = 0x08000000
 
 libc = ctypes.CDLL(None, use_errno=True)
 protocol = None  # loaded by path in main(): the package is not importable in the sandbox
@@ -176,6 +177,12 @@ def _become_student(data_fd: int, out_fd: int, limits: dict, uid) -> None:
     ):
         resource.setrlimit(res, (value, value))
     if uid is not None:
+        # A fresh IPC namespace per child: SysV shared memory and message queues
+        # outlive their creator, so in the zygote's namespace one submission could
+        # leave data (or memory held outside RLIMIT_AS) for the next. This one dies
+        # with the child and everything it started.
+        if libc.unshare(CLONE_NEWIPC) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWIPC) failed")
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
@@ -244,10 +251,24 @@ MAX_TEXT = 4000
 
 def _describe(exc: BaseException, path: str) -> dict:
     """The error as the student should see it: only frames from their own file."""
+    try:
+        return _describe_unguarded(exc, path)
+    except BaseException:  # noqa: BLE001 - a hostile exception class (metaclass, properties)
+        return {"kind": "exception", "type": "", "traceback": "",
+                "message": "<the error your code raised could not be described>"}
+
+
+def _describe_unguarded(exc: BaseException, path: str) -> dict:
+    # str() first and guarded: a student's __str__ may raise anything (even
+    # SystemExit), which used to escape here and end the child with status 70.
+    try:
+        message = str(exc)
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "<the exception's message could not be shown>"
     kind = "exception"
     if isinstance(exc, NotImplementedError):
         kind = "not_implemented"
-    elif isinstance(exc, MemoryError) or "can't allocate memory" in str(exc)[:2000]:
+    elif isinstance(exc, MemoryError) or "can't allocate memory" in message[:2000]:
         kind = "memory"
     elif isinstance(exc, SystemExit):
         kind = "exit"
@@ -257,10 +278,6 @@ def _describe(exc: BaseException, path: str) -> dict:
     lines = traceback.format_list(frames)
     if isinstance(exc, SyntaxError) and exc.filename == path:
         lines += traceback.format_exception_only(type(exc), exc)[:-1]
-    try:
-        message = str(exc)
-    except BaseException:  # noqa: BLE001 - a hostile __str__
-        message = "<the exception's message could not be shown>"
     return {
         "kind": kind,
         "type": type(exc).__name__[:200],

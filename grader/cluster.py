@@ -1,0 +1,350 @@
+"""Grading a class on a Dask distributed cluster: the same warm sandbox on every worker.
+
+    grader run --lesson 13 --scheduler tcp://head:8786      # a running scheduler
+    grader run --lesson 13 --scheduler slurm --jobs 20      # dask-jobqueue, see below
+
+Each Dask worker *process* keeps one warm sandbox `Slot` (a bubblewrap'd fork server
+with torch preloaded, its own uid) and the lesson's reference outputs, cached in this
+module's globals; a task grades a batch of submissions with `runner.grade_many` on it,
+so a worker pays for torch, the hidden tests and the reference once, not per task.
+
+Nothing is assumed shared between the client and the workers but the installed
+`grader` package (same version, same venv layout, bubblewrap, root for the sandbox):
+
+* each submission travels as bytes and is written to a temp file on the worker;
+* the lesson's course files (course.yml's lesson, its solution and hidden tests)
+  travel once, scattered to every worker; a worker that has the very same files at
+  the same place (a shared checkout: `course.version` agrees) grades from there, so
+  its records are byte-for-byte those of `pool.grade_class`; otherwise it unpacks
+  the copy into a temp folder (scores and feedback are the same; the raw pytest
+  report then names that folder as its root).
+
+Records come back to the client, which alone writes the output folder, through the
+same `Store.save` (feedback rendered by `render_student`) as the local pool: atomic,
+incremental, resumable, one writer.
+
+Workers should run one thread each (`dask worker --nthreads 1 --nworkers N`): a
+process has one slot and one pytest at a time, so extra threads only queue.
+
+Slurm/PBS: `--scheduler slurm` (or `pbs`, `sge`, `lsf`) starts a dask-jobqueue
+cluster (`pip install dask-jobqueue`) of `--jobs` single-process, single-thread jobs.
+Queue, account, cores, memory, walltime and the job's Python come from dask's
+config (`~/.config/dask/jobqueue.yaml`, section `jobqueue.slurm` etc.); the job's
+`python` must be this venv's interpreter (e.g. `python: /path/.venv/bin/python`), and
+the jobs must run as root with bubblewrap for the sandbox (else `--unsandboxed`).
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import hashlib
+import io
+import math
+import os
+import shutil
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grader import runner
+from grader.config import Course
+from grader.plan import Submission, Summary
+from grader.store import Store, safe_name
+
+JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
+            "lsf": "LSFCluster"}
+# Slots of cluster workers take uids above the local pool's (BASE_UID + job index),
+# one per live worker process on a host, claimed with a lock file.
+SLOT_BASE = 1000
+SLOT_COUNT = 4096
+MAX_BATCH = 16
+
+
+class SelfCheckFailed(RuntimeError):
+    """The hidden tests fail the solution on a worker: stop the run, as the pool does."""
+
+
+# ------------------------------------------------------------------ the client side
+
+def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Path,
+                jobs: int, sandboxed: bool, language: str, summary: Summary,
+                progress: Callable[[str, dict], None] = lambda kind, info: None, *,
+                scheduler: str | object) -> None:
+    """`pool.grade_class` on a Dask cluster. `scheduler`: an address (tcp://host:8786),
+    a `distributed.Client`, or slurm/pbs/sge/lsf to start a dask-jobqueue cluster of
+    `jobs` workers. Progress hears one "done" per graded submission."""
+    from distributed import as_completed
+
+    from grader.feedback import render_student
+
+    store = Store(out)
+    version = course.version(lesson_key)
+    client, owned = _connect(scheduler, jobs)
+    try:
+        bundle = client.scatter(course_bundle(course, lesson_key), broadcast=True, hash=False)
+        workers = max(sum(client.nthreads().values()), 1)
+        size = max(1, min(MAX_BATCH, math.ceil(len(todo) / (4 * workers))))
+        futures = {}
+        for i in range(0, len(todo), size):
+            batch = todo[i:i + size]
+            items = [(s.student_id, _payload(s), s.fingerprint, list(s.notes)) for s in batch]
+            fut = client.submit(grade_batch, bundle, course, lesson_key, version, sandboxed,
+                                items, pure=False, retries=1)
+            futures[fut] = [s.student_id for s in batch]
+        remaining = len(todo)
+        for fut in as_completed(list(futures)):
+            try:
+                records = fut.result()
+            except SelfCheckFailed as exc:
+                client.cancel(list(futures))
+                raise RuntimeError(str(exc)) from None
+            except Exception as exc:  # noqa: BLE001 - a worker's failure, not a student's
+                summary.worker_failures.append(
+                    f"batch {futures[fut][0]}..{futures[fut][-1]}: {type(exc).__name__}: "
+                    f"{str(exc)[-1500:]}")
+                continue
+            for record in records:
+                store.save(record, render_student(record, course, lesson_key, language))
+                remaining -= 1
+                summary.count(record["status"])
+                progress("done", {"student_id": record["student_id"], "status": record["status"]})
+        if remaining:
+            summary.worker_failures.append(
+                f"{remaining} submission(s) were not graded (a worker failed); rerun to resume")
+    finally:
+        if owned:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _connect(scheduler, jobs: int):
+    """(client, whether we own it and must close it)."""
+    from distributed import Client
+
+    if isinstance(scheduler, Client):
+        return scheduler, False
+    name = str(scheduler)
+    if name.lower() in JOBQUEUE:
+        try:
+            import dask_jobqueue
+        except ImportError:
+            raise RuntimeError(f"--scheduler {name} needs dask-jobqueue: "
+                               "pip install dask-jobqueue") from None
+        cls = getattr(dask_jobqueue, JOBQUEUE[name.lower()])
+        try:  # one single-threaded worker process per job; the rest from jobqueue.yaml
+            cluster = cls(processes=1, cores=1)
+        except (ValueError, TypeError, OSError) as exc:
+            raise RuntimeError(f"cannot start a {name} cluster: {exc} (set it in "
+                               f"~/.config/dask/jobqueue.yaml, jobqueue.{name.lower()})") from None
+        cluster.scale(jobs=max(jobs, 1))
+        client = Client(cluster)
+        client.wait_for_workers(1, timeout=3600)
+        return client, True
+    try:
+        client = Client(name, timeout="60s")
+    except OSError as exc:
+        raise RuntimeError(f"cannot reach the Dask scheduler at {name}: {exc}") from None
+    try:
+        client.wait_for_workers(1, timeout=120)
+    except TimeoutError:
+        client.close()
+        raise RuntimeError(f"the Dask scheduler at {name} has no workers") from None
+    return client, True
+
+
+def _payload(sub: Submission) -> bytes | None:
+    """What the worker needs of a submission file: its bytes (None: nothing there)."""
+    if sub.path is None or not sub.path.is_file():
+        return None
+    return sub.path.read_bytes()
+
+
+def course_bundle(course: Course, lesson_key: str) -> bytes:
+    """A tar of what grading the lesson reads: its solution and hidden tests, under
+    their course-relative names (outside the course root: under _external/)."""
+    lesson = course.lesson(lesson_key)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        for label, rel in (("solution", lesson.solution), ("tests", lesson.tests)):
+            src = course.path(rel)
+            name = _bundle_name(course, label, rel)
+            files = sorted(p for p in src.rglob("*") if p.is_file()
+                           and "__pycache__" not in p.parts) if src.is_dir() else [src]
+            for f in files:
+                arc = name if f == src else f"{name}/{f.relative_to(src).as_posix()}"
+                info = tarfile.TarInfo(arc)
+                data = f.read_bytes()
+                info.size, info.mode, info.mtime = len(data), 0o644, 0
+                tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _bundle_name(course: Course, label: str, rel: Path) -> str:
+    if not rel.is_absolute() and ".." not in rel.parts:
+        return rel.as_posix()
+    return f"_external/{label}/{rel.name}"
+
+
+# ------------------------------------------------------------------ the worker side
+
+@dataclass
+class _Warm:
+    course: Course
+    slot: object  # grader.sandbox.slot.Slot
+    lock_fd: int
+
+
+_WARM: dict[tuple, _Warm] = {}
+_GRADING = threading.Lock()  # one slot, one pytest per process: batches take turns
+
+
+def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
+                sandboxed: bool, items: list[tuple]) -> list[dict]:
+    """Runs on a Dask worker: grade (student_id, source bytes | None, fingerprint, notes)
+    items on this process's warm slot; return their records."""
+    with _GRADING:
+        warm = _warm(bundle, course, lesson_key, version, sandboxed)
+        lesson = warm.course.lesson(lesson_key)
+        tmp = Path(tempfile.mkdtemp(prefix="grader-batch-"))
+        try:
+            subs = []
+            for sid, data, fp, notes in items:
+                path = None
+                if data is not None:
+                    path = tmp / safe_name(sid) / lesson.exercise
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(data)
+                subs.append(Submission(sid, path, notes=list(notes), fingerprint=fp))
+            records: list[dict] = []
+            try:
+                runner.grade_many(warm.course, lesson_key, subs, warm.slot, records.append)
+            except BaseException:
+                # the slot may be broken (its zygote gone): start afresh on the next batch;
+                # the client retries this one once (grading is idempotent, it saves once)
+                for key in [k for k, v in _WARM.items() if v is warm]:
+                    with contextlib.suppress(Exception):
+                        _close(_WARM.pop(key))
+                raise
+            return records
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _warm(bundle: bytes, course: Course, lesson_key: str, version: str,
+          sandboxed: bool) -> _Warm:
+    key = (hashlib.sha256(bundle).hexdigest(), str(course.root), lesson_key, version, sandboxed)
+    if key in _WARM:
+        return _WARM[key]
+    for old in list(_WARM):  # a new lesson or version: this process keeps one slot
+        stale = _WARM.pop(old)
+        with contextlib.suppress(Exception):
+            _close(stale)
+        _forget(stale.course, old[2])
+    from grader import pool
+    from grader.sandbox import bwrap
+    from grader.sandbox.slot import Slot
+
+    if sandboxed and (reason := bwrap.unavailable_reason()):
+        raise RuntimeError(f"worker cannot sandbox student code: {reason}")
+    import torch
+
+    # The reference runs single-threaded like the sandboxed child (and as Dask's nanny
+    # sets OMP_NUM_THREADS=1 anyway): its float noise, hence every max_abs_diff in the
+    # feedback, is then the same on any node, whatever its core count.
+    torch.set_num_threads(1)
+    local = _local_course(course, lesson_key, version) or _unpack(bundle, course, key[0])
+    _forget(local, lesson_key)
+    try:
+        pool.self_check(local, lesson_key)  # warms the reference, as the pool's parent does
+    except RuntimeError as exc:
+        raise SelfCheckFailed(str(exc)) from None
+    index, fd = _claim_slot_index()
+    lesson = local.lesson(lesson_key)
+    try:
+        slot = Slot(local.path(lesson.probes), index, sandboxed, tuple(lesson.preload))
+    except BaseException:
+        os.close(fd)
+        raise
+    _WARM[key] = warm = _Warm(local, slot, fd)
+    return warm
+
+
+def _forget(course: Course, lesson_key: str) -> None:
+    """Drop what an earlier lesson version left in this long-lived process: pytest
+    would reuse its imported test modules (same names) and `lesson_refs` its reference.
+    A one-shot `pool` run never needs this; a cluster worker outlives a test fix."""
+    import sys
+
+    from grader import reference
+
+    tests = course.path(course.lesson(lesson_key).tests).resolve()
+    names = {p.stem for p in tests.rglob("*.py")} if tests.is_dir() else set()
+    for name, mod in list(sys.modules.items()):
+        file = getattr(mod, "__file__", None) or ""
+        if name in names or (file and Path(file).resolve().is_relative_to(tests)):
+            del sys.modules[name]
+    reference._LOADED.clear()
+
+
+def _local_course(course: Course, lesson_key: str, version: str) -> Course | None:
+    """The client's course, if this machine has the very same lesson files there."""
+    try:
+        return course if course.version(lesson_key) == version else None
+    except OSError:
+        return None
+
+
+def _unpack(bundle: bytes, course: Course, digest: str) -> Course:
+    root = Path(tempfile.gettempdir()) / f"grader-course-{digest[:16]}-{os.getpid()}"
+    if not root.exists():
+        part = Path(tempfile.mkdtemp(prefix=".grader-course-"))
+        with tarfile.open(fileobj=io.BytesIO(bundle)) as tar:
+            tar.extractall(part, filter="data")
+        os.replace(part, root)
+        atexit.register(shutil.rmtree, root, True)
+    lessons = {}
+    for k, lesson in course.lessons.items():
+        update = {}
+        for label in ("solution", "tests"):
+            rel = getattr(lesson, label)
+            update[label] = Path(_bundle_name(course, label, rel))
+        lessons[k] = lesson.model_copy(update=update)
+    return course.model_copy(update={"root": root, "lessons": lessons, "roster": None})
+
+
+def _claim_slot_index() -> tuple[int, int]:
+    """A slot index no other live process on this host holds (its uid is the sandbox's)."""
+    lock_dir = Path(tempfile.gettempdir()) / "grader-cluster-slots"
+    lock_dir.mkdir(mode=0o700, exist_ok=True)
+    for i in range(SLOT_COUNT):  # the lowest free one: lock files stay few
+        fd = os.open(lock_dir / f"{i}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return SLOT_BASE + i, fd
+    raise RuntimeError("no free sandbox slot index on this host")
+
+
+def _close(warm: _Warm) -> None:
+    try:
+        warm.slot.close()
+    finally:
+        os.close(warm.lock_fd)
+
+
+@atexit.register
+def _close_all() -> None:
+    for key in list(_WARM):
+        try:
+            _close(_WARM.pop(key))
+        except Exception:  # noqa: BLE001 - exiting anyway
+            pass

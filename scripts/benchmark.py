@@ -1,0 +1,407 @@
+#!/usr/bin/env python
+"""How fast `grader run` grades a class, against the naive floor, measured here and now.
+
+    .venv/bin/python scripts/benchmark.py            # 200 copies, --jobs = the cores
+    .venv/bin/python scripts/benchmark.py --n 100 --jobs 2
+
+It grades N copies of the lesson-13 solution (each with its own trailing comment, so
+no cache by content can help) through the `grader` CLI as a subprocess, as a TA
+would, and prints, all measured in this one run on the same cores:
+
+* submissions per second of a first run (and its start-up: time to the first result);
+* the naive floor: one fresh interpreter per submission that only does
+  `python -c "import torch"`, `jobs` at a time, timed on a sample and extrapolated
+  to N (a lower bound on any per-submission-process grader: it grades nothing);
+* the ratio of the two;
+* a no-change rerun against the first run;
+* peak memory per worker, from /proc sampled every 0.2 s during the first run:
+  VmHWM (the kernel's peak RSS per process) of the trusted workers, the sandboxed
+  zygotes and the per-submission children, and the peak PSS of one worker's whole
+  tree (trusted worker + zygote + child; PSS splits pages shared after fork, so it
+  sums honestly, where RSS would count torch once per process);
+* kill-and-resume: a second run, SIGKILLed (its whole process group) once half the
+  results are on disk, then rerun; its scores.json must equal the first run's,
+  student by student, with nothing graded twice.
+
+Exit status 1 only when that correctness check fails; speed targets are reported.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV = REPO / ".venv" / "bin"
+PYTHON = VENV / "python"
+GRADER = VENV / "grader"
+LESSON = "13"
+
+
+# ------------------------------------------------------------------------ set-up
+
+def make_class(root: Path, n: int, solution: Path) -> Path:
+    solution = solution.read_text(encoding="utf-8")
+    subs = root / "subs"
+    for i in range(n):
+        d = subs / f"s{i:05d}"
+        d.mkdir(parents=True)
+        (d / "13_moe.py").write_text(f"{solution}\n# benchmark copy {i}\n", encoding="utf-8")
+    return subs
+
+
+def snapshot_course(dest: Path) -> Path:
+    """A frozen copy of course.yml and every lesson's solution, stub and hidden tests:
+    an edit of the course in the work tree while this runs (which changes the lesson
+    version, so everything is regraded) cannot spoil the rerun and resume figures."""
+    from grader import config
+
+    course = config.load(REPO / "course.yml")
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    shutil.copy2(REPO / "course.yml", dest / "course.yml")
+    paths = [p for lesson in course.lessons.values()
+             for p in (lesson.solution, lesson.stub, lesson.tests)]
+    if isinstance(course.roster, Path):
+        paths.append(course.roster)
+    for rel in paths:
+        src = course.path(rel)
+        if rel.is_absolute() or not src.exists():
+            continue
+        if src.is_dir():
+            shutil.copytree(src, dest / rel, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    return dest / "course.yml"
+
+
+COURSE = REPO / "course.yml"  # replaced by the snapshot in main()
+
+
+def grader_cmd(subs: Path, out: Path, jobs: int, extra: list[str]) -> list[str]:
+    return [str(GRADER), "run", "--course", str(COURSE), "--lesson", LESSON,
+            "--submissions", str(subs), "--out", str(out), "--jobs", str(jobs), *extra]
+
+
+# ------------------------------------------------------------------------ /proc
+
+def _stat(pid: int) -> tuple[int, str] | None:
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    comm = raw[raw.index("(") + 1:raw.rindex(")")]
+    ppid = int(raw[raw.rindex(")") + 2:].split()[1])
+    return ppid, comm
+
+
+def _status_kb(pid: int, field: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def _pss_kb(pid: int) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def descendants(root: int) -> dict[int, tuple[int, str]]:
+    """pid -> (ppid, comm) for every live descendant of root (root included)."""
+    procs = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and (st := _stat(int(entry))) is not None:
+            procs[int(entry)] = st
+    children = defaultdict(list)
+    for pid, (ppid, _) in procs.items():
+        children[ppid].append(pid)
+    out, stack = {}, [root]
+    while stack:
+        pid = stack.pop()
+        if pid in procs:
+            out[pid] = procs[pid]
+            stack.extend(children[pid])
+    return out
+
+
+class MemorySampler:
+    """Roles in a `grader run` tree: parent -> trusted worker -> [bwrap ->] zygote -> child."""
+
+    def __init__(self, root: int, every: float = 0.2):
+        self.root, self.every = root, every
+        self.hwm = defaultdict(int)      # role -> max VmHWM (kB) of any process in it
+        self.tree_pss = 0                # max PSS (kB) of one worker's whole tree
+        self.counts = defaultdict(set)   # role -> pids seen
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> "MemorySampler":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _roles(self, tree: dict[int, tuple[int, str]]) -> dict[int, tuple[str, int]]:
+        """pid -> (role, the trusted worker it belongs to)."""
+        roles: dict[int, tuple[str, int]] = {self.root: ("parent", 0)}
+        order = sorted(tree)  # parents before children is not guaranteed: iterate to fixpoint
+        changed = True
+        while changed:
+            changed = False
+            for pid in order:
+                if pid in roles or tree[pid][0] not in roles:
+                    continue
+                prole, worker = roles[tree[pid][0]]
+                comm = tree[pid][1]
+                if prole == "parent":
+                    role, worker = "trusted worker", pid
+                elif prole in ("trusted worker", "bwrap"):
+                    role = "bwrap" if comm == "bwrap" else "zygote"
+                else:
+                    role = "submission child"
+                roles[pid] = (role, worker)
+                changed = True
+        return roles
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            tree = descendants(self.root)
+            roles = self._roles(tree)
+            per_worker = defaultdict(int)
+            for pid, (role, worker) in roles.items():
+                self.hwm[role] = max(self.hwm[role], _status_kb(pid, "VmHWM"))
+                self.counts[role].add(pid)
+                if role != "parent":
+                    per_worker[worker] += _pss_kb(pid)
+            if per_worker:
+                self.tree_pss = max(self.tree_pss, max(per_worker.values()))
+            self.samples += 1
+            self._stop.wait(self.every)
+
+
+# ------------------------------------------------------------------------ runs
+
+def count_results(out: Path) -> int:
+    try:
+        return sum(1 for p in (out / "results").iterdir() if p.suffix == ".json"
+                   and not p.name.startswith("."))
+    except FileNotFoundError:
+        return 0
+
+
+def graded_now(log: str) -> int | None:
+    m = re.search(r"graded now\s*│\s*(\d+)", log)
+    return int(m.group(1)) if m else None
+
+
+def timed_run(cmd: list[str], log: Path, sample_memory: bool = False,
+              watch: Path | None = None) -> dict:
+    """Run the CLI; time it, and optionally sample memory and the first result's time."""
+    started = time.monotonic()
+    with open(log, "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO,
+                                start_new_session=True)
+        sampler = MemorySampler(proc.pid).start() if sample_memory else None
+        first = None
+        while proc.poll() is None:
+            if watch is not None and first is None and count_results(watch):
+                first = time.monotonic() - started
+            time.sleep(0.05)
+        seconds = time.monotonic() - started
+        if sampler:
+            sampler.stop()
+    text = log.read_text()
+    if proc.returncode != 0:
+        sys.exit(f"grader run failed ({proc.returncode}): {' '.join(cmd)}\n{text[-3000:]}")
+    return {"seconds": seconds, "first": first, "memory": sampler, "graded": graded_now(text)}
+
+
+def naive_floor(n: int, jobs: int, sample: int) -> dict:
+    """`python -c "import torch"`, one fresh interpreter per submission, jobs at a time."""
+    def one(_):
+        subprocess.run([str(PYTHON), "-c", "import torch"], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    subprocess.run([str(PYTHON), "-c", "import torch"], check=True)  # page cache, as for the grader
+    started = time.monotonic()
+    with ThreadPoolExecutor(jobs) as ex:
+        list(ex.map(one, range(sample)))
+    seconds = time.monotonic() - started
+    return {"sample": sample, "sample_seconds": seconds, "seconds": seconds * n / sample}
+
+
+def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dict:
+    cmd = grader_cmd(subs, out, jobs, [])
+    with open(logs / "killed.log", "w") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO,
+                                start_new_session=True)
+        tree: dict = {}
+        while proc.poll() is None and count_results(out) < n // 2:
+            tree = descendants(proc.pid) or tree
+            time.sleep(0.02)
+        tree = descendants(proc.pid) or tree
+        if proc.poll() is not None:
+            sys.exit("the run to kill ended before half of its results were written; "
+                     "use a larger --n")
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    at_kill = count_results(out)
+    time.sleep(1.0)  # sandboxes die with their parent (PR_SET_PDEATHSIG)
+    survivors = [pid for pid in tree if pid != proc.pid and _stat(pid) is not None
+                 and _stat(pid)[0] in tree]
+    torn = [p.name for p in (out / "results").iterdir() if p.name.startswith(".tmp-")]
+    resumed = timed_run(cmd, logs / "resumed.log")
+    return {"at_kill": at_kill, "survivors": survivors, "torn": len(torn),
+            "resume_seconds": resumed["seconds"], "resume_graded": resumed["graded"]}
+
+
+def per_student(out: Path) -> dict:
+    doc = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    return {s["student_id"]: (s["score"], s["status"],
+                              tuple(sorted((k, v["score"]) for k, v in s["parts"].items())))
+            for s in doc["students"]}
+
+
+# ------------------------------------------------------------------------ report
+
+def mib(kb: int) -> str:
+    return f"{kb / 1024:.0f} MiB"
+
+
+def table(rows: list[tuple[str, str]]) -> str:
+    width = max(len(k) for k, _ in rows)
+    vwidth = max(len(v) for _, v in rows)
+    line = f"+-{'-' * width}-+-{'-' * vwidth}-+"
+    return "\n".join([line, *(f"| {k:<{width}} | {v:>{vwidth}} |" for k, v in rows), line])
+
+
+def main() -> None:
+    cores = len(os.sched_getaffinity(0))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--n", type=int, default=200, help="copies of the solution to grade")
+    ap.add_argument("--jobs", type=int, default=cores, help="grader --jobs (default: cores)")
+    ap.add_argument("--naive-sample", type=int, default=10,
+                    help="fresh interpreters actually started for the naive floor")
+    ap.add_argument("--no-kill", action="store_true", help="skip the kill-and-resume check")
+    ap.add_argument("--workdir", type=Path, help="keep the class and outputs here")
+    args = ap.parse_args()
+    if not GRADER.exists():
+        sys.exit(f"no {GRADER}: install the project into .venv first")
+
+    root = args.workdir or Path(tempfile.mkdtemp(prefix="grader-bench-"))
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("subs", "out-first", "out-killed", "course"):
+        shutil.rmtree(root / name, ignore_errors=True)
+    n, jobs = args.n, args.jobs
+    print(f"benchmark: lesson {LESSON}, {n} submissions, --jobs {jobs}, {cores} cores, "
+          f"workdir {root}, load average {os.getloadavg()[0]:.1f}", flush=True)
+    global COURSE
+    COURSE = snapshot_course(root / "course")
+    subs = make_class(root, n, COURSE.parent / "solutions" / "13_moe.py")
+
+    print("naive floor …", flush=True)
+    sample = min(args.naive_sample, n)
+    floor = naive_floor(n, jobs, sample)
+    print("first run …", flush=True)
+    first = timed_run(grader_cmd(subs, root / "out-first", jobs, []), root / "first.log",
+                      sample_memory=True, watch=root / "out-first")
+    print("no-change rerun …", flush=True)
+    rerun = timed_run(grader_cmd(subs, root / "out-first", jobs, []), root / "rerun.log")
+    kill = None
+    if not args.no_kill:
+        print("kill-and-resume …", flush=True)
+        kill = kill_and_resume(subs, root / "out-killed", jobs, n, root)
+
+    rate = n / first["seconds"]
+    floor_rate = n / floor["seconds"]
+    mem = first["memory"]
+    steady = (n - 1) / max(first["seconds"] - first["first"], 1e-9) if first["first"] else None
+    rows = [
+        ("submissions", str(n)),
+        ("jobs / cores", f"{jobs} / {cores}"),
+        ("first run: wall time", f"{first['seconds']:.1f} s"),
+        ("first run: submissions per second", f"{rate:.2f}/s"),
+        ("  start-up (to first result on disk)", f"{first['first']:.1f} s" if first["first"] else "-"),
+        ("  after start-up", f"{steady:.2f}/s" if steady else "-"),
+        (f"naive floor: {sample} x `import torch`, {jobs} parallel", f"{floor['sample_seconds']:.1f} s"),
+        (f"naive floor extrapolated to {n}", f"{floor['seconds']:.1f} s"),
+        ("naive floor: submissions per second", f"{floor_rate:.2f}/s"),
+        ("no-change rerun: wall time", f"{rerun['seconds']:.2f} s"),
+        ("no-change rerun: graded again", str(rerun["graded"])),
+        ("peak RSS (VmHWM), parent", mib(mem.hwm["parent"])),
+        ("peak RSS (VmHWM), trusted worker", mib(mem.hwm["trusted worker"])),
+        ("peak RSS (VmHWM), sandboxed zygote", mib(mem.hwm["zygote"])),
+        ("peak RSS (VmHWM), submission child", mib(mem.hwm["submission child"])),
+        ("peak PSS of one worker's tree", mib(mem.tree_pss)),
+        ("processes seen (workers/zygotes/children)",
+         f"{len(mem.counts['trusted worker'])}/{len(mem.counts['zygote'])}/"
+         f"{len(mem.counts['submission child'])}"),
+    ]
+    same = None
+    if kill:
+        a, b = per_student(root / "out-first"), per_student(root / "out-killed")
+        same = a == b and len(a) == n
+        nodup = kill["resume_graded"] == n - kill["at_kill"]
+        rows += [
+            ("kill: results on disk at SIGKILL", f"{kill['at_kill']}/{n}"),
+            ("kill: processes left alive / torn temp files",
+             f"{len(kill['survivors'])} / {kill['torn']}"),
+            ("resume: graded now (expected)", f"{kill['resume_graded']} ({n - kill['at_kill']})"),
+            ("resume: wall time", f"{kill['resume_seconds']:.1f} s"),
+            ("resume: scores.json equals the first run's", "yes" if same else "NO"),
+        ]
+        same = same and nodup and not kill["survivors"]
+    print()
+    print(table(rows))
+    speedup = floor["seconds"] / first["seconds"]
+    rerun_pct = 100 * rerun["seconds"] / first["seconds"]
+    print()
+    print("ratios")
+    print(f"  speed-up over the naive floor:  {speedup:.1f}x  "
+          f"({'meets' if speedup >= 20 else 'MISSES'} the 20x target)")
+    print(f"  no-change rerun / first run:    {rerun_pct:.1f} %  "
+          f"({'meets' if rerun_pct < 5 else 'MISSES'} the < 5 % target)")
+    if kill:
+        print(f"  kill at {kill['at_kill']}/{n}, resume / first run: "
+              f"{100 * kill['resume_seconds'] / first['seconds']:.0f} %; scores "
+              f"{'identical' if same else 'DIFFER (or duplicates or survivors)'}")
+    print()
+    print(f"notes: the naive floor is {sample} fresh `python -c \"import torch\"` "
+          f"interpreters ({jobs} in parallel) timed here and scaled by {n}/{sample}; it grades "
+          "nothing, so the real naive grader is slower. Memory: /proc/<pid>/status VmHWM "
+          "(peak RSS, counts pages shared with the zygote in each child) and "
+          "/proc/<pid>/smaps_rollup Pss summed over a worker's tree, sampled every 0.2 s "
+          f"({mem.samples} samples; children living < 0.2 s can be missed).")
+    print(f"load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {cores} cores "
+          "(other work on the machine slows both sides alike, not evenly)")
+    print(f"logs and outputs: {root}")
+    if kill and not same:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

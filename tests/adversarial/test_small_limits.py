@@ -1,0 +1,74 @@
+"""The CPU-time limit and the per-submission time budget, with a copy of course.yml
+that tightens them (so the suite stays fast); it points at the real solution and
+hidden tests by absolute path."""
+from __future__ import annotations
+
+import pytest
+
+from conftest import (FULL, PARTS, SOLUTION, course_copy, failed_messages, grade_all,
+                      hostile, lost, open_slot, require_sandbox, wait_no_processes)
+
+LIMITS = {"test_wall_s": 4, "submission_wall_s": 10, "cpu_s": 1}
+
+
+def small_course(tmp_path):
+    return course_copy(tmp_path, LIMITS)
+
+
+@pytest.fixture(scope="module")
+def tight(tmp_path_factory):
+    require_sandbox()
+    return small_course(tmp_path_factory.mktemp("course"))
+
+
+@pytest.fixture(scope="module")
+def records(tight, tmp_path_factory):
+    slot = open_slot(tight)
+    try:
+        yield grade_all(tight, slot, tmp_path_factory.mktemp("small"), {
+            "honest": SOLUTION.read_text(),
+            # burns CPU in a part; the 4 s wall limit would come after the 1 s CPU one
+            "cpu-burn": hostile(dispatch="while True:\n    pass"),
+            # every graded call takes 3 s: under the per-test limit, over the budget
+            "slow": hostile(route="import time\ntime.sleep(3)",
+                            dispatch="import time\ntime.sleep(3)",
+                            load_balancing_loss="import time\ntime.sleep(3)"),
+            "honest-after": SOLUTION.read_text(),
+        })
+    finally:
+        slot.close()
+    assert wait_no_processes() == []
+
+
+def test_limits_loaded(tight):
+    limits = tight.limits("13")
+    assert (limits.test_wall_s, limits.submission_wall_s, limits.cpu_s) == (4, 10, 1)
+
+
+def test_honest_within_tight_limits(records):
+    assert records["honest"]["score"] == FULL
+    assert records["honest-after"]["score"] == FULL
+
+
+def test_cpu_limit(records):
+    rec = records["cpu-burn"]
+    assert lost(rec) == {"dispatch": PARTS["dispatch"]}
+    for msg in failed_messages(rec, "dispatch"):  # each test restarts it; each is killed
+        assert msg.startswith("your code exceeded the CPU time limit of 1 s in dispatch ("), msg
+
+
+def test_submission_budget(records):
+    rec = records["slow"]
+    msgs = failed_messages(rec)
+    budget = "the submission used up its time budget of 10 s; this test was not run"
+    assert budget in msgs
+    # graded in file order: aux_loss first (its first three 3-s calls pass, the fourth
+    # is cut short by the budget); every later part finds the budget gone
+    assert 0 < rec["parts"]["aux_loss"]["score"] < PARTS["aux_loss"]
+    assert any(m.startswith("the submission used up its time budget of 10 s in aux_loss (")
+               for m in msgs)
+    for part in ("dispatch", "ffn", "moe", "router"):
+        assert rec["parts"][part]["score"] == 0
+        assert set(failed_messages(rec, part)) == {budget}
+    assert rec["status"] == "timeout"
+    assert rec["elapsed_s"] < 10 + 6  # the budget, plus start-up and the last call

@@ -1,0 +1,56 @@
+"""Without bubblewrap the grader refuses to run student code unless told to, and when
+told to, every score record says it was graded unsandboxed."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import FULL, SOLUTION, grade_all
+from grader import cli, pool
+from grader.sandbox import bwrap
+from grader.sandbox.slot import Slot
+
+REASON = "bubblewrap (bwrap) is not installed"
+
+
+@pytest.fixture
+def no_bwrap(monkeypatch):
+    # unavailable_reason is functools.cache'd: replace the function object itself
+    monkeypatch.setattr(bwrap, "unavailable_reason", lambda: REASON)
+
+
+def test_refuses_without_sandbox(no_bwrap):
+    with pytest.raises(RuntimeError) as err:
+        pool.sandbox_available(False)
+    msg = str(err.value)
+    assert msg.startswith(f"cannot sandbox student code: {REASON}.")
+    assert "--unsandboxed" in msg
+
+
+def test_allowed_explicitly(no_bwrap):
+    assert pool.sandbox_available(True) is False
+
+
+def test_cli_refuses_plainly(no_bwrap, course, tmp_path):
+    subs = tmp_path / "subs" / "alice"
+    subs.mkdir(parents=True)
+    (subs / "13_moe.py").write_text(SOLUTION.read_text())
+    result = CliRunner().invoke(cli.main, [
+        "run", "--course", str(course.root / "course.yml"), "--lesson", "13",
+        "--submissions", str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--jobs", "1"])
+    assert result.exit_code != 0
+    assert f"cannot sandbox student code: {REASON}" in result.output
+    assert not (tmp_path / "out" / "results").exists()  # nothing was graded
+
+
+def test_unsandboxed_records_say_so(course, tmp_path):
+    # only the trusted reference solution is ever run without the sandbox
+    lesson = course.lesson("13")
+    slot = Slot(course.path(lesson.probes), index=0, sandboxed=False,
+                preload=tuple(lesson.preload))
+    try:
+        rec = grade_all(course, slot, tmp_path, {"trusted": SOLUTION.read_text()})["trusted"]
+    finally:
+        slot.close()
+    assert rec["sandboxed"] is False
+    assert rec["score"] == FULL
