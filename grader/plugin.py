@@ -101,6 +101,14 @@ class GradingPlugin:
             meta["error"] = exc.as_dict()
             meta["checks"] = [c.to_dict() for c in checks.items] if checks else []
             raise AssertionError(f"{exc.kind}: {exc.message}") from None
+        except Exception as exc:
+            if self._student is None or self._fails_on_reference(pyfuncitem):
+                raise  # the hidden test itself is broken: a grader error
+            message = (f"your results could not be checked: {type(exc).__name__}: "
+                       f"{str(exc)[:300]}")
+            meta["error"] = {"kind": "malformed", "message": message, "traceback": "",
+                             "type": type(exc).__name__}
+            raise AssertionError(message) from None
         if checks is None:
             return result
         meta["checks"] = [c.to_dict() for c in checks.items]
@@ -110,6 +118,18 @@ class GradingPlugin:
             meta["diagnosis"] = self._diagnose(pyfuncitem, part)
             raise AssertionError("; ".join(f"{c.name}: {c.message}" for c in failures[:5]))
         return result
+
+    def _fails_on_reference(self, item: pytest.Function) -> bool:
+        """Does the test break even when the 'student' is the reference? Then the test
+        is at fault; otherwise the student's results were malformed."""
+        args = {n: item.funcargs[n] for n in item._fixtureinfo.argnames}
+        args["student"] = self.refs.reference
+        args["check"] = Checks(self.tolerances)
+        try:
+            item.obj(**args)
+        except Exception:  # noqa: BLE001
+            return True
+        return False
 
     def _diagnose(self, item: pytest.Function, part: str) -> dict:
         """Replay the test with each known mistake of this part as the reference;

@@ -19,6 +19,9 @@ import tempfile
 from pathlib import Path
 
 TIMING_KEYS = ("elapsed_s", "cpu_s")
+# scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
+SCORE_TEST_KEYS = ("name", "part", "outcome", "score", "max_score", "max_abs_diff",
+                   "message", "diagnosis")
 
 
 def safe_name(student_id: str) -> str:
@@ -36,22 +39,26 @@ def fingerprint(source: bytes | None, version: str) -> str:
 
 
 def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write to a temp file, then rename: readers see the old file or the new one.
+    No fsync: a killed process loses nothing written, and after a power cut a torn
+    or missing result is simply graded again (`Store.load` and `is_current`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     raw = data.encode("utf-8") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(raw)
-            f.flush()
-            os.fsync(f.fileno())
+        os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the pages from a web server
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
 
 
-def dump(obj: object) -> str:
-    return json.dumps(obj, indent=1, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
+def dump(obj: object, indent: int | None = None) -> str:
+    """Stable JSON; compact unless asked (indenting runs json's slow pure-Python path)."""
+    return json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False,
+                      allow_nan=False) + "\n"
 
 
 class Store:
@@ -87,15 +94,17 @@ class Store:
 
     def scores(self, lesson: str, course: str, version: str, max_score: float,
                student_ids: list[str]) -> dict:
-        """scores.json for these students, in id order, without timings."""
+        """scores.json for these students, in id order, without timings or the
+        per-check numbers (those are in results/<id>.json and on the pages)."""
         students = []
         for sid in sorted(student_ids):
             rec = self.load(sid)
             if rec is None:
                 continue
             rec.pop("timing", None)
+            rec["tests"] = [{k: t.get(k) for k in SCORE_TEST_KEYS} for t in rec.get("tests", [])]
             students.append(rec)
         doc = {"lesson": lesson, "course": course, "version": version,
                "max_score": max_score, "students": students}
-        write_atomic(self.out / "scores.json", dump(doc))
+        write_atomic(self.out / "scores.json", dump(doc, indent=1))
         return doc

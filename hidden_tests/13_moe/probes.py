@@ -168,14 +168,19 @@ def aux_loss(m, scores: torch.Tensor, topk_idx: torch.Tensor, num_experts: int,
 
 # ---- part "moe": the whole layer, and the student's own parts composed ----------
 
-def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: float,
-        state: dict, x: torch.Tensor, gy: torch.Tensor, train: bool) -> dict:
+def _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train) -> nn.Module:
     layer = _module(m.MOEFeedForward, "MOEFeedForward", hidden, inter,
                     num_experts=num_experts, num_experts_per_tok=k,
                     norm_topk_prob=norm, router_aux_loss_coef=coef)
     layer.to(x.dtype)
     _load(layer, state, "MOEFeedForward")
     layer.train(train)
+    return layer
+
+
+def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: float,
+        state: dict, x: torch.Tensor, gy: torch.Tensor, train: bool) -> dict:
+    layer = _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train)
     xs = x.clone().requires_grad_(True)
     y = layer(xs)
     _plain(y, "MOEFeedForward.forward's result")
@@ -199,12 +204,7 @@ def moe_composed(m, hidden: int, inter: int, num_experts: int, k: int, norm: boo
     the layer is graded on its wiring, not again on the parts' bugs. Asked for only
     when the layer disagrees with the reference."""
     try:
-        layer = _module(m.MOEFeedForward, "MOEFeedForward", hidden, inter,
-                        num_experts=num_experts, num_experts_per_tok=k,
-                        norm_topk_prob=norm, router_aux_loss_coef=coef)
-        layer.to(x.dtype)
-        _load(layer, state, "MOEFeedForward")
-        layer.train(train)
+        layer = _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train)
         xs = x.clone().requires_grad_(True)
         x_flat = xs.reshape(-1, x.shape[-1])
         scores, weight, idx = m.route(x_flat, layer.gate, k, norm)
@@ -217,3 +217,19 @@ def moe_composed(m, hidden: int, inter: int, num_experts: int, k: int, norm: boo
                 "comp_x_grad": _grad(xs), "comp_grads": _grads(layer)}
     except Exception:  # noqa: BLE001 - broken parts: no composition to compare with
         return {}
+
+
+def warm_up() -> None:
+    """Run the kinds of operations the probes and submissions use once in the warm
+    worker, so each forked child does not pay torch's first-use costs again."""
+    for dtype in (torch.float32, torch.float64):
+        g = torch.Generator().manual_seed(0)
+        w = [torch.randn(8, 4, generator=g, dtype=dtype) for _ in range(3)]
+        expert = ProbeExpert(w[0], w[1], w[2].T.contiguous())
+        x = torch.randn(6, 4, generator=g, dtype=dtype, requires_grad=True)
+        scores = torch.softmax(x @ w[0][:4].T, dim=-1)
+        weight, idx = torch.topk(scores, k=2, dim=-1, sorted=False)
+        weight = weight / weight.sum(-1, keepdim=True)
+        y = torch.zeros_like(x).index_add_(0, idx[:, 0], expert(x) * weight[:, :1])
+        load = nn.functional.one_hot(idx, 4).float().mean(0)
+        ((y * y).sum() + (load * scores.mean(0)).sum()).backward()

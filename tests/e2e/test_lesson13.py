@@ -149,3 +149,25 @@ def test_traceback_shows_only_the_students_file(graded):
 
 def test_committed_stub_is_generated_from_the_solution():
     assert make_stub(SOLUTION.read_text()) == (ROOT / "exercises" / "13_moe.py").read_text()
+
+
+def test_malformed_results_are_the_students_not_a_grader_error(course, slot13, tmp_path):
+    """A reply of the wrong structure (forged here by patching the worker's sender so
+    route's results come back empty) is charged to the student, not to the grader."""
+    forge = (
+        "import sys\n"
+        "_proto = sys.modules['__main__'].protocol\n"
+        "_send = _proto.send\n"
+        "def _forged(sock, obj):\n"
+        "    if isinstance(obj, dict) and 'topk_idx' in (obj.get('result') or {}):\n"
+        "        obj = {'ok': True, 'result': {}}\n"
+        "    return _send(sock, obj)\n"
+        "_proto.send = _forged\n")
+    path = tmp_path / "13_moe.py"
+    path.write_text(SOLUTION.read_text() + "\n" + forge)
+    r = runner.grade(course, "13", runner.Submission("m", path), slot13)
+    router = [t for t in r["tests"] if t["part"] == "router"]
+    assert all(t["outcome"] == "failed" for t in router)
+    assert all(t["error"]["kind"] == "malformed" for t in router)
+    assert "could not be checked" in router[0]["message"]
+    assert r["parts"]["ffn"]["score"] == 2.0 and r["parts"]["moe"]["score"] == 2.0
