@@ -175,7 +175,8 @@ def check(course_path, lesson_key, file) -> None:
     course = _course(course_path)
     if lesson_key is None:
         keys = [k for k, les in course.lessons.items()
-                if file is None or Path(les.exercise).stem == file.stem]
+                if file is None or Path(les.exercise).stem == file.stem
+                or len(course.lessons) == 1]
         if len(keys) != 1:
             raise click.ClickException("which lesson? give --lesson (one of "
                                        f"{', '.join(sorted(course.lessons))})")
@@ -258,6 +259,21 @@ def release(course_path, lesson_key, check_only) -> None:
     stub.parent.mkdir(parents=True, exist_ok=True)
     stub.write_text(text, encoding="utf-8")
     console.print(f"wrote {lesson.stub}")
+
+
+@main.command("student-bundle")
+@COURSE
+@LESSON
+@click.option("--dest", type=click.Path(path_type=Path), required=True)
+def student_bundle(course_path, lesson_key, dest) -> None:
+    """Write what students need to `grader check` at home: no solution inside."""
+    from grader.bundle import build
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    if not lesson.solution:
+        raise click.ClickException("a student bundle is made from a course with its solution")
+    console.print(f"wrote {build(course, lesson_key, dest)}")
 
 
 @main.command()

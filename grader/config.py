@@ -57,7 +57,8 @@ class Lesson(Strict):
     title: str
     title_zh: str = ""
     exercise: str = Field(description="the file name students submit, e.g. 13_moe.py")
-    solution: Path
+    solution: Path | None = None  # None in a student bundle, which has `recorded`
+    recorded: Path | None = None  # reference results of the public tests (no solution)
     stub: Path
     tests: Path
     provides: list[str] = ["torch", "numpy"]
@@ -135,7 +136,10 @@ class Course(Strict):
         lesson = self.lesson(key)
         h = hashlib.sha256(lesson.model_dump_json().encode())
         h.update(self.defaults.model_dump_json().encode())
-        for base in (self.path(lesson.solution), self.path(lesson.tests)):
+        for base in (lesson.solution, lesson.recorded, lesson.tests):
+            if base is None or not self.path(base).exists():
+                continue
+            base = self.path(base)
             files = sorted(base.rglob("*.py")) if base.is_dir() else [base]
             for f in files:
                 h.update(f.name.encode() + f.read_bytes())
@@ -191,7 +195,12 @@ def load(path: Path | str = "course.yml") -> Course:
                          else f"{path}: {where}: {err['msg']}")
         raise ConfigError("invalid course file\n  " + "\n  ".join(lines)) from None
     for key, lesson in course.lessons.items():
-        for label, p in (("solution", lesson.solution), ("tests", lesson.tests)):
-            if not course.path(p).exists():
-                raise ConfigError(f"{path}: lessons.{key}.{label}: {p} does not exist")
+        if not course.path(lesson.tests).exists():
+            raise ConfigError(f"{path}: lessons.{key}.tests: {lesson.tests} does not exist")
+        found = [p for p in (lesson.solution, lesson.recorded)
+                 if p is not None and course.path(p).exists()]
+        if not found:
+            given = lesson.solution or lesson.recorded
+            raise ConfigError(f"{path}: lessons.{key}.solution: {given} does not exist"
+                              if given else f"{path}: lessons.{key} needs a solution")
     return course

@@ -19,7 +19,7 @@ import torch
 from grader import runner
 from grader.config import Course
 from grader.feedback import render_student
-from grader.reference import Caller, lesson_refs
+from grader.reference import Caller, refs_for
 from grader.sandbox import bwrap
 from grader.sandbox.slot import Slot
 from grader.plan import Submission, Summary
@@ -31,8 +31,7 @@ DONE = None
 def self_check(course: Course, lesson_key: str) -> None:
     """Grade the solution in-process as if it were a student: warms every cache the
     workers inherit and refuses to run with hidden tests that fail the solution."""
-    lesson = course.lesson(lesson_key)
-    refs = lesson_refs(lesson_key, course.path(lesson.solution), course.path(lesson.tests))
+    refs = refs_for(course, lesson_key)
     as_student = Caller(refs.reference.module, refs.probes, refs.reference.cache)
     reports: list[dict] = []
     runner.run_tests(course, lesson_key, [(as_student, reports.append)], precompute=True)

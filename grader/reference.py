@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 import yaml
 
+from grader.sandbox import protocol
+
 
 def request_key(probe: str, args: dict) -> str:
     """A content hash of a probe call: same inputs, same key."""
@@ -120,14 +122,18 @@ def load_mistakes(path: Path) -> list[Mistake]:
 
 @dataclass
 class Caller:
-    """Runs probes on a trusted module, memoised by request content."""
-    module: types.ModuleType
+    """Runs probes on a trusted module, memoised by request content. Without a module
+    it is a recording (a student bundle has no solution): it only answers from it."""
+    module: types.ModuleType | None
     probes: types.ModuleType
     cache: dict = field(default_factory=dict)
 
     def call(self, probe: str, **args) -> dict:
         key = request_key(probe, args)
         if key not in self.cache:
+            if self.module is None:
+                raise LookupError(f"no recorded reference for this {probe} call: the "
+                                  "student bundle covers the public tests only")
             with torch.random.fork_rng():
                 self.cache[key] = getattr(self.probes, probe)(self.module, **args)
         return self.cache[key]
@@ -152,16 +158,54 @@ class LessonRefs:
 _LOADED: dict[str, LessonRefs] = {}
 
 
-def lesson_refs(key: str, solution: Path, tests: Path) -> LessonRefs:
-    cache_key = f"{key}:{solution.resolve()}"
+def lesson_refs(key: str, solution: Path | None, tests: Path,
+                recorded: Path | None = None) -> LessonRefs:
+    """The solution and its mistakes as callers; or, where there is no solution (a
+    student bundle), what `save_recording` kept of them for the public tests."""
+    cache_key = f"{key}:{tests.resolve()}"
     if cache_key not in _LOADED:
         probes = load_file(f"_probes_{key}", tests / "probes.py")
-        source = solution.read_text(encoding="utf-8")
-        reference = Caller(load_module(f"_solution_{key}", source, str(solution)), probes)
-        variants = [
-            Variant(m, Caller(load_module(f"_mistake_{key}_{m.id}", m.apply(source),
-                                          str(solution)), probes))
-            for m in load_mistakes(tests / "mistakes.yml")
-        ]
-        _LOADED[cache_key] = LessonRefs(reference, variants, probes)
+        if solution is not None and solution.exists():
+            source = solution.read_text(encoding="utf-8")
+            reference = Caller(load_module(f"_solution_{key}", source, str(solution)), probes)
+            variants = [
+                Variant(m, Caller(load_module(f"_mistake_{key}_{m.id}", m.apply(source),
+                                              str(solution)), probes))
+                for m in load_mistakes(tests / "mistakes.yml")
+            ]
+            _LOADED[cache_key] = LessonRefs(reference, variants, probes)
+        elif recorded is not None and recorded.exists():
+            _LOADED[cache_key] = _load_recording(recorded, probes)
+        else:
+            raise FileNotFoundError(f"lesson {key}: neither the solution nor a recording")
     return _LOADED[cache_key]
+
+
+def refs_for(course, key: str) -> LessonRefs:
+    """`lesson_refs` for a lesson of course.yml."""
+    lesson = course.lesson(key)
+    return lesson_refs(key, course.path(lesson.solution) if lesson.solution else None,
+                       course.path(lesson.tests),
+                       course.path(lesson.recorded) if lesson.recorded else None)
+
+
+def save_recording(refs: LessonRefs, path: Path) -> None:
+    """Keep the reference's and every mistake's results of the calls made so far, the
+    mistakes' titles and hints (not their edits, which quote the solution) and their
+    signatures: enough to run and diagnose those tests without the solution."""
+    data = {"reference": refs.reference.cache,
+            "variants": {v.mistake.id: v.caller.cache for v in refs.variants},
+            "mistakes": [{"id": v.mistake.id, "part": v.mistake.part,
+                          "title": v.mistake.title, "hint": v.mistake.hint}
+                         for v in refs.variants],
+            "signatures": {k: sorted(v) for k, v in (refs.signatures or {}).items()}}
+    path.write_bytes(protocol.dumps(data))
+
+
+def _load_recording(path: Path, probes: types.ModuleType) -> LessonRefs:
+    data = protocol.loads(path.read_bytes())
+    variants = [Variant(Mistake(m["id"], m["part"], m["title"], m["hint"], []),
+                        Caller(None, probes, data["variants"][m["id"]]))
+                for m in data["mistakes"]]
+    return LessonRefs(Caller(None, probes, data["reference"]), variants, probes,
+                      {k: set(v) for k, v in data["signatures"].items()})

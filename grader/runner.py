@@ -20,7 +20,7 @@ from pytest_jsonreport.plugin import JSONReport
 from grader.config import Course
 from grader.plan import Submission
 from grader.plugin import GradingPlugin, StudentCaller, part_of
-from grader.reference import lesson_refs
+from grader.reference import refs_for
 from grader.sandbox.slot import Slot
 
 MAX_SOURCE = 1024 * 1024
@@ -89,7 +89,7 @@ def run_tests(course: Course, lesson_key: str,
     """Run the lesson's hidden tests once per job: (student caller, callback(raw report))."""
     lesson = course.lesson(lesson_key)
     tests = course.path(lesson.tests)
-    refs = lesson_refs(lesson_key, course.path(lesson.solution), tests)
+    refs = refs_for(course, lesson_key)
     plugin = GradingPlugin(None, refs, course.tolerances(lesson_key), precompute)
     report = JSONReport()
     loop = GradingLoop(plugin, report, jobs)
@@ -110,7 +110,7 @@ def run_tests(course: Course, lesson_key: str,
 def score(course: Course, lesson_key: str, report: dict) -> dict:
     """Points per test: each part's points shared equally by its tests."""
     lesson = course.lesson(lesson_key)
-    refs = lesson_refs(lesson_key, course.path(lesson.solution), course.path(lesson.tests))
+    refs = refs_for(course, lesson_key)
     mistakes = {v.mistake.id: v.mistake for v in refs.variants}
     tests = report["tests"]
     per_part: dict[str, int] = {}

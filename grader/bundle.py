@@ -1,0 +1,69 @@
+"""The student bundle: everything `grader check` needs, and no solution.
+
+Students must be able to check their work at home without being handed the answer.
+The bundle holds the grader, the stub, the lesson's probes and tests (not its
+mistakes.yml, whose edits quote the solution), a course.yml for that lesson alone,
+and a recording of the reference's (and each known mistake's) results for the
+public tests, made here by running them once against the solution.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import yaml
+
+from grader import runner
+from grader.config import Course
+from grader.reference import Caller, refs_for, save_recording
+
+ROOT = Path(__file__).resolve().parent.parent
+RECORDING = "public-reference.bin"
+README = """# Lesson {key}: check your work
+
+    python -m venv .venv && .venv/bin/pip install -e .
+    .venv/bin/grader check {exercise}
+
+Fill in `{exercise}`; `grader check` runs the public tests on it and prints each
+part's result, the numbers where yours differ, and the likely mistake. The graded
+run has more tests, which are hidden.
+"""
+
+
+def build(course: Course, lesson_key: str, dest: Path) -> Path:
+    lesson = course.lesson(lesson_key)
+    tests = course.path(lesson.tests)
+    dest.mkdir(parents=True, exist_ok=True)
+    refs = refs_for(course, lesson_key)
+    refs.reference.cache.clear()
+    for v in refs.variants:
+        v.caller.cache.clear()
+    refs.signatures = None  # recomputed over the public tests only
+    as_student = Caller(refs.reference.module, refs.probes, refs.reference.cache)
+    runner.run_tests(course, lesson_key, [(as_student, lambda raw: None)], select="public",
+                     precompute=True)
+
+    shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "templates", dest / "templates", dirs_exist_ok=True)
+    shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
+    test_dir = dest / "tests" / tests.name
+    test_dir.mkdir(parents=True, exist_ok=True)
+    for f in sorted(tests.glob("*.py")):
+        shutil.copy(f, test_dir / f.name)
+    (dest / lesson.exercise).write_text(course.path(lesson.stub).read_text(encoding="utf-8"),
+                                        encoding="utf-8")
+    save_recording(refs, test_dir / RECORDING)
+    entry = lesson.model_dump(mode="json", exclude_none=True,
+                              exclude={"solution", "submissions", "out", "due"})
+    entry.update(stub=lesson.exercise, tests=f"tests/{tests.name}",
+                 recorded=f"tests/{tests.name}/{RECORDING}")
+    doc = {"course": course.course, "title": course.title, "language": course.language,
+           "defaults": course.defaults.model_dump(mode="json"),
+           "lessons": {lesson_key: entry}}
+    (dest / "course.yml").write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False),
+                                     encoding="utf-8")
+    (dest / "README.md").write_text(README.format(key=lesson_key, exercise=lesson.exercise),
+                                    encoding="utf-8")
+    return dest
+

@@ -1,0 +1,52 @@
+"""The student bundle: `grader check` works at home, diagnoses, and holds no solution."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTION = (ROOT / "solutions" / "13_moe.py").read_text()
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory) -> Path:
+    dest = tmp_path_factory.mktemp("bundle") / "lesson13"
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "student-bundle", "--lesson", "13",
+                           "--dest", str(dest)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    return dest
+
+
+def check(bundle: Path, source: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    work = tmp_path / "13_moe.py"
+    work.write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(bundle)}
+    return subprocess.run([sys.executable, "-m", "grader.cli", "check", str(work)], cwd=bundle,
+                          env=env, capture_output=True, text=True, timeout=600)
+
+
+def test_bundle_holds_no_solution(bundle):
+    names = {p.name for p in bundle.rglob("*")}
+    assert "mistakes.yml" not in names and not (bundle / "solutions").exists()
+    assert (bundle / "13_moe.py").read_text() == (ROOT / "exercises" / "13_moe.py").read_text()
+    body = [line.strip() for line in SOLUTION.splitlines() if "topk_weight[mask]" in line]
+    for f in bundle.rglob("*"):
+        if f.is_file():
+            data = f.read_bytes()
+            assert all(b.encode() not in data for b in body), f
+
+
+def test_check_at_home_passes_the_solution(bundle, tmp_path):
+    proc = check(bundle, SOLUTION, tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "public tests: 6/6 passed" in proc.stdout
+
+
+def test_check_at_home_names_the_mistake(bundle, tmp_path):
+    wrong = SOLUTION.replace("F.softmax(gate(x_flat), dim=-1)", "F.softmax(gate(x_flat), dim=0)")
+    proc = check(bundle, wrong, tmp_path)
+    assert proc.returncode == 1
+    assert "softmax runs over the tokens" in proc.stdout
