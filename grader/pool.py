@@ -19,10 +19,10 @@ import torch
 from grader import runner
 from grader.config import Course
 from grader.feedback import render_student
+from grader.plan import Submission, Summary
 from grader.reference import Caller, refs_for
 from grader.sandbox import bwrap
 from grader.sandbox.slot import Slot
-from grader.plan import Submission, Summary
 from grader.store import Store
 
 DONE = None
@@ -61,7 +61,6 @@ def _worker(index: int, course: Course, lesson_key: str, sandboxed: bool, out: P
     def subs():
         while (item := tasks.get()) is not DONE:
             sid, path, fp, notes = item
-            events.put(("start", sid))
             yield Submission(sid, path, notes=notes, fingerprint=fp)
 
     def save(record: dict) -> None:
@@ -109,9 +108,7 @@ def _run_workers(course, lesson_key, todo, out, jobs, sandboxed, language, summa
             event = events.get(timeout=0.5)
         except queue.Empty:
             continue
-        if event[0] == "start":
-            progress("start", {"student_id": event[1]})
-        elif event[0] == "done":
+        if event[0] == "done":
             remaining -= 1
             summary.count(event[2])
             progress("done", {"student_id": event[1], "status": event[2]})
