@@ -416,8 +416,8 @@ def report_context(records: list[dict], course: Course, lesson_key: str, lang: s
         "full": sum(s >= max_score - 1e-9 for s in scores), "zero": sum(s <= 0 for s in scores),
         "histogram": histogram_svg(scores, max_score),
         "parts": part_rows,
-        "parts_chart": bar_chart_svg([(p["title"], 100 * p["full_rate"]) for p in part_rows],
-                                     100, "%"),
+        "parts_chart": bar_chart_svg([(p["title"], round(100 * p["full_rate"]))
+                                      for p in part_rows], 100, "%"),
         "tests": _test_rates(records), "mistakes": mistakes,
         "unmatched": [(titles.get(p, p), c) for p, c in unmatched.most_common()],
         "problems": [r for r in records if r.get("status", "graded") != "graded"],
