@@ -187,7 +187,7 @@ def check(course_path, lesson_key, file) -> None:
         sandboxed = pool.sandbox_available(allow_unsandboxed=True)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
-    slot = Slot(course.path(lesson.probes), 0, sandboxed, tuple(lesson.preload))
+    slot = Slot(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
     try:
         record = runner.grade(course, lesson_key, runner.Submission("you", file), slot,
                               select="public")

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import hashlib
 import io
 import math
@@ -46,7 +45,6 @@ import shutil
 import tarfile
 import tempfile
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,10 +56,6 @@ from grader.store import Store, safe_name
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
             "lsf": "LSFCluster"}
-# Slots of cluster workers take uids above the local pool's (BASE_UID + job index),
-# one per live worker process on a host, claimed with a lock file.
-SLOT_BASE = 1000
-SLOT_COUNT = 4096
 MAX_BATCH = 16
 
 
@@ -197,8 +191,7 @@ def _bundle_name(course: Course, label: str, rel: Path) -> str:
 @dataclass
 class _Warm:
     course: Course
-    slot: object  # grader.sandbox.slot.Slot
-    lock_fd: int
+    slot: object  # grader.sandbox.slot.Slot (it claims its own sandbox uid)
 
 
 _WARM: dict[tuple, _Warm] = {}
@@ -265,14 +258,9 @@ def _warm(bundle: bytes, course: Course, lesson_key: str, version: str,
         pool.self_check(local, lesson_key)  # warms the reference, as the pool's parent does
     except RuntimeError as exc:
         raise SelfCheckFailed(str(exc)) from None
-    index, fd = _claim_slot_index()
     lesson = local.lesson(lesson_key)
-    try:
-        slot = Slot(local.path(lesson.probes), index, sandboxed, tuple(lesson.preload))
-    except BaseException:
-        os.close(fd)
-        raise
-    _WARM[key] = warm = _Warm(local, slot, fd)
+    slot = Slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload))
+    _WARM[key] = warm = _Warm(local, slot)
     return warm
 
 
@@ -319,26 +307,8 @@ def _unpack(bundle: bytes, course: Course, digest: str) -> Course:
     return course.model_copy(update={"root": root, "lessons": lessons, "roster": None})
 
 
-def _claim_slot_index() -> tuple[int, int]:
-    """A slot index no other live process on this host holds (its uid is the sandbox's)."""
-    lock_dir = Path(tempfile.gettempdir()) / "grader-cluster-slots"
-    lock_dir.mkdir(mode=0o700, exist_ok=True)
-    for i in range(SLOT_COUNT):  # the lowest free one: lock files stay few
-        fd = os.open(lock_dir / f"{i}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return SLOT_BASE + i, fd
-    raise RuntimeError("no free sandbox slot index on this host")
-
-
 def _close(warm: _Warm) -> None:
-    try:
-        warm.slot.close()
-    finally:
-        os.close(warm.lock_fd)
+    warm.slot.close()
 
 
 @atexit.register

@@ -69,7 +69,7 @@ def _worker(index: int, course: Course, lesson_key: str, sandboxed: bool, out: P
         events.put(("done", record["student_id"], record["status"]))
 
     try:
-        slot = Slot(course.path(lesson.probes), index, sandboxed, tuple(lesson.preload))
+        slot = Slot(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
         try:
             runner.grade_many(course, lesson_key, subs(), slot, save)
         finally:

@@ -11,7 +11,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import pytest
 from pytest_jsonreport import serialize

@@ -15,14 +15,14 @@ def course() -> config.Course:
     return config.load(ROOT / "course.yml")
 
 
-def open_slot(course: config.Course, lesson_key: str, index: int) -> Slot:
+def open_slot(course: config.Course, lesson_key: str) -> Slot:
     lesson = course.lesson(lesson_key)
-    return Slot(course.path(lesson.probes), index, bwrap.unavailable_reason() is None,
+    return Slot(course.path(lesson.probes), bwrap.unavailable_reason() is None,
                 tuple(lesson.preload))
 
 
 @pytest.fixture(scope="session")
 def slot13(course):
-    slot = open_slot(course, "13", 7)
+    slot = open_slot(course, "13")
     yield slot
     slot.close()

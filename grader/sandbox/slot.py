@@ -9,6 +9,7 @@ test's crash costs that test only.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import signal
@@ -22,6 +23,7 @@ from pathlib import Path
 from grader.sandbox import bwrap, protocol
 
 BASE_UID = 61000
+UID_COUNT = 4096
 
 
 @dataclass(frozen=True)
@@ -62,15 +64,32 @@ SIGNAL_CAUSES = {
 }
 
 
+def claim_uid() -> tuple[int, int]:
+    """The lowest sandbox uid no live grader process on this host holds, and the
+    locked file that holds it (released when the holder exits, however it exits).
+    RLIMIT_NPROC counts a uid machine-wide: two runs must never share one."""
+    lock_dir = Path("/run/lock" if os.access("/run/lock", os.W_OK) else "/tmp")
+    for uid in range(BASE_UID, BASE_UID + UID_COUNT):
+        fd = os.open(lock_dir / f"minimind-grader-uid-{uid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        return uid, fd
+    raise SandboxError(f"all {UID_COUNT} sandbox uids are in use on this host")
+
+
 class Slot:
     """One warm, sandboxed worker. Start once, open many sessions one after another."""
 
-    def __init__(self, probes: Path, index: int = 0, sandboxed: bool = True,
+    def __init__(self, probes: Path, sandboxed: bool = True,
                  preload: tuple[str, ...] = ("torch",)):
         self.sandboxed = sandboxed
+        self.uid, self._uid_lock = claim_uid() if sandboxed else (None, None)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
-        cmd = (bwrap.command(probes, BASE_UID + index, fd, list(preload)) if sandboxed
+        cmd = (bwrap.command(probes, self.uid, fd, list(preload)) if sandboxed
                else bwrap.plain_command(probes, fd, list(preload)))
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if not sandboxed else None
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
@@ -129,6 +148,9 @@ class Slot:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+            if self._uid_lock is not None:
+                os.close(self._uid_lock)
+                self._uid_lock = None
 
 
 @dataclass

@@ -21,7 +21,7 @@ import yaml
 
 from grader import config, runner
 from grader.sandbox import bwrap
-from grader.sandbox.slot import BASE_UID, Slot
+from grader.sandbox.slot import BASE_UID, UID_COUNT, Slot
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE_YML = REPO / "course.yml"
@@ -145,7 +145,7 @@ def escaped_processes() -> list[str]:
     them): a daemon that got out of its pid namespace would show here."""
     table = _process_table()
     return [f"{pid} {comm}" for pid, (_, u, comm) in table.items()
-            if BASE_UID <= u < BASE_UID + 1000 and not any(
+            if BASE_UID <= u < BASE_UID + UID_COUNT and not any(
                 table.get(a, (0, 0, ""))[2] == "bwrap" for a in _ancestors(pid, table))]
 
 
@@ -206,10 +206,9 @@ def guarded_before():
     return digests(GUARDED)
 
 
-def open_slot(course, index: int = 0) -> Slot:
+def open_slot(course) -> Slot:
     lesson = course.lesson(LESSON)
-    return Slot(course.path(lesson.probes), index=index, sandboxed=True,
-                preload=tuple(lesson.preload))
+    return Slot(course.path(lesson.probes), sandboxed=True, preload=tuple(lesson.preload))
 
 
 @pytest.fixture(scope="module")

@@ -2,13 +2,15 @@
 told to, every score record says it was graded unsandboxed."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from click.testing import CliRunner
 
 from conftest import FULL, SOLUTION, grade_all
 from grader import cli, pool
 from grader.sandbox import bwrap
-from grader.sandbox.slot import Slot
+from grader.sandbox.slot import Slot, claim_uid
 
 REASON = "bubblewrap (bwrap) is not installed"
 
@@ -46,7 +48,7 @@ def test_cli_refuses_plainly(no_bwrap, course, tmp_path):
 def test_unsandboxed_records_say_so(course, tmp_path):
     # only the trusted reference solution is ever run without the sandbox
     lesson = course.lesson("13")
-    slot = Slot(course.path(lesson.probes), index=0, sandboxed=False,
+    slot = Slot(course.path(lesson.probes), sandboxed=False,
                 preload=tuple(lesson.preload))
     try:
         rec = grade_all(course, slot, tmp_path, {"trusted": SOLUTION.read_text()})["trusted"]
@@ -54,3 +56,16 @@ def test_unsandboxed_records_say_so(course, tmp_path):
         slot.close()
     assert rec["sandboxed"] is False
     assert rec["score"] == FULL
+
+
+def test_two_slots_never_share_a_uid(course):
+    """RLIMIT_NPROC counts a uid machine-wide: concurrent runs must not share one."""
+    if bwrap.unavailable_reason() is not None:
+        pytest.skip(bwrap.unavailable_reason())
+    first, held = claim_uid()
+    try:
+        second, held2 = claim_uid()
+        assert second != first
+        os.close(held2)
+    finally:
+        os.close(held)

@@ -1,7 +1,6 @@
 """`grader run` on the sample class as a TA runs it: scores, reruns, resume, check."""
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys

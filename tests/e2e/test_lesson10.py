@@ -23,7 +23,7 @@ def graded(course, tmp_path_factory) -> dict[str, dict]:
         files[m.id] = tmp / f"{m.id}.py"
         files[m.id].write_text(m.apply(SOLUTION.read_text()))
     out: dict[str, dict] = {}
-    slot = open_slot(course, "10", 6)
+    slot = open_slot(course, "10")
     try:
         runner.grade_many(course, "10", [runner.Submission(k, v) for k, v in files.items()],
                           slot, lambda r: out.__setitem__(r["student_id"], r))
