@@ -17,9 +17,14 @@ import pytest
 from grader.compare import Checks
 from grader.reference import LessonRefs, request_key
 from grader.sandbox import protocol
-from grader.sandbox.slot import Session, StudentError
+from grader.sandbox.slot import SandboxError, Session, StudentError
 
 _FRAMES: dict[str, bytes] = {}  # serialised requests: the same for every student
+
+
+class GraderFault(Exception):
+    """The grader's own machinery failed (the worker is gone, a socket broke): never a
+    student's fault. It stops the worker, so the submission is graded again on resume."""
 
 
 class StudentCaller:
@@ -37,8 +42,11 @@ class StudentCaller:
             try:
                 if key not in _FRAMES:
                     _FRAMES[key] = protocol.dumps({"probe": probe, "args": args})
-                result = self.session.call(probe, args, where=self.current_test,
-                                           frame=_FRAMES[key])
+                try:
+                    result = self.session.call(probe, args, where=self.current_test,
+                                               frame=_FRAMES[key])
+                except (SandboxError, OSError) as exc:
+                    raise GraderFault(f"the sandboxed worker failed: {exc!r}") from exc
                 if not isinstance(result, dict):
                     raise StudentError("protocol", "the probe returned no results")
                 self.cache[key] = result
@@ -61,6 +69,7 @@ class GradingPlugin:
         self._student, self.refs, self.tolerances = student, refs, tolerances
         self.precompute = precompute  # mistake signatures now, for forked workers
         self.meta: dict[str, dict] = {}
+        self.fault: GraderFault | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "public: also run by `grader check` for students")
@@ -101,6 +110,9 @@ class GradingPlugin:
             meta["error"] = exc.as_dict()
             meta["checks"] = [c.to_dict() for c in checks.items] if checks else []
             raise AssertionError(f"{exc.kind}: {exc.message}") from None
+        except GraderFault as exc:
+            self.fault = exc
+            raise
         except Exception as exc:
             if self._student is None or self._fails_on_reference(pyfuncitem):
                 raise  # the hidden test itself is broken: a grader error

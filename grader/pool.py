@@ -3,8 +3,9 @@
 The parent pays once for torch, the hidden tests and the reference outputs (it
 grades the solution itself first, which also proves the hidden tests give it
 full marks), then forks N workers that inherit all of that. Each worker owns one
-zygote (one uid, one sandbox), runs one pytest session over the submissions it
-pulls from a shared queue, and writes each result atomically as soon as it has it.
+zygote (one uid, one sandbox; started by the parent, booting while it warms up),
+runs one pytest session over the submissions it pulls from a shared queue, and
+writes each result atomically as soon as it has it.
 """
 from __future__ import annotations
 
@@ -53,9 +54,8 @@ def sandbox_available(allow_unsandboxed: bool) -> bool:
                        "as root, or pass --unsandboxed to grade trusted work without isolation")
 
 
-def _worker(index: int, course: Course, lesson_key: str, sandboxed: bool, out: Path,
+def _worker(index: int, slot: Slot, course: Course, lesson_key: str, out: Path,
             language: str, tasks: mp.Queue, events: mp.Queue) -> None:
-    lesson = course.lesson(lesson_key)
     store = Store(out)
 
     def subs():
@@ -69,11 +69,7 @@ def _worker(index: int, course: Course, lesson_key: str, sandboxed: bool, out: P
         events.put(("done", record["student_id"], record["status"]))
 
     try:
-        slot = Slot(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
-        try:
-            runner.grade_many(course, lesson_key, subs(), slot, save)
-        finally:
-            slot.close()
+        runner.grade_many(course, lesson_key, subs(), slot, save)
     except BaseException:  # noqa: BLE001 - report, the parent decides
         events.put(("crash", f"worker {index}: {traceback.format_exc()[-1500:]}"))
         raise
@@ -84,22 +80,33 @@ def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Pa
                 progress: Callable[[str, dict], None] = lambda kind, info: None) -> None:
     """Grade `todo` (already planned) on this machine; counts go into `summary`."""
     torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
-    self_check(course, lesson_key)
-    _run_workers(course, lesson_key, todo, out, min(jobs, len(todo)), sandboxed,
-                 language, summary, progress)
+    lesson = course.lesson(lesson_key)
+    jobs = min(jobs, len(todo))
+    slots: list[Slot] = []
+    try:
+        # The sandboxes boot (~3 s: torch in each) while the parent warms the reference.
+        for _ in range(jobs):
+            slots.append(Slot(course.path(lesson.probes), sandboxed, tuple(lesson.preload),
+                              wait=False))
+        self_check(course, lesson_key)
+        for slot in slots:
+            slot.wait_ready()
+        _run_workers(course, lesson_key, todo, out, slots, language, summary, progress)
+    finally:
+        for slot in slots:  # the parent started them: it reaps them, after the workers
+            slot.close()
 
 
-def _run_workers(course, lesson_key, todo, out, jobs, sandboxed, language, summary,
-                 progress) -> None:
+def _run_workers(course, lesson_key, todo, out, slots, language, summary, progress) -> None:
     ctx = mp.get_context("fork")
     tasks, events = ctx.Queue(), ctx.Queue()
     for sub in todo:
         tasks.put((sub.student_id, sub.path, sub.fingerprint, sub.notes))
-    for _ in range(jobs):
+    for _ in slots:
         tasks.put(DONE)
-    workers = [ctx.Process(target=_worker, args=(i, course, lesson_key, sandboxed, out,
-                                                 language, tasks, events), daemon=True)
-               for i in range(jobs)]
+    workers = [ctx.Process(target=_worker, args=(i, slot, course, lesson_key, out, language,
+                                                 tasks, events), daemon=True)
+               for i, slot in enumerate(slots)]
     for w in workers:
         w.start()
     remaining = len(todo)

@@ -72,6 +72,8 @@ class GradingLoop:
             for i, item in enumerate(items):
                 nextitem = items[i + 1] if i + 1 < len(items) else None
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+            if self.plugin.fault is not None:  # no verdict from a broken worker
+                raise self.plugin.fault
             tests = list(self.report._json_tests.values())
             raw = serialize.make_report(
                 created=time.time(), duration=time.time() - started, exitcode=0,

@@ -84,7 +84,10 @@ class Slot:
     """One warm, sandboxed worker. Start once, open many sessions one after another."""
 
     def __init__(self, probes: Path, sandboxed: bool = True,
-                 preload: tuple[str, ...] = ("torch",)):
+                 preload: tuple[str, ...] = ("torch",), wait: bool = True):
+        """Start the worker; with wait=False call `wait_ready` later (it boots
+        meanwhile). Start it from the thread that will outlive it: bwrap dies with
+        the thread that started it (PR_SET_PDEATHSIG)."""
         self.sandboxed = sandboxed
         self.uid, self._uid_lock = claim_uid() if sandboxed else (None, None)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -97,7 +100,10 @@ class Slot:
                                      env=env, start_new_session=True)
         child.close()
         self.ctrl = parent
-        self.ctrl.settimeout(120)
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self) -> None:
         try:
             self._expect("ready")
         except (OSError, SandboxError) as exc:

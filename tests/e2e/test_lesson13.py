@@ -171,3 +171,21 @@ def test_malformed_results_are_the_students_not_a_grader_error(course, slot13, t
     assert all(t["error"]["kind"] == "malformed" for t in router)
     assert "could not be checked" in router[0]["message"]
     assert r["parts"]["ffn"]["score"] == 2.0 and r["parts"]["moe"]["score"] == 2.0
+
+
+def test_a_dead_worker_is_a_grader_fault_not_a_zero(course):
+    """If the sandboxed worker itself dies, no student is scored: the run stops with
+    a grader error, and the submission is graded again on the next run."""
+    import os
+    import signal
+
+    from tests.conftest import open_slot
+
+    slot = open_slot(course, "13")
+    os.killpg(slot.proc.pid, signal.SIGKILL)
+    slot.proc.wait()
+    out: list[dict] = []
+    with pytest.raises(RuntimeError, match="sandboxed worker failed"):
+        runner.grade_many(course, "13", [runner.Submission("x", SOLUTION)], slot, out.append)
+    assert out == []
+    slot.close()
