@@ -16,8 +16,8 @@ would, and prints, all measured in this one run on the same cores:
 * a no-change rerun against the first run;
 * peak memory per worker, from /proc sampled every 0.2 s during the first run:
   VmHWM (the kernel's peak RSS per process) of the trusted workers, the sandboxed
-  zygotes and the per-submission children, and the peak PSS of one worker's whole
-  tree (trusted worker + zygote + child; PSS splits pages shared after fork, so it
+  zygotes and the per-submission children, and the peak PSS of one slot (a trusted
+  worker + its sandbox: zygote + child; PSS splits pages shared after fork, so it
   sums honestly, where RSS would count torch once per process);
 * kill-and-resume: a second run, SIGKILLed (its whole process group) once half the
   results are on disk, then rerun; its scores.json must equal the first run's,
@@ -146,12 +146,13 @@ def descendants(root: int) -> dict[int, tuple[int, str]]:
 
 
 class MemorySampler:
-    """Roles in a `grader run` tree: parent -> trusted worker -> [bwrap ->] zygote -> child."""
+    """Roles in a `grader run` tree: parent -> trusted workers, and parent -> bwrap ->
+    zygote -> submission child (the parent starts the sandboxes, workers use them)."""
 
     def __init__(self, root: int, every: float = 0.2):
         self.root, self.every = root, every
         self.hwm = defaultdict(int)      # role -> max VmHWM (kB) of any process in it
-        self.tree_pss = 0                # max PSS (kB) of one worker's whole tree
+        self.tree_pss = 0                # max PSS (kB) of one slot: worker + sandbox
         self.counts = defaultdict(set)   # role -> pids seen
         self.samples = 0
         self._stop = threading.Event()
@@ -166,7 +167,8 @@ class MemorySampler:
         self._thread.join()
 
     def _roles(self, tree: dict[int, tuple[int, str]]) -> dict[int, tuple[str, int]]:
-        """pid -> (role, the trusted worker it belongs to)."""
+        """pid -> (role, the slot part it belongs to: a trusted worker or a sandbox).
+        The parent starts both the workers and the sandboxes (bwrap -> zygote -> child)."""
         roles: dict[int, tuple[str, int]] = {self.root: ("parent", 0)}
         order = sorted(tree)  # parents before children is not guaranteed: iterate to fixpoint
         changed = True
@@ -175,15 +177,17 @@ class MemorySampler:
             for pid in order:
                 if pid in roles or tree[pid][0] not in roles:
                     continue
-                prole, worker = roles[tree[pid][0]]
+                prole, group = roles[tree[pid][0]]
                 comm = tree[pid][1]
                 if prole == "parent":
-                    role, worker = "trusted worker", pid
-                elif prole in ("trusted worker", "bwrap"):
+                    role, group = ("bwrap", -pid) if comm == "bwrap" else ("trusted worker", pid)
+                elif prole == "bwrap":
                     role = "bwrap" if comm == "bwrap" else "zygote"
+                elif prole == "trusted worker":
+                    role = "trusted worker"
                 else:
                     role = "submission child"
-                roles[pid] = (role, worker)
+                roles[pid] = (role, group)
                 changed = True
         return roles
 
@@ -191,14 +195,16 @@ class MemorySampler:
         while not self._stop.is_set():
             tree = descendants(self.root)
             roles = self._roles(tree)
-            per_worker = defaultdict(int)
-            for pid, (role, worker) in roles.items():
+            per_group = defaultdict(int)  # > 0: a trusted worker; < 0: a sandbox
+            for pid, (role, group) in roles.items():
                 self.hwm[role] = max(self.hwm[role], _status_kb(pid, "VmHWM"))
                 self.counts[role].add(pid)
                 if role != "parent":
-                    per_worker[worker] += _pss_kb(pid)
-            if per_worker:
-                self.tree_pss = max(self.tree_pss, max(per_worker.values()))
+                    per_group[group] += _pss_kb(pid)
+            workers = [v for g, v in per_group.items() if g > 0]
+            sandboxes = [v for g, v in per_group.items() if g < 0]
+            if workers and sandboxes:  # one slot: a trusted worker and a sandbox
+                self.tree_pss = max(self.tree_pss, max(workers) + max(sandboxes))
             self.samples += 1
             self._stop.wait(self.every)
 
@@ -356,7 +362,7 @@ def main() -> None:
         ("peak RSS (VmHWM), trusted worker", mib(mem.hwm["trusted worker"])),
         ("peak RSS (VmHWM), sandboxed zygote", mib(mem.hwm["zygote"])),
         ("peak RSS (VmHWM), submission child", mib(mem.hwm["submission child"])),
-        ("peak PSS of one worker's tree", mib(mem.tree_pss)),
+        ("peak PSS of one slot (worker + sandbox)", mib(mem.tree_pss)),
         ("processes seen (workers/zygotes/children)",
          f"{len(mem.counts['trusted worker'])}/{len(mem.counts['zygote'])}/"
          f"{len(mem.counts['submission child'])}"),
@@ -394,7 +400,7 @@ def main() -> None:
           f"interpreters ({jobs} in parallel) timed here and scaled by {n}/{sample}; it grades "
           "nothing, so the real naive grader is slower. Memory: /proc/<pid>/status VmHWM "
           "(peak RSS, counts pages shared with the zygote in each child) and "
-          "/proc/<pid>/smaps_rollup Pss summed over a worker's tree, sampled every 0.2 s "
+          "/proc/<pid>/smaps_rollup Pss summed over one slot (a trusted worker and its sandbox), sampled every 0.2 s "
           f"({mem.samples} samples; children living < 0.2 s can be missed).")
     print(f"load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {cores} cores "
           "(other work on the machine slows both sides alike, not evenly)")
