@@ -30,7 +30,8 @@ def test_aux(student, reference, check, k, dtype, coef, seed):
 
 @pytest.mark.public
 def test_aux_public(student, reference, check):
-    _check_aux(student, reference, check, 2, "float32", 1.0, 9)
+    """The public copy of a hidden case: students can run it, graders pay for it once."""
+    _check_aux(student, reference, check, 2, "float32", 1.0, 3)
 
 
 @pytest.mark.parametrize("k,dtype,coef,seed", [(2, "float64", 0.1, 4), (3, "float64", 1.0, 5)])

@@ -28,7 +28,8 @@ def test_dispatch(student, reference, check, k, dtype, seed):
 
 @pytest.mark.public
 def test_dispatch_public(student, reference, check):
-    test_dispatch(student, reference, check, 2, "float32", 9)
+    """The public copy of a hidden case: students can run it, graders pay for it once."""
+    test_dispatch(student, reference, check, 2, "float32", 1)
 
 
 @pytest.mark.parametrize("k,dtype,seed", [(2, "float64", 3), (1, "float64", 4)])

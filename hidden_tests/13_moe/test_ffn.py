@@ -43,7 +43,8 @@ def test_output(student, reference, check, dtype, seed):
 
 @pytest.mark.public
 def test_output_public(student, reference, check):
-    test_output(student, reference, check, "float32", 10)
+    """The public copy of a hidden case: students can run it, graders pay for it once."""
+    test_output(student, reference, check, "float32", 0)
 
 
 @pytest.mark.parametrize("dtype,seed", CASES)

@@ -49,7 +49,8 @@ def test_eval(student, reference, check, k, norm, dtype, coef, seed):
 
 @pytest.mark.public
 def test_train_public(student, reference, check):
-    test_train(student, reference, check, 2, True, "float32", 0.1, 20)
+    """The public copy of a hidden case: students can run it, graders pay for it once."""
+    test_train(student, reference, check, 2, True, "float32", 5e-4, 1)
 
 
 @pytest.mark.parametrize("k,norm,dtype,coef,seed", CASES[3:])
