@@ -131,14 +131,20 @@ class GradingPlugin:
             raise AssertionError("; ".join(f"{c.name}: {c.message}" for c in failures[:5]))
         return result
 
+    def _replay(self, item: pytest.Function, student, reference) -> Checks:
+        """Run a test again with other callers in the student's or the reference's
+        place (cached results: no student code runs); its checks, or its exception."""
+        checks = Checks(self.tolerances)
+        args = {**(item.funcargs or {}), **getattr(getattr(item, "callspec", None), "params", {}),
+                "student": student, "reference": reference, "check": checks}
+        item.obj(**{n: args[n] for n in item._fixtureinfo.argnames})
+        return checks
+
     def _fails_on_reference(self, item: pytest.Function) -> bool:
         """Does the test break even when the 'student' is the reference? Then the test
         is at fault; otherwise the student's results were malformed."""
-        args = {n: item.funcargs[n] for n in item._fixtureinfo.argnames}
-        args["student"] = self.refs.reference
-        args["check"] = Checks(self.tolerances)
         try:
-            item.obj(**args)
+            self._replay(item, self.refs.reference, self.refs.reference)
         except Exception:  # noqa: BLE001
             return True
         return False
@@ -150,14 +156,10 @@ class GradingPlugin:
         if not candidates:
             return {}
         self._signatures()
-        names = item._fixtureinfo.argnames
         matches = []
         for variant in candidates:
-            args = {n: item.funcargs[n] for n in names}
-            args["reference"] = variant.caller
-            args["check"] = replay = Checks(self.tolerances)
             try:
-                item.obj(**args)
+                replay = self._replay(item, self._student, variant.caller)
             except StudentError:
                 return {}
             except Exception:  # noqa: BLE001 - the variant itself failed: not a match
@@ -178,12 +180,8 @@ class GradingPlugin:
             for item in self.items:
                 if part_of(item.path) != variant.mistake.part:
                     continue
-                args = {**getattr(getattr(item, "callspec", None), "params", {}),
-                        "student": variant.caller, "reference": self.refs.reference,
-                        "check": Checks(self.tolerances)}
                 try:
-                    item.obj(**{n: args[n] for n in item._fixtureinfo.argnames})
-                    if args["check"].failures:
+                    if self._replay(item, variant.caller, self.refs.reference).failures:
                         failed.add(item.name)
                 except Exception:  # noqa: BLE001 - the variant breaks this test
                     failed.add(item.name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -20,7 +20,7 @@ from grader.config import Course
 from grader.plan import Submission
 from grader.plugin import GradingPlugin, StudentCaller, part_of
 from grader.reference import refs_for
-from grader.sandbox.slot import Slot
+from grader.sandbox.slot import Slot, StudentError
 
 MAX_SOURCE = 1024 * 1024
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
@@ -114,10 +114,8 @@ def score(course: Course, lesson_key: str, report: dict) -> dict:
     refs = refs_for(course, lesson_key)
     mistakes = {v.mistake.id: v.mistake for v in refs.variants}
     tests = report["tests"]
-    per_part: dict[str, int] = {}
-    for t in tests:
-        per_part[part_of(t["nodeid"].split("::")[0])] = per_part.get(
-            part_of(t["nodeid"].split("::")[0]), 0) + 1
+    part_of_test = {t["nodeid"]: part_of(t["nodeid"].split("::")[0]) for t in tests}
+    per_part = Counter(part_of_test.values())
     unknown = set(per_part) - set(lesson.parts)
     if unknown:
         raise RuntimeError(f"hidden tests name parts not in course.yml: {sorted(unknown)}")
@@ -125,7 +123,7 @@ def score(course: Course, lesson_key: str, report: dict) -> dict:
                     "tests": per_part.get(name, 0)} for name, p in lesson.parts.items()}
     records = []
     for t in tests:
-        part = part_of(t["nodeid"].split("::")[0])
+        part = part_of_test[t["nodeid"]]
         worth = lesson.parts[part].points / per_part[part]
         meta = t.get("metadata", {})
         passed = t["outcome"] == "passed"
@@ -244,7 +242,6 @@ class _Missing:
     """Stands in for a submission that cannot be run: every probe call fails alike."""
 
     def __init__(self, problem: str):
-        from grader.sandbox.slot import StudentError
         self.error = StudentError("missing", problem)
         self.current_test = ""
 
