@@ -58,6 +58,24 @@ class StudentCaller:
         return hit
 
 
+class Verdict(Exception):
+    """A test failed on the student's results; its message is the whole report."""
+
+
+def _fail(message: str) -> None:
+    raise Verdict(message) from None
+
+
+class _CurrentStudent:
+    """The `student` fixture: calls go to whichever submission is being graded."""
+
+    def __init__(self, plugin: "GradingPlugin"):
+        self._plugin = plugin
+
+    def call(self, probe: str, **args) -> dict:
+        return self._plugin._student.call(probe, **args)
+
+
 def part_of(path: Path | str) -> str:
     """Hidden tests name their part in the file name: test_<part>.py."""
     return Path(str(path)).stem.removeprefix("test_")
@@ -74,6 +92,14 @@ class GradingPlugin:
     def pytest_configure(self, config: pytest.Config) -> None:
         config.addinivalue_line("markers", "public: also run by `grader check` for students")
 
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        # Nobody reads the terminal here (scores come from the JSON report), and its
+        # per-test bookkeeping and end-of-session failure summary cost real time.
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            session.config.pluginmanager.unregister(reporter)
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.items = list(session.items)
         if self.precompute:
@@ -84,11 +110,13 @@ class GradingPlugin:
         self._student = student
         self.meta = {}
 
-    @pytest.fixture
-    def student(self) -> StudentCaller:
-        return self._student
+    # Session-scoped: set up once, not per test and student (pytest's fixture set-up
+    # is a large share of the trusted side's time per student).
+    @pytest.fixture(scope="session")
+    def student(self) -> "_CurrentStudent":
+        return _CurrentStudent(self)
 
-    @pytest.fixture
+    @pytest.fixture(scope="session")
     def reference(self):
         return self.refs.reference
 
@@ -109,7 +137,7 @@ class GradingPlugin:
         except StudentError as exc:
             meta["error"] = exc.as_dict()
             meta["checks"] = [c.to_dict() for c in checks.items] if checks else []
-            raise AssertionError(f"{exc.kind}: {exc.message}") from None
+            _fail(f"{exc.kind}: {exc.message}")
         except GraderFault as exc:
             self.fault = exc
             raise
@@ -120,7 +148,7 @@ class GradingPlugin:
                        f"{str(exc)[:300]}")
             meta["error"] = {"kind": "malformed", "message": message, "traceback": "",
                              "type": type(exc).__name__}
-            raise AssertionError(message) from None
+            _fail(message)
         if checks is None:
             return result
         meta["checks"] = [c.to_dict() for c in checks.items]
@@ -128,7 +156,7 @@ class GradingPlugin:
         failures = checks.failures
         if failures:
             meta["diagnosis"] = self._diagnose(pyfuncitem, part)
-            raise AssertionError("; ".join(f"{c.name}: {c.message}" for c in failures[:5]))
+            _fail("; ".join(f"{c.name}: {c.message}" for c in failures[:5]))
         return result
 
     def _replay(self, item: pytest.Function, student, reference) -> Checks:
@@ -187,6 +215,19 @@ class GradingPlugin:
                     failed.add(item.name)
             signatures[variant.mistake.id] = failed
         self.refs.signatures = signatures
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        """A verdict is reported as its message alone: pytest's own failure report
+        (which parses the test's source, ~13 ms a failure) would never be shown."""
+        exc = call.excinfo
+        if exc is None or not isinstance(exc.value, Verdict):
+            return None
+        return pytest.TestReport(
+            item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
+            str(exc.value), call.when,
+            [(f"Captured {key} {when}", text) for when, key, text in item._report_sections],
+            call.duration, call.start, call.stop, user_properties=item.user_properties)
 
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
         return self.meta.get(item.nodeid, {}) if call.when == "call" else {}

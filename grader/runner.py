@@ -94,10 +94,15 @@ def run_tests(course: Course, lesson_key: str,
     plugin = GradingPlugin(None, refs, course.tolerances(lesson_key), precompute)
     report = JSONReport()
     loop = GradingLoop(plugin, report, jobs)
-    args = [str(tests), "-q", "--tb=short", "-p", "no:cacheprovider",
-            "-p", "no:unraisableexception", "-p", "no:threadexception", "-p", "no:logging",
-            "--rootdir", str(tests), "-c", "/dev/null", "--json-report-file=none",
-            "-W", "ignore"]
+    # Only what grading uses: every plugin with per-test hooks costs each student.
+    # No autoloaded plugins (anyio, xdist, ...): json-report is passed in directly.
+    args = [str(tests), "-q", "--tb=no", "--capture=no", "--assert=plain",
+            "--disable-plugin-autoload", "--rootdir", str(tests), "-c", "/dev/null",
+            "-p", "pytest_jsonreport.plugin", "--json-report-file=none",
+            *(f"-pno:{name}" for name in (
+                "cacheprovider", "unraisableexception", "threadexception", "logging",
+                "warnings", "faulthandler", "setuponly", "setupplan", "unittest",
+                "tmpdir", "subtests"))]
     if select:
         args += ["-m", select]
     sink = io.StringIO()

@@ -18,14 +18,10 @@ class ProbeExpert(nn.Module):
 
     def __init__(self, gate: torch.Tensor, up: torch.Tensor, down: torch.Tensor):
         super().__init__()
-        self.gate_proj = nn.Linear(gate.shape[1], gate.shape[0], bias=False, dtype=gate.dtype)
-        self.up_proj = nn.Linear(up.shape[1], up.shape[0], bias=False, dtype=up.dtype)
-        self.down_proj = nn.Linear(down.shape[1], down.shape[0], bias=False, dtype=down.dtype)
+        self.gate_proj = _fixed_linear(gate)
+        self.up_proj = _fixed_linear(up)
+        self.down_proj = _fixed_linear(down)
         self.act_fn = torch.tanh
-        with torch.no_grad():
-            self.gate_proj.weight.copy_(gate)
-            self.up_proj.weight.copy_(up)
-            self.down_proj.weight.copy_(down)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
@@ -56,6 +52,15 @@ def _module(cls, what: str, *args, **kwargs) -> nn.Module:
         return cls(*args, **kwargs)
     finally:
         nn.Linear.reset_parameters = reset
+
+
+def _fixed_linear(weight: torch.Tensor) -> nn.Linear:
+    """A bias-free nn.Linear holding a copy of `weight` (no random init to pay for)."""
+    layer = _module(nn.Linear, "nn.Linear", weight.shape[1], weight.shape[0], bias=False,
+                    dtype=weight.dtype)
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+    return layer
 
 
 def _load(module: nn.Module, state: dict, what: str) -> None:
@@ -108,9 +113,7 @@ def ffn_forward(m, hidden: int, inter: int, state: dict, x: torch.Tensor,
 
 def route(m, gate_weight: torch.Tensor, x_flat: torch.Tensor, k: int, norm: bool,
           g_scores: torch.Tensor, g_weight: torch.Tensor) -> dict:
-    gate = nn.Linear(gate_weight.shape[1], gate_weight.shape[0], bias=False).to(x_flat.dtype)
-    with torch.no_grad():
-        gate.weight.copy_(gate_weight)
+    gate = _fixed_linear(gate_weight.to(x_flat.dtype))
     x = x_flat.clone().requires_grad_(True)
     out = m.route(x, gate, k, norm)
     if not isinstance(out, (tuple, list)) or len(out) != 3:

@@ -52,3 +52,24 @@ def test_alternative_reference_is_recorded():
     ref, alt = torch.zeros(2), torch.ones(2)
     assert c.close("alt", torch.ones(2), ref, alt=alt, alt_note="matches your own parts")
     assert c.items[-1].message == "matches your own parts"
+
+
+def test_zero_dim_results_pass_and_fail_with_numbers():
+    """0-dim tensors (an aux loss) go through the same numbers as any other."""
+    c = Checks(TOL)
+    assert c.close("aux ok", torch.tensor(0.25, dtype=torch.float64),
+                   torch.tensor(0.25, dtype=torch.float64), tol="aux")
+    assert not c.close("aux bad", torch.tensor(0.5), torch.tensor(0.25), tol="aux")
+    check = c.items[-1]
+    assert check.where == [] and check.got_value == 0.5 and check.ref_value == 0.25
+    assert abs(check.max_abs_diff - 0.25) < 1e-12 and "differs by 0.25" in check.message
+    assert not c.close("aux nan", torch.tensor(float("nan")), torch.tensor(0.0), tol="aux")
+    assert c.items[-1].max_abs_diff is None
+
+
+def test_reference_conversion_is_kept_and_never_changed():
+    c = Checks(TOL)
+    ref = torch.tensor([1.0, float("nan")], dtype=torch.float64)
+    assert c.close("both nan", torch.tensor([1.0, float("nan")]), ref)
+    assert not c.close("one nan", torch.tensor([float("nan"), 1.0]), ref)
+    assert torch.equal(torch.from_numpy(ref._grader_f64.copy()).isnan(), ref.isnan())
