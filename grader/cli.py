@@ -103,16 +103,23 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
 def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler,
            summary) -> None:
     """Grade what changed, with a progress bar; torch is imported only from here on."""
-    from grader import pool
+    from grader.sandbox import slot as slots
 
     try:
-        sandboxed = pool.sandbox_available(unsandboxed)
+        sandboxed = slots.available(unsandboxed)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
+    lesson = course.lesson(lesson_key)
+    # Boot the sandbox first: it imports torch (once for every slot) while this
+    # process does the same for the reference, instead of one after the other.
+    sandbox = (None if scheduler else
+               slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload)))
+    from grader import pool
     if not sandboxed:
         console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
                       "student code runs with this user's rights. Every score record says so.")
-    execute = _cluster(scheduler) if scheduler else pool.grade_class
+    execute = (_cluster(scheduler) if scheduler else
+               lambda *args: pool.grade_class(*args, sandbox=sandbox))
     with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
                   TimeRemainingColumn(), console=console, transient=False) as bar:
@@ -169,8 +176,7 @@ def _summary_table(summary, doc: dict, out: Path) -> None:
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 def check(course_path, lesson_key, file) -> None:
     """Students: run the public tests on your file and see each part's result."""
-    from grader import pool, runner
-    from grader.sandbox.slot import Slot
+    from grader.sandbox import slot as slots
 
     course = _course(course_path)
     if lesson_key is None:
@@ -183,11 +189,17 @@ def check(course_path, lesson_key, file) -> None:
         lesson_key = keys[0]
     lesson = _lesson(course, lesson_key)
     file = file or course.path(lesson.stub)
+    sandboxed = slots.available(allow_unsandboxed=True)
+    # The sandbox boots (torch, once) while this process imports torch for the checks.
+    slot_boot = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
+    from grader import runner
+
     try:
-        sandboxed = pool.sandbox_available(allow_unsandboxed=True)
-    except RuntimeError as exc:
-        raise click.ClickException(str(exc)) from None
-    slot = Slot(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
+        slot = slot_boot.slot()
+    except BaseException:
+        slot_boot.close()
+        raise
+    slot.owns_sandbox = True
     try:
         record = runner.grade(course, lesson_key, runner.Submission("you", file), slot,
                               select="public")

@@ -242,7 +242,7 @@ def _warm(bundle: bytes, course: Course, lesson_key: str, version: str,
         _forget(stale.course, old[2])
     from grader import pool
     from grader.sandbox import bwrap
-    from grader.sandbox.slot import Slot
+    from grader.sandbox.slot import open_slot
 
     if sandboxed and (reason := bwrap.unavailable_reason()):
         raise RuntimeError(f"worker cannot sandbox student code: {reason}")
@@ -259,7 +259,7 @@ def _warm(bundle: bytes, course: Course, lesson_key: str, version: str,
     except RuntimeError as exc:
         raise SelfCheckFailed(str(exc)) from None
     lesson = local.lesson(lesson_key)
-    slot = Slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload))
+    slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload))
     _WARM[key] = warm = _Warm(local, slot)
     return warm
 

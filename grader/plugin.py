@@ -17,7 +17,8 @@ import pytest
 from grader.compare import Checks
 from grader.reference import LessonRefs, request_key
 from grader.sandbox import protocol
-from grader.sandbox.slot import SandboxError, Session, StudentError
+from grader.sandbox.session import Session
+from grader.sandbox.slot import SandboxError, StudentError
 
 _FRAMES: dict[str, bytes] = {}  # serialised requests: the same for every student
 

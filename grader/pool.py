@@ -2,10 +2,11 @@
 
 The parent pays once for torch, the hidden tests and the reference outputs (it
 grades the solution itself first, which also proves the hidden tests give it
-full marks), then forks N workers that inherit all of that. Each worker owns one
-zygote (one uid, one sandbox; started by the parent, booting while it warms up),
-runs one pytest session over the submissions it pulls from a shared queue, and
-writes each result atomically as soon as it has it.
+full marks), then forks N workers that inherit all of that. The sandbox boots
+once (torch and the lesson's imports, while the parent warms up) and gives each
+worker a slot of its own (its own uid and namespaces). Each worker runs one
+pytest session over the submissions it pulls from a shared queue, and writes
+each result atomically as soon as it has it.
 """
 from __future__ import annotations
 
@@ -22,8 +23,7 @@ from grader.config import Course
 from grader.feedback import render_student
 from grader.plan import Submission, Summary
 from grader.reference import Caller, refs_for
-from grader.sandbox import bwrap
-from grader.sandbox.slot import Slot
+from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
 
 DONE = None
@@ -41,17 +41,6 @@ def self_check(course: Course, lesson_key: str) -> None:
         failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]
         raise RuntimeError(f"the solution of lesson {lesson_key} fails its own hidden "
                            f"tests: {failing[:5]}; fix the tests before grading")
-
-
-def sandbox_available(allow_unsandboxed: bool) -> bool:
-    """True to sandbox; False only when the caller explicitly allowed running without."""
-    reason = bwrap.unavailable_reason()
-    if reason is None:
-        return True
-    if allow_unsandboxed:
-        return False
-    raise RuntimeError(f"cannot sandbox student code: {reason}. Install bubblewrap and run "
-                       "as root, or pass --unsandboxed to grade trusted work without isolation")
 
 
 def _worker(index: int, slot: Slot, course: Course, lesson_key: str, out: Path,
@@ -77,24 +66,23 @@ def _worker(index: int, slot: Slot, course: Course, lesson_key: str, out: Path,
 
 def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Path,
                 jobs: int, sandboxed: bool, language: str, summary: Summary,
-                progress: Callable[[str, dict], None] = lambda kind, info: None) -> None:
-    """Grade `todo` (already planned) on this machine; counts go into `summary`."""
+                progress: Callable[[str, dict], None] = lambda kind, info: None,
+                sandbox: Sandbox | None = None) -> None:
+    """Grade `todo` (already planned) on this machine; counts go into `summary`.
+    `sandbox` may already be booting (the CLI starts it before importing torch)."""
     torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
     lesson = course.lesson(lesson_key)
     jobs = min(jobs, len(todo))
+    sandbox = sandbox or Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
     slots: list[Slot] = []
     try:
-        # The sandboxes boot (~3 s: torch in each) while the parent warms the reference.
-        for _ in range(jobs):
-            slots.append(Slot(course.path(lesson.probes), sandboxed, tuple(lesson.preload),
-                              wait=False))
-        self_check(course, lesson_key)
-        for slot in slots:
-            slot.wait_ready()
+        self_check(course, lesson_key)  # while the sandbox boots (torch, once for all slots)
+        slots = [sandbox.slot() for _ in range(jobs)]
         _run_workers(course, lesson_key, todo, out, slots, language, summary, progress)
     finally:
-        for slot in slots:  # the parent started them: it reaps them, after the workers
+        for slot in slots:  # the parent opened them: it closes them, after the workers
             slot.close()
+        sandbox.close()
 
 
 def _run_workers(course, lesson_key, todo, out, slots, language, summary, progress) -> None:

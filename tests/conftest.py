@@ -5,6 +5,7 @@ import pytest
 
 from grader import config
 from grader.sandbox import bwrap
+from grader.sandbox import slot as slots
 from grader.sandbox.slot import Slot
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -17,8 +18,8 @@ def course() -> config.Course:
 
 def open_slot(course: config.Course, lesson_key: str) -> Slot:
     lesson = course.lesson(lesson_key)
-    return Slot(course.path(lesson.probes), bwrap.unavailable_reason() is None,
-                tuple(lesson.preload))
+    return slots.open_slot(course.path(lesson.probes), bwrap.unavailable_reason() is None,
+                           tuple(lesson.preload))
 
 
 @pytest.fixture(scope="session")

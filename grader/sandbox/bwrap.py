@@ -1,8 +1,9 @@
 """The bubblewrap command line that confines the warm worker.
 
 Run as root without a user namespace, so the zygote keeps just the capabilities
-it needs to mount a scratch tmpfs, drop each child to the slot's own uid and kill
-what the child leaves behind. Inside, the filesystem holds only the interpreter,
+it needs to give each slot its own pid and mount namespaces, mount a scratch
+tmpfs, drop each child to the slot's own uid and kill what the child leaves
+behind. Inside, the filesystem holds only the interpreter,
 the virtualenv, the sandbox's own code and the lesson's probe module, all
 read-only: no project tree, no solutions, hidden tests, other students or /etc.
 """
@@ -45,7 +46,7 @@ def _dirs_for(path: str) -> list[str]:
     return args
 
 
-def command(probes: Path, uid: int, ctrl_fd: int, preload: list[str]) -> list[str]:
+def command(probes: Path, ctrl_fd: int, preload: list[str]) -> list[str]:
     grader_pkg = Path(__file__).resolve().parent.parent
     args = [
         shutil.which("bwrap") or "bwrap",
@@ -75,7 +76,7 @@ def command(probes: Path, uid: int, ctrl_fd: int, preload: list[str]) -> list[st
         "--chdir", "/tmp",
         "--", sys.executable, "-I", "-u",
         f"{GRADER_ROOT}/grader/sandbox/zygote.py",
-        "--probes", PROBES_PATH, "--uid", str(uid), "--sandboxed",
+        "--probes", PROBES_PATH, "--sandboxed",
         "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload),
     ]
     return args

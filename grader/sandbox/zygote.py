@@ -1,13 +1,20 @@
 """The warm fork server that runs student code. It executes inside the sandbox.
 
-It pays for `import torch` (and the lesson's probe module) once, then forks one
-child per submission. Each child drops to the slot's unprivileged uid, takes its
-rlimits, imports the submission from a private scratch tmpfs and answers probe
-calls on a socket that leads straight to the trusted side. The zygote itself
-never sees a submission's source or results; it only spawns, reaps and kills.
+It pays for `import torch` (and the lesson's probe module) once, then serves
+slots: each slot is a fork of the warm process with its own uid and, sandboxed,
+its own pid and mount namespaces (one bubblewrap boot is shared by every slot of
+a run). A slot forks one child per submission. Each child drops to the slot's
+unprivileged uid, takes its rlimits, imports the submission from a private
+scratch tmpfs and answers probe calls on a socket that leads straight to the
+trusted side. Neither the zygote nor a slot ever sees a submission's source or
+results; they only spawn, reap and kill.
 
-Control messages (JSON over a SOCK_SEQPACKET socket (--ctrl-fd), file descriptors
-passed with SCM_RIGHTS):
+Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
+SCM_RIGHTS). To the zygote (--ctrl-fd):
+  <- {"event": "ready"}
+  -> {"op": "slot", "uid": int}        + [the new slot's control socket]
+  <- {"event": "slot"}
+To a slot:
   -> {"op": "spawn", "limits": {...}}  + [data socket, output pipe]
   <- {"event": "spawned"}
   -> {"op": "kill"}                    kill the child and all it started
@@ -36,6 +43,9 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 MNT_DETACH = 2
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 
 libc = ctypes.CDLL(None, use_errno=True)
 protocol = None  # loaded by path in main(): the package is not importable in the sandbox
@@ -45,7 +55,6 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--probes", required=True)
     ap.add_argument("--ctrl-fd", type=int, required=True)
-    ap.add_argument("--uid", type=int, default=0)
     ap.add_argument("--sandboxed", action="store_true")
     ap.add_argument("--preload", default="", help="comma-separated modules to import once")
     args = ap.parse_args()
@@ -66,7 +75,7 @@ def main() -> None:
     gc.freeze()
     ctrl = socket.socket(fileno=args.ctrl_fd)
     ctrl.send(b'{"event": "ready"}')
-    _serve(ctrl, probes, args.uid if args.sandboxed else None, args.sandboxed)
+    _serve_slots(ctrl, probes, args.sandboxed)
 
 
 def _load_module(name: str, path: str):
@@ -74,6 +83,46 @@ def _load_module(name: str, path: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool) -> None:
+    """Fork a slot per request, until the trusted side hangs up (which ends the
+    sandbox, and with it every slot: they live in namespaces nested in ours)."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # reap slots (and their forks) at once
+    while True:
+        msg, fds, _, _ = socket.recv_fds(ctrl, 65536, 1)
+        if not msg:
+            return
+        uid = json.loads(msg)["uid"]
+        (slot_fd,) = fds
+        if os.fork() == 0:
+            try:
+                ctrl.close()
+                if sandboxed:
+                    _enter_slot_namespaces()
+                _serve(socket.socket(fileno=slot_fd), probes, uid if sandboxed else None,
+                       sandboxed)
+            except BaseException:  # noqa: BLE001 - a harness failure: say so on stderr
+                traceback.print_exc()
+                os._exit(70)
+            os._exit(0)
+        os.close(slot_fd)
+        ctrl.send(b'{"event": "slot"}')
+
+
+def _enter_slot_namespaces() -> None:
+    """Make this process pid 1 of a new pid namespace with its own mounts: `kill -1`
+    then reaches exactly this slot's submissions, its scratch mount and /proc are its
+    own, and when it ends the kernel kills whatever its submissions left."""
+    if libc.unshare(CLONE_NEWPID | CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID | CLONE_NEWNS) failed")
+    if os.fork() != 0:
+        os._exit(0)  # the slot lives on in the child: pid 1 of the new namespace
+    os.setsid()  # its own group, visible in its namespace: killpg(getpgid(1)) is refused
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "making the slot's mounts private failed")
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+        raise OSError(ctypes.get_errno(), "mounting the slot's /proc failed")
 
 
 def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> None:
@@ -170,6 +219,12 @@ def _cleanup(child: int, sandboxed: bool) -> None:
         os.waitpid(child, 0)
     except ChildProcessError:
         pass
+    if sandboxed:  # pid 1 of the slot's namespace inherits every orphan: reap them all
+        while True:
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
     if sandboxed:
         libc.umount2(SCRATCH.encode(), MNT_DETACH)
 

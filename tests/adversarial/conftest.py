@@ -21,6 +21,7 @@ import yaml
 
 from grader import config, runner
 from grader.sandbox import bwrap
+from grader.sandbox import slot as slots
 from grader.sandbox.slot import BASE_UID, UID_COUNT, Slot
 
 REPO = Path(__file__).resolve().parents[2]
@@ -137,7 +138,7 @@ def slot_processes(slot: Slot) -> list[str]:
     slot's own process tree counts."""
     table = _process_table()
     return [f"{pid} {comm}" for pid, (_, u, comm) in table.items()
-            if u >= BASE_UID and slot.proc.pid in _ancestors(pid, table)]
+            if u >= BASE_UID and slot.sandbox.proc.pid in _ancestors(pid, table)]
 
 
 def escaped_processes() -> list[str]:
@@ -208,7 +209,7 @@ def guarded_before():
 
 def open_slot(course) -> Slot:
     lesson = course.lesson(LESSON)
-    return Slot(course.path(lesson.probes), sandboxed=True, preload=tuple(lesson.preload))
+    return slots.open_slot(course.path(lesson.probes), sandboxed=True, preload=tuple(lesson.preload))
 
 
 @pytest.fixture(scope="module")

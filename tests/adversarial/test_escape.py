@@ -172,8 +172,10 @@ def _sources(host: dict, subs_root: Path) -> dict[str, str]:
 
     env = hostile(load_balancing_loss='''
         import os, json
-        seen = {"environ": dict(os.environ)}
-        for p in ("/proc/self/environ", "/proc/1/environ", "/proc/2/environ"):
+        seen = {"environ": dict(os.environ), "me": os.getpid(),
+                "pids": sorted(int(p) for p in os.listdir("/proc") if p.isdigit())}
+        for pid in seen["pids"]:
+            p = f"/proc/{pid}/environ"
             try:
                 seen[p] = open(p, "rb").read().decode(errors="replace")
             except OSError as e:
@@ -359,8 +361,10 @@ def test_environment_is_cleared(records):
     assert set(seen["environ"]) <= {"PATH", "HOME", "OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE",
                                     "PYTHONHASHSEED", "LC_CTYPE", "PWD"}, seen["environ"]
     assert seen["environ"]["HOME"] == "/tmp/work"
+    # Its /proc shows its slot's namespace: the slot server (pid 1, unreadable) and
+    # itself; not the sandbox's zygote, another slot, or anything of the host.
+    assert seen["pids"] == [1, seen["me"]]
     assert seen["/proc/1/environ"] == "PermissionError"
-    assert seen["/proc/2/environ"] == "PermissionError"
 
 
 def test_cannot_write_outside_scratch(records, host):
@@ -384,6 +388,6 @@ def test_nothing_passes_between_submissions(records):
 
 
 def test_grader_unharmed(records, slot, course, tmp_path, host):
-    assert slot.proc.poll() is None
+    assert slot.alive()
     assert digests(host["watched"]) == host["before"]
     assert_honest_still_full(course, slot, tmp_path)

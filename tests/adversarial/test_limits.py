@@ -57,7 +57,15 @@ SOURCES = {
             raise RuntimeError(f"ATTACK WORKED: alive {alive}")
     '''),
     # kill(-1) from the student uid: reaches only the student's own processes.
-    "kill-minus-one": hostile(dispatch="import os, signal\nos.kill(-1, signal.SIGKILL)"),
+    # (Its slot's namespace holds only its own processes and the slot's server, pid 1,
+    # which kill(-1) skips: with no process of its own, the kernel answers ESRCH.)
+    "kill-minus-one": hostile(dispatch='''
+        import os, signal, subprocess
+        mine = subprocess.Popen(["sleep", "30"])
+        os.kill(-1, signal.SIGKILL)
+        if mine.wait() != -signal.SIGKILL:
+            raise RuntimeError("kill(-1) did not reach the student's own process")
+    '''),
     # killpg(0): the child leads its own process group, so this kills only itself.
     "killpg-self": hostile(dispatch="import os, signal\nos.killpg(0, signal.SIGKILL)"),
     # A daemon: double fork + setsid, ignoring every catchable signal, then a correct
@@ -194,13 +202,13 @@ def test_killing_the_parent_fails(records, slot):
     # every kill of the zygote, bwrap's init or their groups was refused: full marks
     rec = records["kill-parent"]
     assert rec["score"] == FULL, failed_messages(rec)[:2]
-    assert slot.proc.poll() is None
+    assert slot.alive()
 
 
 def test_kill_minus_one_reaches_only_the_student(records, slot):
     rec = records["kill-minus-one"]
     assert rec["score"] == FULL, failed_messages(rec)[:2]
-    assert slot.proc.poll() is None
+    assert slot.alive()
 
 
 def test_killing_own_process_group(records, slot):
@@ -208,7 +216,7 @@ def test_killing_own_process_group(records, slot):
     only_lost(rec, dispatch=PARTS["dispatch"])
     msg = failed_messages(rec, "dispatch")[0]
     assert msg.startswith("your code was killed") and "in dispatch (" in msg
-    assert slot.proc.poll() is None
+    assert slot.alive()
 
 
 def test_daemon_does_not_survive(records, slot):
@@ -274,7 +282,7 @@ def test_oversized_and_garbage_frames(records):
 
 def test_grader_unharmed(records, slot, course, tmp_path, guarded_before):
     from conftest import GUARDED, digests, no_marker
-    assert slot.proc.poll() is None
+    assert slot.alive()
     assert wait_no_processes(slot) == [] and wait_no_processes() == []
     assert digests(GUARDED) == guarded_before
     assert no_marker() == []

@@ -10,7 +10,8 @@ from click.testing import CliRunner
 from conftest import FULL, SOLUTION, grade_all
 from grader import cli, pool
 from grader.sandbox import bwrap
-from grader.sandbox.slot import Slot, claim_uid
+from grader.sandbox import slot as slots
+from grader.sandbox.slot import claim_uid, open_slot
 
 REASON = "bubblewrap (bwrap) is not installed"
 
@@ -23,14 +24,14 @@ def no_bwrap(monkeypatch):
 
 def test_refuses_without_sandbox(no_bwrap):
     with pytest.raises(RuntimeError) as err:
-        pool.sandbox_available(False)
+        slots.available(False)
     msg = str(err.value)
     assert msg.startswith(f"cannot sandbox student code: {REASON}.")
     assert "--unsandboxed" in msg
 
 
 def test_allowed_explicitly(no_bwrap):
-    assert pool.sandbox_available(True) is False
+    assert slots.available(True) is False
 
 
 def test_cli_refuses_plainly(no_bwrap, course, tmp_path):
@@ -48,8 +49,8 @@ def test_cli_refuses_plainly(no_bwrap, course, tmp_path):
 def test_unsandboxed_records_say_so(course, tmp_path):
     # only the trusted reference solution is ever run without the sandbox
     lesson = course.lesson("13")
-    slot = Slot(course.path(lesson.probes), sandboxed=False,
-                preload=tuple(lesson.preload))
+    slot = open_slot(course.path(lesson.probes), sandboxed=False,
+                     preload=tuple(lesson.preload))
     try:
         rec = grade_all(course, slot, tmp_path, {"trusted": SOLUTION.read_text()})["trusted"]
     finally:

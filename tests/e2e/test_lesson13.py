@@ -182,8 +182,9 @@ def test_a_dead_worker_is_a_grader_fault_not_a_zero(course):
     from tests.conftest import open_slot
 
     slot = open_slot(course, "13")
-    os.killpg(slot.proc.pid, signal.SIGKILL)
-    slot.proc.wait()
+    os.killpg(slot.sandbox.proc.pid, signal.SIGKILL)
+    slot.sandbox.proc.wait()
+    assert not slot.alive()
     out: list[dict] = []
     with pytest.raises(RuntimeError, match="sandboxed worker failed"):
         runner.grade_many(course, "13", [runner.Submission("x", SOLUTION)], slot, out.append)

@@ -1,0 +1,215 @@
+"""One submission in a slot: its child process, probe calls, limits and output.
+
+A Session imports one submission in a fresh child and forwards probe calls to it
+with a wall-clock limit per call and a budget per submission. When the child dies
+(a timeout, a crash, `os._exit`, a limit), the failing call raises `StudentError`
+naming the cause and the next call transparently starts a new child, so one
+test's crash costs that test only.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from grader.sandbox import protocol
+from grader.sandbox.slot import Limits, Slot, StudentError
+
+SIGNAL_CAUSES = {
+    signal.SIGXCPU: "exceeded the CPU time limit of {cpu_s} s",
+    signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)",
+    signal.SIGBUS: "crashed with a bus error (SIGBUS)",
+    signal.SIGABRT: "aborted (SIGABRT)",
+    signal.SIGFPE: "crashed with a floating-point exception (SIGFPE)",
+    signal.SIGXFSZ: "exceeded the file size limit of {file_size_mb} MiB",
+}
+
+
+@dataclass
+class _Output:
+    """Keeps the first `cap` bytes a child writes, drains and drops the rest."""
+    cap: int
+    data: bytearray = field(default_factory=bytearray)
+    dropped: int = 0
+
+    def pump(self, fd: int) -> None:
+        with os.fdopen(fd, "rb", buffering=0) as f:
+            while chunk := f.read(65536):
+                room = self.cap - len(self.data)
+                self.data += chunk[:max(room, 0)]
+                self.dropped += max(len(chunk) - max(room, 0), 0)
+
+    def text(self) -> str:
+        text = self.data.decode("utf-8", errors="replace")
+        if self.dropped:
+            text += f"\n[… {self.dropped} more bytes of output were cut]"
+        return text
+
+
+class Session:
+    """One submission loaded in the worker; call probes on it."""
+
+    def __init__(self, slot: Slot, source: str, filename: str,
+                 allowed_imports: list[str], limits: Limits):
+        self.slot, self.limits = slot, limits
+        self.source, self.filename, self.allowed = source, filename, allowed_imports
+        self.started = time.monotonic()
+        self.waited = 0.0  # wall time spent waiting on the student's code
+        self.output = _Output(limits.output_kb * 1024)
+        self.sock: socket.socket | None = None
+        self.fatal: StudentError | None = None  # import failed: every call fails alike
+        self.cpu_s = 0.0
+        self.restarts = 0
+        self.timed_out: dict[str, str] = {}  # probe -> where it first ran out of time
+        self._pumps: list[threading.Thread] = []
+
+    # -- lifecycle ------------------------------------------------------------------
+    def _remaining(self) -> float:
+        # The budget counts only time spent waiting on the child, not the trusted
+        # side's own work between calls (the reference outputs, computed lazily on
+        # the first submission of a run, took ~20 s of the first student's budget).
+        return self.limits.submission_wall_s - self.waited
+
+    def _start(self, where: str) -> None:
+        self.sock, out_r = self.slot.spawn(self.limits)
+        pump = threading.Thread(target=self.output.pump, args=(out_r,), daemon=True)
+        pump.start()
+        self._pumps.append(pump)
+        try:
+            self._send(protocol.dumps({"source": self.source, "filename": self.filename,
+                                       "allowed_imports": list(self.allowed)}),
+                       "while importing your file")
+            reply = self._receive("while importing your file")
+        except StudentError as exc:
+            self.fatal = exc
+            raise
+        if not reply["ok"]:
+            self._stop()
+            self.fatal = _error_from(reply["error"], self.limits)
+            raise self.fatal
+
+    def _stop(self) -> dict | None:
+        if self.sock is None:
+            return None
+        self.sock.close()
+        self.sock = None
+        status = self.slot.kill()
+        self.cpu_s += status.get("cpu_s") or 0.0
+        return status
+
+    def close(self) -> None:
+        self._stop()
+        for pump in self._pumps:
+            pump.join(timeout=5)
+
+    # -- calls ----------------------------------------------------------------------
+    def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> dict:
+        """Run one probe in the child. Raises StudentError for anything it did wrong.
+        `frame` is the request already serialised (the same for every student)."""
+        if self.fatal is not None:
+            raise self.fatal
+        where = where or probe
+        if probe in self.timed_out:  # spend the budget on other parts, not on a known hang
+            raise StudentError("timeout", f"not run: the same code timed out after "
+                               f"{self.limits.test_wall_s:g} s in {self.timed_out[probe]}")
+        if self.sock is None:
+            if self.restarts and self._remaining() <= 0:
+                raise self._budget_error()
+            self.restarts += 1
+            self._start(where)
+        self._send(frame or protocol.dumps({"probe": probe, "args": args}), f"in {where}")
+        try:
+            reply = self._receive(f"in {where}")
+        except StudentError as exc:
+            if exc.kind == "timeout":
+                self.timed_out[probe] = where
+            raise
+        if not reply.get("ok"):
+            raise _error_from(reply.get("error", {}), self.limits)
+        return reply.get("result")
+
+    def _budget_error(self) -> StudentError:
+        return StudentError("timeout", "the submission used up its time budget of "
+                            f"{self.limits.submission_wall_s:g} s; this test was not run")
+
+    def _send(self, data: bytes, where: str) -> None:
+        # _receive leaves whatever was left of its deadline on the socket; a send
+        # gets a whole test's time (a child that stops reading must not block us).
+        self.sock.settimeout(self.limits.test_wall_s)
+        start = time.monotonic()
+        try:
+            protocol.send_bytes(self.sock, data)
+        except (socket.timeout, TimeoutError):  # alive but not reading: not a crash
+            self._stop()
+            raise StudentError("timeout", f"timed out after {self.limits.test_wall_s:g} s "
+                               f"{where} (your code stopped reading its input)") from None
+        except OSError:  # the child is already gone
+            status = self._stop() or {}
+            raise StudentError("crash", _death_cause(status, self.limits, where)) from None
+        finally:
+            self.waited += time.monotonic() - start
+
+    def _receive(self, where: str) -> dict:
+        remaining = self._remaining()
+        if remaining <= 0:
+            self._stop()
+            raise self._budget_error()
+        timeout = min(self.limits.test_wall_s, remaining)
+        start = time.monotonic()
+        try:  # the deadline bounds the whole reply, however slowly it trickles in
+            reply = protocol.recv(self.sock, deadline=start + timeout)
+        except (socket.timeout, TimeoutError):
+            self._stop()
+            if timeout < self.limits.test_wall_s:  # cut short by the budget, not the test
+                raise StudentError("timeout", "the submission used up its time budget of "
+                                   f"{self.limits.submission_wall_s:g} s {where}") from None
+            raise StudentError("timeout", f"timed out after {timeout:g} s {where}") from None
+        except (EOFError, ConnectionError):
+            status = self._stop() or {}
+            raise StudentError("crash", _death_cause(status, self.limits, where)) from None
+        except protocol.ProtocolError as exc:
+            self._stop()
+            raise StudentError("protocol", f"{exc} {where}") from None
+        finally:
+            self.waited += time.monotonic() - start
+        if not isinstance(reply, dict) or "ok" not in reply:
+            self._stop()
+            raise StudentError("protocol", f"malformed reply {where}")
+        return reply
+
+
+def _death_cause(status: dict, limits: Limits, where: str) -> str:
+    sig, code = status.get("signal"), status.get("code")
+    if sig is not None:
+        template = SIGNAL_CAUSES.get(sig)
+        if template:
+            return f"your code {template.format(**limits.__dict__)} {where}"
+        if sig == signal.SIGKILL and (status.get("cpu_s") or 0) >= 0.9 * limits.cpu_s:
+            # RLIMIT_CPU with soft == hard: the kernel sends SIGKILL, not SIGXCPU
+            # (and rusage may read a little under the limit)
+            return f"your code {SIGNAL_CAUSES[signal.SIGXCPU].format(**limits.__dict__)} {where}"
+        if sig == signal.SIGKILL:
+            return (f"your code was killed {where} (the {limits.memory_mb} MiB memory "
+                    f"or {limits.cpu_s} s CPU limit)")
+        return f"your code was killed by signal {signal.Signals(sig).name} {where}"
+    return f"your code ended the process (exit status {code}) {where}"
+
+
+def _error_from(err: dict, limits: Limits) -> StudentError:
+    if not isinstance(err, dict):
+        return StudentError("protocol", "malformed error report")
+    kind = str(err.get("kind", "exception"))
+    message = str(err.get("message", ""))
+    type_ = str(err.get("type", ""))
+    if kind == "memory":
+        message = f"exceeded the {limits.memory_mb} MiB memory limit ({type_}: {message[:300]})"
+    elif kind == "exit":
+        message = f"your code called sys.exit({message})"
+    elif kind == "not_implemented":
+        message = "not implemented yet (NotImplementedError)" + (f": {message}" if message else "")
+    else:
+        message = f"{type_}: {message}" if type_ else message
+    return StudentError(kind, message, str(err.get("traceback", "")), type_)
