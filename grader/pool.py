@@ -22,18 +22,30 @@ from grader import runner
 from grader.config import Course
 from grader.feedback import render_student
 from grader.plan import Submission, Summary
-from grader.reference import Caller, refs_for
+from grader.reference import Caller, refs_for, request_key
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
 
 DONE = None
 
 
-def self_check(course: Course, lesson_key: str) -> None:
+class _Noting:
+    """The reference in a student's place, noting each distinct request it is sent."""
+
+    def __init__(self, caller: Caller):
+        self.caller, self.requests, self.current_test = caller, {}, ""
+
+    def call(self, probe: str, **args) -> dict:
+        self.requests.setdefault(request_key(probe, args), {"probe": probe, "args": args})
+        return self.caller.call(probe, **args)
+
+
+def self_check(course: Course, lesson_key: str) -> dict[str, dict]:
     """Grade the solution in-process as if it were a student: warms every cache the
-    workers inherit and refuses to run with hidden tests that fail the solution."""
+    workers inherit and refuses to run with hidden tests that fail the solution.
+    Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
     refs = refs_for(course, lesson_key)
-    as_student = Caller(refs.reference.module, refs.probes, refs.reference.cache)
+    as_student = _Noting(Caller(refs.reference.module, refs.probes, refs.reference.cache))
     reports: list[dict] = []
     runner.run_tests(course, lesson_key, [(as_student, reports.append)], precompute=True)
     result = runner.score(course, lesson_key, reports[0])
@@ -41,6 +53,7 @@ def self_check(course: Course, lesson_key: str) -> None:
         failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]
         raise RuntimeError(f"the solution of lesson {lesson_key} fails its own hidden "
                            f"tests: {failing[:5]}; fix the tests before grading")
+    return as_student.requests
 
 
 def _worker(index: int, slot: Slot, course: Course, lesson_key: str, out: Path,
@@ -76,7 +89,8 @@ def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Pa
     sandbox = sandbox or Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
     slots: list[Slot] = []
     try:
-        self_check(course, lesson_key)  # while the sandbox boots (torch, once for all slots)
+        requests = self_check(course, lesson_key)  # while the sandbox boots (torch, once)
+        sandbox.preload(requests)
         slots = [sandbox.slot() for _ in range(jobs)]
         _run_workers(course, lesson_key, todo, out, slots, language, summary, progress)
     finally:

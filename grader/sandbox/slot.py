@@ -115,6 +115,7 @@ class Sandbox:
         child.close()
         self.ctrl = parent
         self._ready = False
+        self.preloaded: frozenset[str] = frozenset()  # request keys the zygote holds
 
     def wait_ready(self) -> None:
         if self._ready:
@@ -128,13 +129,34 @@ class Sandbox:
             raise SandboxError(f"the worker did not start: {exc} {err}") from None
         self._ready = True
 
+    def preload(self, requests: dict[str, dict]) -> None:
+        """Give the zygote the probe requests of a run ({key: {"probe", "args"}}) before
+        any slot forks: each submission's calls then name a key, and megabytes of the
+        same inputs are not sent (and decoded) again for every student."""
+        from grader.sandbox import protocol  # torch: not needed to boot the sandbox
+
+        self.wait_ready()
+        fd = os.memfd_create("grader-inputs")
+        try:
+            with open(fd, "wb", closefd=False) as f:
+                for part in protocol.encode(requests):
+                    f.write(part)
+            socket.send_fds(self.ctrl, [b'{"op": "inputs"}'], [fd])
+        finally:
+            os.close(fd)
+        count = _expect(self.ctrl, "inputs", 60)["count"]
+        if count != len(requests):
+            raise SandboxError(f"the worker took {count} of {len(requests)} inputs")
+        self.preloaded = frozenset(requests)
+
     def slot(self) -> "Slot":
         """A new slot: a fork of the warm zygote, under a uid no other slot holds."""
         self.wait_ready()
         uid, lock = claim_uid() if self.sandboxed else (0, None)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            socket.send_fds(self.ctrl, [json.dumps({"uid": uid}).encode()], [theirs.fileno()])
+            socket.send_fds(self.ctrl, [json.dumps({"op": "slot", "uid": uid}).encode()],
+                            [theirs.fileno()])
             _expect(self.ctrl, "slot", 30)
         except BaseException:
             ours.close()

@@ -12,6 +12,8 @@ results; they only spawn, reap and kill.
 Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
 SCM_RIGHTS). To the zygote (--ctrl-fd):
   <- {"event": "ready"}
+  -> {"op": "inputs"}                  + [a memfd holding one frame: {key: request}]
+  <- {"event": "inputs", "count": int}
   -> {"op": "slot", "uid": int}        + [the new slot's control socket]
   <- {"event": "slot"}
 To a slot:
@@ -49,6 +51,9 @@ MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 
 libc = ctypes.CDLL(None, use_errno=True)
 protocol = None  # loaded by path in main(): the package is not importable in the sandbox
+# The hidden tests' probe requests (inputs only, never results), by request key: sent
+# once per run, so a request to a child names its key instead of carrying megabytes.
+INPUTS: dict[str, dict] = {}
 
 
 def main() -> None:
@@ -93,7 +98,16 @@ def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool) -> None:
         msg, fds, _, _ = socket.recv_fds(ctrl, 65536, 1)
         if not msg:
             return
-        uid = json.loads(msg)["uid"]
+        request = json.loads(msg)
+        if request["op"] == "inputs":
+            with open(fds[0], "rb") as f:
+                f.seek(0)  # the offset is shared with the sender, who left it at the end
+                INPUTS.update(protocol.loads(f.read()))
+            gc.collect()
+            gc.freeze()  # the slots forked from here share these pages untouched
+            ctrl.send(json.dumps({"event": "inputs", "count": len(INPUTS)}).encode())
+            continue
+        uid = request["uid"]
         (slot_fd,) = fds
         if os.fork() == 0:
             try:
@@ -292,6 +306,8 @@ def _child(data: socket.socket, probes, limits: dict) -> None:
         except EOFError:
             return
         try:
+            if "key" in request:  # a request the zygote was given in advance
+                request = INPUTS[request["key"]]
             result = getattr(probes, request["probe"])(module, **request["args"])
             reply = {"ok": True, "result": result}
         except BaseException as exc:  # noqa: BLE001
