@@ -55,15 +55,18 @@ def write_atomic(path: Path, data: bytes | str) -> None:
         raise
 
 
-def dump(obj: object, indent: int | None = None) -> str:
-    """Stable JSON; compact unless asked (indenting runs json's slow pure-Python path)."""
-    return json.dumps(obj, indent=indent, sort_keys=True, ensure_ascii=False,
-                      allow_nan=False) + "\n"
+def dump(obj: object) -> str:
+    """Stable, compact JSON (indenting would run json's slow pure-Python encoder:
+    scores.json of a class is megabytes; `python -m json.tool` shows it indented)."""
+    return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
 class Store:
     def __init__(self, out: Path):
         self.out = out
+        # Parsed results by file identity: a run reads each one up to three times
+        # (planning, scores.json, the report), and a no-change rerun is all reading.
+        self._parsed: dict[str, tuple[tuple[int, int, int], dict]] = {}
 
     def result_path(self, student_id: str) -> Path:
         return self.out / "results" / f"{safe_name(student_id)}.json"
@@ -72,8 +75,16 @@ class Store:
         return self.out / "feedback" / f"{safe_name(student_id)}.html"
 
     def load(self, student_id: str) -> dict | None:
+        """The student's result (a fresh top-level dict), or None to grade again."""
+        path = self.result_path(student_id)
         try:
-            return json.loads(self.result_path(student_id).read_text(encoding="utf-8"))
+            st = path.stat()
+            identity = (st.st_ino, st.st_mtime_ns, st.st_size)  # a rename changes it
+            cached = self._parsed.get(student_id)
+            if cached is None or cached[0] != identity:
+                cached = (identity, json.loads(path.read_text(encoding="utf-8")))
+                self._parsed[student_id] = cached
+            return dict(cached[1])
         except (OSError, ValueError):
             return None  # absent or torn: grade again
 
@@ -106,5 +117,5 @@ class Store:
             students.append(rec)
         doc = {"lesson": lesson, "course": course, "version": version,
                "max_score": max_score, "students": students}
-        write_atomic(self.out / "scores.json", dump(doc, indent=1))
+        write_atomic(self.out / "scores.json", dump(doc))
         return doc

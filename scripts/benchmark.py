@@ -14,11 +14,12 @@ would, and prints, all measured in this one run on the same cores:
   to N (a lower bound on any per-submission-process grader: it grades nothing);
 * the ratio of the two;
 * a no-change rerun against the first run;
-* peak memory per worker, from /proc sampled every 0.2 s during the first run:
-  VmHWM (the kernel's peak RSS per process) of the trusted workers, the sandboxed
-  zygotes and the per-submission children, and the peak PSS of one slot (a trusted
-  worker + its sandbox: zygote + child; PSS splits pages shared after fork, so it
-  sums honestly, where RSS would count torch once per process);
+* peak memory per worker, from /proc sampled every 0.2 s during a separate --force
+  run (sampling costs CPU the timed run must not lose): VmHWM (the kernel's peak RSS
+  per process) of the trusted workers, the sandbox's zygote and slots, and the
+  per-submission children, and the peak PSS of the workers and the sandbox together,
+  divided by the jobs (PSS splits pages shared after fork, so it sums honestly,
+  where RSS would count torch once per process);
 * kill-and-resume: a second run, SIGKILLed (its whole process group) once half the
   results are on disk, then rerun; its scores.json must equal the first run's,
   student by student, with nothing graded twice.
@@ -147,12 +148,13 @@ def descendants(root: int) -> dict[int, tuple[int, str]]:
 
 class MemorySampler:
     """Roles in a `grader run` tree: parent -> trusted workers, and parent -> bwrap ->
-    zygote -> submission child (the parent starts the sandboxes, workers use them)."""
+    zygote and its slots -> submission child (the parent starts the sandbox, each
+    worker uses one slot)."""
 
     def __init__(self, root: int, every: float = 0.2):
         self.root, self.every = root, every
         self.hwm = defaultdict(int)      # role -> max VmHWM (kB) of any process in it
-        self.tree_pss = 0                # max PSS (kB) of one slot: worker + sandbox
+        self.run_pss = 0                 # max PSS (kB) of the workers and the sandbox
         self.counts = defaultdict(set)   # role -> pids seen
         self.samples = 0
         self._stop = threading.Event()
@@ -168,7 +170,7 @@ class MemorySampler:
 
     def _roles(self, tree: dict[int, tuple[int, str]]) -> dict[int, tuple[str, int]]:
         """pid -> (role, the slot part it belongs to: a trusted worker or a sandbox).
-        The parent starts both the workers and the sandboxes (bwrap -> zygote -> child)."""
+        The parent starts both the workers and the sandbox (bwrap -> zygote/slots -> child)."""
         roles: dict[int, tuple[str, int]] = {self.root: ("parent", 0)}
         order = sorted(tree)  # parents before children is not guaranteed: iterate to fixpoint
         changed = True
@@ -195,16 +197,13 @@ class MemorySampler:
         while not self._stop.is_set():
             tree = descendants(self.root)
             roles = self._roles(tree)
-            per_group = defaultdict(int)  # > 0: a trusted worker; < 0: a sandbox
+            pss = 0
             for pid, (role, group) in roles.items():
                 self.hwm[role] = max(self.hwm[role], _status_kb(pid, "VmHWM"))
                 self.counts[role].add(pid)
                 if role != "parent":
-                    per_group[group] += _pss_kb(pid)
-            workers = [v for g, v in per_group.items() if g > 0]
-            sandboxes = [v for g, v in per_group.items() if g < 0]
-            if workers and sandboxes:  # one slot: a trusted worker and a sandbox
-                self.tree_pss = max(self.tree_pss, max(workers) + max(sandboxes))
+                    pss += _pss_kb(pid)
+            self.run_pss = max(self.run_pss, pss)
             self.samples += 1
             self._stop.wait(self.every)
 
@@ -276,7 +275,7 @@ def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dic
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
     at_kill = count_results(out)
-    time.sleep(1.0)  # sandboxes die with their parent (PR_SET_PDEATHSIG)
+    time.sleep(1.0)  # the sandbox dies with its parent (PR_SET_PDEATHSIG)
     survivors = [pid for pid in tree if pid != proc.pid and _stat(pid) is not None
                  and _stat(pid)[0] in tree]
     torn = [p.name for p in (out / "results").iterdir() if p.name.startswith(".tmp-")]
@@ -337,6 +336,11 @@ def main() -> None:
                       sample_memory=True, watch=root / "out-first")
     print("no-change rerun …", flush=True)
     rerun = timed_run(grader_cmd(subs, root / "out-first", jobs, []), root / "rerun.log")
+    # Memory is sampled in a run of its own: reading /proc/*/smaps_rollup several
+    # times a second costs CPU the timed run would lose.
+    print("memory run (--force, sampled) …", flush=True)
+    sampled = timed_run(grader_cmd(subs, root / "out-first", jobs, ["--force"]),
+                        root / "memory.log", sample_memory=True)
     kill = None
     if not args.no_kill:
         print("kill-and-resume …", flush=True)
@@ -344,7 +348,7 @@ def main() -> None:
 
     rate = n / first["seconds"]
     floor_rate = n / floor["seconds"]
-    mem = first["memory"]
+    mem = sampled["memory"]
     steady = (n - 1) / max(first["seconds"] - first["first"], 1e-9) if first["first"] else None
     rows = [
         ("submissions", str(n)),
@@ -360,10 +364,12 @@ def main() -> None:
         ("no-change rerun: graded again", str(rerun["graded"])),
         ("peak RSS (VmHWM), parent", mib(mem.hwm["parent"])),
         ("peak RSS (VmHWM), trusted worker", mib(mem.hwm["trusted worker"])),
-        ("peak RSS (VmHWM), sandboxed zygote", mib(mem.hwm["zygote"])),
+        ("peak RSS (VmHWM), sandbox zygote or slot", mib(mem.hwm["zygote"])),
         ("peak RSS (VmHWM), submission child", mib(mem.hwm["submission child"])),
-        ("peak PSS of one slot (worker + sandbox)", mib(mem.tree_pss)),
-        ("processes seen (workers/zygotes/children)",
+        ("peak PSS, workers + sandbox (all slots)", mib(mem.run_pss)),
+        ("  per worker (that / jobs)", mib(mem.run_pss // jobs)),
+        ("memory run (sampled, --force): wall time", f"{sampled['seconds']:.1f} s"),
+        ("processes seen (workers/zygote+slots/children)",
          f"{len(mem.counts['trusted worker'])}/{len(mem.counts['zygote'])}/"
          f"{len(mem.counts['submission child'])}"),
     ]
@@ -400,8 +406,9 @@ def main() -> None:
           f"interpreters ({jobs} in parallel) timed here and scaled by {n}/{sample}; it grades "
           "nothing, so the real naive grader is slower. Memory: /proc/<pid>/status VmHWM "
           "(peak RSS, counts pages shared with the zygote in each child) and "
-          "/proc/<pid>/smaps_rollup Pss summed over one slot (a trusted worker and its sandbox), sampled every 0.2 s "
-          f"({mem.samples} samples; children living < 0.2 s can be missed).")
+          "/proc/<pid>/smaps_rollup Pss summed over the trusted workers and the sandbox (one "
+          "zygote, its slots and their children), sampled every 0.2 s in a separate --force "
+          f"run ({mem.samples} samples; children living < 0.2 s can be missed).")
     print(f"load average (1 min) at the end: {os.getloadavg()[0]:.1f} on {cores} cores "
           "(other work on the machine slows both sides alike, not evenly)")
     print(f"logs and outputs: {root}")

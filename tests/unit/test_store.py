@@ -32,3 +32,15 @@ def test_torn_result_is_regraded(tmp_path):
     store.result_path("eve").parent.mkdir(parents=True)
     store.result_path("eve").write_text('{"student_id": "ev')
     assert store.load("eve") is None and not store.is_current("eve", "x")
+
+
+def test_load_sees_a_result_replaced_on_disk(tmp_path):
+    """Loads are cached by file identity: a result rewritten (by a worker process,
+    atomically) is read again, and a caller's edits never reach the cache."""
+    store = Store(tmp_path)
+    store.save({"student_id": "s", "score": 1.0, "fingerprint": "a"}, "<p>")
+    first = store.load("s")
+    first["score"] = 99.0
+    assert store.load("s")["score"] == 1.0
+    Store(tmp_path).save({"student_id": "s", "score": 2.0, "fingerprint": "b"}, "<p>")
+    assert store.load("s")["score"] == 2.0 and store.is_current("s", "b")
