@@ -13,6 +13,8 @@ would, and prints, all measured in this one run on the same cores:
   `python -c "import torch"`, `jobs` at a time, timed on a sample and extrapolated
   to N (a lower bound on any per-submission-process grader: it grades nothing);
 * the ratio of the two;
+* where the CPU goes: the machine's busy CPU time during the first run (/proc/stat,
+  so other load shows too) per submission, and the sandboxed child's share of it;
 * a no-change rerun against the first run;
 * peak memory per worker, from /proc sampled every 0.2 s during a separate --force
   run (sampling costs CPU the timed run must not lose): VmHWM (the kernel's peak RSS
@@ -223,9 +225,17 @@ def graded_now(log: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def busy_cpu_seconds() -> float:
+    """CPU time the whole machine has spent busy (user, system, irq), from /proc/stat."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    user, nice, system, _idle, _iowait, irq, softirq = fields[:7]
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
+
+
 def timed_run(cmd: list[str], log: Path, sample_memory: bool = False,
               watch: Path | None = None) -> dict:
     """Run the CLI; time it, and optionally sample memory and the first result's time."""
+    busy = busy_cpu_seconds()
     started = time.monotonic()
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO,
@@ -237,12 +247,14 @@ def timed_run(cmd: list[str], log: Path, sample_memory: bool = False,
                 first = time.monotonic() - started
             time.sleep(0.05)
         seconds = time.monotonic() - started
+        busy = busy_cpu_seconds() - busy
         if sampler:
             sampler.stop()
     text = log.read_text()
     if proc.returncode != 0:
         sys.exit(f"grader run failed ({proc.returncode}): {' '.join(cmd)}\n{text[-3000:]}")
-    return {"seconds": seconds, "first": first, "memory": sampler, "graded": graded_now(text)}
+    return {"seconds": seconds, "first": first, "memory": sampler, "graded": graded_now(text),
+            "busy": busy}
 
 
 def naive_floor(n: int, jobs: int, sample: int) -> dict:
@@ -282,6 +294,13 @@ def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dic
     resumed = timed_run(cmd, logs / "resumed.log")
     return {"at_kill": at_kill, "survivors": survivors, "torn": len(torn),
             "resume_seconds": resumed["seconds"], "resume_graded": resumed["graded"]}
+
+
+def child_cpu(out: Path) -> float:
+    """Mean CPU seconds of the sandboxed child per student (from the results)."""
+    times = [json.loads(p.read_text(encoding="utf-8"))["timing"]["cpu_s"]
+             for p in (out / "results").glob("*.json")]
+    return sum(times) / max(len(times), 1)
 
 
 def per_student(out: Path) -> dict:
@@ -360,6 +379,9 @@ def main() -> None:
         (f"naive floor: {sample} x `import torch`, {jobs} parallel", f"{floor['sample_seconds']:.1f} s"),
         (f"naive floor extrapolated to {n}", f"{floor['seconds']:.1f} s"),
         ("naive floor: submissions per second", f"{floor_rate:.2f}/s"),
+        ("first run: machine CPU busy (all processes)", f"{first['busy']:.1f} CPU-s"),
+        ("  per submission, all processes", f"{1000 * first['busy'] / n:.0f} ms"),
+        ("  per submission, its sandboxed child", f"{1000 * child_cpu(root / 'out-first'):.0f} ms"),
         ("no-change rerun: wall time", f"{rerun['seconds']:.2f} s"),
         ("no-change rerun: graded again", str(rerun["graded"])),
         ("peak RSS (VmHWM), parent", mib(mem.hwm["parent"])),
