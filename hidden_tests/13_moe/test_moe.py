@@ -5,9 +5,8 @@ but equal the composition of the student's own route, dispatch and
 load_balancing_loss, the bug was already counted in those parts.
 """
 import pytest
-import torch
 
-from _inputs import B, DTYPES, E, H, I, S, moe_inputs
+from _inputs import DTYPES, E, H, I, moe_inputs
 
 OWN = "matches your own route → dispatch → load_balancing_loss (their bugs are graded there)"
 
