@@ -115,6 +115,8 @@ def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler
     sandbox = (None if scheduler else
                slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload)))
     from grader import pool
+    if sandbox is not None and sandbox.memory_note:
+        console.print(f"[yellow]note:[/] {sandbox.memory_note}")
     if not sandboxed:
         console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
                       "student code runs with this user's rights. Every score record says so.")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 GRADER_ROOT = "/grader"
 PROBES_PATH = "/grader/probes.py"
+CGROUP_PATH = "/grader/cgroup"  # the run's memory cgroup (zygote.CGROUP), read-write
 KEPT_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
 
 
@@ -46,7 +47,8 @@ def _dirs_for(path: str) -> list[str]:
     return args
 
 
-def command(probes: Path, ctrl_fd: int, preload: list[str]) -> list[str]:
+def command(probes: Path, ctrl_fd: int, preload: list[str],
+            cgroup: Path | None = None) -> list[str]:
     grader_pkg = Path(__file__).resolve().parent.parent
     args = [
         shutil.which("bwrap") or "bwrap",
@@ -73,6 +75,7 @@ def command(probes: Path, ctrl_fd: int, preload: list[str]) -> list[str]:
         "--ro-bind", str(grader_pkg / "__init__.py"), f"{GRADER_ROOT}/grader/__init__.py",
         "--ro-bind", str(grader_pkg / "sandbox"), f"{GRADER_ROOT}/grader/sandbox",
         "--ro-bind", str(probes), PROBES_PATH,
+        *(["--bind", str(cgroup), CGROUP_PATH] if cgroup else []),
         "--chdir", "/tmp",
         "--", sys.executable, "-I", "-u",
         f"{GRADER_ROOT}/grader/sandbox/zygote.py",

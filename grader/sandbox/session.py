@@ -183,6 +183,9 @@ class Session:
 
 def _death_cause(status: dict, limits: Limits, where: str) -> str:
     sig, code = status.get("signal"), status.get("code")
+    if status.get("oom"):
+        return (f"your code's processes together exceeded the {limits.memory_mb} MiB "
+                f"memory limit {where}")
     if sig is not None:
         template = SIGNAL_CAUSES.get(sig)
         if template:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from grader.sandbox import bwrap
+from grader.sandbox import bwrap, cgroup
 
 if TYPE_CHECKING:
     from grader.sandbox.session import Session
@@ -104,9 +104,12 @@ class Sandbox:
     def __init__(self, probes: Path, sandboxed: bool = True,
                  preload: tuple[str, ...] = ("torch",)):
         self.sandboxed = sandboxed
+        # The sum of a submission's processes is capped by a memory cgroup where the
+        # machine has one to give; `memory_note` says when it has not.
+        self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
-        cmd = (bwrap.command(probes, fd, list(preload)) if sandboxed
+        cmd = (bwrap.command(probes, fd, list(preload), self.cgroup_path) if sandboxed
                else bwrap.plain_command(probes, fd, list(preload)))
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if not sandboxed else None
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
@@ -177,6 +180,9 @@ class Sandbox:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+            if self.cgroup_path is not None:
+                cgroup.remove(self.cgroup_path)
+                self.cgroup_path = None
 
 
 class Slot:

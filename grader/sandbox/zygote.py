@@ -40,6 +40,8 @@ import sys
 import traceback
 
 SCRATCH = "/tmp/work"
+CGROUP = "/grader/cgroup"  # the run's memory cgroup, where the trusted side made one
+COW_MARGIN_MB = 128  # warm pages a child copies on write are charged to its cgroup
 MODULE_NAME = "submission"
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
@@ -139,7 +141,40 @@ def _enter_slot_namespaces() -> None:
         raise OSError(ctypes.get_errno(), "mounting the slot's /proc failed")
 
 
+class _Cgroup:
+    """The slot's memory cgroup (v1 or v2 file names): a cap on all a submission's
+    processes together, and whether the kernel's OOM killer acted on them."""
+
+    def __init__(self, uid: int):
+        self.path = os.path.join(CGROUP, f"slot-{uid}")
+        os.mkdir(self.path)
+        self.v1 = os.path.exists(os.path.join(self.path, "memory.limit_in_bytes"))
+
+    def _file(self, v1: str, v2: str) -> str:
+        return os.path.join(self.path, v1 if self.v1 else v2)
+
+    def cap(self, memory_mb: int) -> int:
+        """Set the cap for the next child; the OOM kills so far."""
+        with open(self._file("memory.limit_in_bytes", "memory.max"), "w") as f:
+            f.write(str((memory_mb + COW_MARGIN_MB) << 20))
+        return self.oom_kills()
+
+    def oom_kills(self) -> int:
+        with open(self._file("memory.oom_control", "memory.events")) as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+        return 0
+
+    def enter(self) -> None:
+        """Move the calling process in (its children follow)."""
+        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+
 def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> None:
+    cgroup = _Cgroup(uid) if sandboxed and os.path.isdir(CGROUP) else None
+    oom_before = 0
     # SIGCHLD wakes the select through a pipe: a child's end is reported at once,
     # not at the next poll (a poll cost every submission ~20 ms of idle time).
     wake_r, wake_w = os.pipe()
@@ -162,6 +197,7 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> Non
                     "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                     "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                     "cpu_s": usage.ru_utime + usage.ru_stime,
+                    "oom": cgroup is not None and cgroup.oom_kills() > oom_before,
                 }).encode())
         if not ready:
             continue
@@ -174,13 +210,15 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> Non
         if request["op"] == "spawn":
             if child is not None:  # the trusted side always kills first; be safe anyway
                 _cleanup(child, sandboxed)
-            child = _spawn(ctrl, fds, request["limits"], probes, uid, sandboxed)
+            if cgroup is not None:
+                oom_before = cgroup.cap(request["limits"]["memory_mb"])
+            child = _spawn(ctrl, fds, request["limits"], probes, uid, sandboxed, cgroup)
             ctrl.send(b'{"event": "spawned"}')
         elif request["op"] == "kill" and child is not None:
             _kill_all(child, sandboxed)
 
 
-def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool) -> int:
+def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool, cgroup) -> int:
     data_fd, out_fd = fds
     if sandboxed:
         _fresh_scratch(uid, limits["scratch_mb"])
@@ -191,7 +229,7 @@ def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool) -> int:
         code = 0
         try:
             ctrl.close()
-            _become_student(data_fd, out_fd, limits, uid)
+            _become_student(data_fd, out_fd, limits, uid, cgroup)
             _child(socket.socket(fileno=data_fd), probes, limits)
         except BaseException:  # noqa: BLE001 - a harness failure: say so on stderr
             traceback.print_exc()
@@ -243,7 +281,7 @@ def _cleanup(child: int, sandboxed: bool) -> None:
         libc.umount2(SCRATCH.encode(), MNT_DETACH)
 
 
-def _become_student(data_fd: int, out_fd: int, limits: dict, uid) -> None:
+def _become_student(data_fd: int, out_fd: int, limits: dict, uid, cgroup) -> None:
     os.setsid()
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
@@ -263,6 +301,8 @@ def _become_student(data_fd: int, out_fd: int, limits: dict, uid) -> None:
         (resource.RLIMIT_CORE, 0),
     ):
         resource.setrlimit(res, (value, value))
+    if cgroup is not None:  # while still root: the cgroup's files are root's
+        cgroup.enter()
     if uid is not None:
         # A fresh IPC namespace per child: SysV shared memory and message queues
         # outlive their creator, so in the zygote's namespace one submission could
