@@ -90,7 +90,7 @@ class GradingPlugin:
     def __init__(self, student: StudentCaller | None, refs: LessonRefs, tolerances: dict,
                  precompute: bool = False):
         self._student, self.refs, self.tolerances = student, refs, tolerances
-        self.precompute = precompute  # mistake signatures now, for forked workers
+        self.precompute = precompute  # mistake signatures now (a student bundle keeps them)
         self.meta: dict[str, dict] = {}
         self.fault: GraderFault | None = None
 

@@ -47,7 +47,9 @@ def self_check(course: Course, lesson_key: str) -> dict[str, dict]:
     refs = refs_for(course, lesson_key)
     as_student = _Noting(Caller(refs.reference.module, refs.probes, refs.reference.cache))
     reports: list[dict] = []
-    runner.run_tests(course, lesson_key, [(as_student, reports.append)], precompute=True)
+    # Mistake signatures are left to the workers, on their first failing test: ~0.6 s
+    # the start-up of every run would pay, and a class with no mistakes never needs.
+    runner.run_tests(course, lesson_key, [(as_student, reports.append)])
     result = runner.score(course, lesson_key, reports[0])
     if result["score"] != result["max_score"]:
         failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]
