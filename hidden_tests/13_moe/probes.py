@@ -146,12 +146,16 @@ def _experts(expert_weights: list) -> nn.ModuleList:
 
 
 def dispatch(m, expert_weights: list, x_flat: torch.Tensor, topk_weight: torch.Tensor,
-             topk_idx: torch.Tensor, gy: torch.Tensor) -> dict:
+             topk_idx: torch.Tensor, gy: torch.Tensor, grads: bool = True) -> dict:
+    """`grads=False` (the output-only cases) skips the backward pass and its tensors;
+    the forward runs exactly as with it (inputs still require grad)."""
     experts = _experts(expert_weights)
     x = x_flat.clone().requires_grad_(True)
     w = topk_weight.clone().requires_grad_(True)
     y = m.dispatch(x, experts, w, topk_idx.clone())
     _plain(y, "dispatch's result")
+    if not grads:
+        return {"y": _plain(y, "y")}
     _backward(y, gy)
     return {"y": _plain(y, "y"), "x_grad": _grad(x), "weight_grad": _grad(w),
             "grads": _grads(experts)}
@@ -182,7 +186,10 @@ def _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train) -> nn.
 
 
 def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: float,
-        state: dict, x: torch.Tensor, gy: torch.Tensor, train: bool) -> dict:
+        state: dict, x: torch.Tensor, gy: torch.Tensor, train: bool,
+        grads: bool = True) -> dict:
+    """The layer's output and aux loss; with `grads`, the gradients of (y·gy).sum()
+    (+ aux in training) too. Without, the backward pass is skipped, not the forward."""
     layer = _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train)
     xs = x.clone().requires_grad_(True)
     y = layer(xs)
@@ -191,6 +198,8 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
         raise AttributeError("MOEFeedForward.forward must set self.aux_loss")
     aux = layer.aux_loss
     _plain(aux, "MOEFeedForward.aux_loss")
+    if not grads:
+        return {"y": _plain(y, "y"), "aux": _plain(aux, "aux")}
     if y.shape == gy.shape and y.requires_grad:
         loss = (y * gy).sum()
         if train and aux.numel() == 1 and aux.requires_grad:
@@ -202,7 +211,7 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
 
 def moe_composed(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool,
                  coef: float, state: dict, x: torch.Tensor, gy: torch.Tensor,
-                 train: bool) -> dict:
+                 train: bool, grads: bool = True) -> dict:
     """The student's own route -> dispatch -> load_balancing_loss on the same layer:
     the layer is graded on its wiring, not again on the parts' bugs. Asked for only
     when the layer disagrees with the reference."""
@@ -214,6 +223,8 @@ def moe_composed(m, hidden: int, inter: int, num_experts: int, k: int, norm: boo
         y = m.dispatch(x_flat, layer.experts, weight, idx).reshape(x.shape)
         aux = (m.load_balancing_loss(scores, idx, num_experts, coef) if train and coef > 0
                else scores.new_zeros(1).squeeze())
+        if not grads:
+            return {"comp_y": _plain(y, "y"), "comp_aux": _plain(aux, "aux")}
         loss = (y * gy).sum() + (aux.sum() if train and aux.requires_grad else 0)
         loss.backward()
         return {"comp_y": _plain(y, "y"), "comp_aux": _plain(aux, "aux"),
