@@ -316,6 +316,57 @@ def _become_student(data_fd: int, out_fd: int, limits: dict, uid, cgroup) -> Non
     os.chdir(SCRATCH)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(NO_NEW_PRIVS) failed")
+    if uid is not None:
+        _deny_user_namespaces()
+
+
+# seccomp: (audit arch, unshare, clone, clone3) by machine
+SYSCALLS = {"x86_64": (0xC000003E, 272, 56, 435), "aarch64": (0xC00000B7, 97, 220, 435)}
+CLONE_NEWUSER = 0x10000000
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
+LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+
+
+class _Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                ("k", ctypes.c_uint)]
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Insn))]
+
+
+def _deny_user_namespaces() -> None:
+    """A seccomp filter: no new user namespace (unshare or clone with CLONE_NEWUSER,
+    which would give the student capabilities in a namespace of its own and the
+    kernel surface that comes with them), clone3 answered ENOSYS (its flags are out
+    of reach of a filter; libc then uses clone), and no other syscall ABI."""
+    arch = SYSCALLS.get(os.uname().machine)
+    if arch is None:
+        return  # an unknown machine: the other limits still hold
+    audit, nr_unshare, nr_clone, nr_clone3 = arch
+    eperm, enosys = RET_ERRNO | 1, RET_ERRNO | 38
+    program = [
+        (LD_ABS, 0, 0, 4),                 # 0: the syscall's ABI
+        (JEQ, 1, 0, audit),                # 1: native -> 3
+        (RET, 0, 0, enosys),               # 2: any other ABI (i386, x32 below)
+        (LD_ABS, 0, 0, 0),                 # 3: the syscall number
+        (JGE, 8, 0, 0x40000000),           # 4: x32 -> 13
+        (JEQ, 3, 0, nr_unshare),           # 5: -> 9
+        (JEQ, 2, 0, nr_clone),             # 6: -> 9
+        (JEQ, 5, 0, nr_clone3),            # 7: -> 13
+        (RET, 0, 0, RET_ALLOW),            # 8
+        (LD_ABS, 0, 0, 16),                # 9: flags (first argument, low word)
+        (JSET, 0, 1, CLONE_NEWUSER),       # 10: -> 11 or 12
+        (RET, 0, 0, eperm),                # 11
+        (RET, 0, 0, RET_ALLOW),            # 12
+        (RET, 0, 0, enosys),               # 13
+    ]
+    insns = (_Insn * len(program))(*[_Insn(*i) for i in program])
+    prog = _Prog(len(program), insns)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
 
 
 def _vm_size() -> int:

@@ -68,6 +68,24 @@ SOURCES = {
     '''),
     # killpg(0): the child leads its own process group, so this kills only itself.
     "killpg-self": hostile(dispatch="import os, signal\nos.killpg(0, signal.SIGKILL)"),
+    # A user namespace would give the student capabilities of its own (and the kernel
+    # surface behind them): seccomp refuses it, while threads and child processes
+    # (clone3 answered ENOSYS, so libc uses clone) still work.
+    "userns": hostile(dispatch='''
+        import ctypes, subprocess, threading
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(0x10000000) == 0:
+            raise RuntimeError("ATTACK WORKED: a user namespace")
+        if ctypes.get_errno() != 1:
+            raise RuntimeError(f"unshare failed with errno {ctypes.get_errno()}, not EPERM")
+        box = []
+        worker = threading.Thread(target=box.append, args=(1,))
+        worker.start()
+        worker.join()
+        code = subprocess.run(["/usr/bin/true"]).returncode
+        if box != [1] or code != 0:
+            raise RuntimeError(f"threads or processes broke: {box} {code}")
+    '''),
     # A daemon: double fork + setsid, ignoring every catchable signal, then a correct
     # result. It must not outlive the submission.
     "daemon": hostile(at_import='''
@@ -201,6 +219,12 @@ def test_sys_exit(records):
 def test_killing_the_parent_fails(records, slot):
     # every kill of the zygote, bwrap's init or their groups was refused: full marks
     rec = records["kill-parent"]
+    assert rec["score"] == FULL, failed_messages(rec)[:2]
+    assert slot.alive()
+
+
+def test_no_user_namespaces_but_threads_and_processes_work(records, slot):
+    rec = records["userns"]
     assert rec["score"] == FULL, failed_messages(rec)[:2]
     assert slot.alive()
 
