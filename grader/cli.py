@@ -193,15 +193,10 @@ def check(course_path, lesson_key, file) -> None:
     file = file or course.path(lesson.stub)
     sandboxed = slots.available(allow_unsandboxed=True)
     # The sandbox boots (torch, once) while this process imports torch for the checks.
-    slot_boot = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
+    sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
     from grader import runner
 
-    try:
-        slot = slot_boot.slot()
-    except BaseException:
-        slot_boot.close()
-        raise
-    slot.owns_sandbox = True
+    slot = sandbox.sole_slot()
     try:
         record = runner.grade(course, lesson_key, runner.Submission("you", file), slot,
                               select="public")

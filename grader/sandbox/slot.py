@@ -170,6 +170,16 @@ class Sandbox:
             theirs.close()
         return Slot(ours, self, uid if self.sandboxed else None, lock)
 
+    def sole_slot(self) -> "Slot":
+        """The sandbox's only slot, which closes the sandbox when it closes."""
+        try:
+            slot = self.slot()
+        except BaseException:
+            self.close()
+            raise
+        slot.owns_sandbox = True
+        return slot
+
     def close(self) -> None:
         """End the zygote and every slot still open (they live in its namespaces)."""
         try:
@@ -193,7 +203,7 @@ class Slot:
         self.ctrl, self.sandbox, self.uid = ctrl, sandbox, uid
         self.sandboxed = sandbox.sandboxed
         self._uid_lock = uid_lock
-        self.owns_sandbox = False  # close the sandbox with this slot (`open_slot`)
+        self.owns_sandbox = False  # close the sandbox with this slot (`sole_slot`)
 
     def spawn(self, limits: Limits) -> tuple[socket.socket, int]:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -244,12 +254,5 @@ class Slot:
 
 def open_slot(probes: Path, sandboxed: bool = True,
               preload: tuple[str, ...] = ("torch",)) -> Slot:
-    """A sandbox with a single slot, closed with it (`grader check`, one-off uses)."""
-    sandbox = Sandbox(probes, sandboxed, preload)
-    try:
-        slot = sandbox.slot()
-    except BaseException:
-        sandbox.close()
-        raise
-    slot.owns_sandbox = True
-    return slot
+    """A sandbox with a single slot, closed with it (one-off uses, tests)."""
+    return Sandbox(probes, sandboxed, preload).sole_slot()

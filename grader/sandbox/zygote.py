@@ -277,7 +277,6 @@ def _cleanup(child: int, sandboxed: bool) -> None:
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
-    if sandboxed:
         libc.umount2(SCRATCH.encode(), MNT_DETACH)
 
 
