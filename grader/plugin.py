@@ -82,8 +82,9 @@ class _CurrentStudent:
 
 
 def part_of(path: Path | str) -> str:
-    """Hidden tests name their part in the file name: test_<part>.py."""
-    return Path(str(path)).stem.removeprefix("test_")
+    """Tests name their part in the file name: test_<part>.py, or test_public_<part>.py
+    for its practice tests."""
+    return Path(str(path)).stem.removeprefix("test_").removeprefix("public_")
 
 
 class GradingPlugin:

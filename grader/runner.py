@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import io
 import time
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import redirect_stderr, redirect_stdout
 
@@ -16,6 +16,7 @@ import pytest
 from pytest_jsonreport import serialize
 from pytest_jsonreport.plugin import JSONReport
 
+from grader import points
 from grader.config import Course
 from grader.plan import Submission
 from grader.plugin import GradingPlugin, StudentCaller, part_of
@@ -114,50 +115,42 @@ def run_tests(course: Course, lesson_key: str,
 
 
 def score(course: Course, lesson_key: str, report: dict) -> dict:
-    """Points per test: each part's points shared equally by its tests."""
+    """Each part's points shared by its graded tests in exact units (grader/points.py);
+    practice tests are recorded at 0 of 0."""
     lesson = course.lesson(lesson_key)
     refs = refs_for(course, lesson_key)
     mistakes = {v.mistake.id: v.mistake for v in refs.variants}
-    tests = report["tests"]
-    part_of_test = {t["nodeid"]: part_of(t["nodeid"].split("::")[0]) for t in tests}
-    per_part = Counter(part_of_test.values())
-    unknown = set(per_part) - set(lesson.parts)
+    records = [_test_record(t) for t in report["tests"]]
+    unknown = {t["part"] for t in records} - set(lesson.parts)
     if unknown:
         raise RuntimeError(f"hidden tests name parts not in course.yml: {sorted(unknown)}")
-    parts = {name: {"score": 0.0, "max_score": p.points, "passed": 0,
-                    "tests": per_part.get(name, 0)} for name, p in lesson.parts.items()}
-    records = []
-    for t in tests:
-        part = part_of_test[t["nodeid"]]
-        worth = lesson.parts[part].points / per_part[part]
-        meta = t.get("metadata", {})
-        passed = t["outcome"] == "passed"
-        got = worth if passed else 0.0
-        parts[part]["score"] += got
-        parts[part]["passed"] += passed
-        checks = meta.get("checks", [])
-        diffs = [c["max_abs_diff"] for c in checks if c.get("max_abs_diff") is not None]
-        failing = [c for c in checks if not c.get("passed")]
-        error = meta.get("error")
-        message = (error["message"] if error else
-                   "; ".join(f"{c['name']}: {c.get('message', '')}" for c in failing[:3]))
-        if not passed and not message:
-            message = GRADER_ERROR
-        records.append({
-            "name": t["nodeid"].split("::", 1)[1], "part": part,
+    parts = points.award(lesson.parts, records)
+    for name, p in parts.items():
+        p["diagnosis"] = _diagnose_part([t for t in records if t["part"] == name], mistakes,
+                                        refs.signatures or {})
+    return {"score": points.total(parts), "max_score": points.total(parts, "max_score"),
+            "parts": parts, "tests": records}
+
+
+def _test_record(t: dict) -> dict:
+    """One test's verdict from its pytest-json-report entry; points come later."""
+    path, name = t["nodeid"].split("::", 1)
+    meta = t.get("metadata", {})
+    passed = t["outcome"] == "passed"
+    checks = meta.get("checks", [])
+    diffs = [c["max_abs_diff"] for c in checks if c.get("max_abs_diff") is not None]
+    failing = [c for c in checks if not c.get("passed")]
+    error = meta.get("error")
+    message = (error["message"] if error else
+               "; ".join(f"{c['name']}: {c.get('message', '')}" for c in failing[:3]))
+    if not passed and not message:
+        message = GRADER_ERROR
+    return {"name": name, "part": part_of(path), "practice": points.is_practice(path),
             "outcome": "passed" if passed else "failed",
-            "score": round(got, 4), "max_score": round(worth, 4),
             "max_abs_diff": max(diffs) if diffs else None,
             "message": message, "checks": checks, "error": error,
             "pictures": meta.get("pictures", []),
-            "diagnosis": meta.get("diagnosis", {}).get("matches"),
-        })
-    for name, p in parts.items():
-        p["score"] = round(p["score"], 4)
-        p["diagnosis"] = _diagnose_part([t for t in records if t["part"] == name], mistakes,
-                                        refs.signatures or {})
-    total = round(sum(p["score"] for p in parts.values()), 4)
-    return {"score": total, "max_score": lesson.max_score, "parts": parts, "tests": records}
+            "diagnosis": meta.get("diagnosis", {}).get("matches")}
 
 
 def _diagnose_part(tests: list[dict], mistakes: dict, signatures: dict) -> dict | None:

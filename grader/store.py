@@ -20,8 +20,8 @@ from pathlib import Path
 
 TIMING_KEYS = ("elapsed_s", "cpu_s")
 # scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
-SCORE_TEST_KEYS = ("name", "part", "outcome", "score", "max_score", "max_abs_diff",
-                   "message", "diagnosis")
+SCORE_TEST_KEYS = ("name", "part", "practice", "outcome", "score", "max_score",
+                   "max_abs_diff", "message", "diagnosis")
 
 
 def safe_name(student_id: str) -> str:

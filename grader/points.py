@@ -1,0 +1,85 @@
+"""Points that add up exactly: every export's sum of per-test scores is the total.
+
+Each part's points are split over its graded tests in whole UNITs (1/1024 of a
+point), as equally as whole units allow (largest remainder: the first `units % n`
+tests get one unit more). A test's score is k·UNIT, a dyadic rational with a small
+numerator, so every sum of such scores, in any order and grouping, is exactly a
+float64: Python's `sum`, SQLite's `SUM` (nbgrader) or a spreadsheet's all give the
+same number, and full marks are exactly the lesson's maximum. Decimal units (0.0001)
+could not promise that: 0.1 + 0.2 != 0.3 in binary floating point.
+
+Practice tests (files named `test_public_<part>.py`) are recorded but worth 0 of 0,
+and take no share of their part's points.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from fractions import Fraction
+from pathlib import PurePosixPath
+
+from grader.config import Part
+
+UNIT = Fraction(1, 1024)
+# Totals stay below 2**53 units, so every partial sum is a float64 integer multiple
+# of UNIT and float addition never rounds.
+MAX_UNITS = 2 ** 53
+
+
+def is_practice(test_file: str) -> bool:
+    """Practice tests live in `test_public_<part>.py`: students run them, 0 points."""
+    return PurePosixPath(test_file).name.startswith("test_public_")
+
+
+def units(points: float, where: str) -> int:
+    """Points as a whole number of UNITs; refuses points a float sum can't keep exact."""
+    exact = Fraction(points) / UNIT
+    if exact.denominator != 1 or not 0 <= exact < MAX_UNITS:
+        raise ValueError(f"{where}: {points} points is not a non-negative multiple of "
+                         f"1/{UNIT.denominator}, so its share of the total can't be exact")
+    return int(exact)
+
+
+def shares(total: int, n: int) -> list[int]:
+    """`total` units over n tests as equally as whole units allow, summing to `total`."""
+    if n == 0:
+        return []
+    each, extra = divmod(total, n)
+    return [each + (i < extra) for i in range(n)]
+
+
+def as_points(n_units: int) -> float:
+    """A unit count as a float, exactly (k·2**-10 with k < 2**53 is a float64)."""
+    return float(n_units * UNIT)
+
+
+def award(parts: Mapping[str, Part], tests: list[dict]) -> dict[str, dict]:
+    """Set each test's `score` and `max_score`; return the parts' scores and counters.
+
+    `tests` are records with `part`, `practice` and `outcome`, in the report's order.
+    A part's `tests`/`passed` count its graded tests. A part with no graded test in
+    this run is worth 0 only when no part has one (a run of practice tests alone);
+    otherwise it is a lesson error, not something to grade around."""
+    graded = {name: [t for t in tests if t["part"] == name and not t["practice"]]
+              for name in parts}
+    empty = sorted(name for name, g in graded.items() if not g)
+    if empty and len(empty) < len(parts):
+        raise RuntimeError(f"parts without graded tests: {empty} (each part's points "
+                           "need at least one hidden test)")
+    for t in tests:
+        if t["practice"]:
+            t["score"] = t["max_score"] = 0.0
+    summary = {}
+    for name, part in parts.items():
+        worth = shares(units(part.points, f"part {name!r}"), len(graded[name]))
+        got = [w if t["outcome"] == "passed" else 0 for t, w in zip(graded[name], worth)]
+        for t, w, g in zip(graded[name], worth, got):
+            t["score"], t["max_score"] = as_points(g), as_points(w)
+        summary[name] = {"score": as_points(sum(got)), "max_score": as_points(sum(worth)),
+                         "passed": sum(t["outcome"] == "passed" for t in graded[name]),
+                         "tests": len(graded[name])}
+    return summary
+
+
+def total(summary: Mapping[str, dict], key: str = "score") -> float:
+    """The sum of the parts' `key`, exactly (each is a whole number of UNITs)."""
+    return as_points(sum(units(p[key], "a part total") for p in summary.values()))
