@@ -173,6 +173,50 @@ def _summary_table(summary, doc: dict, out: Path) -> None:
 
 @main.command()
 @COURSE
+@LESSON
+@click.option("--out", type=click.Path(path_type=Path),
+              help="where audit.json goes (default: the lesson's `out`/audit)")
+@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@click.option("--sample", "sample_size", type=click.IntRange(min=1),
+              help="grade a deterministic sample of N mutants (for CI)")
+@click.option("--operators", help="comma-separated operators (default: all)")
+@click.option("--min-kill", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="fail when fewer of the non-equivalent mutants are killed")
+@click.option("--unsandboxed", is_flag=True,
+              help="allow grading without the sandbox when it cannot be set up")
+def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
+          unsandboxed) -> None:
+    """Instructors: mutation-test the hidden tests with mutants of the solution."""
+    from grader.audit import report, run as auditing
+    from grader.plan import Summary
+
+    started = time.monotonic()
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = out or (course.path(lesson.out) / "audit" if lesson.out else None)
+    if out is None:
+        raise click.ClickException("give --out (course.yml sets no `out` for this lesson)")
+
+    def grade(todo, graded: Path) -> None:
+        summary = Summary()
+        _grade(course, lesson_key, todo, graded, jobs, unsandboxed, course.language, None,
+               summary)
+        if summary.worker_failures:
+            raise click.ClickException("\n".join(summary.worker_failures))
+
+    try:
+        found = auditing.audit(course, lesson_key, grade, auditing.operator_names(operators),
+                               sample_size, started)
+    except (ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from None
+    path = report.write(found, out)
+    report.show(found, Console(highlight=False), min_kill)
+    console.print(f"report: {path}")
+    sys.exit(0 if found.kill_rate >= min_kill else 1)
+
+
+@main.command()
+@COURSE
 @click.option("--lesson", "lesson_key", help="the lesson (default: the one whose exercise "
                                              "file has this name)")
 @click.argument("file", required=False, type=click.Path(path_type=Path))

@@ -18,13 +18,13 @@ Operator = Callable[[ast.AST, "ast.AST | None"], Iterator[Change]]
 # Modules whose functions take the tensor as their first argument (torch.sum(x, 0)).
 MODULES = {"torch", "F", "nn.functional", "torch.nn.functional", "np", "numpy"}
 DIM_KEYWORDS = {"dim", "axis"}
-# Calls whose first positional argument (after the tensor) is a dim, and where it sits.
+# Calls that take a dim, and its position after the tensor (x.f(...) or torch.f(x, ...)).
 DIM_POSITION = {name: 0 for name in (
     "sum", "mean", "softmax", "log_softmax", "argmax", "argmin", "amax", "amin", "max",
     "min", "any", "all", "cumsum", "cumprod", "prod", "logsumexp", "squeeze", "unsqueeze",
     "index_add_", "index_add", "index_copy_", "index_copy", "index_select", "gather",
     "scatter", "scatter_", "scatter_add", "scatter_add_", "std", "var", "flatten")}
-DIM_POSITION.update(topk=1, cat=1, stack=1)  # torch.cat(tensors, dim): no receiver form
+DIM_POSITION.update(topk=1, cat=0, stack=0)  # torch.cat(tensors, dim): no receiver form
 ARITH = {ast.Add: (ast.Sub, ast.Mult), ast.Sub: (ast.Add,), ast.Mult: (ast.Div, ast.Add),
          ast.Div: (ast.Mult,), ast.FloorDiv: (ast.Div,), ast.Mod: (ast.FloorDiv,),
          ast.Pow: (ast.Mult,), ast.MatMult: (ast.Mult,)}
@@ -300,7 +300,8 @@ def dtype(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
         for value in values:
             if number(value) is None and not isinstance(value, ast.Constant):
                 for cast in CASTS:
-                    yield value, ast.Call(ast.Attribute(value, cast, ast.Load()), [], [])
+                    if call_name(value) != cast:  # x.float().float() changes nothing
+                        yield value, ast.Call(ast.Attribute(value, cast, ast.Load()), [], [])
 
 
 def drop_term(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
