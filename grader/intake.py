@@ -6,29 +6,62 @@ a Gradescope export (`submission_metadata.yml` and `submission_<id>/` folders).
 Notebooks are converted to a .py file in a cache folder. Whatever was decided on the
 student's behalf (which of several files, a converted notebook, lateness) becomes a
 note for their feedback, so they can see what was graded.
+
+Nothing a class hands in is trusted. Names are decoded with replacement and reach a
+path only through `safe_name`; intake writes only under its cache folder. Links are
+never followed (lstat, O_NOFOLLOW); walks are breadth first with a depth and a count
+cap; sizes are checked before anything is read; an archive entry that is too large or
+escapes is skipped, never the whole archive. Everything left out is named in that
+student's notes and in the run's summary (`Intake.skipped`).
 """
 from __future__ import annotations
 
+import hashlib
+import itertools
 import json
 import os
 import re
 import shutil
+import stat
 import tempfile
+import unicodedata
+import warnings
 import zipfile
-from dataclasses import dataclass
+import zlib
+from collections import deque
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+import nbformat
 import yaml
 
 from grader.config import Student
+from grader.plan import read_capped
+from grader.store import safe_name, write_atomic
 
 Found = tuple[str, Path | None, list[str]]
 
 CANVAS_NAME = re.compile(
     r"^(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<subid>\d+)_(?P<original>.+)$")
-MAX_UNZIPPED = 256 * 1024 * 1024
+GRADABLE = (".py", ".ipynb")
+METADATA = "submission_metadata.yml"
+MAX_DEPTH = 16                      # folders below where a walk starts
+MAX_ENTRIES = 10_000                # entries one walk (or one archive) looks at
+MAX_STUDENTS = 100_000              # entries of the class folder itself
+MAX_FILE = 32 * 1024 * 1024         # a notebook, an archive entry, the metadata
+MAX_UNZIPPED = 256 * 1024 * 1024    # all that one archive may unpack
+MAX_ID = 120                        # characters of a student id before it is hashed
 KEPT_CELL_MAGICS = {"time", "timeit", "capture"}  # their body is plain Python
+
+# Why something was left out: one note per reason, naming what it left out.
+LINK = "links are never followed"
+SPECIAL = "not a regular file"
+DEEP = f"more than {MAX_DEPTH} folders deep"
+TOO_LARGE = f"over the {MAX_FILE}-byte limit for one file"
+ESCAPES = "a path that leaves the archive"
+OVER_TOTAL = f"the archive would unpack to more than {MAX_UNZIPPED} bytes"
+NOT_IN_EXPORT = "the metadata names a folder that is not in the export"
 
 
 @dataclass
@@ -41,10 +74,47 @@ class Candidate:
     order: int = 0          # breaks ties in time: Canvas submission ids grow
 
 
+class Skips:
+    """What was left out, grouped by reason, so one note per reason names it all."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, list[str]] = {}
+
+    def add(self, reason: str, name: str) -> None:
+        self.names.setdefault(reason, []).append(name)
+
+    def extend(self, other: Skips) -> None:
+        for reason, names in other.names.items():
+            self.names.setdefault(reason, []).extend(names)
+
+    def notes(self) -> list[str]:
+        return [f"Left out {_listing(names)} ({reason})." for reason, names in self.names.items()]
+
+
+@dataclass
+class Group:
+    """One student's candidate files and what was left out of them."""
+    cands: list[Candidate] = field(default_factory=list)
+    skips: Skips = field(default_factory=Skips)
+
+
+@dataclass
+class Intake:
+    found: list[Found]      # (student_id, file to grade or None, notes), sorted by id
+    skipped: list[str]      # "who: what was left out and why", for the run's summary
+
+
+@dataclass
+class _File:
+    path: Path
+    label: str              # relative to where the walk started, as text
+    when: datetime
+
+
 def collect(directory: Path, exercise: str, *, cache: Path | None = None,
             roster: dict[str, Student] | None = None,
-            due: datetime | None = None) -> list[Found]:
-    """(student_id, file to grade or None, notes) for each student, sorted by id.
+            due: datetime | None = None) -> Intake:
+    """Every student's file to grade and notes, and what was left out.
 
     `cache` receives unzipped and converted files (a temp folder if None); `roster` maps
     Canvas user ids (lms_id) to student ids; with `due`, the newest on-time file wins
@@ -52,35 +122,154 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     created_at), never a file's mtime, which copying changes.
     """
     cache = Path(tempfile.mkdtemp(prefix="grader-intake-")) if cache is None else cache
-    directory = Path(directory)
-    if directory.is_file() and zipfile.is_zipfile(directory):
-        groups = _canvas(_unzip(directory, cache / "unzipped"), exercise)
-    elif (directory / "submission_metadata.yml").is_file():
-        groups = _gradescope(directory, exercise)
-    elif zips := sorted(directory.glob("*.zip")):
-        groups = {}
-        for z in zips:
-            for sid, cands in _canvas(_unzip(z, cache / "unzipped" / z.stem), exercise).items():
-                groups.setdefault(sid, []).extend(cands)
-    elif any(CANVAS_NAME.match(p.name) for p in directory.iterdir() if p.is_file()):
-        groups = _canvas(directory, exercise)
-    else:
-        groups = _folders(directory, exercise)
+    run = Skips()
+    groups = _groups(Path(directory), exercise, cache, run)
     by_lms = {s.lms_id: sid for sid, s in (roster or {}).items() if s.lms_id}
-    found = []
-    for sid, cands in sorted(groups.items()):
-        best, notes = _choose(cands, exercise, due)
+    found: list[Found] = []
+    skipped: list[str] = []
+    taken: set[str] = set()
+    for key, group in sorted(groups.items()):
+        sid = _unique(_ident(by_lms.get(key, key)), taken)
+        best, notes = _choose(group.cands, exercise, due)
+        left_out = group.skips.notes()
         path = best.path if best else None
         if best is not None and best.path.suffix == ".ipynb":
             path, more = _notebook(best.path, Path(best.label).name,
-                                   cache / "notebooks" / sid / exercise)
+                                   cache / "notebooks" / safe_name(sid) / exercise)
             notes += more
-        found.append((by_lms.get(sid, sid), path, notes))
-    return found
+            left_out += more if path is None else []
+        notes += group.skips.notes()
+        skipped += [f"{sid}: {note}" for note in left_out]
+        found.append((sid, path, notes))
+    return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes())
 
 
-def _mtime(path: Path) -> datetime:
-    return datetime.fromtimestamp(path.stat().st_mtime, UTC)
+def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str, Group]:
+    """Candidates per student id, whichever layout `directory` has."""
+    unzipped = cache / "unzipped"
+    if not directory.is_dir() and zipfile.is_zipfile(directory):
+        shutil.rmtree(unzipped, ignore_errors=True)
+        return _canvas_zip(directory, unzipped / "0", exercise, run)
+    if not directory.is_dir():
+        run.add("neither a folder nor a zip", _text(str(directory)))
+        return {}
+    try:
+        entries, more = _entries(directory, MAX_STUDENTS)
+    except OSError as exc:
+        run.add(f"could not be read: {_reason(exc)}", _text(str(directory)))
+        return {}
+    if more:
+        run.add(f"only the first {MAX_STUDENTS} entries are looked at", _text(str(directory)))
+    meta = next((e for e in entries if e.name == METADATA), None)
+    if meta is not None and not meta.is_dir(follow_symlinks=False):
+        return _gradescope(directory, exercise, run)
+    zips = [e for e in entries if e.name.endswith(".zip") and not e.is_dir(follow_symlinks=False)]
+    if zips:
+        shutil.rmtree(unzipped, ignore_errors=True)
+        groups: dict[str, Group] = {}
+        for i, z in enumerate(zips):
+            if z.is_symlink():
+                run.add(LINK, _text(z.name))
+                continue
+            for sid, g in _canvas_zip(Path(z.path), unzipped / str(i), exercise, run).items():
+                mine = groups.setdefault(sid, Group())
+                mine.cands += g.cands
+                mine.skips.extend(g.skips)
+        return groups
+    if any(CANVAS_NAME.match(e.name) for e in entries if e.is_file(follow_symlinks=False)):
+        return _canvas(directory, exercise, run)
+    return _folders(entries, exercise)
+
+
+def _raw(name: str) -> bytes:
+    """The bytes behind a name: a file name's own (undecodable bytes come back from
+    their surrogate escapes), else any lone surrogate as its three bytes."""
+    try:
+        return name.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return name.encode("utf-8", "surrogatepass")
+
+
+def _text(name: str) -> str:
+    """A name as text that prints and encodes: undecodable bytes, lone surrogates and
+    control characters become U+FFFD."""
+    text = _raw(name).decode("utf-8", "replace")
+    return "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cs") else c for c in text)
+
+
+def _ident(name: str) -> str:
+    """A student id from a name a class supplied: text, at most MAX_ID characters; a
+    name that had to change gets a hash of the original, so two never merge."""
+    text = _text(name)
+    if text == name and len(text) <= MAX_ID:
+        return text
+    digest = hashlib.sha256(_raw(name)).hexdigest()[:8]
+    return f"{text[:MAX_ID]}~{digest}"
+
+
+def _unique(sid: str, taken: set[str]) -> str:
+    """`sid`, or `sid~2`, `sid~3`... when a roster mapping made two students one id."""
+    unique = next(c for n in itertools.count(1)
+                  if (c := sid if n == 1 else f"{sid}~{n}") not in taken)
+    taken.add(unique)
+    return unique
+
+
+def _listing(names: list[str], shown: int = 5) -> str:
+    listed = ", ".join(names[:shown])
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _entries(folder: Path, limit: int) -> tuple[list[os.DirEntry], bool]:
+    """The first `limit` entries of a folder sorted by name (memory stays bounded
+    whatever the folder holds), and whether there were more. Raises OSError."""
+    with os.scandir(folder) as it:
+        entries = list(itertools.islice(it, limit + 1))
+    return sorted(entries[:limit], key=lambda e: e.name), len(entries) > limit
+
+
+def _walk(root: Path, skips: Skips, limit: int = MAX_ENTRIES) -> list[_File]:
+    """Regular files under `root`, breadth first (shallow files first), never through a
+    link, at most MAX_DEPTH folders deep and `limit` entries looked at."""
+    files: list[_File] = []
+    queue: deque[tuple[Path, str, int]] = deque([(root, "", 0)])
+    left = limit
+    while queue and left > 0:
+        folder, rel, depth = queue.popleft()
+        try:
+            entries, more = _entries(folder, left)
+        except OSError as exc:
+            skips.add(f"could not be read: {_reason(exc)}", rel or ".")
+            continue
+        if more:
+            skips.add(f"only the first {limit} entries are looked at", rel or ".")
+        left -= len(entries)
+        for e in entries:
+            label = f"{rel}/{_text(e.name)}" if rel else _text(e.name)
+            if e.is_symlink():
+                skips.add(LINK, label)
+            elif e.is_dir(follow_symlinks=False):
+                if e.name == "__MACOSX":
+                    continue
+                if depth < MAX_DEPTH:
+                    queue.append((Path(e.path), label, depth + 1))
+                else:
+                    skips.add(DEEP, label)
+            elif e.is_file(follow_symlinks=False):
+                files.append(_File(Path(e.path), label, _mtime(e)))
+            else:
+                skips.add(SPECIAL, label)
+    for _, rel, _ in queue:
+        skips.add(f"only the first {limit} entries are looked at", rel)
+    return files
+
+
+def _mtime(entry: os.DirEntry) -> datetime:
+    """A file's own time; one a datetime cannot hold (year 10000 and on) is the epoch."""
+    try:
+        return datetime.fromtimestamp(entry.stat(follow_symlinks=False).st_mtime, UTC)
+    except (OSError, ValueError, OverflowError):
+        return datetime.fromtimestamp(0, UTC)
 
 
 def _wanted(name: str, exercise: str) -> bool:
@@ -89,32 +278,130 @@ def _wanted(name: str, exercise: str) -> bool:
     return re.fullmatch(rf"{stem}(?:-\d+| ?\(\d+\))?\.(?:py|ipynb)", name) is not None
 
 
-def _files(folder: Path, exercise: str) -> list[Path]:
+def _files(folder: Path, exercise: str, skips: Skips) -> list[_File]:
     """The exercise's files in a student's folder, else any Python file or notebook."""
-    files = [f for f in sorted(folder.rglob("*")) if f.is_file() and "__MACOSX" not in f.parts
-             and f.suffix in (".py", ".ipynb")]
-    return [f for f in files if _wanted(f.name, exercise)] or files
+    files = [f for f in _walk(folder, skips) if f.path.suffix in GRADABLE]
+    return [f for f in files if _wanted(f.path.name, exercise)] or files
 
 
-def _folders(directory: Path, exercise: str) -> dict[str, list[Candidate]]:
-    groups = {}
-    for d in sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        files = _files(d, exercise)
-        groups[d.name] = [Candidate(f, _mtime(f), label=str(f.relative_to(d))) for f in files]
+def _folders(entries: list[os.DirEntry], exercise: str) -> dict[str, Group]:
+    """One student per folder; a student's folder that is a link is noted, not entered."""
+    groups: dict[str, Group] = {}
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        group = Group()
+        if e.is_symlink():
+            group.skips.add(LINK, f"the folder {_text(e.name)}")
+        elif e.is_dir(follow_symlinks=False):
+            group.cands = [Candidate(f.path, f.when, label=f.label)
+                           for f in _files(Path(e.path), exercise, group.skips)]
+        else:
+            continue
+        groups[e.name] = group
     return groups
 
 
-def _canvas(directory: Path, exercise: str) -> dict[str, list[Candidate]]:
+def _canvas(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
     """Group Canvas files by user id; the original name is what the student uploaded."""
-    groups: dict[str, list[Candidate]] = {}
-    for f in sorted(directory.rglob("*")):
-        m = CANVAS_NAME.match(f.name)
-        if f.is_file() and m and Path(m["original"]).suffix in (".py", ".ipynb"):
-            groups.setdefault(m["uid"], []).append(
-                Candidate(f, _mtime(f), late=bool(m["late"]), label=m["original"],
+    groups: dict[str, Group] = {}
+    walked = Skips()
+    for f in _walk(directory, walked, MAX_STUDENTS):
+        m = CANVAS_NAME.match(_text(f.path.name))
+        if m and Path(m["original"]).suffix in GRADABLE:
+            groups.setdefault(m["uid"], Group()).cands.append(
+                Candidate(f.path, f.when, late=bool(m["late"]), label=m["original"],
                           order=int(m["subid"])))
-    return {uid: [c for c in cands if _wanted(c.label, exercise)] or cands
-            for uid, cands in groups.items()}
+    for reason, names in walked.names.items():
+        for name in names:
+            m = CANVAS_NAME.match(name.rsplit("/", 1)[-1])
+            (groups.setdefault(m["uid"], Group()).skips if m else run).add(reason, name)
+    return _prefer_wanted(groups, exercise)
+
+
+def _prefer_wanted(groups: dict[str, Group], exercise: str) -> dict[str, Group]:
+    for group in groups.values():
+        group.cands = [c for c in group.cands if _wanted(c.label, exercise)] or group.cands
+    return groups
+
+
+def _entry_refusal(info: zipfile.ZipInfo) -> str | None:
+    """Why an archive entry is never unpacked, or None."""
+    path = PurePosixPath(info.filename.replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts or re.match(r"^[A-Za-z]:", info.filename):
+        return ESCAPES
+    if stat.S_ISLNK(info.external_attr >> 16):
+        return LINK
+    if info.file_size > MAX_FILE:
+        return TOO_LARGE
+    return None
+
+
+def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, Group]:
+    """Canvas candidates from a bulk-download zip. Only entries that could be graded are
+    unpacked, each under a name of our own (`<index><suffix>` in `dest`); an entry that
+    escapes, is a link or is too large is skipped and named, never the whole archive."""
+    name = _text(archive.name)
+    try:
+        z = zipfile.ZipFile(archive)
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+        run.add(f"not a readable zip: {_reason(exc)}", name)
+        return {}
+    groups: dict[str, Group] = {}
+    total = 0
+    dest.mkdir(parents=True, exist_ok=True)
+    with z:
+        for i, info in enumerate(z.infolist()):
+            label = _text(info.filename)
+            m = CANVAS_NAME.match(label.replace("\\", "/").rsplit("/", 1)[-1])
+            skips = groups.setdefault(m["uid"], Group()).skips if m else run
+            if i >= MAX_ENTRIES:
+                run.add(f"only the first {MAX_ENTRIES} entries are looked at",
+                        f"{name}: {label} and later entries")
+                break
+            if info.is_dir():
+                continue
+            shown = label if m else f"{name}: {label}"
+            if why := _entry_refusal(info):
+                skips.add(why, shown)
+                continue
+            suffix = Path(m["original"]).suffix if m else ""
+            if suffix not in GRADABLE:
+                continue
+            if total + info.file_size > MAX_UNZIPPED:
+                skips.add(OVER_TOTAL, shown)
+                continue
+            target = dest / f"{i}{suffix}"
+            try:
+                total += _unpack(z, info, target)
+            except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError,
+                    EOFError, ValueError, zlib.error) as exc:
+                skips.add(f"could not be unpacked: {_reason(exc)}", shown)
+                continue
+            groups[m["uid"]].cands.append(Candidate(
+                target, _zip_time(info), late=bool(m["late"]), label=m["original"],
+                order=int(m["subid"])))
+    return _prefer_wanted({uid: g for uid, g in groups.items() if g.cands or g.skips.names},
+                          exercise)
+
+
+def _unpack(z: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> int:
+    """Copy one entry, at most its declared (already capped) size; returns bytes written."""
+    written = 0
+    with z.open(info) as src, target.open("wb") as out:
+        while written <= info.file_size and (chunk := src.read(1 << 20)):
+            out.write(chunk)
+            written += len(chunk)
+    stamp = _zip_time(info).timestamp()
+    os.utime(target, (stamp, stamp))
+    return written
+
+
+def _zip_time(info: zipfile.ZipInfo) -> datetime:
+    try:
+        return datetime(*info.date_time, tzinfo=UTC)
+    except ValueError:  # a DOS date of zeros
+        return datetime.fromtimestamp(0, UTC)
 
 
 class _LenientLoader(yaml.SafeLoader):
@@ -126,40 +413,68 @@ _LenientLoader.add_multi_constructor(
     if isinstance(node, yaml.ScalarNode) else loader.construct_mapping(node))
 
 
-def _gradescope(directory: Path, exercise: str) -> dict[str, list[Candidate]]:
-    meta = yaml.load((directory / "submission_metadata.yml").read_text(encoding="utf-8"),
-                     Loader=_LenientLoader) or {}
-    groups: dict[str, list[Candidate]] = {}
-    for folder, info in meta.items():
-        info = {str(k).lstrip(":"): v for k, v in (info or {}).items()}
+def _metadata(path: Path, run: Skips) -> dict:
+    """submission_metadata.yml as a mapping; anything else is noted and read as empty."""
+    try:
+        data, size = read_capped(path, MAX_FILE)
+        if size > MAX_FILE:
+            raise ValueError(TOO_LARGE)
+        meta = yaml.load(data.decode("utf-8"), Loader=_LenientLoader)
+    except Exception as exc:  # noqa: BLE001 - a parser of hostile text may raise anything
+        run.add(f"not readable: {_reason(exc)}", METADATA)
+        return {}
+    if not isinstance(meta, dict):
+        run.add("not a mapping of submissions", METADATA)
+        return {}
+    return meta
+
+
+def _keyed(value: object) -> dict[str, object]:
+    """A metadata mapping with Ruby's leading colons dropped; anything else is empty."""
+    return {str(k).lstrip(":"): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _scalar(value: object) -> str | None:
+    return str(value) if isinstance(value, str | int) and str(value) else None
+
+
+def _submission_folder(directory: Path, folder: str, skips: Skips) -> Path | None:
+    """The export's own folder named by the metadata: one plain name, a real folder."""
+    if "/" in folder or folder in ("", ".", "..") or "\0" in folder:
+        skips.add(NOT_IN_EXPORT, _text(folder))
+        return None
+    path = directory / folder
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:  # not there: its submitters submitted nothing
+        return None
+    except ValueError:  # not a name this file system can hold
+        skips.add(NOT_IN_EXPORT, _text(folder))
+        return None
+    if stat.S_ISLNK(mode):
+        skips.add(LINK, _text(folder))
+    return path if stat.S_ISDIR(mode) else None
+
+
+def _gradescope(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
+    groups: dict[str, Group] = {}
+    for folder, info in _metadata(directory / METADATA, run).items():
+        folder, info = str(folder), _keyed(info)
         when = info.get("created_at")
         when = (when if when.tzinfo else when.replace(tzinfo=UTC)) \
             if isinstance(when, datetime) else None
-        files = _files(directory / folder, exercise) if (directory / folder).is_dir() else []
-        for who in info.get("submitters") or [{}]:
-            who = {str(k).lstrip(":"): v for k, v in who.items()}
-            sid = str(who.get("sid") or who.get("email") or folder)
-            groups.setdefault(sid, []).extend(
-                Candidate(f, when or _mtime(f), timed=when is not None,
-                          label=f"{folder}/{f.name}") for f in files)
+        skips = Skips()
+        path = _submission_folder(directory, folder, skips)
+        files = _files(path, exercise, skips) if path is not None else []
+        submitters = info.get("submitters")
+        for who in submitters if isinstance(submitters, list) and submitters else [{}]:
+            who = _keyed(who)
+            sid = _scalar(who.get("sid")) or _scalar(who.get("email")) or folder
+            group = groups.setdefault(sid, Group())
+            group.cands += [Candidate(f.path, when or f.when, timed=when is not None,
+                                      label=f"{_text(folder)}/{f.label}") for f in files]
+            group.skips.extend(skips)
     return groups
-
-
-def _unzip(archive: Path, dest: Path) -> Path:
-    """Extract a bulk download, refusing paths that escape and archives that explode."""
-    with zipfile.ZipFile(archive) as z:
-        if sum(i.file_size for i in z.infolist()) > MAX_UNZIPPED:
-            raise ValueError(f"{archive} unpacks to more than {MAX_UNZIPPED} bytes")
-        for info in z.infolist():
-            target = (dest / info.filename).resolve()
-            if info.is_dir() or not target.is_relative_to(dest.resolve()):
-                continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with z.open(info) as src, target.open("wb") as out:
-                shutil.copyfileobj(src, out)
-            stamp = datetime(*info.date_time).timestamp()
-            os.utime(target, (stamp, stamp))
-    return dest
 
 
 def _choose(cands: list[Candidate], exercise: str,
@@ -175,7 +490,7 @@ def _choose(cands: list[Candidate], exercise: str,
     best = max(pool, key=lambda c: (c.when, c.order, c.label))
     notes = []
     if len(cands) > 1:
-        others = ", ".join(c.label for c in cands if c is not best)
+        others = _listing([c.label for c in cands if c is not best], 10)
         why = "the newest on-time one" if due is not None and not best.late else "the newest"
         notes.append(f"Several files were submitted; graded {best.label}, {why} "
                      f"(also found: {others}).")
@@ -188,19 +503,65 @@ def _choose(cands: list[Candidate], exercise: str,
     return best, notes
 
 
+class NotANotebook(ValueError):
+    """The file is not a notebook nbformat accepts: the student's error, said plainly."""
+
+
+def _code_cells(path: Path) -> list[str]:
+    """The code cells' sources of a notebook validated by nbformat against its schema."""
+    try:
+        data, size = read_capped(path, MAX_FILE)
+    except OSError as exc:
+        raise NotANotebook(f"the file could not be read: {_reason(exc)}") from None
+    if size > MAX_FILE:
+        raise NotANotebook(f"it is {size} bytes, over the {MAX_FILE}-byte limit")
+    try:
+        nb = json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise NotANotebook(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (ValueError, RecursionError) as exc:
+        raise NotANotebook(f"not JSON ({_reason(exc)})") from None
+    if not isinstance(nb, dict) or nb.get("nbformat") not in (3, 4):
+        raise NotANotebook("no notebook format version 3 or 4 (`nbformat`) in it")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # e.g. cells without ids: valid before 4.5
+            nbformat.validate(nb)
+            cells = nbformat.convert(nbformat.from_dict(nb), 4).cells
+    except Exception as exc:  # noqa: BLE001 - the schema's checker may raise anything
+        raise NotANotebook(_reason(exc)) from None
+    sources = ["".join(c.source) if isinstance(c.source, list) else c.source
+               for c in cells if c.cell_type == "code"]
+    for i, src in enumerate(sources, 1):
+        try:
+            src.encode("utf-8")
+        except UnicodeEncodeError:
+            raise NotANotebook(f"code cell {i} holds a lone surrogate, which is not "
+                               f"text") from None
+    return sources
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as one short line of text: its first line and where (a schema
+    error's `On instance[...]`)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return _text(exc.strerror)
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+    where = next((ln.rstrip(":") for ln in lines if ln.startswith("On instance")), "")
+    return _text(lines[0][:200] + (f" ({where[:100]})" if where else ""))
+
+
 def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str]]:
     """Join the code cells in order; IPython-only lines become `pass` so blocks stay valid."""
+    shown = _text(shown)
     try:
-        nb = json.loads(path.read_text(encoding="utf-8-sig"))
-        cells = [c for c in nb["cells"] if c.get("cell_type") == "code"]
-    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        return None, [f"{shown} is not a readable Jupyter notebook ({exc}); "
+        cells = _code_cells(path)
+    except NotANotebook as exc:
+        return None, [f"{shown} is not a readable Jupyter notebook: {exc}; "
                       f"submit it saved from Jupyter, or as a .py file."]
     chunks, dropped = [], []
-    for cell in cells:
-        src = cell.get("source", "")
-        lines = (src if isinstance(src, list) else src.splitlines(keepends=True))
-        text = "".join(lines).splitlines()
+    for src in cells:
+        text = src.splitlines()
         if text and text[0].lstrip().startswith("%%"):
             magic = text[0].lstrip()[2:].split()[0] if text[0].strip() != "%%" else ""
             dropped.append(text[0].strip())
@@ -217,12 +578,11 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
             else:
                 out.append(line)
         chunks.append("\n".join(out))
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text("\n\n".join(chunks) + "\n", encoding="utf-8")
+    write_atomic(dest, "\n\n".join(chunks) + "\n")
     notes = [f"Graded the {len(cells)} code cells of {shown}, joined in order."]
     if dropped:
-        shown = "; ".join(f"`{d[:80]}`" for d in dropped[:5])
+        listed = "; ".join(f"`{_text(d[:80])}`" for d in dropped[:5])
         more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
         notes.append(f"Left out {len(dropped)} IPython magic or shell line(s), "
-                     f"which plain Python cannot run: {shown}{more}.")
+                     f"which plain Python cannot run: {listed}{more}.")
     return dest, notes

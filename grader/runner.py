@@ -18,24 +18,33 @@ from pytest_jsonreport.plugin import JSONReport
 
 from grader import points
 from grader.config import Course
-from grader.plan import Submission
+from grader.plan import MAX_SOURCE, Submission, read_capped
 from grader.plugin import GradingPlugin, StudentCaller, part_of
 from grader.reference import refs_for
 from grader.sandbox.slot import Slot, StudentError
 
-MAX_SOURCE = 1024 * 1024
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
 GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 
 
 def read(sub: Submission) -> Submission:
-    """Load the source, turning every unreadable case into a clear problem."""
-    if sub.path is None or not sub.path.is_file():
+    """Load the source, turning every unreadable case into a clear problem. At most
+    MAX_SOURCE+1 bytes are read, through a descriptor that never follows a link; with
+    no file, intake's notes say why (a link left out, a broken notebook)."""
+    if sub.path is None:
+        sub.problem = ("no file could be graded: " + " ".join(sub.notes) if sub.notes
+                       else "no file was submitted")
+        return sub
+    try:
+        data, size = read_capped(sub.path, MAX_SOURCE)
+    except FileNotFoundError:
         sub.problem = "no file was submitted"
         return sub
-    data = sub.path.read_bytes()
-    if len(data) > MAX_SOURCE:
-        sub.problem = f"the file is {len(data)} bytes, over the {MAX_SOURCE}-byte limit"
+    except OSError as exc:
+        sub.problem = f"the file could not be read: {exc.strerror}"
+        return sub
+    if size > MAX_SOURCE:
+        sub.problem = f"the file is {size} bytes, over the {MAX_SOURCE}-byte limit"
     elif not data.strip():
         sub.problem = "the submitted file is empty"
     else:

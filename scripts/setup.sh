@@ -31,7 +31,7 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing Python packages (torch is pinned to the CPU wheel 2.13.0)"
   log=.venv/install.log
   if ! { .venv/bin/python -m pip install -q --upgrade pip &&
-         .venv/bin/python -m pip install -q -e '.[cluster,nbgrader]'; } >"$log" 2>&1; then
+         .venv/bin/python -m pip install -q -e '.[cluster,nbgrader,test]'; } >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     echo "setup: pip failed; the full log is $log" >&2
     exit 1

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from grader.config import Student
-from grader.intake import collect
+from grader import intake
 
 EX = "13_moe.py"
 
@@ -26,6 +26,11 @@ def notebook(cells: list[tuple[str, str]]) -> str:
         {"cell_type": kind, "metadata": {}, "source": src.splitlines(keepends=True),
          **({"outputs": [], "execution_count": None} if kind == "code" else {})}
         for kind, src in cells]})
+
+
+def collect(*args, **kwargs) -> list:
+    """The students intake found (what it left out is tested in tests/adversarial)."""
+    return intake.collect(*args, **kwargs).found
 
 
 def as_dict(found) -> dict:
@@ -88,7 +93,10 @@ def test_canvas_bulk_download_zip(tmp_path):
     })
     roster = {"ava": Student(name="Alvarez, Ava", lms_id="4001")}
     got = as_dict(collect(subs, EX, cache=tmp_path / "cache", roster=roster))
-    assert set(got) == {"ava", "4002", "4003"}  # roster maps Canvas ids; the rest keep them
+    # roster maps Canvas ids; the rest keep them; 4004's only entry escaped, so it is noted
+    assert set(got) == {"ava", "4002", "4003", "4004"}
+    assert got["4004"] == (None, ["Left out ../escape_4004_77004_13_moe.py "
+                                  "(a path that leaves the archive)."])
     path, notes = got["ava"]
     assert path.read_text() == "second\n" and "graded 13_moe-1.py" in notes[0]
     assert got["4002"][0].read_text() == "late\n"
@@ -96,7 +104,7 @@ def test_canvas_bulk_download_zip(tmp_path):
     assert got["4003"][0].read_text().startswith("import torch")
     assert "code cells of 13_moe.ipynb" in got["4003"][1][0]  # the name the student gave it
     assert not (tmp_path / "cache" / "escape_4004_77004_13_moe.py").exists()
-    assert all(tmp_path / "cache" in p.parents for p, _ in got.values())
+    assert all(tmp_path / "cache" in p.parents for p, _ in got.values() if p)
 
 
 def test_canvas_zip_given_directly_and_unzipped_folder(tmp_path):
