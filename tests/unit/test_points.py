@@ -161,3 +161,22 @@ def test_score_grades_a_report_exactly_with_practice_files_apart(course):
         graded = [t for t in tests if t["nodeid"].startswith(f"test_{name}.py")]
         assert rec["parts"][name]["tests"] == n
         assert rec["parts"][name]["passed"] == sum(t["outcome"] == "passed" for t in graded)
+
+
+def test_pages_show_practice_records_without_counting_them(course):
+    """A record with practice tests renders: the student page and the class report."""
+    from grader import feedback
+
+    rng = random.Random(7)
+    tests = records(LESSON13, rng, practice=1)
+    for t in tests:
+        t.update(name=f"test_{t['part']}_{'public' if t['practice'] else 'case'}",
+                 message="" if t["outcome"] == "passed" else "output differs",
+                 max_abs_diff=None, error=None, diagnosis=None, checks=[], pictures=[])
+    summary = points.award(course.lesson("13").parts, tests)
+    record = {"student_id": "alice", "status": "graded", "problem": "", "sandboxed": True,
+              "score": points.total(summary), "max_score": points.total(summary, "max_score"),
+              "parts": summary, "tests": tests}
+    page = feedback.render_student(record, course, "13")
+    assert f"{summary['ffn']['passed']} / {summary['ffn']['tests']}" in page
+    assert feedback.render_report([record], course, "13")
