@@ -1,18 +1,23 @@
-"""Part "norm": RMSNorm's output and gradients, several shapes, eps and dtypes."""
+"""Part "norm": RMSNorm's output (values and dtype) and gradients, several shapes, eps
+and dtypes, and float16 activations large enough that squaring them overflows unless
+they are first cast to float32 (why MiniMind's RMSNorm upcasts)."""
 import pytest
 import torch
 
 CASES = [("float32", 64, 1e-5, 0), ("float32", 48, 1e-6, 1), ("float64", 64, 1e-5, 2),
          ("float32", 64, 0.5, 3)]  # a large eps makes a missing eps plainly visible
-DTYPES = {"float32": torch.float32, "float64": torch.float64}
+DTYPES = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
+# float16 has 11 significant bits and course.yml tolerances only for float32/64: allow
+# ~4 of its ulps (a correct layer may round once or twice); an overflow is off by O(1).
+HALF_ATOL, HALF_RTOL = 1e-3, 4e-3
 
 
-def _inputs(dtype, dim, eps, seed):
+def _inputs(dtype, dim, eps, seed, scale=3.0):
     g = torch.Generator().manual_seed(seed)
     d = DTYPES[dtype]
     return dict(dim=dim, eps=eps,
                 weight=(torch.rand(dim, generator=g, dtype=torch.float64) + 0.5).to(d),
-                x=(torch.randn(2, 5, dim, generator=g, dtype=torch.float64) * 3).to(d),
+                x=(torch.randn(2, 5, dim, generator=g, dtype=torch.float64) * scale).to(d),
                 gy=torch.randn(2, 5, dim, generator=g, dtype=torch.float64).to(d))
 
 
@@ -21,7 +26,25 @@ def test_output(student, reference, check, dtype, dim, eps, seed):
     args = _inputs(dtype, dim, eps, seed)
     got, ref = student.call("rmsnorm", **args), reference.call("rmsnorm", **args)
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
+    check.equal("output dtype", str(got["y"].dtype), str(ref["y"].dtype),
+                "the output must have the input's dtype (cast back after computing)")
     check.close("output", got["y"], ref["y"])
+
+
+@pytest.mark.parametrize("dim,seed", [(64, 4), (40, 5)])
+def test_float16_overflow(student, reference, check, dim, seed):
+    """|x| up to ~1000: x² overflows float16 (max 65504) but not float32."""
+    args = _inputs("float16", dim, 1e-5, seed, scale=300.0)
+    got, ref = student.call("rmsnorm", **args), reference.call("rmsnorm", **args)
+    check.shape("output shape", got["y"], tuple(ref["y"].shape))
+    check.equal("output dtype", str(got["y"].dtype), str(ref["y"].dtype),
+                "a float16 input gives a float16 output (compute in float32, cast back)")
+    if got["y"].shape == ref["y"].shape:
+        g, r = got["y"].double(), ref["y"].double()
+        err = (g - r).abs().nan_to_num(float("inf"))
+        check.true("output (float16)", bool((err <= HALF_ATOL + HALF_RTOL * r.abs()).all()),
+                   f"differs by up to {err.max().item():.3g} (allowed {HALF_ATOL:g} + "
+                   f"{HALF_RTOL:g}·|ref|): x² overflows float16; compute in float32")
 
 
 @pytest.mark.public
