@@ -25,6 +25,7 @@ import yaml
 
 from grader.config import load
 from grader.export.gradescope import results
+from grader.store import safe_name
 
 SETUP = """#!/usr/bin/env bash
 # Run once by Gradescope to build the image (choose a base with Python >= 3.11,
@@ -87,10 +88,11 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
 
 
 def _student_id(root: Path) -> str:
-    """Gradescope's submission_metadata.json names the submitter; sid, else email."""
+    """Gradescope's submission_metadata.json names the submitter (sid, else email); it
+    becomes a folder name, so it is made a safe one (`../x` would land elsewhere)."""
     try:
         users = json.loads((root / "submission_metadata.json").read_text())["users"]
-        return str(users[0].get("sid") or users[0].get("email") or "student")
+        return safe_name(str(users[0].get("sid") or users[0].get("email") or "student"))
     except (OSError, ValueError, KeyError, IndexError, TypeError):
         return "student"
 

@@ -7,10 +7,10 @@ roster knows is written.
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from grader.config import Course, Student
+from grader.export.cells import write_rows
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -25,12 +25,12 @@ def column(course: Course, lesson_key: str) -> str:
 def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Student],
           out_dir: Path) -> list[Path]:
     path = out_dir / "canvas.csv"
+    rows = [HEADER + [column(course, lesson_key)],
+            ["    Points Possible", "", "", "", "", scores["max_score"]]]
+    for s in scores["students"]:
+        who = people[s["student_id"]]
+        rows.append([who.name or s["student_id"], who.lms_id, who.sis_user_id,
+                     who.sis_login_id, who.section, s["score"]])
     with path.open("w", newline="", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(HEADER + [column(course, lesson_key)])
-        out.writerow(["    Points Possible", "", "", "", "", scores["max_score"]])
-        for s in scores["students"]:
-            who = people[s["student_id"]]
-            out.writerow([who.name or s["student_id"], who.lms_id, who.sis_user_id,
-                          who.sis_login_id, who.section, s["score"]])
+        write_rows(f, rows)
     return [path]

@@ -1,8 +1,9 @@
 """Gradescope autograder results.json, one per student, from a scores.json record.
 
 Gradescope shows tests in the order given, numbered `part.test`, tagged with their
-part; each test's visibility is its part's from course.yml. The top-level `score` is
-set so the total is exactly the grader's, whatever rounding the per-test points had.
+part; each test's visibility is its part's from course.yml. Per-test points are exact
+(grader/points.py), so they add up to the top-level `score`, the grader's total;
+practice tests are listed at 0 of 0.
 """
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import json
 from pathlib import Path
 
 from grader.config import Course
+from grader.store import safe_name
 
 STATUS_TEXT = {
     "graded": "Graded.",
@@ -28,13 +30,16 @@ def results(course: Course, lesson_key: str, student: dict) -> dict:
     for t in sorted(student["tests"], key=lambda t: order.index(t["part"])):
         part = lesson.parts[t["part"]]
         counters[t["part"]] += 1
+        practice = bool(t.get("practice"))
         tests.append({
             "score": t["score"], "max_score": t["max_score"],
             "status": "passed" if t["outcome"] == "passed" else "failed",
-            "name": f"{part.title or t['part']}: {t['name']}",
+            "name": f"{part.title or t['part']}: {t['name']}"
+                    + (" (practice, 0 points)" if practice else ""),
             "number": f"{order.index(t['part']) + 1}.{counters[t['part']]}",
             "output": _test_output(t, course.language), "output_format": "text",
-            "tags": [t["part"]], "visibility": part.visibility,
+            "tags": [t["part"], "practice"] if practice else [t["part"]],
+            "visibility": part.visibility,
         })
     head = [STATUS_TEXT.get(student["status"], student["status"])]
     if student.get("problem"):
@@ -60,12 +65,17 @@ def _test_output(test: dict, language: str) -> str:
 
 
 def write(course: Course, lesson_key: str, scores: dict, out_dir: Path) -> list[Path]:
+    """One file per student, named as the store names its results: whatever the id
+    holds (`../`, `/`, a formula), the file lands in the folder and names never collide."""
     folder = out_dir / "gradescope"
     folder.mkdir(parents=True, exist_ok=True)
-    paths = []
+    paths: dict[Path, None] = {}
     for student in scores["students"]:
-        path = folder / f"{student['student_id']}.json"
+        path = folder / f"{safe_name(str(student['student_id']))}.json"
+        if path.parent != folder or path in paths:
+            raise ValueError(f"no safe, unique file name for student id "
+                             f"{student['student_id']!r}")
         path.write_text(json.dumps(results(course, lesson_key, student), indent=1,
                                    ensure_ascii=False), encoding="utf-8")
-        paths.append(path)
-    return paths
+        paths[path] = None
+    return list(paths)

@@ -7,10 +7,10 @@ when feedback is imported alone.
 """
 from __future__ import annotations
 
-import csv
 from pathlib import Path
 
 from grader.config import Course, Student
+from grader.export.cells import write_rows
 from grader.export.lti import comment
 
 
@@ -25,10 +25,11 @@ def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Stude
     by_email = all(people[s["student_id"]].email for s in students)
     name = item(course, lesson_key)
     path = out_dir / "moodle.csv"
+    rows: list[list[object]] = [["email" if by_email else "username", name,
+                                 f"Feedback: {name}"]]
+    for s in students:
+        ident = people[s["student_id"]].email if by_email else s["student_id"]
+        rows.append([ident, s["score"], comment(s)])
     with path.open("w", newline="", encoding="utf-8") as f:
-        out = csv.writer(f)
-        out.writerow(["email" if by_email else "username", name, f"Feedback: {name}"])
-        for s in students:
-            ident = people[s["student_id"]].email if by_email else s["student_id"]
-            out.writerow([ident, s["score"], comment(s)])
+        write_rows(f, rows)
     return [path]

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from grader.config import Course, Student
+from grader.store import safe_name
 
 
 def assignment_name(lesson_key: str) -> str:
@@ -22,6 +23,17 @@ def assignment_name(lesson_key: str) -> str:
 
 def cell_name(test: dict) -> str:
     return f"{test['part']}:{test['name']}"
+
+
+def student_id(raw: str) -> str:
+    """nbgrader names folders after student ids (submitted/, autograded/, feedback/):
+    an id that isn't a safe file name is stored as the grader's safe name for it."""
+    return safe_name(str(raw))
+
+
+def graded(student: dict) -> list[dict]:
+    """The tests that carry points; practice tests (0 of 0) get no grade cell."""
+    return [t for t in student["tests"] if not t.get("practice")]
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -46,21 +58,21 @@ def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Stude
     with Gradebook(f"sqlite:///{db.resolve()}", course_id=course.course) as gb:
         gb.update_or_create_assignment(assignment, duedate=lesson.due)
         gb.update_or_create_notebook(notebook, assignment)
-        for t in scores["students"][0]["tests"] if scores["students"] else []:
+        for t in graded(scores["students"][0]) if scores["students"] else []:
             gb.update_or_create_grade_cell(cell_name(t), notebook, assignment,
                                            max_score=t["max_score"], cell_type="code")
         for s in scores["students"]:
-            who = people[s["student_id"]]
+            who, sid = people[s["student_id"]], student_id(s["student_id"])
             first, last = _split_name(who.name)
-            gb.update_or_create_student(s["student_id"], first_name=first, last_name=last,
+            gb.update_or_create_student(sid, first_name=first, last_name=last,
                                         email=who.email or None,
                                         lms_user_id=who.lms_id or None)
-            gb.update_or_create_submission(assignment, s["student_id"])
-            for t in s["tests"]:
+            gb.update_or_create_submission(assignment, sid)
+            for t in graded(s):
                 try:
-                    grade = gb.find_grade(cell_name(t), notebook, assignment, s["student_id"])
+                    grade = gb.find_grade(cell_name(t), notebook, assignment, sid)
                 except MissingEntry:  # a submission made before this test existed
-                    nb = gb.find_submission_notebook(notebook, assignment, s["student_id"])
+                    nb = gb.find_submission_notebook(notebook, assignment, sid)
                     grade = Grade(cell=gb.find_grade_cell(cell_name(t), notebook, assignment),
                                   notebook=nb)
                     gb.db.add(grade)

@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from grader import points
 from grader.config import ConfigError, Course, Lesson, Part, Student
 from grader.export import export, roster
+from grader.export.cells import FORMULA_START, cell
+from grader.store import Store, safe_name
 
 GS_TOP = {"score": (int, float), "output": str, "output_format": str, "visibility": str,
           "stdout_visibility": str, "tests": list}
@@ -82,7 +85,7 @@ def test_gradescope_results_match_format_and_scores(tmp_path, scores):
         assert res["score"] == student["score"]
         assert res["visibility"] in VISIBILITY and res["stdout_visibility"] in VISIBILITY
         assert len(res["tests"]) == len(student["tests"])
-        assert sum(t["score"] for t in res["tests"]) == pytest.approx(student["score"])
+        assert sum(t["score"] for t in res["tests"]) == student["score"]
         assert len({t["number"] for t in res["tests"]}) == len(res["tests"])
         for t in res["tests"]:
             for key, kind in GS_TEST.items():
@@ -229,3 +232,168 @@ def test_nbgrader_gradebook_round_trip(tmp_path, scores):
         gb.db.commit()
     export(course, "13", scores, tmp_path, ["nbgrader"])  # a re-export keeps it
     assert float(nbgrader_export()["alice"]["score"]) == by_id(scores)["alice"]["score"] + 1
+
+
+# ------------------------------------------------------- exact totals over a class
+
+# Lesson 13's shape: points and graded tests per part, and one practice test each.
+CLASS_PARTS = {"ffn": (2, 8), "router": (2, 11), "dispatch": (2.5, 7), "aux_loss": (1.5, 9),
+               "moe": (2, 11)}
+
+
+def class_course() -> Course:
+    parts = {name: Part(points=pts, title=name.title()) for name, (pts, _) in CLASS_PARTS.items()}
+    lesson = Lesson(title="MoE", exercise="13_moe.py", solution=Path("s.py"),
+                    stub=Path("e.py"), tests=Path("t"), parts=parts)
+    return Course(course="minimind-test", lessons={"13": lesson})
+
+
+def graded_record(sid: str, rate: float, rng) -> dict:
+    """A student as the runner records one: points from grader.points, pass rate `rate`."""
+    tests = [{"name": f"test_{'public' if practice else 'case'}_{i}", "part": name,
+              "practice": practice,
+              "outcome": "passed" if rng.random() < rate else "failed",
+              "max_abs_diff": None, "message": "", "diagnosis": None}
+             for name, (_, n) in CLASS_PARTS.items()
+             for practice in (True, False) for i in range(1 if practice else n)]
+    parts = points.award(class_course().lesson("13").parts, tests)
+    return {"student_id": sid, "lesson": "13", "status": "graded", "sandboxed": True,
+            "problem": "", "notes": [], "score": points.total(parts),
+            "max_score": points.total(parts, "max_score"), "parts": parts, "tests": tests}
+
+
+@pytest.fixture
+def big_class(tmp_path) -> dict:
+    """scores.json of 120 students with partial credit, written by the real Store."""
+    import random
+
+    rng = random.Random(13)
+    store = Store(tmp_path / "out")
+    ids = [f"s{i:03d}" for i in range(120)]
+    for i, sid in enumerate(ids):
+        rate = 1.0 if i == 0 else 0.0 if i == 1 else rng.random()
+        store.save(graded_record(sid, rate, rng), "<html></html>")
+    store.scores("13", "minimind-test", "v", class_course().lesson("13").max_score, ids)
+    return json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
+
+
+def test_big_class_has_partial_credit_that_4_decimals_would_drift_on(big_class):
+    """The fixture must be able to catch the old drift: many students whose tests,
+    rounded to 4 decimals each, would not add up to their total."""
+    drifted = 0
+    for s in big_class["students"]:
+        rounded = sum(round(t["score"], 4) for t in s["tests"])
+        drifted += rounded != s["score"]
+        assert s["max_score"] == 10.0
+    assert drifted > 50
+    assert len({s["score"] for s in big_class["students"]}) > 50
+
+
+def test_gradescope_per_test_scores_add_up_to_scores_json(tmp_path, big_class):
+    export(class_course(), "13", big_class, tmp_path / "export", ["gradescope"])
+    for s in big_class["students"]:
+        res = json.loads((tmp_path / "export" / "gradescope" / f"{s['student_id']}.json")
+                         .read_text(encoding="utf-8"))
+        assert res["score"] == s["score"]
+        assert sum(t["score"] for t in res["tests"]) == s["score"]
+        assert sum(t["max_score"] for t in res["tests"]) == s["max_score"] == 10.0
+        practice = [t for t in res["tests"] if "practice" in t["tags"]]
+        assert len(practice) == len(CLASS_PARTS)
+        assert all(t["score"] == t["max_score"] == 0 for t in practice)
+    full = json.loads((tmp_path / "export" / "gradescope" / "s000.json").read_text())
+    assert full["score"] == 10.0 and sum(t["score"] for t in full["tests"]) == 10.0
+
+
+def test_lms_files_equal_scores_json_exactly(tmp_path, big_class):
+    course = class_course()
+    out = tmp_path / "export"
+    export(course, "13", big_class, out, ["canvas", "moodle", "lti"])
+    want = {s["student_id"]: s["score"] for s in big_class["students"]}
+    canvas = list(csv.reader((out / "canvas.csv").open(newline="", encoding="utf-8")))
+    assert float(canvas[1][5]) == 10.0
+    assert {r[0]: float(r[5]) for r in canvas[2:]} == want
+    moodle = list(csv.DictReader((out / "moodle.csv").open(newline="", encoding="utf-8")))
+    assert {r["username"]: float(r["Lesson 13 MoE"]) for r in moodle} == want
+    lti = [json.loads(line) for line in (out / "lti_scores.jsonl").read_text().splitlines()]
+    assert {o["userId"]: o["scoreGiven"] for o in lti} == want
+    assert {o["scoreMaximum"] for o in lti} == {10.0}
+    assert want["s000"] == 10.0 and want["s001"] == 0.0
+
+
+def test_nbgrader_gradebook_reads_back_scores_json_exactly(tmp_path, big_class):
+    """nbgrader totals a submission with SQL SUM over its grades: it must give the
+    very same floats."""
+    api = pytest.importorskip("nbgrader.api")
+    course = class_course()
+    # nbgrader's API is slow (a query per grade): a slice, full and zero marks in it
+    few = {**big_class, "students": big_class["students"][:10]}
+    (db,) = [p for p in export(course, "13", few, tmp_path, ["nbgrader"]) if p.suffix == ".db"]
+    with api.Gradebook(f"sqlite:///{db}", course_id=course.course) as gb:
+        assert gb.find_assignment("lesson_13").max_score == 10.0
+        for s in few["students"]:
+            sub = gb.find_submission("lesson_13", s["student_id"])
+            assert sub.score == s["score"], s["student_id"]
+            assert sub.max_score == s["max_score"]
+            for name, part in s["parts"].items():
+                cells = [g for g in sub.notebooks[0].grades if g.cell.name.startswith(name + ":")]
+                assert sum(g.score for g in cells) == part["score"]
+        assert len(gb.find_notebook("13_moe", "lesson_13").grade_cells) == \
+            sum(n for _, n in CLASS_PARTS.values())  # practice tests get no grade cell
+
+
+# ------------------------------------------------------- names from the class
+
+@pytest.mark.parametrize("text", ["=1+1", "+1", "-2", "@SUM(1)", "\tx", "\rx",
+                                  '=HYPERLINK("http://x")'])
+def test_formula_text_is_neutralised(text):
+    assert cell(text) == "'" + text
+
+
+@pytest.mark.parametrize("value", ["alice", "Liddell, Alice", "", "a=b", 9.5, 0.0, 10])
+def test_plain_text_and_numbers_are_unchanged(value):
+    assert cell(value) == value and type(cell(value)) is type(value)
+
+
+EVIL = ["../../x", "/etc/passwd", '=HYPERLINK("http://x")', "@SUM(1)", "+1", "-1", "..",
+        "a/../b", "\tcmd"]
+
+
+def evil_scores(scores: dict) -> dict:
+    base = scores["students"][0]
+    return {**scores, "students": [{**base, "student_id": sid} for sid in EVIL]}
+
+
+def test_gradescope_file_names_are_safe_and_unique(tmp_path, scores):
+    folder = tmp_path / "export" / "gradescope"
+    paths = export(make_course(), "13", evil_scores(scores), tmp_path / "export",
+                   ["gradescope"])
+    files = [p for p in paths if p.suffix == ".json"]
+    assert sorted(files) == sorted(folder.iterdir())
+    assert {p.name for p in files} == {f"{safe_name(sid)}.json" for sid in EVIL}
+    assert len(files) == len(EVIL)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()
+            and folder not in p.parents and p.name != "roster_report.txt"] == []
+
+
+def test_csv_cells_from_the_class_never_start_a_formula(tmp_path, scores):
+    course = make_course(roster_value={
+        sid: Student(name=sid, lms_id="@1", section="=cmd|' /C calc'!A0") for sid in EVIL})
+    out = tmp_path / "export"
+    export(course, "13", evil_scores(scores), out, ["canvas", "moodle"])
+    for name in ("canvas.csv", "moodle.csv"):
+        rows = list(csv.reader((out / name).open(newline="", encoding="utf-8")))
+        cells = [c for r in rows for c in r]
+        assert not [c for c in cells if c.startswith(FORMULA_START)], name
+        assert "'" + '=HYPERLINK("http://x")' in cells and "'@SUM(1)" in cells
+    canvas = list(csv.reader((out / "canvas.csv").open(newline="", encoding="utf-8")))
+    assert {float(r[5]) for r in canvas[2:]} == {scores["students"][0]["score"]}
+
+
+@pytest.mark.parametrize("sid", ["../../x", "/etc/passwd", "..", "s123"])
+def test_gradescope_autograder_names_the_student_folder_safely(tmp_path, sid):
+    from grader.export import autograder_zip
+
+    (tmp_path / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": sid}]}))
+    name = autograder_zip._student_id(tmp_path)
+    assert name == safe_name(sid) and "/" not in name and not name.startswith(".")
+    assert (tmp_path / "submissions" / name).resolve().parent == (tmp_path / "submissions")

@@ -1,0 +1,28 @@
+"""Spreadsheet cells that stay data: names from a class never run as formulas.
+
+A text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return is read by
+Excel, LibreOffice and Google Sheets as a formula (CSV injection); OWASP's rule is to
+prefix it with `'`, which shows the text as written. Numbers stay numbers, so score
+columns still import as scores.
+"""
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable
+from typing import IO
+
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def cell(value: object) -> object:
+    """A CSV cell safe to open in a spreadsheet; numbers are left as they are."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def write_rows(f: IO[str], rows: Iterable[list[object]]) -> None:
+    """Write rows as CSV with every text cell neutralised."""
+    out = csv.writer(f)
+    for row in rows:
+        out.writerow([cell(v) for v in row])
