@@ -88,7 +88,7 @@ class Audit:
             "uncompilable": self.uncompilable, "duplicates": self.duplicates,
             "counts": {s: self.counts()[s] for s in STATUSES},
             "per_operator": {op: {s: self.counts(op)[s] for s in STATUSES}
-                             for op in self._operators_seen()},
+                             for op in self.operators_seen()},
             "kill_rate": round(self.kill_rate, 4),
             "mutants_per_minute": self.per_minute(),
             "seconds": {"total": round(self.seconds_total, 2),
@@ -97,7 +97,7 @@ class Audit:
             "mutants": [self._mutant_json(v) for v in self.verdicts],
         }
 
-    def _operators_seen(self) -> list[str]:
+    def operators_seen(self) -> list[str]:
         return list(dict.fromkeys(v.mutant.operator for v in self.verdicts))
 
     def _mutant_json(self, v: Verdict) -> dict:
@@ -117,7 +117,8 @@ def write(audit: Audit, out: Path) -> Path:
 
 
 def _grouped(names: list[str]) -> str:
-    """test_output[a], test_output[b], test_x -> "test_output ×2, test_x"."""
+    """test_output[a], test_output[b], test_x -> "test_output ×2, test_x" (and so for
+    checks named per parameter): a survivor's summary stays a line or two."""
     counts = Counter(name.split("[", 1)[0] for name in names)
     return ", ".join(f"{n} ×{c}" if c > 1 else n for n, c in counts.items()) or "none"
 
@@ -127,7 +128,7 @@ def show(audit: Audit, console: Console, min_kill: float) -> None:
     table = Table(title=f"mutation audit of lesson {audit.lesson}")
     for column in ("operator", "mutants", *STATUSES, "kill rate"):
         table.add_column(column, justify="left" if column == "operator" else "right")
-    for op in audit._operators_seen():
+    for op in audit.operators_seen():
         table.add_row(op, *_row(audit.counts(op)))
     table.add_row("[bold]all[/]", *_row(audit.counts()), end_section=True)
     console.print(table)
@@ -168,4 +169,4 @@ def _show_one(audit: Audit, v: Verdict, console: Console) -> None:
     console.print(Syntax(m.diff(audit.solution, audit.solution_name), "diff",
                          theme="ansi_dark", background_color="default"))
     console.print(f"  passed {len(v.passed)} tests: {_grouped(v.passed)}", markup=False)
-    console.print(f"  checks passed: {', '.join(v.checks) or 'none'}", markup=False)
+    console.print(f"  checks passed: {_grouped(v.checks)}", markup=False)
