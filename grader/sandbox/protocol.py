@@ -1,6 +1,9 @@
 """Framing and serialisation shared by the trusted side and the sandboxed worker.
 
-A frame is `[8-byte length][4-byte header length][JSON header][tensor bytes]`.
+A frame is `[8-byte length][8-byte nonce][4-byte header length][JSON header][tensor
+bytes]`. The trusted side puts a fresh nonce on every request and the child echoes it
+on its reply, so a reply is bound to its request: a second writer (a fork, a thread
+that found the socket) cannot pass a frame off as the answer to another request.
 The JSON holds plain data (dicts with string keys, lists, str, int, float, bool,
 None); each tensor in it is a reference {"$t": i} into a table of (dtype, shape,
 offset) over the raw bytes. There is no pickle anywhere, so a submission can
@@ -21,7 +24,7 @@ import time
 
 import torch
 
-HEADER = struct.Struct(">Q")
+HEADER = struct.Struct(">QQ")  # frame length, nonce
 JSON_LEN = struct.Struct(">I")
 ALIGN = 8
 MAX_FRAME = 64 * 1024 * 1024
@@ -79,16 +82,21 @@ def dumps(obj: object) -> bytes:
     return b"".join(encode(obj))
 
 
-def loads(data: Buffer) -> object:
-    """Decode a frame; tensors are views of `data` (copied once if it is read-only)."""
+def loads(data: Buffer, json_limit: int = MAX_JSON) -> object:
+    """Decode a frame; tensors are views of `data` (copied once if it is read-only).
+    Every string in it is valid UTF-8: JSON's escapes can spell lone surrogates, which
+    no encoder downstream accepts (one in an error message stopped a whole run)."""
     if isinstance(data, bytes):
         data = bytearray(data)
     try:
         view = memoryview(data)
         (n,) = JSON_LEN.unpack_from(view, 0)
-        if n > MAX_JSON or 4 + n > len(view) or (4 + n) % ALIGN:
+        if n > json_limit or 4 + n > len(view) or (4 + n) % ALIGN:
             raise ValueError("bad header length")
-        head = json.loads(bytes(view[4:4 + n]))
+        text = str(view[4:4 + n], "utf-8")  # strict: json.loads(bytes) passes surrogates
+        head = json.loads(text)
+        if "\\ud" in text or "\\uD" in text:  # a surrogate escape: rare, so walk only then
+            head = _valid_text(head)
         body = view[4 + n:]
         tensors = [_tensor(entry, body) for entry in head["t"]]
         return _resolve(head["v"], tensors)
@@ -114,6 +122,17 @@ def _tensor(entry: list, body: memoryview) -> torch.Tensor:
     return torch.frombuffer(body[offset:offset + size], dtype=dtype).reshape(shape)
 
 
+def _valid_text(v):
+    """`v` with every lone surrogate (in strings and keys) replaced by U+FFFD."""
+    if isinstance(v, str):
+        return v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if isinstance(v, dict):
+        return {_valid_text(k): _valid_text(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_valid_text(x) for x in v]
+    return v
+
+
 def _resolve(v, tensors: list[torch.Tensor]):
     if isinstance(v, dict):
         if set(v) == {"$t"}:
@@ -124,18 +143,19 @@ def _resolve(v, tensors: list[torch.Tensor]):
     return v
 
 
-def send(sock: socket.socket, obj: object) -> None:
-    send_buffers(sock, encode(obj))
+def send(sock: socket.socket, obj: object, nonce: int = 0) -> None:
+    send_buffers(sock, encode(obj), nonce)
 
 
-def send_bytes(sock: socket.socket, data: Buffer) -> None:
-    send_buffers(sock, [data])
+def send_bytes(sock: socket.socket, data: Buffer, nonce: int = 0) -> None:
+    send_buffers(sock, [data], nonce)
 
 
-def send_buffers(sock: socket.socket, parts: list[Buffer]) -> None:
-    """Length, then the parts, gathered by the kernel (sendmsg): no joined copy."""
+def send_buffers(sock: socket.socket, parts: list[Buffer], nonce: int = 0) -> None:
+    """Length and nonce, then the parts, gathered by the kernel (sendmsg): no joined
+    copy (a request frame serialised once is sent to every student with its own nonce)."""
     views = [memoryview(p).cast("B") for p in parts if len(p)]
-    views.insert(0, memoryview(HEADER.pack(sum(v.nbytes for v in views))))
+    views.insert(0, memoryview(HEADER.pack(sum(v.nbytes for v in views), nonce)))
     while views:
         sent = sock.sendmsg(views[:512])  # under any system's IOV_MAX
         while sent:
@@ -164,9 +184,21 @@ def _recv_exact(sock: socket.socket, n: int, deadline: float | None = None) -> b
     return buf
 
 
-def recv(sock: socket.socket, limit: int = MAX_FRAME, deadline: float | None = None) -> object:
-    """One frame; with `deadline` (time.monotonic()), socket.timeout once it passes."""
-    (size,) = HEADER.unpack(_recv_exact(sock, HEADER.size, deadline))
+def recv_header(sock: socket.socket, deadline: float | None = None) -> tuple[int, int]:
+    """A frame's (length, nonce): the reader decides from them whether to read on."""
+    return HEADER.unpack(_recv_exact(sock, HEADER.size, deadline))
+
+
+def recv_body(sock: socket.socket, size: int, deadline: float | None = None,
+              json_limit: int = MAX_JSON) -> object:
+    return loads(_recv_exact(sock, size, deadline), json_limit)
+
+
+def recv(sock: socket.socket, limit: int = MAX_FRAME,
+         deadline: float | None = None) -> tuple[int, object]:
+    """One frame as (nonce, value); with `deadline` (time.monotonic()), socket.timeout
+    once it passes."""
+    size, nonce = recv_header(sock, deadline)
     if size > limit:
         raise ProtocolError(f"result of {size} bytes is over the {limit}-byte limit")
-    return loads(_recv_exact(sock, size, deadline))
+    return nonce, recv_body(sock, size, deadline)

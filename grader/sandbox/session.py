@@ -5,6 +5,11 @@ with a wall-clock limit per call and a budget per submission. When the child die
 (a timeout, a crash, `os._exit`, a limit), the failing call raises `StudentError`
 naming the cause and the next call transparently starts a new child, so one
 test's crash costs that test only.
+
+Nothing received is trusted: every request carries a fresh nonce its reply must
+echo (a reply to another request is the student's error, never a shifted verdict),
+each reply is size-capped, all replies of a submission share a byte budget, and
+every string of an error report is capped before it is used.
 """
 from __future__ import annotations
 
@@ -17,6 +22,14 @@ from dataclasses import dataclass, field
 
 from grader.sandbox import protocol
 from grader.sandbox.slot import Limits, Slot, StudentError
+
+MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
+MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped at 4000 chars
+MAX_TEXT = 4000  # any one string of an error report, as the student sees it
+MAX_TYPE = 200
+KINDS = frozenset({"exception", "not_implemented", "memory", "exit", "import"})
+WRONG_REQUEST = ("your code answered for another request {where}: did it fork, or "
+                 "start a thread that writes to the grader's socket?")
 
 SIGNAL_CAUSES = {
     signal.SIGXCPU: "exceeded the CPU time limit of {cpu_s} s",
@@ -64,6 +77,10 @@ class Session:
         self.cpu_s = 0.0
         self.restarts = 0
         self.timed_out: dict[str, str] = {}  # probe -> where it first ran out of time
+        self.received = 0  # bytes of replies read, against limits.received_mb
+        self.over_budget: StudentError | None = None  # sent too much: every call fails
+        self.last_reply_bytes = 0
+        self._nonce = 0  # the request the next reply must answer
         self._pumps: list[threading.Thread] = []
 
     # -- lifecycle ------------------------------------------------------------------
@@ -111,6 +128,8 @@ class Session:
         `frame` is the request already serialised (the same for every student)."""
         if self.fatal is not None:
             raise self.fatal
+        if self.over_budget is not None:
+            raise self.over_budget
         where = where or probe
         if probe in self.timed_out:  # spend the budget on other parts, not on a known hang
             raise StudentError("timeout", f"not run: the same code timed out after "
@@ -139,9 +158,10 @@ class Session:
         # _receive leaves whatever was left of its deadline on the socket; a send
         # gets a whole test's time (a child that stops reading must not block us).
         self.sock.settimeout(self.limits.test_wall_s)
+        self._nonce = int.from_bytes(os.urandom(8), "big")  # unguessable by a second writer
         start = time.monotonic()
         try:
-            protocol.send_bytes(self.sock, data)
+            protocol.send_bytes(self.sock, data, self._nonce)
         except (socket.timeout, TimeoutError):  # alive but not reading: not a crash
             self._stop()
             raise StudentError("timeout", f"timed out after {self.limits.test_wall_s:g} s "
@@ -160,7 +180,7 @@ class Session:
         timeout = min(self.limits.test_wall_s, remaining)
         start = time.monotonic()
         try:  # the deadline bounds the whole reply, however slowly it trickles in
-            reply = protocol.recv(self.sock, deadline=start + timeout)
+            reply = self._read_reply(start + timeout, where)
         except (socket.timeout, TimeoutError):
             self._stop()
             if timeout < self.limits.test_wall_s:  # cut short by the budget, not the test
@@ -179,6 +199,29 @@ class Session:
             self._stop()
             raise StudentError("protocol", f"malformed reply {where}")
         return reply
+
+    def _read_reply(self, deadline: float, where: str) -> object:
+        """The reply to the request just sent: its nonce and size are checked before
+        a byte of its body is read (or kept)."""
+        size, nonce = protocol.recv_header(self.sock, deadline)
+        if nonce != self._nonce:
+            self._stop()
+            raise StudentError("protocol", WRONG_REQUEST.format(where=where))
+        if size > MAX_REPLY:
+            self._stop()
+            raise StudentError("protocol", f"your code sent a result of {size} bytes {where}; "
+                               f"a result may be at most {MAX_REPLY} bytes")
+        budget = self.limits.received_mb << 20
+        if self.received + size > budget:
+            self._stop()
+            self.over_budget = StudentError(
+                "protocol", f"your code sent more than the {self.limits.received_mb} MiB of "
+                f"results a submission may send (the last, {size} bytes, {where}); "
+                "the tests after it were not run")
+            raise self.over_budget
+        self.received += size
+        self.last_reply_bytes = size
+        return protocol.recv_body(self.sock, size, deadline, MAX_REPLY_JSON)
 
 
 def _death_cause(status: dict, limits: Limits, where: str) -> str:
@@ -201,12 +244,22 @@ def _death_cause(status: dict, limits: Limits, where: str) -> str:
     return f"your code ended the process (exit status {code}) {where}"
 
 
+def _text(value: object, cap: int = MAX_TEXT) -> str:
+    """A student's string as the grader may keep it: capped (protocol.loads has
+    already made it valid UTF-8)."""
+    text = value if isinstance(value, str) else ""
+    return text if len(text) <= cap else text[:cap] + " […]"
+
+
 def _error_from(err: dict, limits: Limits) -> StudentError:
+    """The child's error report, as the student sees it: a kind the grader knows
+    (a child must not claim a timeout or a grader fault), every string capped."""
     if not isinstance(err, dict):
         return StudentError("protocol", "malformed error report")
-    kind = str(err.get("kind", "exception"))
-    message = str(err.get("message", ""))
-    type_ = str(err.get("type", ""))
+    kind = err.get("kind")
+    kind = kind if kind in KINDS else "exception"
+    message = _text(err.get("message"))
+    type_ = _text(err.get("type"), MAX_TYPE)
     if kind == "memory":
         message = f"exceeded the {limits.memory_mb} MiB memory limit ({type_}: {message[:300]})"
     elif kind == "exit":
@@ -215,4 +268,4 @@ def _error_from(err: dict, limits: Limits) -> StudentError:
         message = "not implemented yet (NotImplementedError)" + (f": {message}" if message else "")
     else:
         message = f"{type_}: {message}" if type_ else message
-    return StudentError(kind, message, str(err.get("traceback", "")), type_)
+    return StudentError(kind, message, _text(err.get("traceback")), type_)

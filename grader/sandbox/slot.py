@@ -37,6 +37,7 @@ class Limits:
     file_size_mb: int = 8
     scratch_mb: int = 32
     output_kb: int = 64
+    received_mb: int = 64  # results a submission may send in all (a correct one: ~1 MiB)
 
 
 class StudentError(Exception):

@@ -379,20 +379,23 @@ def _vm_size() -> int:
 # ---- the child: import the submission, then answer probe calls ------------------
 
 def _child(data: socket.socket, probes, limits: dict) -> None:
-    init = protocol.recv(data)
+    harness = os.getpid()
+    nonce, init = protocol.recv(data)
     path = os.path.join(SCRATCH, init["filename"])
     with open(path, "w", encoding="utf-8") as f:
         f.write(init["source"])
     _guard_imports(init["allowed_imports"])
     try:
         module = _load_module(MODULE_NAME, path)
-        protocol.send(data, {"ok": True})
+        reply = {"ok": True}
     except BaseException as exc:  # noqa: BLE001 - every failure is the student's to see
-        protocol.send(data, {"ok": False, "error": _describe(exc, path)})
+        reply = {"ok": False, "error": _describe(exc, path)}
+    _answer(data, reply, nonce, harness, path)
+    if not reply["ok"]:
         return
     while True:
         try:
-            request = protocol.recv(data)
+            nonce, request = protocol.recv(data)
         except EOFError:
             return
         try:
@@ -402,10 +405,19 @@ def _child(data: socket.socket, probes, limits: dict) -> None:
             reply = {"ok": True, "result": result}
         except BaseException as exc:  # noqa: BLE001
             reply = {"ok": False, "error": _describe(exc, path)}
-        try:
-            protocol.send(data, reply)
-        except Exception as exc:  # e.g. a result torch cannot serialise
-            protocol.send(data, {"ok": False, "error": _describe(exc, path)})
+        _answer(data, reply, nonce, harness, path)
+
+
+def _answer(data: socket.socket, reply: dict, nonce: int, harness: int, path: str) -> None:
+    """Answer request `nonce`, from the harness's own process only: a fork the
+    submission made that returned into this loop ends silently here (two processes
+    serving one socket would answer each other's requests)."""
+    if os.getpid() != harness:
+        os._exit(0)
+    try:
+        protocol.send(data, reply, nonce)
+    except Exception as exc:  # e.g. a result torch cannot serialise
+        protocol.send(data, {"ok": False, "error": _describe(exc, path)}, nonce)
 
 
 def _guard_imports(allowed: list[str]) -> None:

@@ -40,6 +40,37 @@ def test_malformed_or_pickled_frames_are_rejected(payload):
 
 def test_oversized_frame_is_refused_before_reading_it():
     a, b = socket.socketpair()
-    a.sendall(protocol.HEADER.pack(protocol.MAX_FRAME + 1))
+    a.sendall(protocol.HEADER.pack(protocol.MAX_FRAME + 1, 7))
     with pytest.raises(protocol.ProtocolError, match="over the"):
         protocol.recv(b)
+
+
+def test_a_frame_carries_its_nonce():
+    a, b = socket.socketpair()
+    protocol.send(a, {"ok": True}, nonce=2 ** 64 - 1)
+    protocol.send_bytes(a, protocol.dumps([1]), nonce=5)
+    assert protocol.recv(b) == (2 ** 64 - 1, {"ok": True})
+    assert protocol.recv_header(b) == (len(protocol.dumps([1])), 5)
+
+
+@pytest.mark.parametrize("text", ["\udc80", "a\ud800b", "\udfff" * 3])
+def test_lone_surrogates_arrive_as_valid_text(text):
+    back = protocol.loads(protocol.dumps({"message": text, text: [text]}))
+    for s in (back["message"], *back, *next(iter(back.values()))):
+        s.encode("utf-8")  # would raise on a lone surrogate
+    assert "\ufffd" in back["message"]
+    assert protocol.loads(protocol.dumps({"m": "\U0001f600 ok"})) == {"m": "\U0001f600 ok"}
+
+
+def test_raw_surrogate_bytes_are_malformed():
+    head = b'{"v": "\xed\xb2\x80", "t": []}'
+    head += b" " * (-(4 + len(head)) % 8)
+    with pytest.raises(protocol.ProtocolError):
+        protocol.loads(protocol.JSON_LEN.pack(len(head)) + head)
+
+
+def test_json_limit_is_the_callers():
+    frame = protocol.dumps({"m": "x" * 5000})
+    assert protocol.loads(frame, json_limit=8192) == {"m": "x" * 5000}
+    with pytest.raises(protocol.ProtocolError):
+        protocol.loads(frame, json_limit=4096)

@@ -1,0 +1,117 @@
+"""Every reply is bound to its request: each request carries a fresh nonce that its
+reply must echo. A fork that carries on into the harness ends silently there (so a
+correct file forked at import still gets its marks); a second writer (a thread that
+found the socket, a reply sent twice) is the student's clear protocol error, and
+never a verdict shifted onto another test.
+
+Scores are compared with the solution graded in the same run, so the checks hold
+whatever the hidden tests' points are.
+"""
+from __future__ import annotations
+
+import pytest
+
+from conftest import SOLUTION, failed_messages, grade_all, hostile, wait_no_processes
+
+WRONG_REQUEST = "answered for another request"
+
+FIND_SOCKET = '''
+import os, socket, stat
+def _data_socket():
+    """The channel to the trusted side: the only socket the child holds."""
+    for fd in range(3, 256):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                return socket.socket(fileno=fd)
+        except OSError:
+            pass
+'''
+
+SOURCES = {
+    "honest": SOLUTION.read_text(),
+    # Both processes carry on after the fork: the copy returns into the harness.
+    "fork-at-import": SOLUTION.read_text() + "\n\nimport os\nos.fork()\n",
+    # The copy returns into the harness only after the original has started serving.
+    "late-fork-at-import": SOLUTION.read_text() + (
+        "\n\nimport os, time\nif os.fork() == 0:\n    time.sleep(0.5)\n"),
+    # A fork inside a graded function (once per process: each copy stays a zombie
+    # until the child ends, and RLIMIT_NPROC counts zombies).
+    "fork-in-dispatch": hostile(at_import="_forked = []", dispatch='''
+        import os
+        if not _forked:
+            _forked.append(os.fork())
+    '''),
+    # A thread writes a well-formed reply with a guessed nonce before the real one.
+    "forged-nonce": hostile(at_import=FIND_SOCKET, dispatch='''
+        import json, struct, threading
+        def _forge():
+            head = json.dumps({"v": {"ok": True, "result": {"y": None}}, "t": []}).encode()
+            head += b" " * (-(4 + len(head)) % 8)
+            body = struct.pack(">I", len(head)) + head
+            for guess in (0, 1, 2):
+                _data_socket().sendall(struct.pack(">QQ", len(body), guess) + body)
+        worker = threading.Thread(target=_forge)
+        worker.start()
+        worker.join()
+    '''),
+    # Every reply sent twice: the second answers no request.
+    "double-reply": SOLUTION.read_text() + '''
+
+import sys as _sys
+_f = _sys._getframe()
+while "protocol" not in _f.f_globals:
+    _f = _f.f_back
+_proto = _f.f_globals["protocol"]
+_send = _proto.send
+def _twice(sock, obj, nonce=0):
+    _send(sock, obj, nonce)
+    _send(sock, obj, nonce)
+_proto.send = _twice
+''',
+}
+
+
+@pytest.fixture(scope="module")
+def records(course, slot, tmp_path_factory):
+    return grade_all(course, slot, tmp_path_factory.mktemp("binding"), SOURCES)
+
+
+def outcomes(record: dict) -> dict[str, str]:
+    return {t["name"]: t["outcome"] for t in record["tests"]}
+
+
+def test_honest_baseline(records):
+    assert records["honest"]["status"] == "graded"
+    assert failed_messages(records["honest"]) == []
+
+
+@pytest.mark.parametrize("sid", ["fork-at-import", "late-fork-at-import", "fork-in-dispatch"])
+def test_fork_that_carries_on_scores_like_the_solution(records, slot, sid):
+    rec = records[sid]
+    assert failed_messages(rec) == [], failed_messages(rec)[:3]
+    assert (rec["score"], rec["status"]) == (records["honest"]["score"], "graded")
+    assert wait_no_processes(slot) == []
+
+
+def test_forged_nonce_costs_its_part_with_a_clear_message(records):
+    rec, honest = records["forged-nonce"], records["honest"]
+    assert rec["parts"]["dispatch"]["score"] == 0
+    assert {n: p["score"] for n, p in rec["parts"].items() if n != "dispatch"} == \
+        {n: p["score"] for n, p in honest["parts"].items() if n != "dispatch"}
+    messages = failed_messages(rec)
+    assert messages and all(WRONG_REQUEST in m and "dispatch" in m for m in messages), \
+        messages[:3]
+
+
+def test_second_reply_is_a_protocol_error_never_a_shifted_verdict(records):
+    rec = records["double-reply"]
+    messages = failed_messages(rec)
+    # Every test's first call meets the extra copy of the reply before it.
+    assert len(messages) == len(rec["tests"]), [m for m in messages][:3]
+    assert all(WRONG_REQUEST in m for m in messages), messages[:3]
+    assert rec["score"] == 0
+
+
+def test_next_student_is_unaffected(records, course, slot, tmp_path):
+    rec = grade_all(course, slot, tmp_path, {"after": SOLUTION.read_text()})["after"]
+    assert outcomes(rec) == outcomes(records["honest"])
