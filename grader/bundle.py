@@ -1,10 +1,13 @@
 """The student bundle: everything `grader check` needs, and no solution.
 
 Students must be able to check their work at home without being handed the answer.
-The bundle holds the grader, the stub, the lesson's probes and tests (not its
-mistakes.yml, whose edits quote the solution), a course.yml for that lesson alone,
-and a recording of the reference's (and each known mistake's) results for the
-public tests, made here by running them once against the solution.
+The bundle holds the grader, the stub, the lesson's probes, its practice tests
+(`test_public_<part>.py`) and the helper modules they import (`_*.py`), a
+course.yml for that lesson alone, and a recording of the reference's (and each
+known mistake's) results for the practice tests, made here by running them once
+against the solution. It never holds a graded test file (their cases, seeds and
+checks), mistakes.yml (whose edits quote the solution) or a result of a graded
+case: practice cases draw their inputs from seeds no graded case uses.
 """
 from __future__ import annotations
 
@@ -30,6 +33,12 @@ run has more tests, which are hidden.
 """
 
 
+def shipped(tests: Path) -> list[Path]:
+    """The files of a lesson's tests folder that students receive."""
+    return sorted(f for f in tests.glob("*.py")
+                  if f.name == "probes.py" or f.name.startswith(("_", "test_public_")))
+
+
 def build(course: Course, lesson_key: str, dest: Path) -> Path:
     lesson = course.lesson(lesson_key)
     tests = course.path(lesson.tests)
@@ -40,8 +49,8 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
         v.caller.cache.clear()
     refs.signatures = None  # recomputed over the public tests only
     as_student = Caller(refs.reference.module, refs.probes, refs.reference.cache)
-    runner.run_tests(course, lesson_key, [(as_student, lambda raw: None)], select="public",
-                     precompute=True)
+    runner.run_tests(course, lesson_key, [(as_student, lambda raw: None)],
+                     select=runner.PRACTICE, precompute=True)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
@@ -49,7 +58,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     shutil.copy(ROOT / "pyproject.toml", dest / "pyproject.toml")
     test_dir = dest / "tests" / tests.name
     test_dir.mkdir(parents=True, exist_ok=True)
-    for f in sorted(tests.glob("*.py")):
+    for f in shipped(tests):
         shutil.copy(f, test_dir / f.name)
     (dest / lesson.exercise).write_text(course.path(lesson.stub).read_text(encoding="utf-8"),
                                         encoding="utf-8")

@@ -255,7 +255,7 @@ def check(course_path, lesson_key, file) -> None:
     slot = sandbox.sole_slot()
     try:
         record = runner.grade(course, lesson_key, runner.Submission("you", file), slot,
-                              select="public")
+                              select=runner.PRACTICE)
     finally:
         slot.close()
     _print_check(record, course, lesson_key)
@@ -292,8 +292,11 @@ def _print_check(record: dict, course: config.Course, lesson_key: str) -> None:
         diagnosis = part.get("diagnosis")
         if diagnosis and diagnosis.get("id"):
             lang = course.language
-            out.print(f"    [yellow]likely mistake:[/] {diagnosis['title'][lang]}")
-            out.print(f"    [yellow]hint:[/] {diagnosis['hint'][lang]}")
+            # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
+            out.print("    [yellow]likely mistake:[/] ", end="")
+            out.print(diagnosis["title"][lang], markup=False)
+            out.print("    [yellow]hint:[/] ", end="")
+            out.print(diagnosis["hint"][lang], markup=False)
     if record.get("output"):
         out.print("[dim]your code printed:[/]")
         out.print(record["output"][:2000], markup=False)

@@ -10,11 +10,13 @@ pytest-json-report as the test's metadata.
 """
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pytest
 
 from grader.compare import Checks
+from grader.diagnosis import explaining
 from grader.reference import LessonRefs, request_key
 from grader.sandbox import protocol
 from grader.sandbox.session import Session
@@ -81,6 +83,49 @@ class _CurrentStudent:
         return self._plugin._student.call(probe, **args)
 
 
+class _Explained:
+    """The `explained` fixture: results of trusted code only, the solution with the
+    known mistakes the grader established in the student's *other* parts (each
+    explains its part fully, `diagnosis.explaining`). A composite part compares
+    with them as alternatives, so a layer that is right but for its parts' bugs
+    loses points in those parts only; an empty list when some other part failed in
+    a way no known mistake explains, or when none failed (then only the reference
+    counts). The student's code is never run again for this."""
+
+    MAX_COMBINATIONS = 8
+
+    def __init__(self, plugin: "GradingPlugin"):
+        self._plugin = plugin
+
+    def call(self, probe: str, **args) -> list[dict]:
+        plugin = self._plugin
+        per_part = []
+        for part in plugin.parts:
+            if part == plugin.current_part or not plugin.failed_tests(part):
+                continue
+            found = plugin.explaining(part)
+            if not found:
+                return []
+            per_part.append(found)
+        results = []
+        for combo in itertools.islice(itertools.product(*per_part), self.MAX_COMBINATIONS):
+            if not combo:
+                continue
+            try:
+                results.append(plugin.refs.combined(combo).call(probe, **args))
+            except Exception:  # noqa: BLE001 - that combination breaks this probe
+                continue
+        return results
+
+
+class _Unexplained:
+    """`explained` in replays: strict comparisons (signatures and diagnosis are about
+    one part's own mistakes)."""
+
+    def call(self, probe: str, **args) -> list[dict]:
+        return []
+
+
 def part_of(path: Path | str) -> str:
     """Tests name their part in the file name: test_<part>.py, or test_public_<part>.py
     for its practice tests."""
@@ -89,8 +134,10 @@ def part_of(path: Path | str) -> str:
 
 class GradingPlugin:
     def __init__(self, student: StudentCaller | None, refs: LessonRefs, tolerances: dict,
-                 precompute: bool = False):
+                 parts: list[str], precompute: bool = False):
         self._student, self.refs, self.tolerances = student, refs, tolerances
+        self.parts = parts  # course.yml's order: a composite part comes after its parts
+        self.current_part = ""
         self.precompute = precompute  # mistake signatures now (a student bundle keeps them)
         self.meta: dict[str, dict] = {}
         self.fault: GraderFault | None = None
@@ -105,6 +152,12 @@ class GradingPlugin:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
             session.config.pluginmanager.unregister(reporter)
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Run parts in course.yml's order, so a composite part (lesson 13's moe) is
+        graded when the verdicts of the parts it is made of are known."""
+        order = {name: i for i, name in enumerate(self.parts)}
+        items.sort(key=lambda item: order.get(part_of(item.path), len(order)))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.items = list(session.items)
@@ -126,6 +179,10 @@ class GradingPlugin:
     def reference(self):
         return self.refs.reference
 
+    @pytest.fixture(scope="session")
+    def explained(self) -> _Explained:
+        return _Explained(self)
+
     @pytest.fixture
     def check(self) -> Checks:
         return Checks(self.tolerances)
@@ -133,8 +190,9 @@ class GradingPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
         part = part_of(pyfuncitem.path)
-        meta: dict = {"part": part}
+        meta: dict = {"part": part, "name": pyfuncitem.name, "failed": True}
         self.meta[pyfuncitem.nodeid] = meta
+        self.current_part = part
         if self._student is not None:
             self._student.current_test = f"{part} ({pyfuncitem.name})"
         checks = pyfuncitem.funcargs.get("check")
@@ -163,14 +221,30 @@ class GradingPlugin:
         if failures:
             meta["diagnosis"] = self._diagnose(pyfuncitem, part)
             _fail("; ".join(f"{c.name}: {c.message}" for c in failures[:5]))
+        meta["failed"] = False
         return result
+
+    def failed_tests(self, part: str) -> dict[str, dict]:
+        """The current student's failing tests of `part` so far, by test name."""
+        return {m["name"]: m for m in self.meta.values() if m["part"] == part and m["failed"]}
+
+    def explaining(self, part: str) -> list[str]:
+        """Known mistakes that fully explain the current student's failures in `part`."""
+        failed = self.failed_tests(part)
+        self._signatures()
+        return explaining(set(failed),
+                          {name: (m.get("diagnosis") or {}).get("matches")
+                           for name, m in failed.items()},
+                          self.refs.signatures,
+                          [v.mistake.id for v in self.refs.variants if v.mistake.part == part])
 
     def _replay(self, item: pytest.Function, student, reference) -> Checks:
         """Run a test again with other callers in the student's or the reference's
         place (cached results: no student code runs); its checks, or its exception."""
         checks = Checks(self.tolerances)
         args = {**(item.funcargs or {}), **getattr(getattr(item, "callspec", None), "params", {}),
-                "student": student, "reference": reference, "check": checks}
+                "student": student, "reference": reference, "check": checks,
+                "explained": _Unexplained()}
         item.obj(**{n: args[n] for n in item._fixtureinfo.argnames})
         return checks
 

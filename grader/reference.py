@@ -153,6 +153,24 @@ class LessonRefs:
     probes: types.ModuleType
     # mistake id -> names of the tests its variant fails (computed on first need)
     signatures: dict[str, set[str]] | None = None
+    source: str | None = None  # the solution's text (none in a student bundle)
+    key: str = ""
+    _combined: dict[tuple[str, ...], Caller] = field(default_factory=dict)
+
+    def combined(self, ids: tuple[str, ...]) -> Caller:
+        """The solution with several known mistakes at once (in different parts):
+        trusted code standing for a student whose parts have exactly those bugs."""
+        ids = tuple(sorted(ids))
+        if ids not in self._combined:
+            if self.source is None:
+                raise LookupError("no solution to apply mistakes to (a student bundle)")
+            by_id = {v.mistake.id: v.mistake for v in self.variants}
+            source = self.source
+            for mistake_id in ids:
+                source = by_id[mistake_id].apply(source)
+            module = load_module(f"_mistakes_{self.key}_{'_'.join(ids)}", source, "solution")
+            self._combined[ids] = Caller(module, self.probes)
+        return self._combined[ids]
 
 
 _LOADED: dict[str, LessonRefs] = {}
@@ -173,7 +191,7 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
                                               str(solution)), probes))
                 for m in load_mistakes(tests / "mistakes.yml")
             ]
-            _LOADED[cache_key] = LessonRefs(reference, variants, probes)
+            _LOADED[cache_key] = LessonRefs(reference, variants, probes, source=source, key=key)
         elif recorded is not None and recorded.exists():
             _LOADED[cache_key] = _load_recording(recorded, probes)
         else:

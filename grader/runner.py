@@ -18,11 +18,15 @@ from pytest_jsonreport.plugin import JSONReport
 
 from grader import points
 from grader.config import Course
+from grader.diagnosis import explaining
 from grader.plan import MAX_SOURCE, Submission, read_capped
 from grader.plugin import GradingPlugin, StudentCaller, part_of
 from grader.reference import refs_for
 from grader.sandbox.slot import Slot, StudentError
 
+# Graded runs score the hidden cases only. Practice cases (marked `public`, shipped to
+# students with their reference results) are run by `grader check`, worth 0 points.
+GRADED, PRACTICE = "not public", "public"
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
 GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 
@@ -95,13 +99,14 @@ class GradingLoop:
 
 
 def run_tests(course: Course, lesson_key: str,
-              jobs: Iterable[tuple[object, Callable[[dict], None]]], select: str = "",
+              jobs: Iterable[tuple[object, Callable[[dict], None]]], select: str = GRADED,
               precompute: bool = False) -> None:
     """Run the lesson's hidden tests once per job: (student caller, callback(raw report))."""
     lesson = course.lesson(lesson_key)
     tests = course.path(lesson.tests)
     refs = refs_for(course, lesson_key)
-    plugin = GradingPlugin(None, refs, course.tolerances(lesson_key), precompute)
+    plugin = GradingPlugin(None, refs, course.tolerances(lesson_key), list(lesson.parts),
+                           precompute)
     report = JSONReport()
     loop = GradingLoop(plugin, report, jobs)
     # Only what grading uses: every plugin with per-test hooks costs each student.
@@ -163,23 +168,16 @@ def _test_record(t: dict) -> dict:
 
 
 def _diagnose_part(tests: list[dict], mistakes: dict, signatures: dict) -> dict | None:
-    """One mistake that explains every diagnosed failure of a part, if there is one.
-
-    Each failing test lists the mistakes its results match; the part's diagnosis is
-    a mistake common to all of them, preferring one that fails exactly the tests the
-    student failed; each failing test then names that mistake (or its own first
-    match, or none)."""
-    diagnosed = [t for t in tests if t["diagnosis"] is not None]
+    """The part's mistake when exactly one rule holds (`diagnosis.explaining`); then
+    each failing test names it, and no test of an unexplained part names anything."""
     failed = {t["name"] for t in tests if t["outcome"] == "failed"}
-    common = set(mistakes)
-    for t in diagnosed:
-        common &= set(t["diagnosis"])
-    ranked = sorted((m for m in mistakes if m in common),
-                    key=lambda m: signatures.get(m) != failed)
-    chosen = ranked[0] if diagnosed and ranked else None
-    for t in diagnosed:
-        pick = chosen if chosen in t["diagnosis"] else next(iter(t["diagnosis"]), None)
-        t["diagnosis"] = _mistake_dict(mistakes.get(pick))
+    matches = {t["name"]: t["diagnosis"] for t in tests if t["outcome"] == "failed"}
+    found = explaining(failed, matches, signatures, mistakes)
+    chosen = found[0] if found else None
+    for t in tests:
+        if t["diagnosis"] is not None:
+            t["diagnosis"] = _mistake_dict(mistakes[chosen] if chosen and t["outcome"] == "failed"
+                                           else None)
     return _mistake_dict(mistakes[chosen]) if chosen else None
 
 
@@ -188,7 +186,8 @@ def _mistake_dict(m) -> dict:
 
 
 def grade_many(course: Course, lesson_key: str, subs: Iterable[Submission],
-               slot: Slot | None, on_result: Callable[[dict], None], select: str = "") -> None:
+               slot: Slot | None, on_result: Callable[[dict], None],
+               select: str = GRADED) -> None:
     """Grade submissions one after another in one pytest session; report each record."""
     lesson = course.lesson(lesson_key)
     limits = course.limits(lesson_key)
@@ -238,7 +237,7 @@ def _session_facts(session) -> dict:
 
 
 def grade(course: Course, lesson_key: str, sub: Submission, slot: Slot | None,
-          select: str = "") -> dict:
+          select: str = GRADED) -> dict:
     """Grade a single submission (used by `grader check` and the tests)."""
     out: list[dict] = []
     grade_many(course, lesson_key, [sub], slot, out.append, select)

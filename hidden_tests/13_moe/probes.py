@@ -7,6 +7,8 @@ holds no answers. The experts handed to `dispatch` are a deliberately different
 network (`ProbeExpert`, tanh-gated), which tests dispatch in isolation from the
 FFN. Errors raised here name what the student must fix.
 """
+import zlib
+
 import torch
 from torch import nn
 
@@ -63,15 +65,23 @@ def _fixed_linear(weight: torch.Tensor) -> nn.Linear:
     return layer
 
 
-def _load(module: nn.Module, state: dict, what: str) -> None:
-    """Load reference weights; a bias the reference does not have is set to zero, so
-    a layout mistake costs the layout check only."""
+def _noise(name: str, like: torch.Tensor) -> torch.Tensor:
+    """Fixed non-zero values for a tensor the reference lacks, the same on both sides."""
+    g = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    return (torch.randn(like.shape, generator=g, dtype=torch.float64) * 0.5).to(like.dtype)
+
+
+def _load(module: nn.Module, state: dict, what: str) -> list[str]:
+    """Load reference weights by name. A parameter or float buffer the reference lacks
+    gets fixed non-zero values, so its effect shows in the outputs (a bias, a shared
+    expert); their names are returned for the layout checks."""
     own = dict(module.named_parameters())
     missing = [k for k in state if k not in own]
     if missing:
         raise AttributeError(
             f"{what} has no parameter named {missing[0]} (expected the reference names: "
             f"{', '.join(sorted(state))})")
+    extra = []
     with torch.no_grad():
         for name, p in own.items():
             if name in state:
@@ -80,7 +90,13 @@ def _load(module: nn.Module, state: dict, what: str) -> None:
                                      f"{list(state[name].shape)}")
                 p.copy_(state[name])
             else:
-                p.zero_()
+                p.copy_(_noise(name, p))
+                extra.append(name)
+        for name, b in module.named_buffers():
+            if name not in state and b.is_floating_point():
+                b.copy_(_noise(name, b))
+                extra.append(name)
+    return extra
 
 
 def _backward(out: torch.Tensor, upstream: torch.Tensor) -> None:
@@ -90,23 +106,21 @@ def _backward(out: torch.Tensor, upstream: torch.Tensor) -> None:
 
 # ---- part "ffn" -----------------------------------------------------------------
 
-def ffn_layout(m, hidden: int, inter: int) -> dict:
-    ffn = _module(m.FeedForward, "FeedForward", hidden, inter)
-    return {"params": {n: torch.tensor(list(p.shape)) for n, p in ffn.named_parameters()},
-            "linear": {n: torch.tensor(isinstance(getattr(ffn, n, None), nn.Linear))
-                       for n in ("gate_proj", "up_proj", "down_proj")}}
-
-
 def ffn_forward(m, hidden: int, inter: int, state: dict, x: torch.Tensor,
                 gy: torch.Tensor) -> dict:
+    """Output and gradients, and what the layout checks use: the names of parameters
+    the reference lacks (they got non-zero values) and which layers are nn.Linear."""
     ffn = _module(m.FeedForward, "FeedForward", hidden, inter)
     ffn.to(x.dtype)
-    _load(ffn, state, "FeedForward")
+    extra = _load(ffn, state, "FeedForward")
+    linear = {n: isinstance(getattr(ffn, n, None), nn.Linear)
+              for n in ("gate_proj", "up_proj", "down_proj")}
     x = x.clone().requires_grad_(True)
     y = ffn(x)
     _plain(y, "FeedForward.forward's result")
     _backward(y, gy)
-    return {"y": _plain(y, "y"), "x_grad": _grad(x), "grads": _grads(ffn)}
+    return {"y": _plain(y, "y"), "x_grad": _grad(x), "grads": _grads(ffn),
+            "layout": {"extra": extra, "linear": linear}}
 
 
 # ---- part "router" --------------------------------------------------------------
@@ -173,24 +187,34 @@ def aux_loss(m, scores: torch.Tensor, topk_idx: torch.Tensor, num_experts: int,
     return {"aux": _plain(aux, "aux"), "scores_grad": _grad(s)}
 
 
-# ---- part "moe": the whole layer, and the student's own parts composed ----------
+# ---- part "moe": the whole layer ---------------------------------------------
 
-def _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train) -> nn.Module:
+def _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train):
     layer = _module(m.MOEFeedForward, "MOEFeedForward", hidden, inter,
                     num_experts=num_experts, num_experts_per_tok=k,
                     norm_topk_prob=norm, router_aux_loss_coef=coef)
     layer.to(x.dtype)
-    _load(layer, state, "MOEFeedForward")
+    extra = _load(layer, state, "MOEFeedForward")
     layer.train(train)
-    return layer
+    gate, experts = getattr(layer, "gate", None), getattr(layer, "experts", None)
+    layout = {
+        "extra": extra,
+        "gate_linear": isinstance(gate, nn.Linear),
+        "gate_bias": getattr(gate, "bias", None) is not None,
+        "experts_list": isinstance(experts, nn.ModuleList),
+        "experts": len(experts) if isinstance(experts, nn.ModuleList) else -1,
+        "experts_ffn": isinstance(experts, nn.ModuleList)
+        and all(isinstance(e, m.FeedForward) for e in experts),
+    }
+    return layer, layout
 
 
 def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: float,
         state: dict, x: torch.Tensor, gy: torch.Tensor, train: bool,
         grads: bool = True) -> dict:
-    """The layer's output and aux loss; with `grads`, the gradients of (y·gy).sum()
-    (+ aux in training) too. Without, the backward pass is skipped, not the forward."""
-    layer = _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train)
+    """The layer's output and aux loss, and its layout; with `grads`, the gradients of
+    (y·gy).sum() (+ aux in training) too. Without, the backward pass is skipped."""
+    layer, layout = _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train)
     xs = x.clone().requires_grad_(True)
     y = layer(xs)
     _plain(y, "MOEFeedForward.forward's result")
@@ -198,39 +222,15 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
         raise AttributeError("MOEFeedForward.forward must set self.aux_loss")
     aux = layer.aux_loss
     _plain(aux, "MOEFeedForward.aux_loss")
+    out = {"y": _plain(y, "y"), "aux": _plain(aux, "aux"), "layout": layout}
     if not grads:
-        return {"y": _plain(y, "y"), "aux": _plain(aux, "aux")}
+        return out
     if y.shape == gy.shape and y.requires_grad:
         loss = (y * gy).sum()
         if train and aux.numel() == 1 and aux.requires_grad:
             loss = loss + aux.sum()
         loss.backward()
-    return {"y": _plain(y, "y"), "aux": _plain(aux, "aux"), "x_grad": _grad(xs),
-            "grads": _grads(layer)}
-
-
-def moe_composed(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool,
-                 coef: float, state: dict, x: torch.Tensor, gy: torch.Tensor,
-                 train: bool, grads: bool = True) -> dict:
-    """The student's own route -> dispatch -> load_balancing_loss on the same layer:
-    the layer is graded on its wiring, not again on the parts' bugs. Asked for only
-    when the layer disagrees with the reference."""
-    try:
-        layer = _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train)
-        xs = x.clone().requires_grad_(True)
-        x_flat = xs.reshape(-1, x.shape[-1])
-        scores, weight, idx = m.route(x_flat, layer.gate, k, norm)
-        y = m.dispatch(x_flat, layer.experts, weight, idx).reshape(x.shape)
-        aux = (m.load_balancing_loss(scores, idx, num_experts, coef) if train and coef > 0
-               else scores.new_zeros(1).squeeze())
-        if not grads:
-            return {"comp_y": _plain(y, "y"), "comp_aux": _plain(aux, "aux")}
-        loss = (y * gy).sum() + (aux.sum() if train and aux.requires_grad else 0)
-        loss.backward()
-        return {"comp_y": _plain(y, "y"), "comp_aux": _plain(aux, "aux"),
-                "comp_x_grad": _grad(xs), "comp_grads": _grads(layer)}
-    except Exception:  # noqa: BLE001 - broken parts: no composition to compare with
-        return {}
+    return {**out, "x_grad": _grad(xs), "grads": _grads(layer)}
 
 
 def warm_up() -> None:

@@ -42,7 +42,7 @@ def test_bundle_holds_no_solution(bundle):
 def test_check_at_home_passes_the_solution(bundle, tmp_path):
     proc = check(bundle, SOLUTION, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "public tests: 6/6 passed" in proc.stdout
+    assert "public tests: 5/5 passed" in proc.stdout
 
 
 def test_check_at_home_names_the_mistake(bundle, tmp_path):
@@ -50,3 +50,28 @@ def test_check_at_home_names_the_mistake(bundle, tmp_path):
     proc = check(bundle, wrong, tmp_path)
     assert proc.returncode == 1
     assert "softmax runs over the tokens" in proc.stdout
+
+
+def test_bundle_holds_no_graded_case(bundle, course):
+    """By content: no graded test file, no graded case's request among the recorded
+    results, and no graded test's code in any shipped file."""
+    from grader import pool
+    from grader.bundle import RECORDING
+    from grader.sandbox import protocol
+
+    hidden = ROOT / "hidden_tests" / "13_moe"
+    graded_files = [f for f in hidden.glob("test_*.py") if not f.name.startswith("test_public_")]
+    shipped = {f.name for f in (bundle / "tests" / "13_moe").iterdir()}
+    assert shipped == {"probes.py", "_moe_common.py", RECORDING,
+                       *(f"test_public_{p}.py" for p in ("ffn", "router", "dispatch",
+                                                          "aux_loss", "moe"))}
+    recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
+    graded_keys = set(pool.self_check(course, "13"))
+    assert recorded["reference"] and not graded_keys & set(recorded["reference"])
+    for variant in recorded["variants"].values():
+        assert not graded_keys & set(variant)
+    markers = [line for f in graded_files for line in f.read_text().splitlines()
+               if line.startswith(("CASES", "def test_", "GRADIENT_CASES", "EVAL_CASES"))]
+    for f in bundle.rglob("*.py"):
+        text = f.read_text()
+        assert not [m for m in markers if m in text], f
