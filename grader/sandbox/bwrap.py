@@ -20,7 +20,8 @@ from pathlib import Path
 GRADER_ROOT = "/grader"
 PROBES_PATH = "/grader/probes.py"
 CGROUP_PATH = "/grader/cgroup"  # the run's memory cgroup (zygote.CGROUP), read-write
-KEPT_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL")
+# CAP_SETPCAP only lets the zygote empty its bounding set; it then drops it too.
+KEPT_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SETPCAP")
 
 
 def _interpreter_paths() -> list[str]:

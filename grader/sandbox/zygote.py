@@ -47,8 +47,15 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 MNT_DETACH = 2
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
 CLONE_NEWNS = 0x00020000
 CLONE_NEWPID = 0x20000000
+PR_CAPBSET_DROP = 24
+# What the zygote and its slots use (bwrap.KEPT_CAPS less CAP_SETPCAP): CAP_KILL,
+# CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN
+ZYGOTE_CAPS = (5, 6, 7, 21)
+KEYCTL_JOIN_SESSION_KEYRING = 1
+CAP_VERSION_3 = 0x20080522
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -65,6 +72,8 @@ def main() -> None:
     ap.add_argument("--sandboxed", action="store_true")
     ap.add_argument("--preload", default="", help="comma-separated modules to import once")
     args = ap.parse_args()
+    if args.sandboxed:
+        _shed_inheritance()
     import torch  # paid once per worker, inherited by every child
 
     torch.set_num_threads(1)
@@ -126,12 +135,54 @@ def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool) -> None:
         ctrl.send(b'{"event": "slot"}')
 
 
+def _shed_inheritance() -> None:
+    """Drop what the zygote got from the TA's process and does not need: the TA's
+    session keyring (a login session's keys), and every capability beyond the ones it
+    uses (bwrap leaves the bounding set nearly full and the kept ones inheritable).
+    The bounding set can go only while CAP_SETPCAP is held, so bwrap keeps that one
+    for this alone and it is dropped here too."""
+    _join_fresh_keyring()
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"dropping capability {cap} failed")
+    kept = sum(1 << cap for cap in ZYGOTE_CAPS)
+    _set_capabilities(kept, kept, 0)
+
+
+def _join_fresh_keyring() -> None:
+    """Leave the inherited session keyring for a new, empty one of our own."""
+    nr = SYSCALLS.get(os.uname().machine, {}).get("keyctl")
+    if nr is not None and libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        raise OSError(ctypes.get_errno(), "joining a fresh session keyring failed")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _set_capabilities(effective: int, permitted: int, inheritable: int) -> None:
+    """capset(2) for this thread (caps 0-63; the sets above 31 are the second word)."""
+    data = (_CapData * 2)(*[_CapData((effective >> s) & 0xFFFFFFFF,
+                                     (permitted >> s) & 0xFFFFFFFF,
+                                     (inheritable >> s) & 0xFFFFFFFF) for s in (0, 32)])
+    if libc.capset(ctypes.byref(_CapHeader(CAP_VERSION_3, 0)), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
 def _enter_slot_namespaces() -> None:
-    """Make this process pid 1 of a new pid namespace with its own mounts: `kill -1`
-    then reaches exactly this slot's submissions, its scratch mount and /proc are its
-    own, and when it ends the kernel kills whatever its submissions left."""
-    if libc.unshare(CLONE_NEWPID | CLONE_NEWNS) != 0:
-        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID | CLONE_NEWNS) failed")
+    """Make this process pid 1 of a new pid namespace with its own mounts and network:
+    `kill -1` then reaches exactly this slot's submissions, its scratch mount and /proc
+    are its own, students graded at once in two slots share no loopback or abstract
+    socket (lo stays down), and when it ends the kernel kills whatever they left."""
+    if libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID | NEWNS | NEWNET) failed")
     if os.fork() != 0:
         os._exit(0)  # the slot lives on in the child: pid 1 of the new namespace
     os.setsid()  # its own group, visible in its namespace: killpg(getpgid(1)) is refused
@@ -309,6 +360,7 @@ def _become_student(data_fd: int, out_fd: int, limits: dict, uid, cgroup) -> Non
         # with the child and everything it started.
         if libc.unshare(CLONE_NEWIPC) != 0:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWIPC) failed")
+        _join_fresh_keyring()  # nothing a student leaves there outlives it
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
@@ -319,12 +371,18 @@ def _become_student(data_fd: int, out_fd: int, limits: dict, uid, cgroup) -> Non
         _deny_user_namespaces()
 
 
-# seccomp: (audit arch, unshare, clone, clone3) by machine
-SYSCALLS = {"x86_64": (0xC000003E, 272, 56, 435), "aarch64": (0xC00000B7, 97, 220, 435)}
+# The syscall ABI (seccomp's audit arch) and the numbers the filter names, by machine
+SYSCALLS = {
+    "x86_64": {"audit": 0xC000003E, "unshare": 272, "clone": 56, "clone3": 435,
+               "add_key": 248, "request_key": 249, "keyctl": 250},
+    "aarch64": {"audit": 0xC00000B7, "unshare": 97, "clone": 220, "clone3": 435,
+                "add_key": 217, "request_key": 218, "keyctl": 219},
+}
 CLONE_NEWUSER = 0x10000000
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
 LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+X32_BIT = 0x40000000
 
 
 class _Insn(ctypes.Structure):
@@ -340,32 +398,53 @@ def _deny_user_namespaces() -> None:
     """A seccomp filter: no new user namespace (unshare or clone with CLONE_NEWUSER,
     which would give the student capabilities in a namespace of its own and the
     kernel surface that comes with them), clone3 answered ENOSYS (its flags are out
-    of reach of a filter; libc then uses clone), and no other syscall ABI."""
-    arch = SYSCALLS.get(os.uname().machine)
-    if arch is None:
+    of reach of a filter; libc then uses clone), no kernel keyrings (keys outlive
+    their process: the next student under the same uid would read them), and no
+    other syscall ABI."""
+    nr = SYSCALLS.get(os.uname().machine)
+    if nr is None:
         return  # an unknown machine: the other limits still hold
-    audit, nr_unshare, nr_clone, nr_clone3 = arch
-    eperm, enosys = RET_ERRNO | 1, RET_ERRNO | 38
-    program = [
-        (LD_ABS, 0, 0, 4),                 # 0: the syscall's ABI
-        (JEQ, 1, 0, audit),                # 1: native -> 3
-        (RET, 0, 0, enosys),               # 2: any other ABI (i386, x32 below)
-        (LD_ABS, 0, 0, 0),                 # 3: the syscall number
-        (JGE, 8, 0, 0x40000000),           # 4: x32 -> 13
-        (JEQ, 3, 0, nr_unshare),           # 5: -> 9
-        (JEQ, 2, 0, nr_clone),             # 6: -> 9
-        (JEQ, 5, 0, nr_clone3),            # 7: -> 13
-        (RET, 0, 0, RET_ALLOW),            # 8
-        (LD_ABS, 0, 0, 16),                # 9: flags (first argument, low word)
-        (JSET, 0, 1, CLONE_NEWUSER),       # 10: -> 11 or 12
-        (RET, 0, 0, eperm),                # 11
-        (RET, 0, 0, RET_ALLOW),            # 12
-        (RET, 0, 0, enosys),               # 13
-    ]
+    program = _assemble([
+        (LD_ABS, None, None, 4),                    # the syscall's ABI
+        (JEQ, None, "enosys", nr["audit"]),         # any other ABI (i386; x32 below)
+        (LD_ABS, None, None, 0),                    # the syscall number
+        (JGE, "enosys", None, X32_BIT),
+        (JEQ, "flags", None, nr["unshare"]),
+        (JEQ, "flags", None, nr["clone"]),
+        (JEQ, "enosys", None, nr["clone3"]),
+        (JEQ, "eperm", None, nr["add_key"]),
+        (JEQ, "eperm", None, nr["request_key"]),
+        (JEQ, "eperm", None, nr["keyctl"]),
+        (RET, None, None, RET_ALLOW),
+        "flags", (LD_ABS, None, None, 16),          # the first argument's low word
+        (JSET, "eperm", "allow", CLONE_NEWUSER),
+        "eperm", (RET, None, None, RET_ERRNO | 1),
+        "allow", (RET, None, None, RET_ALLOW),
+        "enosys", (RET, None, None, RET_ERRNO | 38),
+    ])
     insns = (_Insn * len(program))(*[_Insn(*i) for i in program])
     prog = _Prog(len(program), insns)
     if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
+
+
+def _assemble(lines: list) -> list[tuple[int, int, int, int]]:
+    """BPF instructions from (code, jump-if-true, jump-if-false, k) with jumps named
+    by the labels (strings) placed before their targets; None falls through."""
+    where, at = {}, 0
+    for line in lines:
+        if isinstance(line, str):
+            where[line] = at
+        else:
+            at += 1
+    program = []
+    for line in lines:
+        if isinstance(line, str):
+            continue
+        code, jt, jf, k = line
+        here = len(program) + 1
+        program.append((code, where[jt] - here if jt else 0, where[jf] - here if jf else 0, k))
+    return program
 
 
 def _vm_size() -> int:
