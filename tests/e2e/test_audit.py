@@ -11,9 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grader.audit import equivalents
 from grader.audit.mutants import generate, sample, solution_lines
 from grader.audit.operators import OPERATORS
 from grader.audit.report import STATUSES
+from grader.audit.run import operator_names
 from grader.sandbox.bwrap import unavailable_reason
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -125,9 +127,27 @@ def test_sample_is_deterministic_and_in_source_order():
     assert sample(mutants, None) == mutants
 
 
-def audit(lesson: str, out: Path, *extra: str, cwd: Path = ROOT) -> tuple[int, dict]:
+@pytest.mark.parametrize("text,problem", [
+    ("- id: dim-1.0-0\n", "reason"),
+    ("- {id: dim-1.0-0, reason: same bits}\n- {id: dim-1.0-0, reason: again}\n", "twice"),
+    ("id: dim-1.0-0\n", "list"),
+])
+def test_equivalents_file_is_checked(tmp_path, text, problem):
+    (tmp_path / equivalents.FILE).write_text(text)
+    with pytest.raises(ValueError, match=problem):
+        equivalents.load(tmp_path)
+
+
+def test_operators_are_named_or_refused():
+    assert operator_names(None) == list(OPERATORS)
+    assert operator_names("dim, topk") == ["dim", "topk"]
+    with pytest.raises(ValueError, match="unknown operator"):
+        operator_names("dim,softmax")
+
+
+def audit(lesson: str, out: Path, *extra: str) -> tuple[int, dict]:
     proc = subprocess.run([*GRADER, "audit", "--lesson", lesson, "--out", str(out),
-                           "--jobs", "2", *SANDBOX, *extra], cwd=cwd, capture_output=True,
+                           "--jobs", "2", *SANDBOX, *extra], cwd=ROOT, capture_output=True,
                           text=True, timeout=600)
     assert (out / "audit.json").exists(), proc.stderr[-3000:] + proc.stdout[-3000:]
     return proc.returncode, json.loads((out / "audit.json").read_text())
