@@ -160,23 +160,21 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
         return {}
     if more:
         run.add(f"only the first {MAX_STUDENTS} entries are looked at", _text(str(directory)))
-    meta = next((e for e in entries if e.name == METADATA), None)
-    if meta is not None and not meta.is_dir(follow_symlinks=False):
+    # The layout is told by regular files only: a link is never followed, not even to
+    # tell what it is (links among the students' folders are noted as theirs).
+    files = [e for e in entries if e.is_file(follow_symlinks=False)]
+    if any(e.name == METADATA for e in files):
         return _gradescope(directory, exercise, run)
-    zips = [e for e in entries if e.name.endswith(".zip") and not e.is_dir(follow_symlinks=False)]
-    if zips:
+    if zips := [e for e in files if e.name.endswith(".zip")]:
         shutil.rmtree(unzipped, ignore_errors=True)
         groups: dict[str, Group] = {}
         for i, z in enumerate(zips):
-            if z.is_symlink():
-                run.add(LINK, _text(z.name))
-                continue
             for sid, g in _canvas_zip(Path(z.path), unzipped / str(i), exercise, run).items():
                 mine = groups.setdefault(sid, Group())
                 mine.cands += g.cands
                 mine.skips.extend(g.skips)
         return groups
-    if any(CANVAS_NAME.match(e.name) for e in entries if e.is_file(follow_symlinks=False)):
+    if any(CANVAS_NAME.match(_text(e.name)) for e in files):
         return _canvas(directory, exercise, run)
     return _folders(entries, exercise)
 
@@ -359,9 +357,12 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
                 run.add(f"only the first {MAX_ENTRIES} entries are looked at",
                         f"{name}: {label} and later entries")
                 break
+            shown = label if m else f"{name}: {label}"
+            if not info.filename:  # a name of a NUL byte, which zipfile cuts to nothing
+                skips.add("an entry without a name", f"{name}: entry {i + 1}")
+                continue
             if info.is_dir():
                 continue
-            shown = label if m else f"{name}: {label}"
             if why := _entry_refusal(info):
                 skips.add(why, shown)
                 continue
