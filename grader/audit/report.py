@@ -167,6 +167,6 @@ def _show_one(audit: Audit, v: Verdict, console: Console) -> None:
     console.print(f"\n[red]survived[/] {m.id} ({m.operator}, line {m.line}): "
                   f"{v.score}/{v.max_score}")
     console.print(Syntax(m.diff(audit.solution, audit.solution_name), "diff",
-                         theme="ansi_dark", background_color="default"))
+                         theme="ansi_dark", background_color="default", word_wrap=True))
     console.print(f"  passed {len(v.passed)} tests: {_grouped(v.passed)}", markup=False)
     console.print(f"  checks passed: {_grouped(v.checks)}", markup=False)
