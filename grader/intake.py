@@ -226,7 +226,7 @@ def _entries(folder: Path, limit: int) -> tuple[list[os.DirEntry], bool]:
     return sorted(entries[:limit], key=lambda e: e.name), len(entries) > limit
 
 
-def _walk(root: Path, skips: Skips, limit: int = MAX_ENTRIES) -> list[_File]:
+def _walk(root: Path, skips: Skips, limit: int) -> list[_File]:
     """Regular files under `root`, breadth first (shallow files first), never through a
     link, at most MAX_DEPTH folders deep and `limit` entries looked at."""
     files: list[_File] = []
@@ -278,7 +278,7 @@ def _wanted(name: str, exercise: str) -> bool:
 
 def _files(folder: Path, exercise: str, skips: Skips) -> list[_File]:
     """The exercise's files in a student's folder, else any Python file or notebook."""
-    files = [f for f in _walk(folder, skips) if f.path.suffix in GRADABLE]
+    files = [f for f in _walk(folder, skips, MAX_ENTRIES) if f.path.suffix in GRADABLE]
     return [f for f in files if _wanted(f.path.name, exercise)] or files
 
 

@@ -89,9 +89,8 @@ leaves = st.one_of(
     st.tuples(st.just("fifo"), st.none()),
     st.tuples(st.just("deep"), st.integers(1, 3 * CAPS["MAX_DEPTH"])),
 )
-trees = st.recursive(
-    leaves, lambda children: st.tuples(st.just("dir"), st.dictionaries(names, children, max_size=4)),
-    max_leaves=10)
+trees = st.recursive(leaves, lambda children: st.tuples(
+    st.just("dir"), st.dictionaries(names, children, max_size=4)), max_leaves=10)
 student_folders = st.dictionaries(names, trees, max_size=5)
 classes = st.dictionaries(student_names, st.one_of(
     student_folders.map(lambda tree: ("dir", tree)),

@@ -15,7 +15,6 @@ import warnings
 from unittest import mock
 
 import nbformat
-import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -174,3 +174,25 @@ def test_unreadable_notebook_is_noted(tmp_path):
     write(tmp_path / "subs/alice/13_moe.ipynb", "{not json")
     ((_, path, notes),) = collect(tmp_path / "subs", EX, cache=tmp_path / "cache")
     assert path is None and "not a readable Jupyter notebook" in notes[0]
+
+
+def test_roster_mapping_onto_a_taken_id_keeps_both_students(tmp_path):
+    """The roster maps Canvas user 4001 to the id "4002", which user 4002 also has:
+    neither result may overwrite the other."""
+    write(tmp_path / "flat/ava_4001_1_13_moe.py", "ava\n")
+    write(tmp_path / "flat/bo_4002_2_13_moe.py", "bo\n")
+    roster = {"4002": Student(name="Ava", lms_id="4001")}
+    got = as_dict(collect(tmp_path / "flat", EX, cache=tmp_path / "c", roster=roster))
+    assert sorted(got) == ["4002", "4002~2"]
+    assert {p.read_text() for p, _ in got.values()} == {"ava\n", "bo\n"}
+
+
+def test_fingerprint_changes_with_the_notes_and_reads_no_link(tmp_path):
+    """With no file, the notes say why: a new reason must regrade, not keep the old page."""
+    from grader.plan import Submission, fingerprint_of
+    a = fingerprint_of(Submission("s", None, notes=["Left out x (links are never followed)."]), "v")
+    b = fingerprint_of(Submission("s", None, notes=["Left out x (not a regular file)."]), "v")
+    link = tmp_path / "link.py"
+    link.symlink_to(write(tmp_path / "real.py", "x = 1\n"))
+    assert a != b
+    assert fingerprint_of(Submission("s", link), "v") == fingerprint_of(Submission("s", None), "v")
