@@ -143,6 +143,7 @@ class GradingPlugin:
         self.fault: GraderFault | None = None
 
     def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[PLUGIN] = self
         config.addinivalue_line("markers", "public: also run by `grader check` for students")
 
     @pytest.hookimpl(trylast=True)
@@ -168,24 +169,6 @@ class GradingPlugin:
         """Start on the next submission."""
         self._student = student
         self.meta = {}
-
-    # Session-scoped: set up once, not per test and student (pytest's fixture set-up
-    # is a large share of the trusted side's time per student).
-    @pytest.fixture(scope="session")
-    def student(self) -> "_CurrentStudent":
-        return _CurrentStudent(self)
-
-    @pytest.fixture(scope="session")
-    def reference(self):
-        return self.refs.reference
-
-    @pytest.fixture(scope="session")
-    def explained(self) -> _Explained:
-        return _Explained(self)
-
-    @pytest.fixture
-    def check(self) -> Checks:
-        return Checks(self.tolerances)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
@@ -311,3 +294,29 @@ class GradingPlugin:
 
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
         return self.meta.get(item.nodeid, {}) if call.when == "call" else {}
+
+
+# The fixtures hidden tests use. Module-level (this module is registered as a plugin
+# beside the GradingPlugin instance), and session-scoped where they can be: pytest's
+# fixture set-up is a large share of the trusted side's time per student.
+PLUGIN = pytest.StashKey[GradingPlugin]()
+
+
+@pytest.fixture(scope="session")
+def student(request: pytest.FixtureRequest) -> _CurrentStudent:
+    return _CurrentStudent(request.config.stash[PLUGIN])
+
+
+@pytest.fixture(scope="session")
+def reference(request: pytest.FixtureRequest):
+    return request.config.stash[PLUGIN].refs.reference
+
+
+@pytest.fixture(scope="session")
+def explained(request: pytest.FixtureRequest) -> _Explained:
+    return _Explained(request.config.stash[PLUGIN])
+
+
+@pytest.fixture
+def check(request: pytest.FixtureRequest) -> Checks:
+    return Checks(request.config.stash[PLUGIN].tolerances)

@@ -16,6 +16,7 @@ import pytest
 from pytest_jsonreport import serialize
 from pytest_jsonreport.plugin import JSONReport
 
+from grader import plugin as fixtures
 from grader import points
 from grader.config import Course
 from grader.diagnosis import explaining
@@ -122,7 +123,7 @@ def run_tests(course: Course, lesson_key: str,
         args += ["-m", select]
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink):
-        code = pytest.main(args, plugins=[plugin, report, loop])
+        code = pytest.main(args, plugins=[plugin, report, loop, fixtures])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         raise RuntimeError(f"hidden tests of lesson {lesson_key} did not run "
                            f"(pytest exit {code}): {sink.getvalue()[-2000:]}")
