@@ -32,10 +32,18 @@ class GraderFault(Exception):
 
 class StudentCaller:
     """Probe calls into a submission; the same request is answered from a cache,
-    so replays for diagnosis never run student code again."""
+    so replays for diagnosis never run student code again. With the `reference`
+    (a Caller), a result is kept only as far as it is shaped like the reference's:
+    keys the reference's result lacks are dropped, and a value far larger than the
+    reference's is the student's error (it would become megabytes of check message)."""
 
-    def __init__(self, session: Session):
+    SIZE_FACTOR = 16  # a wrong answer may be larger (dtype, K, shape): not this much
+    SIZE_SLACK = 64 * 1024
+    _EXPECTED: dict[str, tuple[dict[str, int], int] | None] = {}  # by request key
+
+    def __init__(self, session: Session, reference=None):
         self.session = session
+        self.reference = reference
         self.cache: dict[str, dict | StudentError] = {}
         self.current_test = ""
 
@@ -56,13 +64,82 @@ class StudentCaller:
                     raise GraderFault(f"the sandboxed worker failed: {exc!r}") from exc
                 if not isinstance(result, dict):
                     raise StudentError("protocol", "the probe returned no results")
-                self.cache[key] = result
+                self.cache[key] = self._vet(key, probe, args, result)
             except StudentError as exc:
                 self.cache[key] = exc
         hit = self.cache[key]
         if isinstance(hit, StudentError):
             raise hit
         return hit
+
+    def _vet(self, key: str, probe: str, args: dict, result: dict) -> dict:
+        """`result` as far as the reference's result says it may be kept. A reply no
+        larger than the reference's (every honest one) costs a lookup and a compare."""
+        expected = self._expected(key, probe, args)
+        if expected is None:
+            return result
+        sizes, total = expected
+        if not result.keys() <= sizes.keys():
+            result = {k: v for k, v in result.items() if k in sizes}
+        if self.session.last_reply_bytes <= 2 * total + self.SIZE_SLACK:
+            return result
+        kept = 0
+        for name, value in result.items():
+            size = self._size(value)
+            if size > self.SIZE_FACTOR * sizes[name] + self.SIZE_SLACK:
+                raise StudentError("protocol", f"your code returned {size} bytes for "
+                                   f"'{name}' {self.current_test}, where the reference "
+                                   f"returns {sizes[name]}: far too large to check")
+            kept += size
+        # a decoded tensor is a view of the whole reply: copy, to keep none of the rest
+        return self._copied(result) if 2 * kept < self.session.last_reply_bytes else result
+
+    def _expected(self, key: str, probe: str, args: dict) -> tuple[dict[str, int], int] | None:
+        """The size of each value of the reference's result and their sum (memoised per
+        request, like the result), or None where there is no reference for this call
+        (a student bundle's recording covers the public tests only)."""
+        if self.reference is None:
+            return None
+        if key not in self._EXPECTED:
+            try:
+                ref = self.reference.call(probe, **args)
+            except Exception:  # noqa: BLE001 - the test itself reports a broken reference
+                ref = None
+            sizes = {k: self._size(v) for k, v in ref.items()} if isinstance(ref, dict) else None
+            self._EXPECTED[key] = (sizes, sum(sizes.values())) if sizes is not None else None
+        return self._EXPECTED[key]
+
+    @staticmethod
+    def _size(value: object) -> int:
+        """Roughly the bytes a decoded value holds: tensors' data, strings' length, 8
+        for anything else. A loop, not recursion: the nesting is the student's."""
+        total, stack = 0, [value]
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                total += len(v)
+            elif isinstance(v, dict):
+                total += 8
+                stack += v.keys()
+                stack += v.values()
+            elif isinstance(v, list):
+                total += 8
+                stack += v
+            else:  # a tensor (the only other thing protocol.loads makes) or a number
+                total += getattr(v, "nbytes", 8)
+        return total
+
+    @staticmethod
+    def _copied(value: object) -> object:
+        """`value` with its own copy of each tensor: a decoded tensor is a view of the
+        whole reply, which would keep whatever else the reply held alive."""
+        if hasattr(value, "clone"):  # a tensor
+            return value.clone()
+        if isinstance(value, dict):
+            return {k: StudentCaller._copied(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [StudentCaller._copied(v) for v in value]
+        return value
 
 
 class Verdict(Exception):

@@ -41,9 +41,11 @@ def fingerprint(source: bytes | None, version: str) -> str:
 def write_atomic(path: Path, data: bytes | str) -> None:
     """Write to a temp file, then rename: readers see the old file or the new one.
     No fsync: a killed process loses nothing written, and after a power cut a torn
-    or missing result is simply graded again (`Store.load` and `is_current`)."""
+    or missing result is simply graded again (`Store.load` and `is_current`).
+    A lone surrogate (student text that escaped sanitising) is written as "?", never
+    an error: one student's string must not stop the worker."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -18,6 +18,7 @@ into one buffer, and decoded tensors are views of it (every tensor starts on an
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 import time
@@ -34,6 +35,7 @@ DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.int16, torch.int32, torch.int64, torch.bool)}
 ITEMSIZE = {name: torch.empty((), dtype=d).element_size() for name, d in DTYPES.items()}
 Buffer = bytes | bytearray | memoryview
+SURROGATE = re.compile("[\ud800-\udfff]")  # a pair in JSON decodes to one character
 
 
 class ProtocolError(Exception):
@@ -91,7 +93,9 @@ def loads(data: Buffer, json_limit: int = MAX_JSON) -> object:
     try:
         view = memoryview(data)
         (n,) = JSON_LEN.unpack_from(view, 0)
-        if n > json_limit or 4 + n > len(view) or (4 + n) % ALIGN:
+        if n > json_limit:
+            raise ProtocolError(f"a result whose JSON is {n} bytes (at most {json_limit})")
+        if 4 + n > len(view) or (4 + n) % ALIGN:
             raise ValueError("bad header length")
         text = str(view[4:4 + n], "utf-8")  # strict: json.loads(bytes) passes surrogates
         head = json.loads(text)
@@ -125,7 +129,7 @@ def _tensor(entry: list, body: memoryview) -> torch.Tensor:
 def _valid_text(v):
     """`v` with every lone surrogate (in strings and keys) replaced by U+FFFD."""
     if isinstance(v, str):
-        return v.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+        return SURROGATE.sub("\ufffd", v)
     if isinstance(v, dict):
         return {_valid_text(k): _valid_text(x) for k, x in v.items()}
     if isinstance(v, list):

@@ -179,6 +179,7 @@ class Session:
             raise self._budget_error()
         timeout = min(self.limits.test_wall_s, remaining)
         start = time.monotonic()
+        problem = None
         try:  # the deadline bounds the whole reply, however slowly it trickles in
             reply = self._read_reply(start + timeout, where)
         except (socket.timeout, TimeoutError):
@@ -192,9 +193,11 @@ class Session:
             raise StudentError("crash", _death_cause(status, self.limits, where)) from None
         except protocol.ProtocolError as exc:
             self._stop()
-            raise StudentError("protocol", f"{exc} {where}") from None
+            problem = f"{exc} {where}"  # raised below: exc's frames hold the refused reply
         finally:
             self.waited += time.monotonic() - start
+        if problem is not None:  # (the error is cached for the rest of the submission)
+            raise StudentError("protocol", problem)
         if not isinstance(reply, dict) or "ok" not in reply:
             self._stop()
             raise StudentError("protocol", f"malformed reply {where}")

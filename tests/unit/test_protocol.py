@@ -58,7 +58,7 @@ def test_lone_surrogates_arrive_as_valid_text(text):
     back = protocol.loads(protocol.dumps({"message": text, text: [text]}))
     for s in (back["message"], *back, *next(iter(back.values()))):
         s.encode("utf-8")  # would raise on a lone surrogate
-    assert "\ufffd" in back["message"]
+    assert back["message"] == text.translate({c: "\ufffd" for c in range(0xD800, 0xE000)})
     assert protocol.loads(protocol.dumps({"m": "\U0001f600 ok"})) == {"m": "\U0001f600 ok"}
 
 
