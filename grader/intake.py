@@ -47,8 +47,8 @@ CANVAS_NAME = re.compile(
 GRADABLE = (".py", ".ipynb")
 METADATA = "submission_metadata.yml"
 MAX_DEPTH = 16                      # folders below where a walk starts
-MAX_ENTRIES = 10_000                # entries one walk (or one archive) looks at
-MAX_STUDENTS = 100_000              # entries of the class folder itself
+MAX_ENTRIES = 10_000                # entries a walk of one student's folder looks at
+MAX_CLASS = 100_000                 # entries of a class: its folder, a walk, an archive
 MAX_FILE = 32 * 1024 * 1024         # a notebook, an archive entry, the metadata
 MAX_UNZIPPED = 256 * 1024 * 1024    # all that one archive may unpack
 MAX_ID = 120                        # characters of a student id before it is hashed
@@ -154,12 +154,12 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
         run.add("neither a folder nor a zip", _text(str(directory)))
         return {}
     try:
-        entries, more = _entries(directory, MAX_STUDENTS)
+        entries, more = _entries(directory, MAX_CLASS)
     except OSError as exc:
         run.add(f"could not be read: {_reason(exc)}", _text(str(directory)))
         return {}
     if more:
-        run.add(f"only the first {MAX_STUDENTS} entries are looked at", _text(str(directory)))
+        run.add(f"only the first {MAX_CLASS} entries are looked at", _text(str(directory)))
     # The layout is told by regular files only: a link is never followed, not even to
     # tell what it is (links among the students' folders are noted as theirs).
     files = [e for e in entries if e.is_file(follow_symlinks=False)]
@@ -304,7 +304,7 @@ def _canvas(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
     """Group Canvas files by user id; the original name is what the student uploaded."""
     groups: dict[str, Group] = {}
     walked = Skips()
-    for f in _walk(directory, walked, MAX_STUDENTS):
+    for f in _walk(directory, walked, MAX_CLASS):
         m = CANVAS_NAME.match(_text(f.path.name))
         if m and Path(m["original"]).suffix in GRADABLE:
             groups.setdefault(m["uid"], Group()).cands.append(
@@ -353,8 +353,8 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
             label = _text(info.filename)
             m = CANVAS_NAME.match(label.replace("\\", "/").rsplit("/", 1)[-1])
             skips = groups.setdefault(m["uid"], Group()).skips if m else run
-            if i >= MAX_ENTRIES:
-                run.add(f"only the first {MAX_ENTRIES} entries are looked at",
+            if i >= MAX_CLASS:
+                run.add(f"only the first {MAX_CLASS} entries are looked at",
                         f"{name}: {label} and later entries")
                 break
             shown = label if m else f"{name}: {label}"
