@@ -69,6 +69,14 @@ def num(value: object) -> str:
     return f"{value:.6g}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.4g}"
 
 
+def points(value: object) -> str:
+    """Points as a student reads them: at most two decimals (scores.json and the
+    exports keep the exact value, a whole number of 1/1024 points)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return num(value)
+    return f"{value:.2f}".rstrip("0").rstrip(".")
+
+
 def _local(value: object, language: str) -> str:
     """A diagnosis title or hint: a {en, zh} dict, or one string for all languages."""
     if isinstance(value, dict):
@@ -80,7 +88,7 @@ def _local(value: object, language: str) -> str:
 def _env() -> Environment:
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(clean=clean, num=num)
+    env.filters.update(clean=clean, num=num, points=points)
     return env
 
 

@@ -160,3 +160,10 @@ def test_many_numeric_failures_fold_after_the_first(course):
     page = feedback.render_student(record, course, "13", "en")
     folded = page[page.index("3 more failing tests"):]
     assert "test_route[1]" not in folded and "test_route[2]" in folded
+
+
+def test_points_are_shown_with_at_most_two_decimals():
+    from grader.feedback import points
+
+    assert [points(v) for v in (9.0908203125, 2.0, 2.5, 0.0, 1.5 - 1 / 1024)] == \
+        ["9.09", "2", "2.5", "0", "1.5"]
