@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
+                      model_validator)
 
 
 
@@ -102,6 +103,26 @@ class Student(Strict):
     section: str = ""
 
 
+class LtiConfig(Strict):
+    """Where `grader upload --to lti` sends scores: the tool's registration on one
+    platform. The private key is named (a file or an environment variable), never
+    written here, so course.yml can be committed."""
+    client_id: str = Field(min_length=1)
+    token_url: str = Field(pattern=r"^https?://")
+    lineitems_url: str = Field(pattern=r"^https?://")
+    deployment_id: str | None = None
+    audience: str | None = None  # the assertion's aud when the platform wants other than token_url
+    key_file: Path | None = None
+    key_env: str | None = None
+    key_id: str | None = None
+
+    @model_validator(mode="after")
+    def _one_key(self) -> LtiConfig:
+        if (self.key_file is None) == (self.key_env is None):
+            raise ValueError("give exactly one of key_file and key_env")
+        return self
+
+
 class Course(Strict):
     course: str
     title: str = ""
@@ -110,6 +131,9 @@ class Course(Strict):
     lessons: dict[str, Lesson]
     roster: dict[str, Student] | Path | None = None
     nbgrader_db: Path | None = None  # an existing gradebook to write scores into
+    missing: Literal["blank", "zero"] = "blank"  # a missing submission's score in exports
+    moodle_identifier: Literal["username", "email", "idnumber"] = "username"
+    lti: LtiConfig | None = None
     root: Path = Path(".")
 
     def lesson(self, key: str) -> Lesson:

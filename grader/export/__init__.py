@@ -30,21 +30,25 @@ def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
     found = roster.match(roster.load(course), [s["student_id"] for s in scores["students"]])
     people = found.entries
     written: list[Path] = []
-    if found.unrostered or found.absent:
-        report = out_dir / "roster_report.txt"
-        report.write_text(found.report() + "\n", encoding="utf-8")
-        written.append(report)
+    unwritten: list[str] = []
     for fmt in dict.fromkeys(formats):
         if fmt == "gradescope":
             written += gradescope.write(course, lesson_key, scores, out_dir)
         elif fmt == "canvas":
             written += canvas.write(course, lesson_key, scores, people, out_dir)
         elif fmt == "lti":
-            written += lti.write(scores, people, out_dir)
+            written += lti.write(scores, people, out_dir, course.missing)
         elif fmt == "moodle":
-            written += moodle.write(course, lesson_key, scores, people, out_dir)
+            paths, left_out = moodle.write(course, lesson_key, scores, found, out_dir)
+            written += paths
+            unwritten += left_out
         else:
             db = course.nbgrader_db
             written += nbgrader_db.write(course, lesson_key, scores, people,
                                          course.path(db) if db else out_dir / "gradebook.db")
+    report = out_dir / "roster_report.txt"
+    report.unlink(missing_ok=True)  # an old run's mismatches must not outlive their fix
+    if found.unrostered or found.absent or unwritten:
+        report.write_text(found.report(unwritten) + "\n", encoding="utf-8")
+        written.insert(0, report)
     return written

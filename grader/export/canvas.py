@@ -3,14 +3,15 @@
 The column is `Title (assignment_id)`, with the id from course.yml when it has one;
 without it Canvas creates a new assignment on import, which the caller is told about.
 Canvas matches rows by ID, then SIS User ID, SIS Login ID, then name, so every id the
-roster knows is written.
+roster knows is written; an unrostered all-digit id (a Canvas bulk download's user id)
+goes into ID. A missing submission is blank or 0, as course.yml's `missing` says.
 """
 from __future__ import annotations
 
 from pathlib import Path
 
 from grader.config import Course, Student
-from grader.export.cells import write_rows
+from grader.export.cells import score_cell, write_rows
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 
@@ -30,7 +31,7 @@ def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Stude
     for s in scores["students"]:
         who = people[s["student_id"]]
         rows.append([who.name or s["student_id"], who.lms_id, who.sis_user_id,
-                     who.sis_login_id, who.section, s["score"]])
+                     who.sis_login_id, who.section, score_cell(s, course.missing)])
     with path.open("w", newline="", encoding="utf-8") as f:
         write_rows(f, rows)
     return [path]

@@ -26,3 +26,12 @@ def write_rows(f: IO[str], rows: Iterable[list[object]]) -> None:
     out = csv.writer(f)
     for row in rows:
         out.writerow([cell(v) for v in row])
+
+
+def score_cell(student: dict, missing: str) -> object:
+    """A student's score for a gradebook cell: a missing submission is blank (the LMS
+    keeps "no grade", so a late hand-in is not hidden behind a 0) or 0, as course.yml's
+    `missing` says."""
+    if student["status"] == "missing":
+        return "" if missing == "blank" else 0.0
+    return student["score"]

@@ -3,13 +3,14 @@
 Each line is the body of a `POST {lineitem}/scores` for one student
 (application/vnd.ims.lis.v1.score+json). userId is the LTI user id, taken from the
 roster's lms_id; an unrostered student keeps their student id and is reported.
-Every score, a missing submission's 0 included, is FullyGraded: Canvas ignores the
-others, and scores.json is final.
+Every graded score is FullyGraded: Canvas ignores the others, and scores.json is final.
+A missing submission is, as course.yml's `missing` says, a FullyGraded 0 or a score
+with no scoreGiven and gradingProgress NotReady, which leaves the gradebook cell empty.
 """
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
 from grader.config import Student
@@ -26,20 +27,33 @@ def comment(student: dict) -> str:
     return f"{lead}. {parts}" if parts else f"{lead}."
 
 
-def score_object(student: dict, who: Student, timestamp: str) -> dict:
-    return {
+def score_object(student: dict, who: Student, timestamp: str, missing: str) -> dict:
+    """The AGS score body for one student."""
+    obj = {
         "userId": who.lms_id or student["student_id"],
         "scoreGiven": student["score"], "scoreMaximum": student["max_score"],
         "comment": comment(student), "timestamp": timestamp,
         "activityProgress": ACTIVITY.get(student["status"], "Completed"),
         "gradingProgress": "FullyGraded",
     }
+    if student["status"] == "missing" and missing == "blank":
+        del obj["scoreGiven"], obj["scoreMaximum"]
+        obj["gradingProgress"] = "NotReady"
+    return obj
 
 
-def write(scores: dict, people: dict[str, Student], out_dir: Path) -> list[Path]:
-    stamp = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+def now() -> str:
+    """An AGS timestamp: ISO 8601 in UTC with milliseconds."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace(
+        "+00:00", "Z")
+
+
+def write(scores: dict, people: dict[str, Student], out_dir: Path,
+          missing: str) -> list[Path]:
+    stamp = now()
     path = out_dir / "lti_scores.jsonl"
-    lines = [json.dumps(score_object(s, people[s["student_id"]], stamp), ensure_ascii=False)
+    lines = [json.dumps(score_object(s, people[s["student_id"]], stamp, missing),
+                        ensure_ascii=False)
              for s in scores["students"]]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return [path]

@@ -1,7 +1,9 @@
 """Moodle grade import CSV: one identifier column, the grade, and its feedback.
 
-Moodle maps the identifier on import to a user field; email is the most reliable, so
-it is used when the roster has everyone's, else the student id as username. The
+Moodle maps the identifier column to one user field on import and aborts the whole
+import at the first value it cannot match, so the identifier is chosen in course.yml
+(`moodle_identifier`: username, email or idnumber) and used for every row: a student
+without it, or one the roster lacks, is left out and named instead of written. The
 feedback column is always written beside its grade column: Moodle wipes the grades
 when feedback is imported alone.
 """
@@ -10,8 +12,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.config import Course, Student
-from grader.export.cells import write_rows
+from grader.export.cells import score_cell, write_rows
 from grader.export.lti import comment
+from grader.export.roster import Match
+
+WHY = {"username": "no username", "email": "no email in the roster",
+       "idnumber": "no sis_user_id (Moodle's idnumber) in the roster"}
 
 
 def item(course: Course, lesson_key: str) -> str:
@@ -19,17 +25,31 @@ def item(course: Course, lesson_key: str) -> str:
         f"Lesson {lesson_key} {course.lesson(lesson_key).title}"
 
 
-def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Student],
-          out_dir: Path) -> list[Path]:
-    students = scores["students"]
-    by_email = all(people[s["student_id"]].email for s in students)
-    name = item(course, lesson_key)
+def identifier(kind: str, student_id: str, who: Student) -> str:
+    """The user field Moodle matches on; a username is the roster's SIS login, else the
+    grader's student id (a login name by convention)."""
+    if kind == "email":
+        return who.email
+    if kind == "idnumber":
+        return who.sis_user_id
+    return who.sis_login_id or student_id
+
+
+def write(course: Course, lesson_key: str, scores: dict, found: Match,
+          out_dir: Path) -> tuple[list[Path], list[str]]:
+    """The file, and `moodle: student: why` for each student left out of it."""
+    kind, name = course.moodle_identifier, item(course, lesson_key)
+    rows: list[list[object]] = [[kind, name, f"Feedback: {name}"]]
+    left_out: list[str] = []
+    for s in scores["students"]:
+        sid = s["student_id"]
+        ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
+        if not ident:
+            left_out.append(f"moodle: {sid}: "
+                            f"{WHY[kind] if found.known(sid) else 'not in the roster'}")
+            continue
+        rows.append([ident, score_cell(s, course.missing), comment(s)])
     path = out_dir / "moodle.csv"
-    rows: list[list[object]] = [["email" if by_email else "username", name,
-                                 f"Feedback: {name}"]]
-    for s in students:
-        ident = people[s["student_id"]].email if by_email else s["student_id"]
-        rows.append([ident, s["score"], comment(s)])
     with path.open("w", newline="", encoding="utf-8") as f:
         write_rows(f, rows)
-    return [path]
+    return [path], left_out

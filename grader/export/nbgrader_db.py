@@ -2,7 +2,9 @@
 
 Lesson -> assignment (named `lesson_<key>`, not a release folder name, since nbgrader's
 own generate_assignment deletes notebooks without an .ipynb source), exercise file ->
-notebook, test -> grade cell. Only auto_score is written, so a TA's manual_score survives
+notebook, test -> grade cell. A missing submission gets no submission when course.yml's
+`missing` is blank (nbgrader's own export then shows it as it shows any student who
+handed nothing in), or 0 in every cell when it is zero. Only auto_score is written, so a TA's manual_score survives
 a re-export and overrides it in `nbgrader export`. nbgrader is an optional extra and
 slow to import, so it is imported here, inside the function.
 """
@@ -67,6 +69,8 @@ def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Stude
             gb.update_or_create_student(sid, first_name=first, last_name=last,
                                         email=who.email or None,
                                         lms_user_id=who.lms_id or None)
+            if s["status"] == "missing" and course.missing == "blank":
+                continue
             gb.update_or_create_submission(assignment, sid)
             for t in graded(s):
                 try:

@@ -65,23 +65,44 @@ class Match:
     entries: dict[str, Student]
     unrostered: list[str] = field(default_factory=list)  # graded, not in the roster
     absent: list[str] = field(default_factory=list)      # in the roster, not graded
+    rostered: bool = False                               # the course has a roster
 
-    def report(self) -> str:
+    def known(self, student_id: str) -> bool:
+        """Whether the LMS ids we hold for a student are the roster's, not guesses: with
+        a roster, one it lacks has no LMS user id to send or match on."""
+        return not self.rostered or student_id not in self.unrostered
+
+    def report(self, unwritten: list[str] = ()) -> str:
+        """What a TA must see before importing; `unwritten` names the rows an export
+        left out (`format: student: why`)."""
         lines = []
         if self.unrostered:
-            lines.append("Graded but not in the roster (exported under their student id; "
-                         "the LMS may not match them):")
+            lines.append("Graded but not in the roster (exported under their student id "
+                         "where the format allows; the LMS may not match them):")
             lines += [f"  {s}" for s in self.unrostered]
         if self.absent:
             lines.append("In the roster but not in this run (not exported):")
             lines += [f"  {s}" for s in self.absent]
+        if unwritten:
+            lines.append("Not written, since the LMS could not match them (it would "
+                         "refuse the file or the score):")
+            lines += [f"  {s}" for s in unwritten]
         return "\n".join(lines)
 
 
+def stand_in(student_id: str) -> Student:
+    """What an unrostered id most likely is: all digits is a Canvas user id (a Canvas
+    bulk download names files with it), so it goes where Canvas matches it first (ID);
+    anything else is a login name."""
+    if student_id.isdigit():
+        return Student(name=student_id, lms_id=student_id)
+    return Student(name=student_id, sis_login_id=student_id)
+
+
 def match(roster: dict[str, Student], student_ids: list[str]) -> Match:
-    """Unrostered ids stand in as name and SIS login, which is what they usually are."""
-    entries = {sid: roster.get(sid) or Student(name=sid, sis_login_id=sid)
-               for sid in student_ids}
+    """Each graded id with its roster entry, or a stand-in for it."""
+    entries = {sid: roster.get(sid) or stand_in(sid) for sid in student_ids}
     return Match(entries,
                  unrostered=[s for s in student_ids if s not in roster],
-                 absent=sorted(set(roster) - set(student_ids)))
+                 absent=sorted(set(roster) - set(student_ids)),
+                 rostered=bool(roster))

@@ -25,7 +25,7 @@ LTI_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp",
             "activityProgress", "gradingProgress"}
 
 
-def make_course(roster_value=None, canvas_assignment_id=None) -> Course:
+def make_course(roster_value=None, canvas_assignment_id=None, **options) -> Course:
     parts = {"ffn": Part(points=2, title="Dense FFN"),
              "router": Part(points=3, title="Router", visibility="after_due_date")}
     lesson = Lesson(title="MoE", exercise="13_moe.py", solution=Path("s.py"),
@@ -38,7 +38,8 @@ def make_course(roster_value=None, canvas_assignment_id=None) -> Course:
             "bob": Student(name="Bob Brown", email="bob@u.edu", lms_id="4002"),
             "carol": Student(name="Carol King", lms_id="4003"),
         }
-    return Course(course="minimind-test", lessons={"13": lesson}, roster=roster_value)
+    return Course(course="minimind-test", lessons={"13": lesson}, roster=roster_value,
+                  **options)
 
 
 def record(sid: str, status: str, passed: list[bool], problem: str = "") -> dict:
@@ -108,9 +109,8 @@ def test_canvas_csv_matches_format_and_scores(tmp_path, scores):
                        "Lesson 13 MoE (901234)"]
     assert "Points Possible" in rows[1][0] and float(rows[1][5]) == scores["max_score"]
     assert all(len(r) == 6 for r in rows)
-    got = {r[1] or r[3]: float(r[5]) for r in rows[2:]}  # Canvas ID, else SIS login
-    people = {"4001": "alice", "4002": "bob", "zed": "zed"}
-    assert got == {k: by_id(scores)[sid]["score"] for k, sid in people.items()}
+    got = {r[1] or r[3]: r[5] for r in rows[2:]}  # Canvas ID, else SIS login
+    assert got == {"4001": "4.0", "4002": "", "zed": "5.0"}  # bob handed nothing in
     assert rows[2] == ["Liddell, Alice", "4001", "30000001", "al1", "SEC-1", "4.0"]
 
 
@@ -125,9 +125,8 @@ def test_lti_score_objects(tmp_path, scores):
                if p.suffix == ".jsonl"]
     objs = [json.loads(line) for line in path.read_text().splitlines()]
     assert len(objs) == 3
-    expected = {"4001": by_id(scores)["alice"], "4002": by_id(scores)["bob"],
-                "zed": by_id(scores)["zed"]}
-    for o in objs:
+    expected = {"4001": by_id(scores)["alice"], "zed": by_id(scores)["zed"]}
+    for o in (o for o in objs if o["userId"] in expected):
         assert set(o) == LTI_KEYS
         assert isinstance(o["userId"], str) and isinstance(o["comment"], str)
         assert isinstance(o["scoreGiven"], float) and isinstance(o["scoreMaximum"], float)
@@ -141,25 +140,93 @@ def test_lti_score_objects(tmp_path, scores):
     bob = next(o for o in objs if o["userId"] == "4002")
     assert bob["activityProgress"] == "Initialized"
     assert bob["comment"].startswith("No file was submitted. ffn 0/2;")
+    assert bob["gradingProgress"] == "NotReady" and "scoreGiven" not in bob  # blank
 
 
-def test_moodle_csv(tmp_path, scores):
-    (path,) = [p for p in export(make_course(), "13", scores, tmp_path, ["moodle"])
+def moodle_rows(course: Course, scores: dict, out: Path) -> list[dict]:
+    (path,) = [p for p in export(course, "13", scores, out, ["moodle"])
                if p.name == "moodle.csv"]
-    rows = list(csv.DictReader(path.open(newline="", encoding="utf-8")))
-    header = list(rows[0])
-    assert header == ["username", "Lesson 13 MoE", "Feedback: Lesson 13 MoE"]
-    assert {r["username"]: float(r["Lesson 13 MoE"]) for r in rows} == {
-        s["student_id"]: s["score"] for s in scores["students"]}
+    return list(csv.DictReader(path.open(newline="", encoding="utf-8")))
+
+
+def test_moodle_csv_without_roster_uses_student_ids_as_usernames(tmp_path, scores):
+    rows = moodle_rows(make_course(roster_value={}), scores, tmp_path)
+    assert list(rows[0]) == ["username", "Lesson 13 MoE", "Feedback: Lesson 13 MoE"]
+    assert {r["username"]: r["Lesson 13 MoE"] for r in rows} == {
+        "alice": "4.0", "bob": "", "zed": "5.0"}
     assert all(r["Feedback: Lesson 13 MoE"] for r in rows)
+    assert "Not written" not in (tmp_path / "roster_report.txt").read_text()
 
 
-def test_moodle_uses_email_when_everyone_has_one(tmp_path, scores):
-    scores["students"] = scores["students"][:2]
-    (path,) = [p for p in export(make_course(), "13", scores, tmp_path, ["moodle"])
-               if p.name == "moodle.csv"]
-    rows = list(csv.DictReader(path.open(newline="")))
-    assert [r["email"] for r in rows] == ["alice@u.edu", "bob@u.edu"]
+@pytest.mark.parametrize("kind, want", [
+    ("username", {"al1": "4.0", "bob": ""}),          # SIS login, else the student id
+    ("email", {"alice@u.edu": "4.0", "bob@u.edu": ""}),
+    ("idnumber", {"30000001": "4.0"}),
+])
+def test_moodle_identifier_is_the_chosen_one_for_every_row(tmp_path, scores, kind, want):
+    rows = moodle_rows(make_course(moodle_identifier=kind), scores, tmp_path)
+    assert list(rows[0])[0] == kind
+    assert {r[kind]: r["Lesson 13 MoE"] for r in rows} == want
+    report = (tmp_path / "roster_report.txt").read_text()
+    left_out = report.split("Not written")[1]
+    assert "moodle: zed: not in the roster" in left_out  # never under another identifier
+    assert ("moodle: bob:" in left_out) == (kind == "idnumber")
+
+
+def test_moodle_email_is_not_dropped_for_everyone_when_one_lacks_it(tmp_path, scores):
+    """The old file switched every row to usernames when one email was missing."""
+    course = make_course(moodle_identifier="email", roster_value={
+        "alice": Student(email="alice@u.edu"), "bob": Student(), "zed": Student(
+            email="zed@u.edu")})
+    rows = moodle_rows(course, scores, tmp_path)
+    assert [r["email"] for r in rows] == ["alice@u.edu", "zed@u.edu"]
+    assert "moodle: bob: no email in the roster" in (tmp_path / "roster_report.txt").read_text()
+
+
+def test_unmatched_rows_are_printed_by_grader_export(tmp_path, scores):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "scores.json").write_text(json.dumps(scores))
+    (tmp_path / "t").mkdir()
+    (tmp_path / "s.py").write_text("")
+    (tmp_path / "course.yml").write_text(
+        "course: c\nmoodle_identifier: email\nroster: {alice: {email: a@u.edu}}\n"
+        "lessons:\n  '13': {title: MoE, exercise: 13_moe.py, solution: s.py, stub: e.py,"
+        " tests: t, parts: {ffn: {points: 2}, router: {points: 3}}}\n")
+    proc = subprocess.run([sys.executable, "-m", "grader.cli", "export", "--course",
+                           str(tmp_path / "course.yml"), "--lesson", "13", "--to", "moodle",
+                           "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "moodle: zed: not in the roster" in proc.stderr
+    rows = list(csv.DictReader((out / "export" / "moodle.csv").open()))
+    assert [r["email"] for r in rows] == ["a@u.edu"]
+
+
+@pytest.mark.parametrize("missing", ["blank", "zero"])
+def test_missing_submission_is_blank_or_zero_in_every_lms_file(tmp_path, scores, missing):
+    course = make_course(missing=missing)
+    export(course, "13", scores, tmp_path, ["canvas", "moodle", "lti"])
+    want = "" if missing == "blank" else "0.0"
+    canvas = {r[1]: r[5] for r in csv.reader((tmp_path / "canvas.csv").open())}
+    assert canvas["4002"] == want and canvas["4001"] == "4.0"
+    moodle = {r["username"]: r["Lesson 13 MoE"]
+              for r in csv.DictReader((tmp_path / "moodle.csv").open())}
+    assert moodle["bob"] == want
+    lti = {o["userId"]: o for o in map(json.loads,
+                                       (tmp_path / "lti_scores.jsonl").read_text().splitlines())}
+    assert lti["4002"].get("scoreGiven") == (None if missing == "blank" else 0.0)
+    assert lti["4002"]["gradingProgress"] == ("NotReady" if missing == "blank"
+                                              else "FullyGraded")
+
+
+def test_canvas_user_id_from_a_bulk_download_goes_into_id(tmp_path, scores):
+    """A Canvas bulk download names files with the numeric Canvas user id; unrostered,
+    that id must land in ID (Canvas matches it first), not in SIS Login ID."""
+    scores["students"].append({**scores["students"][2], "student_id": "98765"})
+    export(make_course(), "13", scores, tmp_path, ["canvas"])
+    rows = {r[0]: r for r in csv.reader((tmp_path / "canvas.csv").open())}
+    assert rows["98765"][1:4] == ["98765", "", ""]
+    assert rows["zed"][1:4] == ["", "", "zed"]
 
 
 def test_roster_mismatch_is_reported_not_dropped(tmp_path, scores):
@@ -169,6 +236,15 @@ def test_roster_mismatch_is_reported_not_dropped(tmp_path, scores):
     assert "zed" in report.split("not in the roster")[1].split("In the roster")[0]
     assert "carol" in report.split("In the roster but not")[1]
     assert "zed" in (tmp_path / "canvas.csv").read_text()
+
+
+def test_a_fixed_roster_leaves_no_stale_report(tmp_path, scores):
+    export(make_course(), "13", scores, tmp_path, ["canvas"])
+    assert (tmp_path / "roster_report.txt").exists()
+    course = make_course(roster_value={s["student_id"]: Student() for s in scores["students"]})
+    assert (tmp_path / "roster_report.txt") not in export(course, "13", scores, tmp_path,
+                                                          ["canvas"])
+    assert not (tmp_path / "roster_report.txt").exists()
 
 
 def test_roster_from_csv(tmp_path, scores):
