@@ -264,9 +264,11 @@ def check(course_path, lesson_key, file) -> None:
     sys.exit(0 if tests and all(t["outcome"] == "passed" for t in tests) else 1)
 
 
-def _print_check(record: dict, course: config.Course, lesson_key: str) -> None:
+def _print_check(record: dict, course: config.Course, lesson_key: str,
+                 out: Console | None = None) -> None:
+    """A record as `grader check` shows it (on `out`: `grader selftest` reads it back)."""
     lesson = course.lesson(lesson_key)
-    out = Console(highlight=False)
+    out = out or Console(highlight=False)
     if record["problem"]:
         out.print(f"[bold red]{record['problem']}[/]")
         if record.get("import_traceback"):
@@ -303,6 +305,45 @@ def _print_check(record: dict, course: config.Course, lesson_key: str) -> None:
     out.print(f"public tests: {sum(t['outcome'] == 'passed' for t in record['tests'])}/"
               f"{len(record['tests'])} passed. "
               "The graded run has more tests, hidden.")
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--correct", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="a folder of correct variants (*.py) that must score full marks with no "
+                   "diagnosis (default: tests/fixtures/lesson<KEY>/correct, if present)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="keep the graded class here (default: a temporary folder)")
+@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+def selftest(course_path, lesson_key, correct, out, jobs) -> None:
+    """Instructors: check a lesson's contract (solution full, stub zero, mistakes named
+    in their own part, correct variants full, unique names, no leaks, safe hints)."""
+    from grader.selftest import default_correct, selftest as run_selftest
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    try:
+        found = run_selftest(course, lesson_key, correct or default_correct(course, lesson_key),
+                             jobs, out)
+    except (ValueError, OSError) as exc:  # a malformed mistakes.yml, a missing file
+        raise click.ClickException(str(exc)) from None
+    _print_findings(found, lesson_key)
+    sys.exit(1 if any(f.failed for f in found) else 0)
+
+
+def _print_findings(found, lesson_key: str) -> None:
+    """One line per finding; the messages quote the lesson's text: never markup."""
+    from collections import Counter
+
+    out = Console(highlight=False)
+    colour = {"ok": "green", "failed": "bold red", "skipped": "dim"}
+    for f in found:
+        out.print(f"[{colour.get(f.status, 'yellow')}]{f.status:17}[/] {f.check:9} ", end="")
+        out.print(f"{f.subject}: {f.message}" if f.subject else f.message, markup=False)
+    counts = Counter(f.status for f in found)
+    out.print(f"lesson {lesson_key}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+              markup=False)
 
 
 @main.command()
