@@ -435,6 +435,68 @@ def export(course_path, lesson_key, formats, out) -> None:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}")
+    report = out / "export" / "roster_report.txt"
+    if report in paths:
+        console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--to", "service", required=True, type=click.Choice(["lti"]),
+              help="lti: LTI 1.3 Assignment and Grade Services (course.yml's `lti:`)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="the graded folder (default: the lesson's `out`)")
+@click.option("--dry-run", is_flag=True, help="print what would be sent; send nothing")
+@click.option("--force", is_flag=True, help="resend scores the platform already has")
+@click.option("--public-jwk", is_flag=True,
+              help="print the tool's public key as a JWK (to register it) and exit")
+def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) -> None:
+    """Send the graded scores to the LMS; only scores that changed are sent."""
+    from grader.upload import UploadError
+    from grader.upload import keys, lti
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = out or course.path(lesson.out)
+    try:
+        if public_jwk:
+            key = keys.read_key(course)
+            click.echo(json.dumps(keys.public_jwk(key, course.lti.key_id), indent=1))
+            return
+        scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+        done = lti.upload(course, lesson_key, scores, out, dry_run=dry_run, force=force)
+    except OSError:
+        raise click.ClickException(f"no scores.json in {out}: run `grader run` first") \
+            from None
+    except UploadError as exc:
+        raise click.ClickException(str(exc)) from None
+    _print_upload(done, course, lesson_key, dry_run)
+    sys.exit(1 if done.refused else 0)
+
+
+def _print_upload(done, course: config.Course, lesson_key: str, dry_run: bool) -> None:
+    """What was (or would be) sent, and who was not; names print as plain text."""
+    from grader.upload import lti
+
+    if dry_run:
+        click.echo(f"would find or create the line item {lti.label(course, lesson_key)!r} "
+                   f"(resourceId {lti.resource_id(course, lesson_key)!r}) in "
+                   f"{course.lti.lineitems_url}")
+        for body in done.planned:
+            click.echo(json.dumps(body, ensure_ascii=False))
+        click.echo(f"would send {len(done.planned)}; unchanged {len(done.unchanged)}")
+    else:
+        if done.lineitem:
+            click.echo(f"line item: {done.lineitem}")
+        click.echo(f"sent {len(done.sent)}; unchanged {len(done.unchanged)}; "
+                   f"refused {len(done.refused)}")
+    for title, rows in (("refused by the platform", done.refused),
+                        ("not sent (no LTI user id)", done.skipped)):
+        if rows:
+            click.echo(f"{title} ({len(rows)}):", err=True)
+        for sid, why in rows:
+            click.echo(f"  {sid}: {why}", err=True)
 
 
 @main.command("autograder-zip")
