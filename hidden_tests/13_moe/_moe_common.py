@@ -115,8 +115,17 @@ def moe_args(seed: int, dtype: str, b: int, s: int, e: int, hidden: int, inter: 
 
 # ---- checks of one call's results, shared by graded and practice tests -------------
 
+def check_dtype(check, name: str, got, ref: torch.Tensor) -> None:
+    """Outputs keep the inputs' dtype, as the reference's do: a float64 layer that
+    returns float32 (or the reverse) changes what the model trains in."""
+    if isinstance(got, torch.Tensor):
+        check.equal(f"{name} dtype", str(got.dtype).removeprefix("torch."),
+                    str(ref.dtype).removeprefix("torch."))
+
+
 def check_ffn(check, got: dict, ref: dict) -> None:
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
+    check_dtype(check, "output", got["y"], ref["y"])
     check.close("output", got["y"], ref["y"])
 
 
@@ -128,6 +137,8 @@ def _by_expert(weight: torch.Tensor, idx: torch.Tensor):
 
 def check_route(check, got: dict, ref: dict, e: int) -> None:
     check.close("scores", got["scores"], ref["scores"])
+    check_dtype(check, "scores", got["scores"], ref["scores"])
+    check_dtype(check, "topk_weight", got["topk_weight"], ref["topk_weight"])
     idx = got["topk_idx"]
     check.equal("topk_idx dtype", str(idx.dtype), "torch.int64")
     if not (check.shape("topk_idx shape", idx, tuple(ref["topk_idx"].shape))
@@ -148,12 +159,14 @@ def check_route(check, got: dict, ref: dict, e: int) -> None:
 
 def check_dispatch(check, got: dict, ref: dict) -> None:
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
+    check_dtype(check, "output", got["y"], ref["y"])
     check.close("output", got["y"], ref["y"])
 
 
 def check_aux(check, got: dict, ref: dict) -> None:
     aux = got["aux"]
     check.shape("aux shape (0-dim)", aux, tuple(ref["aux"].shape))
+    check_dtype(check, "aux", aux, ref["aux"])
     check.close("aux value", aux.reshape(()) if aux.numel() == 1 else aux, ref["aux"], tol="aux")
 
 
@@ -166,6 +179,8 @@ def check_moe(check, got: dict, ref: dict, explained: Callable[[], list[dict]]) 
     mistakes the grader established in the student's other parts (`explained()`:
     trusted code's results, never the student's; asked for only on a mismatch)."""
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
+    check_dtype(check, "output", got["y"], ref["y"])
+    check_dtype(check, "aux_loss", got["aux"], ref["aux"])
     check.close("output", got["y"], ref["y"], alt=lambda: [r["y"] for r in explained()],
                 alt_note=EXPLAINED)
     check.shape("aux_loss shape (0-dim)", got["aux"], tuple(ref["aux"].shape))
