@@ -7,10 +7,13 @@ pytest-json-report is kept beside the scores, which are computed from it.
 from __future__ import annotations
 
 import io
+import sys
 import time
+import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import redirect_stderr, redirect_stdout
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from pathlib import Path
 
 import pytest
 from pytest_jsonreport import serialize
@@ -99,6 +102,48 @@ class GradingLoop:
         return True
 
 
+# Each lesson folder's imported modules (test modules and helpers), kept between runs:
+# their cached inputs stay warm, and forked workers inherit them.
+_LESSON_MODULES: dict[Path, dict[str, types.ModuleType]] = {}
+
+
+@contextmanager
+def lesson_imports(tests: Path) -> Iterator[None]:
+    """For one run, the lesson's folder first on sys.path and only its own modules
+    under its files' names: two lessons may each have a `_inputs.py` or a
+    `test_norm.py` and run in one process (pytest's importlib mode keeps its hands off
+    sys.path; this puts the folder there, for the helpers' plain imports)."""
+    folder = tests.resolve()
+    names = {f.stem for f in folder.glob("*.py")}
+    mine = _LESSON_MODULES.setdefault(folder, {})
+    others = {}
+    for name in names & sys.modules.keys():
+        module = sys.modules.pop(name)
+        if Path(getattr(module, "__file__", None) or "/").resolve().parent == folder:
+            mine.setdefault(name, module)
+        else:
+            others[name] = module
+    sys.modules.update(mine)
+    sys.path.insert(0, str(folder))
+    try:
+        yield
+    finally:
+        sys.path.remove(str(folder))
+        mine.update({name: sys.modules.pop(name) for name in names & sys.modules.keys()})
+        sys.modules.update(others)
+
+
+class CollectionErrors:
+    """Why collection failed, in full: the grading plugin silences pytest's terminal."""
+
+    def __init__(self) -> None:
+        self.reports: list[str] = []
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.reports.append(f"{report.nodeid or report.fspath}:\n{report.longreprtext}")
+
+
 def run_tests(course: Course, lesson_key: str,
               jobs: Iterable[tuple[object, Callable[[dict], None]]], select: str = GRADED,
               precompute: bool = False) -> None:
@@ -110,9 +155,11 @@ def run_tests(course: Course, lesson_key: str,
                            precompute)
     report = JSONReport()
     loop = GradingLoop(plugin, report, jobs)
+    errors = CollectionErrors()
     # Only what grading uses: every plugin with per-test hooks costs each student.
     # No autoloaded plugins (anyio, xdist, ...): json-report is passed in directly.
     args = [str(tests), "-q", "--tb=no", "--capture=no", "--assert=plain",
+            "--import-mode=importlib",
             "--disable-plugin-autoload", "--rootdir", str(tests), "-c", "/dev/null",
             "-p", "pytest_jsonreport.plugin", "--json-report-file=none",
             *(f"-pno:{name}" for name in (
@@ -122,11 +169,12 @@ def run_tests(course: Course, lesson_key: str,
     if select:
         args += ["-m", select]
     sink = io.StringIO()
-    with redirect_stdout(sink), redirect_stderr(sink):
-        code = pytest.main(args, plugins=[plugin, report, loop, fixtures])
+    with redirect_stdout(sink), redirect_stderr(sink), lesson_imports(tests):
+        code = pytest.main(args, plugins=[plugin, report, loop, errors, fixtures])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
+        why = "\n".join(errors.reports) or sink.getvalue()[-2000:] or "no output"
         raise RuntimeError(f"hidden tests of lesson {lesson_key} did not run "
-                           f"(pytest exit {code}): {sink.getvalue()[-2000:]}")
+                           f"(pytest exit {code}):\n{why[-6000:]}")
 
 
 def score(course: Course, lesson_key: str, report: dict) -> dict:
