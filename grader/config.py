@@ -164,10 +164,18 @@ class Course(Strict):
             if base is None or not self.path(base).exists():
                 continue
             base = self.path(base)
-            files = sorted(base.rglob("*.py")) if base.is_dir() else [base]
-            for f in files:
-                h.update(f.name.encode() + f.read_bytes())
+            for f in _inputs(base):
+                h.update(str(f.relative_to(base.parent)).encode() + b"\0" + f.read_bytes())
         return h.hexdigest()[:16]
+
+
+def _inputs(base: Path) -> list[Path]:
+    """Every file of a lesson's tests folder decides its scores (mistakes.yml names the
+    mistakes, a data file feeds a test), not only *.py; bytecode caches don't."""
+    if not base.is_dir():
+        return [base]
+    return sorted(f for f in base.rglob("*") if f.is_file() and f.suffix != ".pyc"
+                  and "__pycache__" not in f.relative_to(base).parts)
 
 
 class ConfigError(Exception):

@@ -88,6 +88,24 @@ def test_version_changes_with_the_tests(tmp_path):
     assert config.load(path).version("13") != before
 
 
+@pytest.mark.parametrize("name", ["mistakes.yml", "equivalent_mutants.yml", "cases.json"])
+def test_version_changes_with_any_file_of_the_tests(tmp_path, name):
+    """A new hint in mistakes.yml must regrade: the old text would stay on the pages."""
+    path = write(tmp_path, GOOD)
+    (tmp_path / "tests" / name).write_text("[]\n")
+    before = config.load(path).version("13")
+    (tmp_path / "tests" / name).write_text("- changed\n")
+    assert config.load(path).version("13") != before
+
+
+def test_version_ignores_bytecode(tmp_path):
+    path = write(tmp_path, GOOD)
+    before = config.load(path).version("13")
+    (tmp_path / "tests" / "__pycache__").mkdir()
+    (tmp_path / "tests" / "__pycache__" / "test_ffn.cpython-311.pyc").write_bytes(b"\0")
+    assert config.load(path).version("13") == before
+
+
 def test_malformed_mistakes_file_names_the_entry(tmp_path):
     from grader.reference import load_mistakes
 
