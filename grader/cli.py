@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
@@ -98,7 +99,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     _left_out(taken.skipped)
     if summary.worker_failures:
         for failure in summary.worker_failures:
-            console.print(f"[red]{failure}[/]")
+            console.print(f"[red]{escape(failure)}[/]")
         sys.exit(1)
 
 
@@ -118,7 +119,7 @@ def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler
                slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload)))
     from grader import pool
     if sandbox is not None and sandbox.memory_note:
-        console.print(f"[yellow]note:[/] {sandbox.memory_note}")
+        console.print(f"[yellow]note:[/] {escape(sandbox.memory_note)}")
     if not sandboxed:
         console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
                       "student code runs with this user's rights. Every score record says so.")
@@ -178,9 +179,9 @@ def _summary_table(summary, doc: dict, out: Path) -> None:
     table.add_row("timeouts", str(summary.timeouts))
     table.add_row("time", f"{summary.seconds:.1f} s")
     console.print(table)
-    console.print(f"scores:   {out / 'scores.json'}")
-    console.print(f"feedback: {out / 'feedback'}/<student_id>.html")
-    console.print(f"report:   {out / 'report.html'}")
+    console.print(f"scores:   {out / 'scores.json'}", markup=False)
+    console.print(f"feedback: {out / 'feedback'}/<student_id>.html", markup=False)
+    console.print(f"report:   {out / 'report.html'}", markup=False)
 
 
 @main.command()
@@ -223,7 +224,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
         raise click.ClickException(str(exc)) from None
     path = report.write(found, out)
     report.show(found, Console(highlight=False), min_kill)
-    console.print(f"report: {path}")
+    console.print(f"report: {path}", markup=False)
     sys.exit(0 if found.kill_rate >= min_kill else 1)
 
 
@@ -270,17 +271,17 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
     lesson = course.lesson(lesson_key)
     out = out or Console(highlight=False)
     if record["problem"]:
-        out.print(f"[bold red]{record['problem']}[/]")
+        out.print(f"[bold red]{escape(record['problem'])}[/]")
         if record.get("import_traceback"):
             out.print(record["import_traceback"], markup=False)
     for name, part in record["parts"].items():
         mine = [t for t in record["tests"] if t["part"] == name]  # practice: not in counters
         passed = sum(t["outcome"] == "passed" for t in mine)
         mark = "[green]✓[/]" if passed == len(mine) else "[red]✗[/]"
-        out.print(f"{mark} {name:9} {passed}/{len(mine)} public tests  "
-                  f"[dim]{lesson.parts[name].title}[/]")
+        out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} public tests  "
+                  f"[dim]{escape(lesson.parts[name].title)}[/]")
         for t in (t for t in mine if t["outcome"] != "passed"):
-            out.print(f"    {t['name']}: ", end="")
+            out.print(f"    {t['name']}: ", end="", markup=False)
             out.print(t["message"][:300], markup=False)
             if t["error"] and t["error"].get("traceback"):
                 out.print("      " + t["error"]["traceback"].strip().replace("\n", "\n      "),
@@ -332,11 +333,11 @@ def selftest(course_path, lesson_key, correct, out, jobs) -> None:
     sys.exit(1 if any(f.failed for f in found) else 0)
 
 
-def _print_findings(found, lesson_key: str) -> None:
+def _print_findings(found, lesson_key: str, out: Console | None = None) -> None:
     """One line per finding; the messages quote the lesson's text: never markup."""
     from collections import Counter
 
-    out = Console(highlight=False)
+    out = out or Console(highlight=False)
     colour = {"ok": "green", "failed": "bold red", "skipped": "dim"}
     for f in found:
         out.print(f"[{colour.get(f.status, 'yellow')}]{f.status:17}[/] {f.check:9} ", end="")
@@ -366,11 +367,11 @@ def release(course_path, lesson_key, check_only) -> None:
         if not stub.exists() or stub.read_text(encoding="utf-8") != text:
             raise click.ClickException(f"{lesson.stub} is out of date: run "
                                        f"`grader release --lesson {lesson_key}`")
-        console.print(f"{lesson.stub} is up to date")
+        console.print(f"{lesson.stub} is up to date", markup=False)
         return
     stub.parent.mkdir(parents=True, exist_ok=True)
     stub.write_text(text, encoding="utf-8")
-    console.print(f"wrote {lesson.stub}")
+    console.print(f"wrote {lesson.stub}", markup=False)
 
 
 @main.command("student-bundle")
@@ -385,7 +386,7 @@ def student_bundle(course_path, lesson_key, dest) -> None:
     lesson = _lesson(course, lesson_key)
     if not lesson.solution:
         raise click.ClickException("a student bundle is made from a course with its solution")
-    console.print(f"wrote {build(course, lesson_key, dest)}")
+    console.print(f"wrote {build(course, lesson_key, dest)}", markup=False)
 
 
 @main.command()
@@ -407,7 +408,7 @@ def report(course_path, lesson_key, out, language) -> None:
     records = [_with_timing(json.loads(p.read_text(encoding="utf-8"))) for p in results]
     write_atomic(out / "report.html",
                  render_report(records, course, lesson_key, language or course.language))
-    console.print(f"report: {out / 'report.html'}")
+    console.print(f"report: {out / 'report.html'}", markup=False)
 
 
 @main.command()
@@ -434,7 +435,7 @@ def export(course_path, lesson_key, formats, out) -> None:
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
-        console.print(f"wrote {p}")
+        console.print(f"wrote {p}", markup=False)
     report = out / "export" / "roster_report.txt"
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
@@ -509,7 +510,7 @@ def autograder_zip(course_path, lesson_key, dest) -> None:
 
     course = _course(course_path)
     _lesson(course, lesson_key)
-    console.print(f"wrote {build_autograder_zip(course.root, lesson_key, dest)}")
+    console.print(f"wrote {build_autograder_zip(course.root, lesson_key, dest)}", markup=False)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,39 @@
+"""The terminal shows text an instructor or a student wrote as written: rich markup in
+it ("[cos, cos]", a test id's "[float32-64]") is never interpreted."""
+import io
+from pathlib import Path
+
+from rich.console import Console
+
+from grader import cli, config
+from grader.selftest.findings import Finding
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXTS = ["torch.cat([cos, cos], dim=-1)", "[bold]not bold[/bold]", "x[mask] \\ [/]"]
+
+
+def shown(print_fn, *args) -> str:
+    out = io.StringIO()
+    print_fn(*args, Console(file=out, width=10_000, color_system=None, highlight=False))
+    return out.getvalue()
+
+
+def test_check_output_keeps_brackets():
+    course = config.load(ROOT / "course.yml")
+    part = course.lesson("10").parts["norm"].model_copy(update={"title": TEXTS[1]})
+    lesson = course.lesson("10").model_copy(update={"parts": {"norm": part}})
+    course = course.model_copy(update={"lessons": {"10": lesson}})
+    diagnosis = {"id": "m", "title": {"en": TEXTS[0]}, "hint": {"en": TEXTS[2]}}
+    test = {"name": "test_output[float32-48-1e-06-1]", "part": "norm", "outcome": "failed",
+            "message": TEXTS[2], "error": None, "checks": []}
+    record = {"problem": "SyntaxError: [x for x in", "tests": [test], "output": TEXTS[1],
+              "parts": {"norm": {"diagnosis": diagnosis}}}
+    text = shown(lambda *a: cli._print_check(record, course, "10", a[-1]))
+    for expected in [*TEXTS, test["name"], record["problem"]]:
+        assert expected in text, expected
+
+
+def test_selftest_findings_keep_brackets():
+    found = [Finding("hints", "m[1]", "failed", TEXTS[0])]
+    text = shown(lambda *a: cli._print_findings(found, "10", a[-1]))
+    assert f"m[1]: {TEXTS[0]}" in text
