@@ -311,6 +311,34 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
 @main.command()
 @COURSE
 @LESSON
+@click.option("--variants", "folder", type=click.Path(file_okay=False, exists=True,
+                                                      path_type=Path),
+              help="a folder of correct variants (*.py) (default: "
+                   "tests/fixtures/lesson<KEY>/correct, if present); two more are "
+                   "generated from the solution")
+@click.option("--tests", "select", default="", help="only the graded tests pytest's -k "
+                                                     "expression picks, e.g. test_tables")
+def tolerance(course_path, lesson_key, folder, select) -> None:
+    """Instructors: measure each check's correct and mistaken differences, suggest
+    atol/rtol with their margins, and name drift and unsafe tolerances."""
+    from grader.selftest import default_correct
+    from grader.tolerance import advise
+    from grader.tolerance.report import render
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    try:
+        advice = advise(course, lesson_key, folder or default_correct(course, lesson_key),
+                        select)
+    except (ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(render(advice))
+    sys.exit(1 if any(r.too_tight or r.unsafe for r in advice.rows) else 0)
+
+
+@main.command()
+@COURSE
+@LESSON
 @click.option("--correct", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="a folder of correct variants (*.py) that must score full marks with no "
                    "diagnosis (default: tests/fixtures/lesson<KEY>/correct, if present)")
