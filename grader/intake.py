@@ -30,7 +30,7 @@ import zipfile
 import zlib
 from collections import deque
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
 import nbformat
@@ -40,6 +40,7 @@ from grader.config import Student
 from grader.plan import read_capped
 from grader.store import safe_name, write_atomic
 
+UTC = timezone.utc  # datetime.UTC is 3.11+
 Found = tuple[str, Path | None, list[str]]
 
 CANVAS_NAME = re.compile(

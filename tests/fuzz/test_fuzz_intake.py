@@ -102,9 +102,9 @@ submitters = st.one_of(
     st.lists(st.fixed_dictionaries({}, optional={
         ":sid": sids, ":email": sids, ":name": odd_strings}), min_size=1, max_size=3),
     hostile.json_value)
-infos = st.one_of(st.fixed_dictionaries({":submitters": submitters}, optional={
-    ":created_at": st.one_of(st.datetimes(timezones=st.just(dt.UTC)), hostile.json_value)}),
-    hostile.json_value)
+created = st.one_of(st.datetimes(timezones=st.just(dt.timezone.utc)), hostile.json_value)
+infos = st.one_of(st.fixed_dictionaries({":submitters": submitters},
+                                        optional={":created_at": created}), hostile.json_value)
 folders = st.one_of(st.sampled_from(["submission_2", "submission_3", "../subs", "/", "..",
                                      ".", "", "a/b", "submission_1/.."]), st.text(max_size=12))
 

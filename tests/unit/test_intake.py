@@ -4,13 +4,14 @@ from __future__ import annotations
 import json
 import os
 import zipfile
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from pathlib import Path
 
-from grader.config import Student
 from grader import intake
+from grader.config import Student
 
 EX = "13_moe.py"
+UTC = timezone.utc
 
 
 def write(path: Path, text: str, mtime: float | None = None) -> Path:
