@@ -268,8 +268,11 @@ def check(course_path, lesson_key, file) -> None:
 def _print_check(record: dict, course: config.Course, lesson_key: str,
                  out: Console | None = None) -> None:
     """A record as `grader check` shows it (on `out`: `grader selftest` reads it back)."""
+    from grader.feedback import STRINGS, lesson_stub, missing_from_stub
+
     lesson = course.lesson(lesson_key)
     out = out or Console(highlight=False)
+    stub = lesson_stub(course, lesson_key)
     if record["problem"]:
         out.print(f"[bold red]{escape(record['problem'])}[/]")
         if record.get("import_traceback"):
@@ -292,6 +295,9 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
                               f"{c.get('where')}, got {c.get('got_value')}, expected "
                               f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
+        for where in missing_from_stub([t for t in mine if t["outcome"] != "passed"], stub):
+            out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),
+                      markup=False)
         diagnosis = part.get("diagnosis")
         if diagnosis and diagnosis.get("id"):
             lang = course.language

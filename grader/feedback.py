@@ -7,6 +7,7 @@ offline and nothing a student prints can run. Plots are inline SVG built here.
 """
 from __future__ import annotations
 
+import ast
 import math
 import re
 import statistics
@@ -30,6 +31,8 @@ INF_MARK = 1e29          # compare.py writes 1e30 for NaN/inf cells of a heatmap
 HEAT_MIN_W = 420         # room for the heatmap's legend under a narrow grid
 CHART_W = 880
 
+# How a probe or the student's own code reports a function the file lacks.
+_MISSING = re.compile(r"module '[\w.]+' has no attribute '(\w+)'|name '(\w+)' is not defined")
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -175,7 +178,7 @@ def _error_key(test: dict) -> tuple:
 
 
 def _part_view(part: str, title: str, summary: dict, tests: list[dict], record: dict,
-               lang: str, t: dict[str, str]) -> dict:
+               lang: str, t: dict[str, str], stub: Stub | None = None) -> dict:
     """One part: its score, failing tests grouped by identical error, and diagnoses.
 
     Tests that failed for the record's own problem (no file, import error) are only
@@ -195,7 +198,48 @@ def _part_view(part: str, title: str, summary: dict, tests: list[dict], record: 
             "folded_tests": sum(1 + len(g["same"]) for g in cards[OPEN_FAILURES:]),
             "blocked": len(blocked),
             "passing": [x.get("name", "") for x in tests if x.get("outcome") == "passed"],
-            "diagnoses": _part_diagnoses(failing, lang)}
+            "diagnoses": _part_diagnoses(failing, lang),
+            "missing": missing_from_stub(failing, stub)}
+
+
+class Stub:
+    """The lesson's stub (`exercises/<lesson>.py`) as students are pointed to it: the
+    grader's stub may define functions the course's own skeleton lacks (helpers each
+    part is graded through), and a student who started from that skeleton should be
+    told where they are, not only that they are missing."""
+
+    def __init__(self, shown_as: str, path: Path):
+        self.shown_as = shown_as
+        self.lines = _top_level(path)
+
+
+@lru_cache(maxsize=8)
+def _top_level(path: Path) -> dict[str, int]:
+    """Top-level functions and classes of a file, with their line numbers."""
+    try:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    return {node.name: node.lineno for node in tree.body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+
+def missing_from_stub(failing: list[dict], stub: Stub | None) -> list[dict]:
+    """What the failing tests found missing that the stub defines, and where it is."""
+    if stub is None:
+        return []
+    names: dict[str, None] = {}
+    for test in failing:
+        message = str((test.get("error") or {}).get("message") or "")
+        for found in _MISSING.finditer(message):
+            names[found.group(1) or found.group(2)] = None
+    return [{"name": n, "file": stub.shown_as, "line": stub.lines[n]}
+            for n in names if n in stub.lines]
+
+
+def lesson_stub(course: Course, lesson_key: str) -> Stub:
+    lesson = course.lesson(lesson_key)
+    return Stub(str(lesson.stub), course.path(lesson.stub))
 
 
 def _group_failures(failing: list[dict], t: dict[str, str], pictures: int) -> list[dict]:
@@ -256,8 +300,9 @@ def student_context(record: dict, course: Course, lesson_key: str, lang: str) ->
         by_part[test.get("part", "")].append(test)
     summaries = record.get("parts") or {}
     order = list(titles) + [p for p in summaries if p not in titles]
+    stub = lesson_stub(course, lesson_key)
     parts = [_part_view(p, titles.get(p, p), summaries.get(p, {}), by_part.get(p, []),
-                        record, lang, t) for p in order]
+                        record, lang, t, stub) for p in order]
     return {"t": t, "lang": lang, "course_title": course.title,
             "lesson_key": lesson_key, "lesson_title": _lesson_title(course, lesson_key, lang),
             "student_id": record.get("student_id", ""), "status": record.get("status", "graded"),

@@ -87,6 +87,20 @@ def test_missing_function_costs_its_part(graded):
     assert "route" in messages and "AttributeError" in messages
 
 
+def test_missing_function_is_pointed_to_in_the_stub(graded, course):
+    """The course's own skeleton has no `route`: the page says where the grader's is."""
+    import ast
+
+    from grader.feedback import render_student
+
+    stub = ROOT / "exercises" / "13_moe.py"
+    line = next(n.lineno for n in ast.parse(stub.read_text()).body
+                if getattr(n, "name", "") == "route")
+    page = render_student(graded["broken-no_route"], course, "13", "en")
+    assert f"no route, which the grader calls: it is in exercises/13_moe.py, line {line}" in page
+    assert "exercises/13_moe.py, line" not in render_student(graded["solution"], course, "13")
+
+
 def test_wrong_return_type_costs_its_part(graded):
     r = graded["broken-route_returns_list"]
     assert "router" in lost(r)
