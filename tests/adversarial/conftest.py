@@ -125,9 +125,11 @@ def _process_table() -> dict[int, tuple[int, int, str]]:
 
 
 def _ancestors(pid: int, table) -> list[int]:
-    chain = []
-    while pid in table and pid not in chain and pid > 1:
+    chain: list[int] = []
+    while pid in table and pid > 1:
         pid = table[pid][0]
+        if pid in chain:  # a cycle: a pid reused between two reads of the table
+            break
         chain.append(pid)
     return chain
 
