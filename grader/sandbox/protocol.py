@@ -93,10 +93,10 @@ def loads(data: Buffer, json_limit: int = MAX_JSON) -> object:
     try:
         view = memoryview(data)
         (n,) = JSON_LEN.unpack_from(view, 0)
-        if n > json_limit:
-            raise ProtocolError(f"a result whose JSON is {n} bytes (at most {json_limit})")
         if 4 + n > len(view) or (4 + n) % ALIGN:
             raise ValueError("bad header length")
+        if n > json_limit:
+            raise ProtocolError(f"a result whose JSON is {n} bytes (at most {json_limit})")
         text = str(view[4:4 + n], "utf-8")  # strict: json.loads(bytes) passes surrogates
         head = json.loads(text)
         if "\\ud" in text or "\\uD" in text:  # a surrogate escape: rare, so walk only then
