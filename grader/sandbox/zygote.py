@@ -2,11 +2,12 @@
 
 It pays for `import torch` (and the lesson's probe module) once, then serves
 slots: each slot is a fork of the warm process with its own uid and, sandboxed,
-its own pid and mount namespaces (one bubblewrap boot is shared by every slot of
-a run). A slot forks one child per submission. Each child drops to the slot's
-unprivileged uid, takes its rlimits, imports the submission from a private
+its own pid, mount and network namespaces (one bubblewrap boot is shared by every
+slot of a run). A slot forks one child per submission. Each child joins an empty
+session keyring, drops to the slot's unprivileged uid with no capability left,
+takes its rlimits and a seccomp filter, imports the submission from a private
 scratch tmpfs and answers probe calls on a socket that leads straight to the
-trusted side. Neither the zygote nor a slot ever sees a submission's source or
+trusted side, echoing each request's nonce. Neither the zygote nor a slot ever sees a submission's source or
 results; they only spawn, reap and kill.
 
 Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
