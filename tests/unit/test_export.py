@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 import subprocess
 import sys
@@ -21,6 +22,13 @@ GS_TOP = {"score": (int, float), "output": str, "output_format": str, "visibilit
 GS_TEST = {"score": (int, float), "max_score": (int, float), "status": str, "name": str,
            "number": str, "output": str, "output_format": str, "tags": list, "visibility": str}
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+def opened(path: Path, **kwargs) -> io.StringIO:
+    """The file's text, read and closed at once (an open file left to the collector is a
+    ResourceWarning, and warnings fail the suite)."""
+    with path.open(**kwargs) as f:
+        return io.StringIO(f.read())
+
+
 LTI_KEYS = {"userId", "scoreGiven", "scoreMaximum", "comment", "timestamp",
             "activityProgress", "gradingProgress"}
 
@@ -104,7 +112,7 @@ def test_canvas_csv_matches_format_and_scores(tmp_path, scores):
     course = make_course(canvas_assignment_id=901234)
     (path,) = [p for p in export(course, "13", scores, tmp_path, ["canvas"])
                if p.suffix == ".csv"]
-    rows = list(csv.reader(path.open(newline="", encoding="utf-8")))
+    rows = list(csv.reader(opened(path, newline="", encoding="utf-8")))
     assert rows[0] == ["Student", "ID", "SIS User ID", "SIS Login ID", "Section",
                        "Lesson 13 MoE (901234)"]
     assert "Points Possible" in rows[1][0] and float(rows[1][5]) == scores["max_score"]
@@ -117,7 +125,7 @@ def test_canvas_csv_matches_format_and_scores(tmp_path, scores):
 def test_canvas_column_without_assignment_id(tmp_path, scores):
     (path,) = [p for p in export(make_course(), "13", scores, tmp_path, ["canvas"])
                if p.suffix == ".csv"]
-    assert next(csv.reader(path.open()))[-1] == "Lesson 13 MoE"
+    assert next(csv.reader(opened(path)))[-1] == "Lesson 13 MoE"
 
 
 def test_lti_score_objects(tmp_path, scores):
@@ -146,7 +154,7 @@ def test_lti_score_objects(tmp_path, scores):
 def moodle_rows(course: Course, scores: dict, out: Path) -> list[dict]:
     (path,) = [p for p in export(course, "13", scores, out, ["moodle"])
                if p.name == "moodle.csv"]
-    return list(csv.DictReader(path.open(newline="", encoding="utf-8")))
+    return list(csv.DictReader(opened(path, newline="", encoding="utf-8")))
 
 
 def test_moodle_csv_without_roster_uses_student_ids_as_usernames(tmp_path, scores):
@@ -198,7 +206,7 @@ def test_unmatched_rows_are_printed_by_grader_export(tmp_path, scores):
                            "--out", str(out)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "moodle: zed: not in the roster" in proc.stderr
-    rows = list(csv.DictReader((out / "export" / "moodle.csv").open()))
+    rows = list(csv.DictReader(opened(out / "export" / "moodle.csv")))
     assert [r["email"] for r in rows] == ["a@u.edu"]
 
 
@@ -207,10 +215,10 @@ def test_missing_submission_is_blank_or_zero_in_every_lms_file(tmp_path, scores,
     course = make_course(missing=missing)
     export(course, "13", scores, tmp_path, ["canvas", "moodle", "lti"])
     want = "" if missing == "blank" else "0.0"
-    canvas = {r[1]: r[5] for r in csv.reader((tmp_path / "canvas.csv").open())}
+    canvas = {r[1]: r[5] for r in csv.reader(opened(tmp_path / "canvas.csv"))}
     assert canvas["4002"] == want and canvas["4001"] == "4.0"
     moodle = {r["username"]: r["Lesson 13 MoE"]
-              for r in csv.DictReader((tmp_path / "moodle.csv").open())}
+              for r in csv.DictReader(opened(tmp_path / "moodle.csv"))}
     assert moodle["bob"] == want
     lti = {o["userId"]: o for o in map(json.loads,
                                        (tmp_path / "lti_scores.jsonl").read_text().splitlines())}
@@ -224,7 +232,7 @@ def test_canvas_user_id_from_a_bulk_download_goes_into_id(tmp_path, scores):
     that id must land in ID (Canvas matches it first), not in SIS Login ID."""
     scores["students"].append({**scores["students"][2], "student_id": "98765"})
     export(make_course(), "13", scores, tmp_path, ["canvas"])
-    rows = {r[0]: r for r in csv.reader((tmp_path / "canvas.csv").open())}
+    rows = {r[0]: r for r in csv.reader(opened(tmp_path / "canvas.csv"))}
     assert rows["98765"][1:4] == ["98765", "", ""]
     assert rows["zed"][1:4] == ["", "", "zed"]
 
@@ -294,7 +302,7 @@ def test_nbgrader_gradebook_round_trip(tmp_path, scores):
         subprocess.run([str(nbgrader), "export", f"--db=sqlite:///{db}",
                         f"--CourseDirectory.course_id={course.course}"],
                        cwd=tmp_path, check=True, capture_output=True)
-        return {r["student_id"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
+        return {r["student_id"]: r for r in csv.DictReader(opened(tmp_path / "grades.csv"))}
 
     grades = nbgrader_export()
     for s in scores["students"]:
@@ -385,10 +393,10 @@ def test_lms_files_equal_scores_json_exactly(tmp_path, big_class):
     out = tmp_path / "export"
     export(course, "13", big_class, out, ["canvas", "moodle", "lti"])
     want = {s["student_id"]: s["score"] for s in big_class["students"]}
-    canvas = list(csv.reader((out / "canvas.csv").open(newline="", encoding="utf-8")))
+    canvas = list(csv.reader(opened(out / "canvas.csv", newline="", encoding="utf-8")))
     assert float(canvas[1][5]) == 10.0
     assert {r[0]: float(r[5]) for r in canvas[2:]} == want
-    moodle = list(csv.DictReader((out / "moodle.csv").open(newline="", encoding="utf-8")))
+    moodle = list(csv.DictReader(opened(out / "moodle.csv", newline="", encoding="utf-8")))
     assert {r["username"]: float(r["Lesson 13 MoE"]) for r in moodle} == want
     lti = [json.loads(line) for line in (out / "lti_scores.jsonl").read_text().splitlines()]
     assert {o["userId"]: o["scoreGiven"] for o in lti} == want
@@ -457,11 +465,11 @@ def test_csv_cells_from_the_class_never_start_a_formula(tmp_path, scores):
     out = tmp_path / "export"
     export(course, "13", evil_scores(scores), out, ["canvas", "moodle"])
     for name in ("canvas.csv", "moodle.csv"):
-        rows = list(csv.reader((out / name).open(newline="", encoding="utf-8")))
+        rows = list(csv.reader(opened(out / name, newline="", encoding="utf-8")))
         cells = [c for r in rows for c in r]
         assert not [c for c in cells if c.startswith(FORMULA_START)], name
         assert "'" + '=HYPERLINK("http://x")' in cells and "'@SUM(1)" in cells
-    canvas = list(csv.reader((out / "canvas.csv").open(newline="", encoding="utf-8")))
+    canvas = list(csv.reader(opened(out / "canvas.csv", newline="", encoding="utf-8")))
     assert {float(r[5]) for r in canvas[2:]} == {scores["students"][0]["score"]}
 
 

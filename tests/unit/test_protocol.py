@@ -40,17 +40,19 @@ def test_malformed_or_pickled_frames_are_rejected(payload):
 
 def test_oversized_frame_is_refused_before_reading_it():
     a, b = socket.socketpair()
-    a.sendall(protocol.HEADER.pack(protocol.MAX_FRAME + 1, 7))
-    with pytest.raises(protocol.ProtocolError, match="over the"):
-        protocol.recv(b)
+    with a, b:  # closed here: a socket left to the collector is a ResourceWarning
+        a.sendall(protocol.HEADER.pack(protocol.MAX_FRAME + 1, 7))
+        with pytest.raises(protocol.ProtocolError, match="over the"):
+            protocol.recv(b)
 
 
 def test_a_frame_carries_its_nonce():
     a, b = socket.socketpair()
-    protocol.send(a, {"ok": True}, nonce=2 ** 64 - 1)
-    protocol.send_bytes(a, protocol.dumps([1]), nonce=5)
-    assert protocol.recv(b) == (2 ** 64 - 1, {"ok": True})
-    assert protocol.recv_header(b) == (len(protocol.dumps([1])), 5)
+    with a, b:
+        protocol.send(a, {"ok": True}, nonce=2 ** 64 - 1)
+        protocol.send_bytes(a, protocol.dumps([1]), nonce=5)
+        assert protocol.recv(b) == (2 ** 64 - 1, {"ok": True})
+        assert protocol.recv_header(b) == (len(protocol.dumps([1])), 5)
 
 
 @pytest.mark.parametrize("text", ["\udc80", "a\ud800b", "\udfff" * 3])
