@@ -4,11 +4,14 @@ Run as root without a user namespace, so the zygote keeps just the capabilities
 it needs to give each slot its own pid and mount namespaces, mount a scratch
 tmpfs, drop each child to the slot's own uid and kill what the child leaves
 behind. Inside, the filesystem holds only the interpreter,
-the virtualenv, the sandbox's own code and the lesson's probe module, all
-read-only: no project tree, no solutions, hidden tests, other students or /etc.
+the virtualenv, the sandbox's own code, the lesson's probe module and the probes'
+shared helpers (grader/probekit.py, where the interpreter imports the package
+from), all read-only: no project tree, no solutions, hidden tests, other students
+or /etc.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -48,6 +51,18 @@ def _dirs_for(path: str) -> list[str]:
     return args
 
 
+def _probekit() -> list[str]:
+    """Bind grader/probekit.py, and the package's empty __init__.py, where this
+    interpreter finds the `grader` package (an editable install's finder points into
+    the project; a regular one into the virtualenv, bound already), so a lesson's
+    probes can `from grader.probekit import ...` inside as outside."""
+    package = Path(importlib.util.find_spec("grader").submodule_search_locations[0])
+    args = _dirs_for(str(package / "__init__.py"))
+    for name in ("__init__.py", "probekit.py"):
+        args += ["--ro-bind", str(package / name), str(package / name)]
+    return args
+
+
 def command(probes: Path, ctrl_fd: int, preload: list[str],
             cgroup: Path | None = None) -> list[str]:
     grader_pkg = Path(__file__).resolve().parent.parent
@@ -71,6 +86,7 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
     ]
     for path in _interpreter_paths():
         args += _dirs_for(path) + ["--ro-bind", path, path]
+    args += _probekit()
     args += [
         "--dir", GRADER_ROOT,
         "--ro-bind", str(grader_pkg / "__init__.py"), f"{GRADER_ROOT}/grader/__init__.py",

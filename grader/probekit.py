@@ -1,0 +1,97 @@
+"""Helpers for a lesson's probes.py, kept in one place instead of copied per lesson.
+
+Probes run twice: inside the sandbox on a student's module, and on the trusted side
+on the solution and its known-mistake variants. So this module is bound read-only
+into the sandbox beside the package's empty `__init__.py` (grader/sandbox/bwrap.py),
+and it may import only the standard library and torch: nothing else of the grader
+is there. What a probe returns crosses the boundary, so every helper here hands
+back plain values (detached tensor copies, numbers, strings, lists, dicts), never
+an object of the student's.
+"""
+from __future__ import annotations
+
+import zlib
+
+import torch
+from torch import nn
+
+
+def plain(value: object, what: str) -> torch.Tensor:
+    """A detached copy of a tensor as a plain torch.Tensor (no subclass, no graph), or
+    a TypeError naming `what` so the student knows which result was wrong."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(value).__name__}")
+    return value.detach().as_subclass(torch.Tensor).clone()
+
+
+def grad(t: torch.Tensor) -> torch.Tensor | None:
+    """`t`'s gradient as a plain tensor, or None when backward never reached it."""
+    return None if t.grad is None else plain(t.grad, "a gradient")
+
+
+def grads(module: nn.Module) -> dict[str, torch.Tensor | None]:
+    """Every parameter's gradient, by the parameter's name."""
+    return {name: grad(p) for name, p in module.named_parameters()}
+
+
+def build(cls: object, what: str, *args, **kwargs) -> nn.Module:
+    """An instance of a student's (or the reference's) nn.Module subclass, built
+    without nn.Linear's random initialisation: `load` overwrites every weight anyway,
+    and initialisation is most of a small layer's cost."""
+    if not isinstance(cls, type) or not issubclass(cls, nn.Module):
+        raise TypeError(f"{what} must be a subclass of torch.nn.Module")
+    reset = nn.Linear.reset_parameters
+    nn.Linear.reset_parameters = lambda self: None
+    try:
+        return cls(*args, **kwargs)
+    finally:
+        nn.Linear.reset_parameters = reset
+
+
+def fixed_linear(weight: torch.Tensor) -> nn.Linear:
+    """A bias-free nn.Linear holding a copy of `weight` ([out, in])."""
+    layer = build(nn.Linear, "nn.Linear", weight.shape[1], weight.shape[0], bias=False,
+                  dtype=weight.dtype)
+    with torch.no_grad():
+        layer.weight.copy_(weight)
+    return layer
+
+
+def noise(name: str, like: torch.Tensor) -> torch.Tensor:
+    """Fixed non-zero values for a tensor the reference lacks, the same on both sides."""
+    g = torch.Generator().manual_seed(zlib.crc32(name.encode()))
+    return (torch.randn(like.shape, generator=g, dtype=torch.float64) * 0.5).to(like.dtype)
+
+
+def load(module: nn.Module, state: dict[str, torch.Tensor], what: str) -> list[str]:
+    """Load the reference's weights by name. A parameter or float buffer the reference
+    lacks gets fixed non-zero values, so its effect shows in the outputs (a bias, an
+    extra layer); their names are returned, for layout checks."""
+    own = dict(module.named_parameters())
+    missing = [k for k in state if k not in own]
+    if missing:
+        raise AttributeError(f"{what} has no parameter named {missing[0]} (expected the "
+                             f"reference names: {', '.join(sorted(state))})")
+    extra = []
+    with torch.no_grad():
+        for name, p in own.items():
+            if name in state:
+                if tuple(p.shape) != tuple(state[name].shape):
+                    raise ValueError(f"{what}.{name} has shape {list(p.shape)}, expected "
+                                     f"{list(state[name].shape)}")
+                p.copy_(state[name])
+            else:
+                p.copy_(noise(name, p))
+                extra.append(name)
+        for name, b in module.named_buffers():
+            if name not in state and b.is_floating_point():
+                b.copy_(noise(name, b))
+                extra.append(name)
+    return extra
+
+
+def backward(out: torch.Tensor, upstream: torch.Tensor) -> None:
+    """Backpropagate (out · upstream).sum(), when the output has the expected shape and
+    is part of a graph (a wrong shape is the checks' to report, not an error here)."""
+    if out.shape == upstream.shape and out.requires_grad:
+        (out * upstream).sum().backward()
