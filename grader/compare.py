@@ -78,8 +78,9 @@ def _alternatives(alt) -> list:
 class Checks:
     """Records checks for one test; `failures` decides its outcome."""
 
-    def __init__(self, tolerances: dict):
+    def __init__(self, tolerances: dict, pictures: bool = True):
         self.tolerances = tolerances
+        self.draw = pictures  # replays only need verdicts: no heatmaps to draw
         self.items: list[Check] = []
         self.pictures: list[dict] = []
 
@@ -199,7 +200,8 @@ class Checks:
             base.got_value = _finite(float(g.flat[worst]))
             base.ref_value = _finite(float(r.flat[worst]))
             if not base.passed:
-                base.heatmap = _heatmap(torch.from_numpy(err))
+                if self.draw:
+                    base.heatmap = _heatmap(torch.from_numpy(err))
                 base.message = (f"differs by {float(err.max()):.3g} (allowed "
                                 f"{t.atol:g} + {t.rtol:g}·|ref|)") if base.max_abs_diff is not None \
                     else "contains NaN or inf where the reference is finite"

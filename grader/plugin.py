@@ -301,7 +301,7 @@ class GradingPlugin:
     def _replay(self, item: pytest.Function, student, reference) -> Checks:
         """Run a test again with other callers in the student's or the reference's
         place (cached results: no student code runs); its checks, or its exception."""
-        checks = Checks(self.tolerances)
+        checks = Checks(self.tolerances, pictures=False)
         args = {**(item.funcargs or {}), **getattr(getattr(item, "callspec", None), "params", {}),
                 "student": student, "reference": reference, "check": checks,
                 "explained": _Unexplained()}

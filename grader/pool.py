@@ -47,9 +47,10 @@ def self_check(course: Course, lesson_key: str) -> dict[str, dict]:
     refs = refs_for(course, lesson_key)
     as_student = _Noting(Caller(refs.reference.module, refs.probes, refs.reference.cache))
     reports: list[dict] = []
-    # Mistake signatures are left to the workers, on their first failing test: ~0.6 s
-    # the start-up of every run would pay, and a class with no mistakes never needs.
-    runner.run_tests(course, lesson_key, [(as_student, reports.append)])
+    # Mistake signatures (which tests each known mistake fails) are computed here, once:
+    # the composite part's rule and every diagnosis need them, and each forked worker
+    # would otherwise pay for them again on its first failing student.
+    runner.run_tests(course, lesson_key, [(as_student, reports.append)], precompute=True)
     result = runner.score(course, lesson_key, reports[0])
     if result["score"] != result["max_score"]:
         failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]

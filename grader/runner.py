@@ -257,7 +257,7 @@ def grade_many(course: Course, lesson_key: str, subs: Iterable[Submission],
                 caller = _Missing(sub.problem)
             else:
                 session = slot.open(sub.source, lesson.exercise, lesson.provides, limits)
-                caller = StudentCaller(session)
+                caller = StudentCaller(session, refs_for(course, lesson_key).reference)
             reports: list[dict] = []
             yield caller, reports.append
             if session is not None:
