@@ -72,5 +72,8 @@ def check_apply(check, got: dict, ref: dict, tol: str | None = None) -> None:
 def check_offset(check, got: dict, ref: dict) -> None:
     check.equal("row shapes", got["shape"], ref["shape"],
                 f"shapes {got['shape']}, expected {ref['shape']} ([seq_length, dim] each)")
+    dtypes = [str(got["cos"].dtype), str(got["sin"].dtype)]
+    check.equal("row dtypes", dtypes, [str(ref["cos"].dtype), str(ref["sin"].dtype)],
+                f"dtypes {dtypes}: the rows are the tables' own, not converted")
     check.close("cos rows", got["cos"], ref["cos"])
     check.close("sin rows", got["sin"], ref["sin"])
