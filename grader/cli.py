@@ -367,6 +367,30 @@ def selftest(course_path, lesson_key, correct, out, jobs) -> None:
     sys.exit(1 if any(f.failed for f in found) else 0)
 
 
+@main.command("new-lesson")
+@COURSE
+@click.argument("key")
+@click.option("--name", required=True, help="a short name: the files are <KEY>_<NAME>.py")
+@click.option("--parts", required=True, help="comma-separated part names, in grading order")
+def new_lesson(course_path, key, name, parts) -> None:
+    """Instructors: write a lesson's skeleton (course.yml entry, solution, stub, probes,
+    a graded and a practice test per part, mistakes.yml) to fill in."""
+    from grader.newlesson import LessonError, create
+
+    names = [p.strip() for p in parts.split(",") if p.strip()]
+    try:
+        written = create(Path(course_path), key, name, names)
+    except (LessonError, config.ConfigError) as exc:
+        raise click.ClickException(str(exc)) from None
+    root = written[0].parent
+    for path in written:
+        console.print(f"wrote {path.relative_to(root)}", markup=False)
+    console.print(f"next: fill in every TODO(new-lesson), add known mistakes to "
+                  f"mistakes.yml, then `grader release --lesson {key}` and "
+                  f"`grader selftest --lesson {key}` (the project's contract test runs it "
+                  "too)", markup=False)
+
+
 def _print_findings(found, lesson_key: str, out: Console | None = None) -> None:
     """One line per finding; the messages quote the lesson's text: never markup."""
     from collections import Counter

@@ -1,7 +1,8 @@
 """`grader selftest --lesson KEY`: a lesson's contract, checked in one command.
 
 In the manner of Otter-Grader's solution check, extended to what this grader
-promises: the solution scores full marks and the stub zero; every known mistake
+promises: no `TODO(new-lesson)` of a skeleton is left; the solution scores full
+marks and the stub zero; every known mistake
 loses points in its own part only and is named there (one that raises, or that the
 tests can't tell from another, is listed as such); each correct variant scores full
 marks with no diagnosis; part, module and exercise names are the lesson's alone; no
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from grader.config import Course
 from grader.reference import load_mistakes
-from grader.selftest import graded, hints, leaks, names
+from grader.selftest import graded, hints, leaks, names, todos
 from grader.selftest.findings import CHECKS, SKIPPED, Finding, failed
 
 CORRECT = "tests/fixtures/lesson{key}/correct"  # correct variants, by convention
@@ -30,7 +31,8 @@ def default_correct(course: Course, key: str) -> Path | None:
 def static(course: Course, key: str) -> list[Finding]:
     """The checks that grade nothing (a second or so)."""
     mistakes = load_mistakes(course.path(course.lesson(key).tests) / "mistakes.yml")
-    return [*names.check(course, key), *leaks.check(course, key, mistakes),
+    return [*todos.check(course, key), *names.check(course, key),
+            *leaks.check(course, key, mistakes),
             *hints.check(course, key, mistakes), leaks.stub_current(course, key)]
 
 

@@ -1,0 +1,33 @@
+"""No `TODO(new-lesson)` left: `grader new-lesson` marks every place the instructor
+must write something, and a lesson with one left grades nothing meaningful there."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from grader.config import Course
+from grader.newlesson.templates import MARK
+from grader.selftest.findings import Finding, failed, ok
+
+
+def _places(course: Course, key: str) -> dict[str, str]:
+    """The lesson's texts by a name to report: its files and its course.yml titles."""
+    lesson = course.lesson(key)
+    texts = {str(lesson.solution): course.path(lesson.solution).read_text(encoding="utf-8"),
+             "course.yml titles": "\n".join([lesson.title, *(p.title for p in
+                                                             lesson.parts.values())])}
+    tests: Path = course.path(lesson.tests)
+    for f in sorted(tests.rglob("*")):
+        if f.is_file() and "__pycache__" not in f.parts:
+            texts[str(lesson.tests / f.relative_to(tests))] = f.read_text(
+                encoding="utf-8", errors="replace")
+    return texts
+
+
+def check(course: Course, key: str) -> list[Finding]:
+    found = []
+    for name, text in _places(course, key).items():
+        lines = [n for n, line in enumerate(text.splitlines(), start=1) if MARK in line]
+        if lines:
+            found.append(failed("todos", name, f"{len(lines)} {MARK} left, line(s) "
+                                + ", ".join(map(str, lines[:10]))))
+    return found or [ok("todos", "", f"no {MARK} left")]
