@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -28,14 +29,26 @@ from grader.export.gradescope import results
 from grader.store import safe_name
 
 SETUP = """#!/usr/bin/env bash
-# Run once by Gradescope to build the image (choose a base with Python >= 3.11,
-# e.g. Ubuntu 24.04): a venv holding this grader and its dependencies.
+# Run once by Gradescope to build the image (Python >= 3.10: its default Ubuntu 22.04
+# will do): a venv holding this grader and its dependencies, with torch's CPU build.
+# AUTOGRADER_ROOT moves /autograder and SETUP_PYTHON picks the interpreter (for tests).
 set -euo pipefail
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 apt-get update
 apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap
-python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install --no-cache-dir /autograder/source
+"${{SETUP_PYTHON:-python3}}" -m venv "$ROOT/venv"
+pip="$ROOT/venv/bin/pip"
+# The CPU build first: the default index's Linux torch pulls about 20 CUDA packages.
+if ! "$pip" install --no-cache-dir --retries 1 --index-url {cpu_index} torch=={torch}
+then
+  echo "setup: no torch=={torch} from {cpu_index}: the default index's instead"
+fi
+"$pip" install --no-cache-dir "$ROOT/source"
+echo "setup: installed torch $("$pip" show torch | sed -n 's/^Version: //p')"
+cuda=$("$pip" list --format=freeze | grep -iE '^(nvidia-|cuda-|triton=)' | tr '\\n' ' ' || true)
+echo "setup: CUDA packages pulled: ${{cuda:-none}}"
 """
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 RUN = """#!/usr/bin/env bash
 # Run by Gradescope for each submission: grade it, write results/results.json.
@@ -54,6 +67,15 @@ def _files(base: Path) -> list[Path]:
         return [base]
     return sorted(f for f in base.rglob("*")
                   if f.is_file() and not SKIP.intersection(f.relative_to(base).parts))
+
+
+def _torch_pin(course_root: Path) -> str:
+    """The torch version pyproject.toml pins, so setup.sh installs the one tested with."""
+    text = (course_root / "pyproject.toml").read_text(encoding="utf-8")
+    pin = re.search(r'"torch==([^";\s]+)', text)
+    if pin is None:
+        raise ValueError("pyproject.toml pins no torch version (torch==X)")
+    return pin.group(1)
 
 
 def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
@@ -75,7 +97,8 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
         dest = dest / f"autograder_{lesson_key}.zip"
     dest.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        for name, text in (("setup.sh", SETUP), ("run_autograder", RUN.format(
+        setup = SETUP.format(cpu_index=CPU_INDEX, torch=_torch_pin(course_root))
+        for name, text in (("setup.sh", setup), ("run_autograder", RUN.format(
                 lesson=shlex.quote(lesson_key)))):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o100755 << 16
