@@ -1,5 +1,5 @@
 # The two commands a new user needs: `make grade` and `make test`.
-.PHONY: setup grade test release-check
+.PHONY: setup grade test test-py310 release-check
 
 setup:
 	@scripts/setup.sh
@@ -11,6 +11,10 @@ grade: setup
 # The project's whole test suite (unit, end-to-end, adversarial, browser).
 test: setup
 	.venv/bin/python -m pytest -q
+
+# The unit suite on Python 3.10 as well, the oldest Python supported (scripts/test-py310.sh).
+test-py310:
+	@scripts/test-py310.sh
 
 release-check: setup
 	.venv/bin/grader release --lesson 13 --check

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Idempotent set-up: the Debian packages the grader and its tests use, then .venv.
+# PYTHON and VENV choose the interpreter and the venv (CI's Python 3.10 run uses both).
 #   bubblewrap        the sandbox for student code
 #   chromium          headless browser that checks the HTML pages in the tests
 #   fonts-wqy-zenhei  a CJK font, so Chinese feedback renders (and screenshots read)
@@ -21,17 +22,18 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  echo "setup: creating .venv"
-  "$PYTHON" -m venv .venv
+VENV=${VENV:-.venv}
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  "$PYTHON" -m venv "$VENV"
 fi
 # Reinstall only when the project's requirements changed since the last install.
-stamp=.venv/.installed
+stamp=$VENV/.installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   echo "setup: installing Python packages (torch is pinned to the CPU wheel 2.13.0)"
-  log=.venv/install.log
-  if ! { .venv/bin/python -m pip install -q --upgrade pip &&
-         .venv/bin/python -m pip install -q -e '.[cluster,nbgrader,test]'; } >"$log" 2>&1; then
+  log=$VENV/install.log
+  if ! { "$VENV/bin/python" -m pip install -q --upgrade pip &&
+         "$VENV/bin/python" -m pip install -q -e '.[cluster,nbgrader,test]'; } >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     echo "setup: pip failed; the full log is $log" >&2
     exit 1
