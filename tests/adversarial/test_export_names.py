@@ -79,7 +79,8 @@ def test_no_csv_cell_is_a_formula_and_scores_stay_numbers(exported):
     out, scores = exported
     want = sorted(s["score"] for s in scores["students"])
     for name, column in (("canvas.csv", 5), ("moodle.csv", 1)):
-        rows = list(csv.reader((out / "export" / name).open(newline="", encoding="utf-8")))
+        with (out / "export" / name).open(newline="", encoding="utf-8") as f:
+            rows = list(csv.reader(f))
         data = rows[2:] if name == "canvas.csv" else rows[1:]
         assert [c for r in rows for c in r if c.startswith(FORMULA_START)] == [], name
         assert sorted(float(r[column]) for r in data) == want, name
