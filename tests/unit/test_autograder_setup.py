@@ -50,7 +50,8 @@ def _run(setup_sh: str, tmp_path: Path, cpu_ok: bool) -> tuple[str, list[str]]:
     """Run setup.sh with stand-ins; its output and the pip calls it made."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "apt-get").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("apt-get", "useradd"):  # the image's set-up, not under test here
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 0\n")
     (bin_dir / "python").write_text(FAKE_PYTHON)
     for f in bin_dir.iterdir():
         f.chmod(0o755)
