@@ -125,10 +125,10 @@ def test_malformed_results_are_the_students_not_a_grader_error(course, slot13, t
         "import sys\n"
         "_proto = sys.modules['__main__'].protocol\n"
         "_send = _proto.send\n"
-        "def _forged(sock, obj):\n"
+        "def _forged(sock, obj, *rest):\n"
         "    if isinstance(obj, dict) and 'topk_idx' in (obj.get('result') or {}):\n"
         "        obj = {'ok': True, 'result': {}}\n"
-        "    return _send(sock, obj)\n"
+        "    return _send(sock, obj, *rest)\n"
         "_proto.send = _forged\n")
     path = tmp_path / "13_moe.py"
     path.write_text(SOLUTION.read_text() + "\n" + forge)
