@@ -1,5 +1,5 @@
 # The two commands a new user needs: `make grade` and `make test`.
-.PHONY: setup grade test test-py310 release-check
+.PHONY: setup grade test test-py310 test-rootless release-check
 
 setup:
 	@scripts/setup.sh
@@ -15,6 +15,13 @@ test: setup
 # The unit suite on Python 3.10 as well, the oldest Python supported (scripts/test-py310.sh).
 test-py310:
 	@scripts/test-py310.sh
+
+# The sandbox's adversarial tests again as an unprivileged user the script creates:
+# the rootless mode (user namespaces) must give the guarantees root mode gives.
+ROOTLESS = tests/adversarial/test_escape.py tests/adversarial/test_isolation.py \
+           tests/adversarial/test_limits.py
+test-rootless: setup
+	.venv/bin/python tests/adversarial/rootless.py $(ROOTLESS)
 
 release-check: setup
 	.venv/bin/grader release --lesson 13 --check

@@ -120,6 +120,10 @@ def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler
     from grader import pool
     if sandbox is not None and sandbox.memory_note:
         console.print(f"[yellow]note:[/] {escape(sandbox.memory_note)}")
+    if sandbox is not None and sandbox.mode == "container":
+        console.print("[yellow]note:[/] container mode: no namespace can be made here, so "
+                      "the container is the boundary; each submission runs as an "
+                      "unprivileged uid, with the same limits and its own scratch folder")
     if not sandboxed:
         console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
                       "student code runs with this user's rights. Every score record says so.")
@@ -235,6 +239,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 def check(course_path, lesson_key, file) -> None:
     """Students: run the public tests on your file and see each part's result."""
+    from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
     course = _course(course_path)
@@ -249,14 +254,21 @@ def check(course_path, lesson_key, file) -> None:
     lesson = _lesson(course, lesson_key)
     file = file or course.path(lesson.stub)
     sandboxed = slots.available(allow_unsandboxed=True)
+    if not sandboxed:
+        console.print(f"note: your code runs without the sandbox "
+                      f"({bwrap.unavailable_reason()})", markup=False)
     # The sandbox boots (torch, once) while this process imports torch for the checks.
     sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
     from grader import runner
+    from grader.plugin import GraderFault
 
     slot = sandbox.sole_slot()
     try:
         record = runner.grade(course, lesson_key, runner.Submission("you", file), slot,
                               select=runner.PRACTICE)
+    except (GraderFault, slots.SandboxError) as exc:  # ours, never the student's
+        raise click.ClickException(f"the grader failed (not your code; tell the course "
+                                   f"staff): {exc}") from None
     finally:
         slot.close()
     _print_check(record, course, lesson_key)

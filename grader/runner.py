@@ -245,7 +245,8 @@ def grade_many(course: Course, lesson_key: str, subs: Iterable[Submission],
         for sub in subs:
             started = time.monotonic()
             base = {"student_id": sub.student_id, "lesson": lesson_key,
-                    "sandboxed": bool(slot and slot.sandboxed), "notes": sub.notes,
+                    "sandboxed": bool(slot and slot.sandboxed),
+                    "sandbox": slot.sandbox.mode if slot else "none", "notes": sub.notes,
                     "fingerprint": sub.fingerprint}
             sub = read(sub)
             if sub.problem:

@@ -1,9 +1,12 @@
-"""The bubblewrap command line that confines the warm worker.
+"""The bubblewrap command line that confines the warm worker, and which way to run it.
 
-Run as root without a user namespace, so the zygote keeps just the capabilities
-it needs to give each slot its own pid and mount namespaces, mount a scratch
-tmpfs, drop each child to the slot's own uid and kill what the child leaves
-behind. Inside, the filesystem holds only the interpreter,
+As root ("root" mode) it runs without a user namespace, so the zygote keeps just the
+capabilities it needs to give each slot its own pid and mount namespaces, mount a
+scratch tmpfs, drop each child to the slot's own uid and kill what the child leaves
+behind. As any other user ("userns" mode) bwrap makes an unprivileged user namespace
+in which that user is root: the zygote has the same capabilities there (and none
+outside), and each child makes a user namespace of its own (zygote.py says why).
+Inside, the filesystem holds only the interpreter,
 the virtualenv, the sandbox's own code, the lesson's probe module and the probes'
 shared helpers (grader/probekit.py, where the interpreter imports the package
 from), all read-only: no project tree, no solutions, hidden tests, other students
@@ -25,6 +28,9 @@ PROBES_PATH = "/grader/probes.py"
 CGROUP_PATH = "/grader/cgroup"  # the run's memory cgroup (zygote.CGROUP), read-write
 # CAP_SETPCAP only lets the zygote empty its bounding set; it then drops it too.
 KEPT_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SETPCAP")
+# Rootless, a child maps its own uid to the sandbox's root, which the kernel allows
+# only a namespace whose creator held CAP_SETFCAP (in the sandbox's namespace only).
+USERNS_CAPS = ("CAP_SETFCAP",)
 
 
 def _interpreter_paths() -> list[str]:
@@ -64,14 +70,16 @@ def _probekit() -> list[str]:
 
 
 def command(probes: Path, ctrl_fd: int, preload: list[str],
-            cgroup: Path | None = None) -> list[str]:
+            cgroup: Path | None = None, userns: bool = False) -> list[str]:
     grader_pkg = Path(__file__).resolve().parent.parent
     args = [
         shutil.which("bwrap") or "bwrap",
+        *(["--unshare-user", "--uid", "0", "--gid", "0"] if userns else []),
         "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try",
         "--die-with-parent", "--new-session", "--clearenv",
-        "--cap-drop", "ALL", *[a for cap in KEPT_CAPS for a in ("--cap-add", cap)],
+        "--cap-drop", "ALL", *[a for cap in KEPT_CAPS + (USERNS_CAPS if userns else ())
+                               for a in ("--cap-add", cap)],
         "--setenv", "PATH", "/usr/bin:/bin",
         "--setenv", "HOME", "/tmp/work",
         "--setenv", "OMP_NUM_THREADS", "1",
@@ -96,31 +104,73 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
         "--chdir", "/tmp",
         "--", sys.executable, "-I", "-u",
         f"{GRADER_ROOT}/grader/sandbox/zygote.py",
-        "--probes", PROBES_PATH, "--sandboxed",
+        "--probes", PROBES_PATH, "--sandboxed", *(["--userns"] if userns else []),
         "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload),
     ]
     return args
 
 
-def plain_command(probes: Path, ctrl_fd: int, preload: list[str]) -> list[str]:
+def plain_command(probes: Path, ctrl_fd: int, preload: list[str], scratch: str) -> list[str]:
     """The unsandboxed fallback: same worker, no isolation. Only when asked for."""
     zygote = Path(__file__).resolve().parent / "zygote.py"
     return [sys.executable, "-I", "-u", str(zygote), "--probes", str(probes),
-            "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload)]
+            "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload), "--scratch", scratch]
+
+
+PROBE = ["--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr",
+         "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+         "--symlink", "usr/lib64", "/lib64", "--", "/bin/true"]
+USERNS_FIX = {
+    "/proc/sys/kernel/apparmor_restrict_unprivileged_userns": (
+        "1", "AppArmor restricts unprivileged user namespaces "
+        "(kernel.apparmor_restrict_unprivileged_userns=1, Ubuntu 23.10 and later). Fix: an "
+        "administrator allows them for bwrap with an AppArmor profile (/etc/apparmor.d/bwrap: "
+        "`abi <abi/4.0>, include <tunables/global> profile bwrap /usr/bin/bwrap flags=("
+        "unconfined) { userns, }`, then `apparmor_parser -r /etc/apparmor.d/bwrap`) or "
+        "sets `sysctl kernel.apparmor_restrict_unprivileged_userns=0`"),
+    "/proc/sys/user/max_user_namespaces": (
+        "0", "user namespaces are disabled (user.max_user_namespaces=0). Fix: an "
+        "administrator sets `sysctl user.max_user_namespaces=15000`"),
+    "/proc/sys/kernel/unprivileged_userns_clone": (
+        "0", "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone=0)."
+        " Fix: an administrator sets `sysctl kernel.unprivileged_userns_clone=1`"),
+}
+
+
+def _userns_blocked() -> str:
+    """Why an unprivileged user namespace was refused, and what fixes it."""
+    for path, (blocked, why) in USERNS_FIX.items():
+        try:
+            if Path(path).read_text().strip() == blocked:
+                return why
+        except OSError:
+            continue
+    return ("this machine or container forbids new namespaces (e.g. Docker's default "
+            "seccomp profile). Fix: run as root, or start the container with "
+            "`--security-opt seccomp=unconfined` (or grade in container mode as root)")
 
 
 @cache
+def _probe() -> tuple[str | None, str | None]:
+    """(mode, None) when bwrap works here as this user, else (None, why not)."""
+    if shutil.which("bwrap") is None:
+        return None, "bubblewrap (bwrap) is not installed"
+    userns = os.geteuid() != 0
+    done = subprocess.run(["bwrap", *(["--unshare-user"] if userns else []), *PROBE],
+                          capture_output=True, text=True)
+    if done.returncode == 0:
+        return ("userns" if userns else "root"), None
+    err = done.stderr.strip()[:200]
+    if userns:
+        return None, f"bubblewrap cannot create a user namespace ({err}): {_userns_blocked()}"
+    return None, f"bubblewrap cannot create namespaces here: {err}"
+
+
+def mode() -> str | None:
+    """"root" or "userns" (how `command` confines the worker here), or None."""
+    return _probe()[0]
+
+
 def unavailable_reason() -> str | None:
     """Why the sandbox cannot be built here, or None when it can."""
-    if shutil.which("bwrap") is None:
-        return "bubblewrap (bwrap) is not installed"
-    if os.geteuid() != 0:
-        return "the grader must run as root to give each slot its own uid"
-    probe = subprocess.run(
-        ["bwrap", "--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr",
-         "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
-         "--symlink", "usr/lib64", "/lib64", "--", "/bin/true"],
-        capture_output=True, text=True)
-    if probe.returncode != 0:
-        return f"bubblewrap cannot create namespaces here: {probe.stderr.strip()[:200]}"
-    return None
+    return _probe()[1]

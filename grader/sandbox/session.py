@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 
 from grader.sandbox import protocol
-from grader.sandbox.slot import Limits, Slot, StudentError
+from grader.sandbox.slot import Limits, SandboxError, Slot, StudentError
 
 MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
 MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped at 4000 chars
@@ -115,6 +115,9 @@ class Session:
         self.sock = None
         status = self.slot.kill()
         self.cpu_s += status.get("cpu_s") or 0.0
+        if status.get("harness"):  # failed before the submission ran: never theirs
+            raise SandboxError("the grader could not start the submission: "
+                               + _text(status["harness"]))
         return status
 
     def close(self) -> None:

@@ -9,11 +9,14 @@ while the grader's own process is still importing it.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -79,8 +82,8 @@ def available(allow_unsandboxed: bool) -> bool:
         return True
     if allow_unsandboxed:
         return False
-    raise RuntimeError(f"cannot sandbox student code: {reason}. Install bubblewrap and run "
-                       "as root, or pass --unsandboxed to grade trusted work without isolation")
+    raise RuntimeError(f"cannot sandbox student code: {reason}. Or pass --unsandboxed to "
+                       "grade trusted work without isolation")
 
 
 def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
@@ -105,13 +108,21 @@ class Sandbox:
     def __init__(self, probes: Path, sandboxed: bool = True,
                  preload: tuple[str, ...] = ("torch",)):
         self.sandboxed = sandboxed
+        self.mode = bwrap.mode() if sandboxed else "none"  # what records say ("sandbox")
+        # Rootless, every child runs as the one uid the user has: its uid number inside
+        # (a name for its processes and cgroup) need not be claimed from other runs.
+        self._inner_uids = itertools.count(BASE_UID)
         # The sum of a submission's processes is capped by a memory cgroup where the
         # machine has one to give; `memory_note` says when it has not.
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
+        # Unsandboxed, submissions are written here: a directory only this user can
+        # enter, made for this run (a fixed path is another user's, or a symlink).
+        self.scratch = None if sandboxed else tempfile.mkdtemp(prefix="minimind-grader-")
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
-        cmd = (bwrap.command(probes, fd, list(preload), self.cgroup_path) if sandboxed
-               else bwrap.plain_command(probes, fd, list(preload)))
+        cmd = (bwrap.command(probes, fd, list(preload), self.cgroup_path,
+                             userns=self.mode == "userns") if sandboxed
+               else bwrap.plain_command(probes, fd, list(preload), self.scratch))
         env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if not sandboxed else None
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -156,7 +167,7 @@ class Sandbox:
     def slot(self) -> "Slot":
         """A new slot: a fork of the warm zygote, under a uid no other slot holds."""
         self.wait_ready()
-        uid, lock = claim_uid() if self.sandboxed else (0, None)
+        uid, lock = self._claim_uid()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             socket.send_fds(self.ctrl, [json.dumps({"op": "slot", "uid": uid}).encode()],
@@ -170,6 +181,12 @@ class Sandbox:
         finally:
             theirs.close()
         return Slot(ours, self, uid if self.sandboxed else None, lock)
+
+    def _claim_uid(self) -> tuple[int, int | None]:
+        """The slot's uid (and the lock that holds it on this host, as root)."""
+        if self.mode == "root":
+            return claim_uid()
+        return (next(self._inner_uids), None) if self.sandboxed else (0, None)
 
     def sole_slot(self) -> "Slot":
         """The sandbox's only slot, which closes the sandbox when it closes."""
@@ -194,6 +211,10 @@ class Sandbox:
             if self.cgroup_path is not None:
                 cgroup.remove(self.cgroup_path)
                 self.cgroup_path = None
+            self.proc.stderr.close()
+            if self.scratch is not None:
+                shutil.rmtree(self.scratch, ignore_errors=True)
+                self.scratch = None
 
 
 class Slot:

@@ -21,7 +21,9 @@ To a slot:
   -> {"op": "spawn", "limits": {...}}  + [data socket, output pipe]
   <- {"event": "spawned"}
   -> {"op": "kill"}                    kill the child and all it started
-  <- {"event": "exit", "code": int|None, "signal": int|None, "cpu_s": float}
+  <- {"event": "exit", "code": int|None, "signal": int|None, "cpu_s": float,
+       "oom": bool, "harness": str}  (what the harness reported on a side pipe if it
+       failed before the submission ran: a grader error, not the student's)
 Only the standard library, torch and the probe module are imported here.
 """
 from __future__ import annotations
@@ -35,12 +37,16 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import traceback
 
-SCRATCH = "/tmp/work"
+SCRATCH = "/tmp/work"  # sandboxed: a fresh tmpfs per child, in the slot's own mounts
+HARNESS_FAILED = 70  # a child's exit status when the harness failed (also reported aside)
+MAX_REPORT = 4000
 CGROUP = "/grader/cgroup"  # the run's memory cgroup, where the trusted side made one
 COW_MARGIN_MB = 128  # warm pages a child copies on write are charged to its cgroup
 MODULE_NAME = "submission"
@@ -55,15 +61,19 @@ PR_CAPBSET_DROP = 24
 # What the zygote and its slots use (bwrap.KEPT_CAPS less CAP_SETPCAP): CAP_KILL,
 # CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN
 ZYGOTE_CAPS = (5, 6, 7, 21)
+USERNS_CAPS = (31,)  # rootless also CAP_SETFCAP (bwrap.USERNS_CAPS says why)
 KEYCTL_JOIN_SESSION_KEYRING = 1
 CAP_VERSION_3 = 0x20080522
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
 
 libc = ctypes.CDLL(None, use_errno=True)
 protocol = None  # loaded by path in main(): the package is not importable in the sandbox
 # The hidden tests' probe requests (inputs only, never results), by request key: sent
 # once per run, so a request to a child names its key instead of carrying megabytes.
 INPUTS: dict[str, dict] = {}
+# In a child, until the submission's code first runs: where a harness failure is reported
+_report: int | None = None
 
 
 def main() -> None:
@@ -71,10 +81,14 @@ def main() -> None:
     ap.add_argument("--probes", required=True)
     ap.add_argument("--ctrl-fd", type=int, required=True)
     ap.add_argument("--sandboxed", action="store_true")
+    ap.add_argument("--userns", action="store_true",
+                    help="rootless: a user namespace per child, not a uid per slot")
     ap.add_argument("--preload", default="", help="comma-separated modules to import once")
+    ap.add_argument("--scratch", default=SCRATCH,
+                    help="unsandboxed: the run's private directory (a child's goes in it)")
     args = ap.parse_args()
     if args.sandboxed:
-        _shed_inheritance()
+        _shed_inheritance(ZYGOTE_CAPS + (USERNS_CAPS if args.userns else ()))
     import torch  # paid once per worker, inherited by every child
 
     torch.set_num_threads(1)
@@ -92,7 +106,7 @@ def main() -> None:
     gc.freeze()
     ctrl = socket.socket(fileno=args.ctrl_fd)
     ctrl.send(b'{"event": "ready"}')
-    _serve_slots(ctrl, probes, args.sandboxed)
+    _serve_slots(ctrl, probes, args.sandboxed, args.scratch, args.userns)
 
 
 def _load_module(name: str, path: str):
@@ -102,7 +116,8 @@ def _load_module(name: str, path: str):
     return module
 
 
-def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool) -> None:
+def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool, scratch: str,
+                 userns: bool) -> None:
     """Fork a slot per request, until the trusted side hangs up (which ends the
     sandbox, and with it every slot: they live in namespaces nested in ours)."""
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # reap slots (and their forks) at once
@@ -127,7 +142,7 @@ def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool) -> None:
                 if sandboxed:
                     _enter_slot_namespaces()
                 _serve(socket.socket(fileno=slot_fd), probes, uid if sandboxed else None,
-                       sandboxed)
+                       sandboxed, scratch, userns)
             except BaseException:  # noqa: BLE001 - a harness failure: say so on stderr
                 traceback.print_exc()
                 os._exit(70)
@@ -136,20 +151,24 @@ def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool) -> None:
         ctrl.send(b'{"event": "slot"}')
 
 
-def _shed_inheritance() -> None:
+def _shed_inheritance(caps: tuple[int, ...]) -> None:
     """Drop what the zygote got from the TA's process and does not need: the TA's
     session keyring (a login session's keys), and every capability beyond the ones it
     uses (bwrap leaves the bounding set nearly full and the kept ones inheritable).
     The bounding set can go only while CAP_SETPCAP is held, so bwrap keeps that one
     for this alone and it is dropped here too."""
     _join_fresh_keyring()
+    _empty_bounding_set()
+    kept = sum(1 << cap for cap in caps)
+    _set_capabilities(kept, kept, 0)
+
+
+def _empty_bounding_set() -> None:
     with open("/proc/sys/kernel/cap_last_cap") as f:
         last = int(f.read())
     for cap in range(last + 1):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), f"dropping capability {cap} failed")
-    kept = sum(1 << cap for cap in ZYGOTE_CAPS)
-    _set_capabilities(kept, kept, 0)
 
 
 def _join_fresh_keyring() -> None:
@@ -191,40 +210,75 @@ def _enter_slot_namespaces() -> None:
         raise OSError(ctypes.get_errno(), "making the slot's mounts private failed")
     if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
         raise OSError(ctypes.get_errno(), "mounting the slot's /proc failed")
+    # Rootless, a student's process has the user's own uid outside, so the kernel would
+    # list that user's keys (their names) in /proc/keys: the slot's are empty.
+    for path in (b"/proc/keys", b"/proc/key-users"):
+        if os.path.exists(path) and libc.mount(b"/dev/null", path, None, MS_BIND, None) != 0:
+            raise OSError(ctypes.get_errno(), f"hiding {path.decode()} failed")
+    # bwrap's root, /tmp and /dev are one tmpfs each for every slot, owned by the
+    # sandbox's root: rootless, that is the student's own uid outside, so they would be
+    # a place to leave files for the next student or another slot. Read-only here (the
+    # scratch is mounted on /tmp/work; /dev's device nodes are mounts of their own).
+    os.makedirs(SCRATCH, exist_ok=True)
+    for path in (b"/", b"/tmp", b"/dev"):
+        if libc.mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID
+                      | MS_NODEV, None) != 0:
+            raise OSError(ctypes.get_errno(), f"making the slot's {path.decode()} read-only failed")
 
 
 class _Cgroup:
     """The slot's memory cgroup (v1 or v2 file names): a cap on all a submission's
-    processes together, and whether the kernel's OOM killer acted on them."""
+    processes together, and whether the kernel's OOM killer acted on them. Its files
+    are opened once, then the cgroup tree is unmounted from the slot: rootless, the
+    files belong to the student's own uid outside, and a child could raise its cap."""
 
     def __init__(self, uid: int):
-        self.path = os.path.join(CGROUP, f"slot-{uid}")
-        os.mkdir(self.path)
-        self.v1 = os.path.exists(os.path.join(self.path, "memory.limit_in_bytes"))
-
-    def _file(self, v1: str, v2: str) -> str:
-        return os.path.join(self.path, v1 if self.v1 else v2)
+        path = os.path.join(CGROUP, f"slot-{uid}")
+        os.mkdir(path)
+        v1 = os.path.exists(os.path.join(path, "memory.limit_in_bytes"))
+        names = (("memory.limit_in_bytes", "memory.oom_control") if v1 else
+                 ("memory.max", "memory.events"))
+        self.limit = os.open(os.path.join(path, names[0]), os.O_WRONLY)
+        self.events = os.open(os.path.join(path, names[1]), os.O_RDONLY)
+        self.procs = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
+        if libc.umount2(CGROUP.encode(), MNT_DETACH) != 0:
+            raise OSError(ctypes.get_errno(), "unmounting the cgroup tree from the slot failed")
 
     def cap(self, memory_mb: int) -> int:
         """Set the cap for the next child; the OOM kills so far."""
-        with open(self._file("memory.limit_in_bytes", "memory.max"), "w") as f:
-            f.write(str((memory_mb + COW_MARGIN_MB) << 20))
+        os.write(self.limit, str((memory_mb + COW_MARGIN_MB) << 20).encode())
         return self.oom_kills()
 
     def oom_kills(self) -> int:
-        with open(self._file("memory.oom_control", "memory.events")) as f:
-            for line in f:
-                if line.startswith("oom_kill "):
-                    return int(line.split()[1])
+        for line in os.pread(self.events, 4096, 0).decode().splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
         return 0
 
     def enter(self) -> None:
         """Move the calling process in (its children follow)."""
-        with open(os.path.join(self.path, "cgroup.procs"), "w") as f:
-            f.write(str(os.getpid()))
+        os.write(self.procs, str(os.getpid()).encode())
 
 
-def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> None:
+class _Child:
+    """A submission's process, the pipe on which its harness reports a failure of its
+    own (closed before the submission runs: what comes through it is never the
+    student's doing), and its scratch directory."""
+
+    def __init__(self, pid: int, report: int, scratch: str):
+        self.pid, self.report, self.scratch = pid, report, scratch
+
+    def harness_failure(self) -> str:
+        """What the harness reported before it died (read once the child is gone)."""
+        os.set_blocking(self.report, False)
+        try:
+            return os.read(self.report, MAX_REPORT).decode(errors="replace")
+        except BlockingIOError:
+            return ""
+
+
+def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool,
+           scratch_root: str, userns: bool) -> None:
     cgroup = _Cgroup(uid) if sandboxed and os.path.isdir(CGROUP) else None
     oom_before = 0
     # SIGCHLD wakes the select through a pipe: a child's end is reported at once,
@@ -240,8 +294,9 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> Non
             os.read(wake_r, 4096)
             ready.remove(wake_r)
         if child is not None:
-            pid, status, usage = os.wait4(child, os.WNOHANG)
+            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
+                harness = child.harness_failure()
                 _cleanup(child, sandboxed)
                 child = None
                 ctrl.send(json.dumps({
@@ -250,6 +305,7 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> Non
                     "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                     "cpu_s": usage.ru_utime + usage.ru_stime,
                     "oom": cgroup is not None and cgroup.oom_kills() > oom_before,
+                    "harness": harness,
                 }).encode())
         if not ready:
             continue
@@ -264,33 +320,57 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool) -> Non
                 _cleanup(child, sandboxed)
             if cgroup is not None:
                 oom_before = cgroup.cap(request["limits"]["memory_mb"])
-            child = _spawn(ctrl, fds, request["limits"], probes, uid, sandboxed, cgroup)
+            child = _spawn(ctrl, fds, request["limits"], probes, uid, sandboxed, cgroup,
+                           scratch_root, userns)
             ctrl.send(b'{"event": "spawned"}')
         elif request["op"] == "kill" and child is not None:
             _kill_all(child, sandboxed)
 
 
-def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool, cgroup) -> int:
+def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool, cgroup,
+           scratch_root: str, userns: bool) -> _Child:
     data_fd, out_fd = fds
-    if sandboxed:
-        _fresh_scratch(uid, limits["scratch_mb"])
-    else:
-        os.makedirs(SCRATCH, exist_ok=True)
+    if sandboxed:  # rootless, the child's own uid is root's of the sandbox, mapped
+        _fresh_scratch(0 if userns else uid, limits["scratch_mb"])
+        scratch = SCRATCH
+    else:  # the run's private directory (0700, made by the trusted side): one per child
+        scratch = tempfile.mkdtemp(prefix="submission-", dir=scratch_root)
+    report_r, report_w = os.pipe()
     pid = os.fork()
     if pid == 0:
+        global _report
         code = 0
         try:
+            _report = report_w
             ctrl.close()
-            _become_student(data_fd, out_fd, limits, uid, cgroup)
-            _child(socket.socket(fileno=data_fd), probes, limits)
-        except BaseException:  # noqa: BLE001 - a harness failure: say so on stderr
-            traceback.print_exc()
-            code = 70
+            os.close(report_r)
+            _become_student(data_fd, out_fd, report_w, limits, uid, cgroup, scratch, userns)
+            _child(socket.socket(fileno=data_fd), probes, limits, scratch)
+        except BaseException:  # noqa: BLE001 - the harness's failure, or the student's
+            code = _harness_failed()
         finally:
             os._exit(code)
     os.close(data_fd)
     os.close(out_fd)
-    return pid
+    os.close(report_w)
+    return _Child(pid, report_r, scratch)
+
+
+def _harness_failed() -> int:
+    """Report the exception being handled on the harness's pipe if the submission has
+    not run yet (the student cannot have caused it); else in the output, theirs."""
+    if _report is None:
+        traceback.print_exc()
+    else:
+        os.write(_report, traceback.format_exc()[-MAX_REPORT:].encode())
+    return HARNESS_FAILED
+
+
+def _close_report() -> None:
+    """The submission's code is about to run: nothing it causes may look like ours."""
+    global _report
+    os.close(_report)
+    _report = None
 
 
 def _fresh_scratch(uid: int, size_mb: int) -> None:
@@ -302,7 +382,7 @@ def _fresh_scratch(uid: int, size_mb: int) -> None:
         raise OSError(ctypes.get_errno(), "mounting the scratch tmpfs failed")
 
 
-def _kill_all(child: int, sandboxed: bool) -> None:
+def _kill_all(child: _Child, sandboxed: bool) -> None:
     if sandboxed:
         # Alone in this pid namespace with bwrap's init: -1 reaches every process
         # the submission started, double-forked daemons included.
@@ -312,17 +392,18 @@ def _kill_all(child: int, sandboxed: bool) -> None:
             pass
     else:
         try:
-            os.killpg(child, signal.SIGKILL)
+            os.killpg(child.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
 
 
-def _cleanup(child: int, sandboxed: bool) -> None:
+def _cleanup(child: _Child, sandboxed: bool) -> None:
     _kill_all(child, sandboxed)
     try:
-        os.waitpid(child, 0)
+        os.waitpid(child.pid, 0)
     except ChildProcessError:
         pass
+    os.close(child.report)
     if sandboxed:  # pid 1 of the slot's namespace inherits every orphan: reap them all
         while True:
             try:
@@ -330,14 +411,18 @@ def _cleanup(child: int, sandboxed: bool) -> None:
             except ChildProcessError:
                 break
         libc.umount2(SCRATCH.encode(), MNT_DETACH)
+    else:
+        shutil.rmtree(child.scratch, ignore_errors=True)
 
 
-def _become_student(data_fd: int, out_fd: int, limits: dict, uid, cgroup) -> None:
+def _become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid, cgroup,
+                    scratch: str, userns: bool) -> None:
     os.setsid()
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
-    os.closerange(3, data_fd)
-    os.closerange(data_fd + 1, 1 << 16)
+    if cgroup is not None:  # while privileged: the cgroup's files are root's
+        cgroup.enter()
+    _close_all_but(data_fd, report)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -352,8 +437,8 @@ def _become_student(data_fd: int, out_fd: int, limits: dict, uid, cgroup) -> Non
         (resource.RLIMIT_CORE, 0),
     ):
         resource.setrlimit(res, (value, value))
-    if cgroup is not None:  # while still root: the cgroup's files are root's
-        cgroup.enter()
+    if uid is not None and userns:
+        _own_user_namespace(uid)
     if uid is not None:
         # A fresh IPC namespace per child: SysV shared memory and message queues
         # outlive their creator, so in the zygote's namespace one submission could
@@ -362,14 +447,40 @@ def _become_student(data_fd: int, out_fd: int, limits: dict, uid, cgroup) -> Non
         if libc.unshare(CLONE_NEWIPC) != 0:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWIPC) failed")
         _join_fresh_keyring()  # nothing a student leaves there outlives it
-        os.setgroups([])
+        if not userns:
+            os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
-    os.chdir(SCRATCH)
+        _set_capabilities(0, 0, 0)  # (rootless, setresuid to the same uid keeps them)
+    os.chdir(scratch)
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(NO_NEW_PRIVS) failed")
     if uid is not None:
         _deny_user_namespaces()
+
+
+def _own_user_namespace(uid: int) -> None:
+    """Rootless, every child runs as the one uid the user has, so each enters a user
+    namespace of its own, as `uid` mapped to that one. Its process count (RLIMIT_NPROC,
+    set just before) is then counted in that namespace alone: per child, not shared
+    with the user's other processes or the other slots; and its capabilities, which it
+    drops next, reach only what that namespace owns."""
+    if libc.unshare(CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) failed")
+    for name, text in (("uid_map", f"{uid} 0 1"), ("setgroups", "deny"),
+                       ("gid_map", f"{uid} 0 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    _empty_bounding_set()  # a new namespace's creator starts with a full one
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every descriptor above stderr except `keep`."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
 
 
 # The syscall ABI (seccomp's audit arch) and the numbers the filter names, by machine
@@ -458,13 +569,14 @@ def _vm_size() -> int:
 
 # ---- the child: import the submission, then answer probe calls ------------------
 
-def _child(data: socket.socket, probes, limits: dict) -> None:
+def _child(data: socket.socket, probes, limits: dict, scratch: str) -> None:
     harness = os.getpid()
     nonce, init = protocol.recv(data)
-    path = os.path.join(SCRATCH, init["filename"])
+    path = os.path.join(scratch, init["filename"])
     with open(path, "w", encoding="utf-8") as f:
         f.write(init["source"])
     _guard_imports(init["allowed_imports"])
+    _close_report()
     try:
         module = _load_module(MODULE_NAME, path)
         reply = {"ok": True}
@@ -553,7 +665,7 @@ def _describe_unguarded(exc: BaseException, path: str) -> dict:
         "kind": kind,
         "type": type(exc).__name__[:200],
         "message": message[:MAX_TEXT],
-        "traceback": "".join(lines).replace(SCRATCH + "/", "")[:MAX_TEXT],
+        "traceback": "".join(lines).replace(os.path.dirname(path) + "/", "")[:MAX_TEXT],
     }
 
 
