@@ -6,7 +6,9 @@ per submission, which calls `run` below: the student's folder
 scores.json becomes /autograder/results/results.json. The zip holds the grader, a
 course.yml trimmed to the one lesson (no roster), and that lesson's solution, stub and
 hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS adds options
-to `grader run` (e.g. --unsandboxed where the image cannot run bubblewrap).
+to `grader run`. Where Gradescope's container refuses bubblewrap's namespaces, the
+grader runs in container mode by itself: each submission as the unprivileged user
+setup.sh creates, with the grader's folders made unreadable to it.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import yaml
 
 from grader.config import load
 from grader.export.gradescope import results
+from grader.sandbox.slot import BASE_UID
 from grader.store import safe_name
 
 SETUP = """#!/usr/bin/env bash
@@ -47,7 +50,13 @@ fi
 echo "setup: installed torch $("$pip" show torch | sed -n 's/^Version: //p')"
 cuda=$("$pip" list --format=freeze | grep -iE '^(nvidia-|cuda-|triton=)' | tr '\\n' ' ' || true)
 echo "setup: CUDA packages pulled: ${{cuda:-none}}"
+# Container mode's submission user: the grader runs each submission as uid {uid} (the
+# first it claims) where the container refuses namespaces.
+if ! id -u {user} >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin --uid {uid} {user}
+fi
 """
+SUBMISSION_USER = "minimind-student"
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 RUN = """#!/usr/bin/env bash
@@ -97,7 +106,8 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
         dest = dest / f"autograder_{lesson_key}.zip"
     dest.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        setup = SETUP.format(cpu_index=CPU_INDEX, torch=_torch_pin(course_root))
+        setup = SETUP.format(cpu_index=CPU_INDEX, torch=_torch_pin(course_root),
+                             user=SUBMISSION_USER, uid=BASE_UID)
         for name, text in (("setup.sh", setup), ("run_autograder", RUN.format(
                 lesson=shlex.quote(lesson_key)))):
             info = zipfile.ZipInfo(name)
@@ -129,7 +139,13 @@ def run(root: Path, lesson_key: str) -> int:
         cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run",
                "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
                *shlex.split(os.environ.get("GRADER_ARGS", ""))]
-        done = subprocess.run(cmd, cwd=source, capture_output=True, text=True)
+        # Gradescope's container is the grader's alone: container mode when it refuses
+        # namespaces, with what the submission must not read named
+        private = [source, root / "submission", root / "results",
+                   root / "submission_metadata.json"]
+        env = {**os.environ, "GRADER_CONTAINER": "1",
+               "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
+        done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
         print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
         scores_file = out / "scores.json"
         if not scores_file.is_file():

@@ -86,6 +86,19 @@ def available(allow_unsandboxed: bool) -> bool:
                        "grade trusted work without isolation")
 
 
+def _keep_from_submissions(probes: Path, scratch: Path) -> None:
+    """Container mode: no mount namespace hides the grader's files, so the course's
+    folder (solutions, hidden tests) and the paths in GRADER_PRIVATE (the autograder's
+    submission and results folders) are made unreadable to anyone but root; the run's
+    scratch folder may be crossed, not listed, to reach a child's own."""
+    course = next((p for p in probes.resolve().parents if (p / "course.yml").exists()), None)
+    private = [Path(p) for p in os.environ.get("GRADER_PRIVATE", "").split(os.pathsep) if p]
+    for path in filter(None, [course, *private]):
+        if path.exists():
+            path.chmod(path.stat().st_mode & 0o700)
+    scratch.chmod(0o711)
+
+
 def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
     sock.settimeout(timeout)
     try:
@@ -117,13 +130,17 @@ class Sandbox:
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
-        self.scratch = None if sandboxed else tempfile.mkdtemp(prefix="minimind-grader-")
+        plain = self.mode in ("none", "container")
+        self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
+        if self.mode == "container":
+            _keep_from_submissions(probes, Path(self.scratch))
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
-        cmd = (bwrap.command(probes, fd, list(preload), self.cgroup_path,
-                             userns=self.mode == "userns") if sandboxed
-               else bwrap.plain_command(probes, fd, list(preload), self.scratch))
-        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if not sandboxed else None
+        cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
+                                   self.mode == "container", self.cgroup_path) if plain
+               else bwrap.command(probes, fd, list(preload), self.cgroup_path,
+                                  userns=self.mode == "userns"))
+        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
         self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                      env=env, start_new_session=True)
@@ -184,7 +201,7 @@ class Sandbox:
 
     def _claim_uid(self) -> tuple[int, int | None]:
         """The slot's uid (and the lock that holds it on this host, as root)."""
-        if self.mode == "root":
+        if self.mode in ("root", "container"):
             return claim_uid()
         return (next(self._inner_uids), None) if self.sandboxed else (0, None)
 

@@ -48,6 +48,10 @@ SCRATCH = "/tmp/work"  # sandboxed: a fresh tmpfs per child, in the slot's own m
 HARNESS_FAILED = 70  # a child's exit status when the harness failed (also reported aside)
 MAX_REPORT = 4000
 CGROUP = "/grader/cgroup"  # the run's memory cgroup, where the trusted side made one
+# Container mode (no namespaces to be had; the container is the boundary): set by main
+CONTAINER = False
+PR_SET_CHILD_SUBREAPER = 36
+AF_UNIX = 1
 COW_MARGIN_MB = 128  # warm pages a child copies on write are charged to its cgroup
 MODULE_NAME = "submission"
 PR_SET_NO_NEW_PRIVS = 38
@@ -77,16 +81,21 @@ _report: int | None = None
 
 
 def main() -> None:
+    global CONTAINER, CGROUP
     ap = argparse.ArgumentParser()
     ap.add_argument("--probes", required=True)
     ap.add_argument("--ctrl-fd", type=int, required=True)
     ap.add_argument("--sandboxed", action="store_true")
     ap.add_argument("--userns", action="store_true",
                     help="rootless: a user namespace per child, not a uid per slot")
+    ap.add_argument("--container", action="store_true",
+                    help="no namespaces: a uid per slot, as root in a container")
+    ap.add_argument("--cgroup", default=CGROUP, help="the run's memory cgroup")
     ap.add_argument("--preload", default="", help="comma-separated modules to import once")
     ap.add_argument("--scratch", default=SCRATCH,
                     help="unsandboxed: the run's private directory (a child's goes in it)")
     args = ap.parse_args()
+    CONTAINER, CGROUP = args.container, args.cgroup
     if args.sandboxed:
         _shed_inheritance(ZYGOTE_CAPS + (USERNS_CAPS if args.userns else ()))
     import torch  # paid once per worker, inherited by every child
@@ -141,8 +150,10 @@ def _serve_slots(ctrl: socket.socket, probes, sandboxed: bool, scratch: str,
                 ctrl.close()
                 if sandboxed:
                     _enter_slot_namespaces()
-                _serve(socket.socket(fileno=slot_fd), probes, uid if sandboxed else None,
-                       sandboxed, scratch, userns)
+                elif CONTAINER:  # orphans come to the slot, to be reaped
+                    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+                _serve(socket.socket(fileno=slot_fd), probes,
+                       uid if sandboxed or CONTAINER else None, sandboxed, scratch, userns)
             except BaseException:  # noqa: BLE001 - a harness failure: say so on stderr
                 traceback.print_exc()
                 os._exit(70)
@@ -171,10 +182,10 @@ def _empty_bounding_set() -> None:
             raise OSError(ctypes.get_errno(), f"dropping capability {cap} failed")
 
 
-def _join_fresh_keyring() -> None:
+def _join_fresh_keyring(required: bool = True) -> None:
     """Leave the inherited session keyring for a new, empty one of our own."""
     nr = SYSCALLS.get(os.uname().machine, {}).get("keyctl")
-    if nr is not None and libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+    if nr is not None and libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and required:
         raise OSError(ctypes.get_errno(), "joining a fresh session keyring failed")
 
 
@@ -232,7 +243,7 @@ class _Cgroup:
     are opened once, then the cgroup tree is unmounted from the slot: rootless, the
     files belong to the student's own uid outside, and a child could raise its cap."""
 
-    def __init__(self, uid: int):
+    def __init__(self, uid: int, detach: bool):
         path = os.path.join(CGROUP, f"slot-{uid}")
         os.mkdir(path)
         v1 = os.path.exists(os.path.join(path, "memory.limit_in_bytes"))
@@ -241,7 +252,7 @@ class _Cgroup:
         self.limit = os.open(os.path.join(path, names[0]), os.O_WRONLY)
         self.events = os.open(os.path.join(path, names[1]), os.O_RDONLY)
         self.procs = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
-        if libc.umount2(CGROUP.encode(), MNT_DETACH) != 0:
+        if detach and libc.umount2(CGROUP.encode(), MNT_DETACH) != 0:
             raise OSError(ctypes.get_errno(), "unmounting the cgroup tree from the slot failed")
 
     def cap(self, memory_mb: int) -> int:
@@ -265,8 +276,8 @@ class _Child:
     own (closed before the submission runs: what comes through it is never the
     student's doing), and its scratch directory."""
 
-    def __init__(self, pid: int, report: int, scratch: str):
-        self.pid, self.report, self.scratch = pid, report, scratch
+    def __init__(self, pid: int, report: int, scratch: str, uid: int | None):
+        self.pid, self.report, self.scratch, self.uid = pid, report, scratch, uid
 
     def harness_failure(self) -> str:
         """What the harness reported before it died (read once the child is gone)."""
@@ -279,7 +290,8 @@ class _Child:
 
 def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool,
            scratch_root: str, userns: bool) -> None:
-    cgroup = _Cgroup(uid) if sandboxed and os.path.isdir(CGROUP) else None
+    cgroup = (_Cgroup(uid, detach=sandboxed) if uid is not None and os.path.isdir(CGROUP)
+              else None)
     oom_before = 0
     # SIGCHLD wakes the select through a pipe: a child's end is reported at once,
     # not at the next poll (a poll cost every submission ~20 ms of idle time).
@@ -335,6 +347,8 @@ def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool, cgroup,
         scratch = SCRATCH
     else:  # the run's private directory (0700, made by the trusted side): one per child
         scratch = tempfile.mkdtemp(prefix="submission-", dir=scratch_root)
+        if CONTAINER:
+            os.chown(scratch, uid, uid)
     report_r, report_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -353,7 +367,7 @@ def _spawn(ctrl, fds, limits: dict, probes, uid, sandboxed: bool, cgroup,
     os.close(data_fd)
     os.close(out_fd)
     os.close(report_w)
-    return _Child(pid, report_r, scratch)
+    return _Child(pid, report_r, scratch, uid)
 
 
 def _harness_failed() -> int:
@@ -395,6 +409,22 @@ def _kill_all(child: _Child, sandboxed: bool) -> None:
             os.killpg(child.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
+        if CONTAINER:
+            _kill_uid(child.uid)
+
+
+def _kill_uid(uid: int) -> None:
+    """Every process of the slot's uid (it is this slot's alone), daemons included:
+    `kill -1` from a fork that became that uid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
 
 
 def _cleanup(child: _Child, sandboxed: bool) -> None:
@@ -404,12 +434,13 @@ def _cleanup(child: _Child, sandboxed: bool) -> None:
     except ChildProcessError:
         pass
     os.close(child.report)
-    if sandboxed:  # pid 1 of the slot's namespace inherits every orphan: reap them all
+    if sandboxed or CONTAINER:  # the slot inherits every orphan: reap them all
         while True:
             try:
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
+    if sandboxed:
         libc.umount2(SCRATCH.encode(), MNT_DETACH)
     else:
         shutil.rmtree(child.scratch, ignore_errors=True)
@@ -444,9 +475,11 @@ def _become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid, c
         # outlive their creator, so in the zygote's namespace one submission could
         # leave data (or memory held outside RLIMIT_AS) for the next. This one dies
         # with the child and everything it started.
-        if libc.unshare(CLONE_NEWIPC) != 0:
+        if not CONTAINER and libc.unshare(CLONE_NEWIPC) != 0:
             raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWIPC) failed")
-        _join_fresh_keyring()  # nothing a student leaves there outlives it
+        # nothing a student leaves there outlives it (a container's own filter may
+        # refuse keyrings: ours refuses them to the student anyway)
+        _join_fresh_keyring(required=not CONTAINER)
         if not userns:
             os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -486,9 +519,9 @@ def _close_all_but(*keep: int) -> None:
 # The syscall ABI (seccomp's audit arch) and the numbers the filter names, by machine
 SYSCALLS = {
     "x86_64": {"audit": 0xC000003E, "unshare": 272, "clone": 56, "clone3": 435,
-               "add_key": 248, "request_key": 249, "keyctl": 250},
+               "add_key": 248, "request_key": 249, "keyctl": 250, "socket": 41},
     "aarch64": {"audit": 0xC00000B7, "unshare": 97, "clone": 220, "clone3": 435,
-                "add_key": 217, "request_key": 218, "keyctl": 219},
+                "add_key": 217, "request_key": 218, "keyctl": 219, "socket": 198},
 }
 CLONE_NEWUSER = 0x10000000
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
@@ -512,7 +545,8 @@ def _deny_user_namespaces() -> None:
     kernel surface that comes with them), clone3 answered ENOSYS (its flags are out
     of reach of a filter; libc then uses clone), no kernel keyrings (keys outlive
     their process: the next student under the same uid would read them), and no
-    other syscall ABI."""
+    other syscall ABI. In container mode, where no network namespace is to be had,
+    also no socket but a Unix one."""
     nr = SYSCALLS.get(os.uname().machine)
     if nr is None:
         return  # an unknown machine: the other limits still hold
@@ -527,7 +561,10 @@ def _deny_user_namespaces() -> None:
         (JEQ, "eperm", None, nr["add_key"]),
         (JEQ, "eperm", None, nr["request_key"]),
         (JEQ, "eperm", None, nr["keyctl"]),
+        *([(JEQ, "domain", None, nr["socket"])] if CONTAINER else []),
         (RET, None, None, RET_ALLOW),
+        *(["domain", (LD_ABS, None, None, 16),      # socket's address family
+            (JEQ, "allow", "eperm", AF_UNIX)] if CONTAINER else []),
         "flags", (LD_ABS, None, None, 16),          # the first argument's low word
         (JSET, "eperm", "allow", CLONE_NEWUSER),
         "eperm", (RET, None, None, RET_ERRNO | 1),

@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
+import time
 import zipfile
 from pathlib import Path
 
@@ -105,3 +107,158 @@ def test_canvas_zip_is_graded_like_plain_files(tmp_path):
               ["students"]}
     assert scores["4001"]["score"] == scores["4002"]["score"] == pytest.approx(10.0)
     assert scores["4003"]["score"] == 0
+
+
+# ---- Gradescope's container, as far as it can be had here --------------------------
+# Gradescope runs setup.sh once as root, then run_autograder as root in a Docker
+# container whose default profile refuses new namespaces, with 768 MB of memory.
+# Here: setup.sh with apt-get and the venv stubbed (this machine has no network to
+# spare; the user creation runs for real), then run_autograder without CAP_SYS_ADMIN
+# (capsh), in a memory cgroup capped at 768 MB where the machine has one.
+GS_MEMORY_MB = 768
+GS_USER = "minimind-student"
+PARTS_ROUTER = 2.0  # the router part's points (course.yml)
+RENORM = ("topk_weight = topk_weight / (topk_weight.sum(dim=-1, keepdim=True) + 1e-20)",
+          "topk_weight = topk_weight")
+PEEK = '''
+import errno as _errno, os as _os
+def _peek(path):
+    try:
+        open(path, "rb").read(1)
+        return "READ"
+    except OSError as exc:
+        return _errno.errorcode.get(exc.errno, "?")
+def _net():
+    import socket
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_STREAM).close()
+        return "OPEN"
+    except OSError as exc:
+        return _errno.errorcode.get(exc.errno, "?")
+raise RuntimeError("PEEK " + " ".join(f"{{n}}={{_peek(p)}}" for n, p in (
+    ("solution", {solution!r}), ("tests", {tests!r}), ("results", {results!r})))
+    + " net=" + _net())
+'''
+FAKE_PYTHON = '''#!/bin/sh
+# "python -m venv DIR": a venv whose pip does nothing (the test's own venv grades)
+mkdir -p "$3/bin"
+printf '#!/bin/sh\\nexit 0\\n' > "$3/bin/pip"
+chmod +x "$3/bin/pip"
+'''
+
+
+def container_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "the Gradescope-like run needs root, as Gradescope has"
+    missing = [t for t in ("capsh", "useradd", "userdel") if not shutil.which(t)]
+    return f"missing {', '.join(missing)}" if missing else None
+
+
+@pytest.fixture(scope="module")
+def gradescope_setup(tmp_path_factory):
+    """setup.sh run once (stubbed installs; the submission's user made for real)."""
+    if reason := container_reason():
+        pytest.skip(reason)
+    stubs = tmp_path_factory.mktemp("stubs")
+    (stubs / "apt-get").write_text("#!/bin/sh\nexit 0\n")
+    (stubs / "python").write_text(FAKE_PYTHON)
+    for stub in stubs.iterdir():
+        stub.chmod(0o755)
+    root = gradescope_layout(tmp_path_factory.mktemp("gs"), {})
+    existed = subprocess.run(["id", "-u", GS_USER], capture_output=True).returncode == 0
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "SETUP_PYTHON": str(stubs / "python"),
+           "PATH": f"{stubs}:{os.environ['PATH']}"}
+    done = subprocess.run([str(root / "source" / "setup.sh")], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    try:
+        yield root / "source"
+    finally:
+        if not existed:
+            subprocess.run(["userdel", GS_USER], check=False)
+
+
+@pytest.fixture
+def gs_root():
+    """/autograder's stand-in, reachable by any uid as /autograder is (pytest's own
+    temporary folders are root's alone, which would hide the grader's files anyway)."""
+    top = Path(tempfile.mkdtemp(prefix="gradescope-"))
+    top.chmod(0o755)
+    yield top / "autograder"
+    shutil.rmtree(top)
+
+
+def gradescope_run(root: Path, source: Path, text: str) -> tuple[dict, str, float, int]:
+    """run_autograder on one submission as Gradescope would: results, output, seconds,
+    peak memory in bytes (0 where no memory cgroup could be made)."""
+    from grader.sandbox import cgroup
+
+    shutil.copytree(source, root / "source", symlinks=True)
+    shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
+    (root / "submission").mkdir()
+    (root / "submission" / "13_moe.py").write_text(text, encoding="utf-8")
+    (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s1"}]}))
+    group, _ = cgroup.create()
+    enter = ""
+    if group is not None:
+        v1 = (group / "memory.limit_in_bytes").exists()
+        (group / ("memory.limit_in_bytes" if v1 else "memory.max")).write_text(
+            str(GS_MEMORY_MB << 20))
+        enter = f"echo $$ > {group / 'cgroup.procs'}; "
+    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": sys.executable}
+    env.pop("GRADER_ARGS", None)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            ["capsh", "--drop=cap_sys_admin", "--", "-c", enter + f"exec {root}/run_autograder"],
+            env=env, capture_output=True, text=True, timeout=600)
+        seconds = time.monotonic() - started
+        peak = 0
+        if group is not None:
+            peak = int((group / ("memory.max_usage_in_bytes" if v1 else "memory.peak"))
+                       .read_text())
+    finally:
+        if group is not None:
+            cgroup.remove(group)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-4000:]
+    return json.loads((root / "results" / "results.json").read_text()), output, seconds, peak
+
+
+def report(label: str, seconds: float, peak: int) -> None:
+    memory = f"{peak / 2**20:.0f} MiB peak" if peak else "peak memory not measured"
+    print(f"\ngradescope-like run, {label}: {seconds:.1f} s, {memory}")
+
+
+def test_container_mode_grades_the_solution_in_full(gradescope_setup, gs_root):
+    res, output, seconds, peak = gradescope_run(gs_root, gradescope_setup,
+                                                SOLUTION.read_text())
+    report("solution", seconds, peak)
+    check_results(res)
+    assert res["score"] == pytest.approx(10.0), res
+    assert "container mode" in output and "WITHOUT the sandbox" not in output, output[-3000:]
+    assert 0 < peak <= GS_MEMORY_MB << 20 or not peak
+
+
+def test_container_mode_costs_a_known_mistake_its_part(gradescope_setup, gs_root):
+    wrong = SOLUTION.read_text().replace(*RENORM)
+    assert wrong != SOLUTION.read_text()
+    res, _, seconds, peak = gradescope_run(gs_root, gradescope_setup, wrong)
+    report("known mistake", seconds, peak)
+    failed = [t["name"] for t in res["tests"] if t["status"] == "failed"]
+    assert failed and all("router" in name.lower() for name in failed), failed
+    assert 10.0 - PARTS_ROUTER <= res["score"] < 10.0, res
+
+
+def test_container_mode_keeps_the_graders_files_from_the_submission(gradescope_setup,
+                                                                     gs_root):
+    root = gs_root
+    peek = PEEK.format(solution=str(root / "source" / "solutions" / "13_moe.py"),
+                       tests=str(root / "source" / "hidden_tests" / "13_moe" / "test_moe.py"),
+                       results=str(root / "results"))
+    res, _, _, _ = gradescope_run(root, gradescope_setup, SOLUTION.read_text() + peek)
+    assert res["score"] == 0
+    assert "PEEK solution=EACCES tests=EACCES results=" in res["output"], res["output"][-2000:]
+    # (results/ is made after grading: ENOENT while the submission runs)
+    assert "net=EPERM" in res["output"], res["output"][-2000:]
+    assert "READ" not in res["output"]
