@@ -19,7 +19,9 @@ test-py310:
 # The sandbox's adversarial tests again as an unprivileged user the script creates:
 # the rootless mode (user namespaces) must give the guarantees root mode gives.
 ROOTLESS = tests/adversarial/test_escape.py tests/adversarial/test_isolation.py \
-           tests/adversarial/test_limits.py
+           tests/adversarial/test_limits.py tests/adversarial/test_small_limits.py \
+           tests/adversarial/test_memory_sum.py tests/adversarial/test_received.py \
+           tests/adversarial/test_reply_binding.py
 test-rootless: setup
 	.venv/bin/python tests/adversarial/rootless.py $(ROOTLESS)
 
