@@ -1,7 +1,7 @@
 """Part "aux_loss": the load-balancing loss, a 0-dim tensor, for E of 3, 4 and 8."""
 import pytest
 
-from _moe_common import aux_args, check_aux
+from _moe_common import aux_args, case_id, check_aux
 
 # (experts, k, dtype, coef, tokens, seed)
 CASES = [(4, 1, "float32", 5e-4, 10, 60), (4, 2, "float32", 1.0, 10, 61),
@@ -18,12 +18,12 @@ def _check(student, reference, check, e, k, dtype, coef, n, seed):
     return got, ref
 
 
-@pytest.mark.parametrize("e,k,dtype,coef,n,seed", CASES)
-def test_aux(student, reference, check, e, k, dtype, coef, n, seed):
-    _check(student, reference, check, e, k, dtype, coef, n, seed)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_aux(student, reference, check, case):
+    _check(student, reference, check, *case)
 
 
-@pytest.mark.parametrize("e,k,dtype,coef,n,seed", GRADIENT_CASES)
-def test_gradient(student, reference, check, e, k, dtype, coef, n, seed):
-    got, ref = _check(student, reference, check, e, k, dtype, coef, n, seed)
+@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+def test_gradient(student, reference, check, case):
+    got, ref = _check(student, reference, check, *case)
     check.grad("scores gradient", got["scores_grad"], ref["scores_grad"], tol="aux")

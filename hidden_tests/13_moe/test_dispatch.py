@@ -2,7 +2,7 @@
 4 and 8, K up to E, one token, and experts that get no token."""
 import pytest
 
-from _moe_common import check_dispatch, dispatch_args
+from _moe_common import case_id, check_dispatch, dispatch_args
 
 # (experts, k, dtype, tokens, hidden, inter, seed)
 CASES = [(4, 1, "float32", 10, 64, 128, 40), (4, 2, "float32", 10, 48, 80, 41),
@@ -17,15 +17,15 @@ def _call(student, reference, e, k, dtype, n, hidden, inter, seed):
     return student.call("dispatch", **args), reference.call("dispatch", **args)
 
 
-@pytest.mark.parametrize("e,k,dtype,n,hidden,inter,seed", CASES)
-def test_dispatch(student, reference, check, e, k, dtype, n, hidden, inter, seed):
-    got, ref = _call(student, reference, e, k, dtype, n, hidden, inter, seed)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_dispatch(student, reference, check, case):
+    got, ref = _call(student, reference, *case)
     check_dispatch(check, got, ref)
 
 
-@pytest.mark.parametrize("e,k,dtype,n,hidden,inter,seed", GRADIENT_CASES)
-def test_gradients(student, reference, check, e, k, dtype, n, hidden, inter, seed):
-    got, ref = _call(student, reference, e, k, dtype, n, hidden, inter, seed)
+@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+def test_gradients(student, reference, check, case):
+    got, ref = _call(student, reference, *case)
     check.grad("input gradient", got["x_grad"], ref["x_grad"])
     check.grad("weight gradient", got["weight_grad"], ref["weight_grad"])
     check.grads("expert gradient", got["grads"], ref["grads"])

@@ -2,7 +2,7 @@
 two, one token), its layout, outputs and gradients."""
 import pytest
 
-from _moe_common import check_ffn, ffn_inputs
+from _moe_common import case_id, check_ffn, ffn_inputs
 
 # (dtype, hidden, inter, batch, seq, seed)
 CASES = [("float32", 64, 128, 2, 5, 0), ("float32", 48, 136, 3, 7, 1),
@@ -32,14 +32,14 @@ def test_layout(student, reference, check):
     check_ffn(check, got, ref)
 
 
-@pytest.mark.parametrize("dtype,hidden,inter,batch,seq,seed", CASES)
-def test_output(student, reference, check, dtype, hidden, inter, batch, seq, seed):
-    got, ref = _call(student, reference, (dtype, hidden, inter, batch, seq, seed))
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output(student, reference, check, case):
+    got, ref = _call(student, reference, case)
     check_ffn(check, got, ref)
 
 
-@pytest.mark.parametrize("dtype,hidden,inter,batch,seq,seed", GRADIENT_CASES)
-def test_gradients(student, reference, check, dtype, hidden, inter, batch, seq, seed):
-    got, ref = _call(student, reference, (dtype, hidden, inter, batch, seq, seed))
+@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+def test_gradients(student, reference, check, case):
+    got, ref = _call(student, reference, case)
     check.grad("input gradient", got["x_grad"], ref["x_grad"])
     check.grads("parameter gradient", got["grads"], ref["grads"])

@@ -11,7 +11,7 @@ import itertools
 
 import pytest
 
-from _moe_common import check_moe, moe_args
+from _moe_common import case_id, check_moe, moe_args
 
 # (experts, k, norm, dtype, coef, batch, seq, hidden, inter, seed)
 CASES = [(4, 1, True, "float32", 5e-4, 2, 5, 64, 128, 100),
@@ -55,26 +55,20 @@ def test_layout(student, reference, explained, check):
     check_moe(check, got, ref, also)
 
 
-@pytest.mark.parametrize("e,k,norm,dtype,coef,b,s,hidden,inter,seed", CASES)
-def test_train(student, reference, explained, check, e, k, norm, dtype, coef, b, s, hidden,
-               inter, seed):
-    case = (e, k, norm, dtype, coef, b, s, hidden, inter, seed)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_train(student, reference, explained, check, case):
     check_moe(check, *_call(student, reference, explained, case, train=True))
 
 
-@pytest.mark.parametrize("e,k,norm,dtype,coef,b,s,hidden,inter,seed", EVAL_CASES)
-def test_eval(student, reference, explained, check, e, k, norm, dtype, coef, b, s, hidden,
-              inter, seed):
+@pytest.mark.parametrize("case", EVAL_CASES, ids=case_id)
+def test_eval(student, reference, explained, check, case):
     """In eval the aux loss is a 0-dim zero, whatever the other parts do."""
-    case = (e, k, norm, dtype, coef, b, s, hidden, inter, seed)
     got, ref, also = _call(student, reference, explained, case, train=False)
     check_moe(check, got, ref, also)
 
 
-@pytest.mark.parametrize("e,k,norm,dtype,coef,b,s,hidden,inter,seed", GRADIENT_CASES)
-def test_gradients(student, reference, explained, check, e, k, norm, dtype, coef, b, s,
-                   hidden, inter, seed):
-    case = (e, k, norm, dtype, coef, b, s, hidden, inter, seed)
+@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+def test_gradients(student, reference, explained, check, case):
     got, ref, also = _call(student, reference, explained, case, train=True)
     check.grad("input gradient", got["x_grad"], ref["x_grad"],
                alt=lambda: [r["x_grad"] for r in also()])

@@ -2,7 +2,7 @@
 for E of 3, 4 and 8 and K from 1 up to E, with and without renormalisation."""
 import pytest
 
-from _moe_common import check_route, route_args
+from _moe_common import case_id, check_route, route_args
 
 # (experts, k, norm, dtype, tokens, hidden, seed)
 CASES = [(3, 1, True, "float32", 10, 64, 20), (3, 3, True, "float64", 7, 48, 21),
@@ -19,13 +19,13 @@ def _check(student, reference, check, e, k, norm, dtype, n, hidden, seed):
     return got, ref
 
 
-@pytest.mark.parametrize("e,k,norm,dtype,n,hidden,seed", CASES)
-def test_route(student, reference, check, e, k, norm, dtype, n, hidden, seed):
-    _check(student, reference, check, e, k, norm, dtype, n, hidden, seed)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_route(student, reference, check, case):
+    _check(student, reference, check, *case)
 
 
-@pytest.mark.parametrize("e,k,norm,dtype,n,hidden,seed", GRADIENT_CASES)
-def test_gradients(student, reference, check, e, k, norm, dtype, n, hidden, seed):
-    got, ref = _check(student, reference, check, e, k, norm, dtype, n, hidden, seed)
+@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+def test_gradients(student, reference, check, case):
+    got, ref = _check(student, reference, check, *case)
     check.grad("input gradient", got["x_grad"], ref["x_grad"])
     check.grad("gate gradient", got["gate_grad"], ref["gate_grad"])
