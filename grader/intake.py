@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
-import nbformat
 import yaml
 
 from grader.config import Student
@@ -525,6 +524,8 @@ def _code_cells(path: Path) -> list[str]:
         raise NotANotebook(f"not JSON ({_reason(exc)})") from None
     if not isinstance(nb, dict) or nb.get("nbformat") not in (3, 4):
         raise NotANotebook("no notebook format version 3 or 4 (`nbformat`) in it")
+    import nbformat  # ~2 s with its schema checker: only a class with notebooks pays it
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # e.g. cells without ids: valid before 4.5
