@@ -184,10 +184,10 @@ class _Explained:
             if not found:
                 return []
             per_part.append(found)
+        if not per_part:  # every other part passed: only the reference counts
+            return []
         results = []
         for combo in itertools.islice(itertools.product(*per_part), self.MAX_COMBINATIONS):
-            if not combo:
-                continue
             try:
                 results.append(plugin.refs.combined(combo).call(probe, **args))
             except Exception:  # noqa: BLE001 - that combination breaks this probe

@@ -161,6 +161,8 @@ class LessonRefs:
         """The solution with several known mistakes at once (in different parts):
         trusted code standing for a student whose parts have exactly those bugs."""
         ids = tuple(sorted(ids))
+        if len(ids) == 1:  # one mistake: its variant, with the results it already has
+            return next(v.caller for v in self.variants if v.mistake.id == ids[0])
         if ids not in self._combined:
             if self.source is None:
                 raise LookupError("no solution to apply mistakes to (a student bundle)")
