@@ -114,9 +114,13 @@ def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler
         raise click.ClickException(str(exc)) from None
     lesson = course.lesson(lesson_key)
     # Boot the sandbox first: it imports torch (once for every slot) while this
-    # process does the same for the reference, instead of one after the other.
+    # process does the same for the reference, instead of one after the other. For one
+    # submission (a Gradescope run) without bwrap, the zygote is a fork of this
+    # process, which has read nothing of the lesson yet, nor a roster (other students'
+    # names): one import for both sides.
     sandbox = (None if scheduler else
-               slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload)))
+               slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload),
+                             fork=len(todo) == 1 and course.roster is None))
     from grader import pool
     if sandbox is not None and sandbox.memory_note:
         console.print(f"[yellow]note:[/] {escape(sandbox.memory_note)}")
@@ -257,8 +261,10 @@ def check(course_path, lesson_key, file) -> None:
     if not sandboxed:
         console.print(f"note: your code runs without the sandbox "
                       f"({bwrap.unavailable_reason()})", markup=False)
-    # The sandbox boots (torch, once) while this process imports torch for the checks.
-    sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
+    # The sandbox boots (torch, once) while this process imports torch for the checks;
+    # without bwrap the zygote is a fork of this process: one import for both sides.
+    sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload),
+                            fork=True)
     from grader import runner
     from grader.plugin import GraderFault
 

@@ -3,8 +3,9 @@
 A Sandbox is one zygote: one bubblewrap boot (or, when explicitly allowed, a
 plain process) that pays for torch and the lesson's imports once. Each Slot is a
 fork of it with its own uid and namespaces, serving one submission at a time
-(`Slot.open` gives a `Session`). Nothing here imports torch: the sandbox boots
-while the grader's own process is still importing it.
+(`Slot.open` gives a `Session`). Nothing here imports torch, so the sandbox boots
+while the grader's own process is still importing it; except where the zygote is a
+fork of this process (`_fork_zygote`), which imports it first, once for both.
 """
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
+import time
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -113,13 +117,98 @@ def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
     return msg
 
 
+# What a forked zygote may inherit of the environment in container mode: the memory of
+# a fork holds the parent's environment block, so any other variable (a token, a key)
+# means the zygote is started afresh instead (`_forkable`).
+PLAIN_ENV = frozenset({
+    "PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME", "TERM", "LANG", "LANGUAGE",
+    "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "VIRTUAL_ENV", "OMP_NUM_THREADS",
+    "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "GRADER_CONTAINER",
+    "GRADER_PRIVATE", "AUTOGRADER_ROOT"})
+
+
+def _forkable(mode: str) -> bool:
+    """May the zygote be a fork of this process? Unsandboxed, a submission runs as this
+    user and could read all of it anyway; in a container, only while the environment
+    holds nothing beyond PLAIN_ENV (and LC_*). Under bwrap, never: it is a new exec."""
+    if mode == "none":
+        return True
+    return mode == "container" and all(k in PLAIN_ENV or k.startswith("LC_")
+                                       for k in os.environ)
+
+
+class _Forked:
+    """A zygote forked from this process: the part of Popen that Sandbox uses."""
+
+    def __init__(self, pid: int, stderr_fd: int):
+        self.pid, self.returncode = pid, None
+        self.stderr = open(stderr_fd, "rb")
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.poll() is None:
+            if deadline is not None and time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout)
+            time.sleep(0.01)
+        return self.returncode
+
+
+def _fork_zygote(child: socket.socket, probes: Path, preload: tuple[str, ...],
+                 scratch: str, container: bool, cgroup_path: Path | None) -> _Forked:
+    """Start the zygote as a fork of this process once it has imported torch: one
+    import serves both sides (half the CPU on one core, and the pages are shared).
+    Call it before this process reads anything a submission must not see, from the
+    main thread, with no other thread running."""
+    import torch  # noqa: F401 - the point of forking: imported once, for both sides
+
+    err_r, err_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the zygote: a fresh session, only its socket, a clean environment
+        try:
+            os.setsid()
+            null = os.open(os.devnull, os.O_RDWR)
+            os.dup2(null, 0)
+            os.dup2(null, 1)
+            os.dup2(err_w, 2)
+            keep = {0, 1, 2, child.fileno()}
+            for fd in map(int, os.listdir("/proc/self/fd")):
+                if fd not in keep:
+                    try:
+                        os.close(fd)
+                    except OSError:
+                        pass  # the listing's own descriptor, already gone
+            os.environ.clear()
+            os.environ.update({"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
+            from grader.sandbox import zygote
+
+            zygote.start(str(probes), child.fileno(), list(preload), container=container,
+                         cgroup=str(cgroup_path) if cgroup_path else zygote.CGROUP,
+                         scratch=scratch)
+        except BaseException:  # noqa: BLE001 - reported on the stderr pipe
+            traceback.print_exc()
+            sys.stderr.flush()
+            os._exit(70)
+        os._exit(0)
+    os.close(err_w)
+    return _Forked(pid, err_r)
+
+
 class Sandbox:
     """The warm zygote. It starts booting at once; `slot()` waits for it to be ready.
     Start it from the thread that will outlive it: bwrap dies with the thread that
-    started it (PR_SET_PDEATHSIG)."""
+    started it (PR_SET_PDEATHSIG). `fork`: this process holds nothing yet that a
+    submission must not see (one submission, nothing of the lesson loaded), so in the
+    modes without bwrap the zygote may be its fork (`_forkable`, `_fork_zygote`)."""
 
     def __init__(self, probes: Path, sandboxed: bool = True,
-                 preload: tuple[str, ...] = ("torch",)):
+                 preload: tuple[str, ...] = ("torch",), fork: bool = False):
         self.sandboxed = sandboxed
         self.mode = bwrap.mode() if sandboxed else "none"  # what records say ("sandbox")
         # Rootless, every child runs as the one uid the user has: its uid number inside
@@ -136,14 +225,20 @@ class Sandbox:
             _keep_from_submissions(probes, Path(self.scratch))
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
-        cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
-                                   self.mode == "container", self.cgroup_path) if plain
-               else bwrap.command(probes, fd, list(preload), self.cgroup_path,
-                                  userns=self.mode == "userns"))
-        env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
-        self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                     env=env, start_new_session=True)
+        self.forked = plain and fork and _forkable(self.mode)
+        self.proc: subprocess.Popen | _Forked
+        if self.forked:
+            self.proc = _fork_zygote(child, probes, preload, self.scratch,
+                                     self.mode == "container", self.cgroup_path)
+        else:
+            cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
+                                       self.mode == "container", self.cgroup_path) if plain
+                   else bwrap.command(probes, fd, list(preload), self.cgroup_path,
+                                      userns=self.mode == "userns"))
+            env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
+            self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                         env=env, start_new_session=True)
         child.close()
         self.ctrl = parent
         self._ready = False
@@ -292,6 +387,6 @@ class Slot:
 
 
 def open_slot(probes: Path, sandboxed: bool = True,
-              preload: tuple[str, ...] = ("torch",)) -> Slot:
+              preload: tuple[str, ...] = ("torch",), fork: bool = False) -> Slot:
     """A sandbox with a single slot, closed with it (one-off uses, tests)."""
-    return Sandbox(probes, sandboxed, preload).sole_slot()
+    return Sandbox(probes, sandboxed, preload, fork).sole_slot()

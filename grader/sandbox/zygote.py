@@ -81,7 +81,6 @@ _report: int | None = None
 
 
 def main() -> None:
-    global CONTAINER, CGROUP
     ap = argparse.ArgumentParser()
     ap.add_argument("--probes", required=True)
     ap.add_argument("--ctrl-fd", type=int, required=True)
@@ -95,27 +94,39 @@ def main() -> None:
     ap.add_argument("--scratch", default=SCRATCH,
                     help="unsandboxed: the run's private directory (a child's goes in it)")
     args = ap.parse_args()
-    CONTAINER, CGROUP = args.container, args.cgroup
-    if args.sandboxed:
-        _shed_inheritance(ZYGOTE_CAPS + (USERNS_CAPS if args.userns else ()))
+    start(args.probes, args.ctrl_fd, list(filter(None, args.preload.split(","))),
+          sandboxed=args.sandboxed, userns=args.userns, container=args.container,
+          cgroup=args.cgroup, scratch=args.scratch)
+
+
+def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool = False,
+          userns: bool = False, container: bool = False, cgroup: str = CGROUP,
+          scratch: str = SCRATCH) -> None:
+    """Warm up, say ready, serve slots until the trusted side hangs up. Run by `main`
+    in a fresh interpreter, or in a fork of the trusted process that has imported
+    torch and nothing else yet (slot.Sandbox's `fork`: one import for both sides)."""
+    global CONTAINER, CGROUP
+    CONTAINER, CGROUP = container, cgroup
+    if sandboxed:
+        _shed_inheritance(ZYGOTE_CAPS + (USERNS_CAPS if userns else ()))
     import torch  # paid once per worker, inherited by every child
 
     torch.set_num_threads(1)
-    for name in filter(None, args.preload.split(",")):
+    for name in preload:
         importlib.import_module(name)  # e.g. transformers.activations: not per student
     global protocol
     protocol = _load_module("grader_protocol",
                             os.path.join(os.path.dirname(__file__), "protocol.py"))
-    probes = _load_module("probes", args.probes)
+    probes = _load_module("probes", probes_path)
     if hasattr(probes, "warm_up"):  # first-use costs paid once here, not in every child
         probes.warm_up()
     # Keep the garbage collector out of everything imported so far: a child's first
     # collection would otherwise touch (and so copy-on-write) the whole warm heap.
     gc.collect()
     gc.freeze()
-    ctrl = socket.socket(fileno=args.ctrl_fd)
+    ctrl = socket.socket(fileno=ctrl_fd)
     ctrl.send(b'{"event": "ready"}')
-    _serve_slots(ctrl, probes, args.sandboxed, args.scratch, args.userns)
+    _serve_slots(ctrl, probes, sandboxed, scratch, userns)
 
 
 def _load_module(name: str, path: str):

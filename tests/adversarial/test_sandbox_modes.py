@@ -2,6 +2,8 @@
 whose machine blocks unprivileged user namespaces is told the cause and the fix."""
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from grader.sandbox import bwrap
@@ -33,3 +35,21 @@ def test_otherwise_the_container_profile_is_named(monkeypatch, tmp_path):
 def test_the_autograders_marker_means_a_container(monkeypatch):
     monkeypatch.setenv("GRADER_CONTAINER", "1")
     assert bwrap._in_container()
+
+
+def test_a_zygote_is_forked_only_where_nothing_secret_is_inherited(monkeypatch):
+    """A fork holds its parent's environment block in memory: in container mode the
+    zygote is forked (one torch import for both sides) only while the environment has
+    nothing beyond the plain variables; under bwrap it is always a fresh exec."""
+    from grader.sandbox import slot as slots
+
+    for key in list(os.environ):
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.setenv("GRADER_CONTAINER", "1")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    assert slots._forkable("container") and slots._forkable("none")
+    assert not slots._forkable("root") and not slots._forkable("userns")
+    monkeypatch.setenv("LTI_PRIVATE_KEY", "-----BEGIN PRIVATE KEY-----")
+    assert not slots._forkable("container")
+    assert slots._forkable("none")  # unsandboxed, the submission is this user anyway

@@ -70,3 +70,29 @@ def test_two_slots_never_share_a_uid(course):
         os.close(held2)
     finally:
         os.close(held)
+
+
+def test_a_forked_zygote_grades_alike_and_inherits_no_environment(course, tmp_path,
+                                                                  monkeypatch):
+    """Without bwrap, one submission's zygote is a fork of the grader (`fork=True`):
+    the same scores, and none of the grader's environment or open files reach it."""
+    monkeypatch.setenv("GRADER_TEST_SECRET", "s3cret-token")
+    lesson = course.lesson("13")
+    kept = open(tmp_path / "open-in-the-grader", "w")  # noqa: SIM115 - held open on purpose
+    slot = open_slot(course.path(lesson.probes), sandboxed=False,
+                     preload=tuple(lesson.preload), fork=True)
+    peek = SOLUTION.read_text() + (
+        "\nimport os as _os\nraise RuntimeError('ENV ' + ','.join(sorted(_os.environ)) + "
+        "' FDS ' + ','.join(_os.readlink(f'/proc/self/fd/{fd}') for fd in "
+        "_os.listdir('/proc/self/fd')))\n")
+    try:
+        assert slot.sandbox.forked
+        recs = grade_all(course, slot, tmp_path, {"honest": SOLUTION.read_text(),
+                                                  "peek": peek})
+    finally:
+        slot.close()
+        kept.close()
+    assert recs["honest"]["score"] == FULL and recs["honest"]["sandbox"] == "none"
+    seen = recs["peek"]["problem"] + recs["peek"]["import_traceback"]
+    assert "ENV " in seen and "s3cret" not in seen and "GRADER_TEST_SECRET" not in seen
+    assert "open-in-the-grader" not in seen, seen
