@@ -18,7 +18,7 @@ import yaml
 
 from grader import runner
 from grader.config import Course
-from grader.reference import Caller, refs_for, save_recording
+from grader.reference import refs_for, save_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = "public-reference.bin"
@@ -48,7 +48,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     for v in refs.variants:
         v.caller.cache.clear()
     refs.signatures = None  # recomputed over the public tests only
-    as_student = Caller(refs.reference.module, refs.probes, refs.reference.cache)
+    as_student = refs.reference.twin()
     runner.run_tests(course, lesson_key, [(as_student, lambda raw: None)],
                      select=runner.PRACTICE, precompute=True)
 

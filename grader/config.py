@@ -208,8 +208,9 @@ def load(path: Path | str = "course.yml") -> Course:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: ten times faster
+        node = yaml.compose(text, Loader=loader)
+        data = yaml.load(text, Loader=loader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):

@@ -45,7 +45,7 @@ def self_check(course: Course, lesson_key: str) -> dict[str, dict]:
     workers inherit and refuses to run with hidden tests that fail the solution.
     Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
     refs = refs_for(course, lesson_key)
-    as_student = _Noting(Caller(refs.reference.module, refs.probes, refs.reference.cache))
+    as_student = _Noting(refs.reference.twin())
     reports: list[dict] = []
     # Mistake signatures (which tests each known mistake fails) are computed here, once:
     # the composite part's rule and every diagnosis need them, and each forked worker
@@ -92,14 +92,57 @@ def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Pa
     sandbox = sandbox or Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
     slots: list[Slot] = []
     try:
-        requests = self_check(course, lesson_key)  # while the sandbox boots (torch, once)
-        sandbox.preload(requests)
+        # One submission of a lesson recorded when its zip was built (a Gradescope run):
+        # the solution was checked then, and its inputs are better sent than preloaded.
+        if len(todo) > 1 or not refs_for(course, lesson_key).recorded:
+            requests = self_check(course, lesson_key)  # while the sandbox boots
+            sandbox.preload(requests)
+        if len(todo) == 1:
+            slots = [_FirstUse(sandbox)]
+            _grade_here(course, lesson_key, todo[0], out, slots[0], language, summary,
+                        progress)
+            return
         slots = [sandbox.slot() for _ in range(jobs)]
         _run_workers(course, lesson_key, todo, out, slots, language, summary, progress)
     finally:
         for slot in slots:  # the parent opened them: it closes them, after the workers
             slot.close()
         sandbox.close()
+
+
+class _FirstUse:
+    """The sandbox's slot, taken when the submission is opened: after pytest has
+    collected the hidden tests, which it does while the sandbox is still booting."""
+
+    def __init__(self, sandbox: Sandbox):
+        self.sandbox, self.sandboxed, self._slot = sandbox, sandbox.sandboxed, None
+
+    def open(self, *args, **kwargs):
+        if self._slot is None:
+            self._slot = self.sandbox.slot()
+        return self._slot.open(*args, **kwargs)
+
+    def close(self) -> None:
+        if self._slot is not None:
+            self._slot.close()
+
+
+def _grade_here(course: Course, lesson_key: str, sub: Submission, out: Path,
+                slot: _FirstUse, language: str, summary: Summary,
+                progress: Callable[[str, dict], None]) -> None:
+    """One submission, in this process: no worker to fork and start pytest in."""
+    store = Store(out)
+
+    def save(record: dict) -> None:
+        store.save(record, render_student(record, course, lesson_key, language))
+        summary.count(record["status"])
+        progress("done", {"student_id": record["student_id"], "status": record["status"]})
+
+    try:
+        runner.grade_many(course, lesson_key, [sub], slot, save)
+    except Exception:  # noqa: BLE001 - as a worker's crash: named, the run goes on
+        summary.worker_failures.append(f"grading {sub.student_id}: "
+                                       f"{traceback.format_exc()[-1500:]}")
 
 
 def _run_workers(course, lesson_key, todo, out, slots, language, summary, progress) -> None:

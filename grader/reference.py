@@ -13,13 +13,19 @@ import importlib.util
 import struct
 import sys
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import torch
 import yaml
 
 from grader.sandbox import protocol
+
+# libyaml's parser where PyYAML has it: the pure-Python one takes a tenth of a second
+# over a lesson's mistakes.yml, on every run
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def request_key(probe: str, args: dict) -> str:
@@ -103,7 +109,7 @@ def load_mistakes(path: Path) -> list[Mistake]:
     if not path.exists():
         return []
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) or []
     except yaml.YAMLError as exc:
         raise ValueError(f"{path} is not valid YAML: {exc}") from None
     out = []
@@ -120,22 +126,39 @@ def load_mistakes(path: Path) -> list[Mistake]:
     return out
 
 
-@dataclass
 class Caller:
-    """Runs probes on a trusted module, memoised by request content. Without a module
-    it is a recording (a student bundle has no solution): it only answers from it."""
-    module: types.ModuleType | None
-    probes: types.ModuleType
-    cache: dict = field(default_factory=dict)
+    """Runs probes on a trusted module, memoised by request content. The module may be
+    given as `load`, called on the first request the cache cannot answer (a recording
+    made when the autograder zip was built answers every graded one, so a run never
+    imports the solution, nor its 27 mistakes). Without either it is a recording (a
+    student bundle has no solution): it only answers from it."""
+
+    def __init__(self, module: types.ModuleType | None, probes: types.ModuleType,
+                 cache: dict | None = None,
+                 load: Callable[[], types.ModuleType] | None = None):
+        self._module, self.probes, self._load = module, probes, load
+        self.cache = {} if cache is None else cache
+
+    @property
+    def module(self) -> types.ModuleType | None:
+        if self._module is None and self._load is not None:
+            self._module = self._load()
+        return self._module
+
+    def twin(self) -> "Caller":
+        """Another caller on the same module and cache (the reference in a student's
+        seat), loading the module only if it must, and then once for both."""
+        return Caller(self._module, self.probes, self.cache, self._load)
 
     def call(self, probe: str, **args) -> dict:
         key = request_key(probe, args)
         if key not in self.cache:
-            if self.module is None:
+            module = self.module
+            if module is None:
                 raise LookupError(f"no recorded reference for this {probe} call: the "
                                   "student bundle covers the public tests only")
             with torch.random.fork_rng():
-                self.cache[key] = getattr(self.probes, probe)(self.module, **args)
+                self.cache[key] = getattr(self.probes, probe)(module, **args)
         return self.cache[key]
 
 
@@ -155,6 +178,9 @@ class LessonRefs:
     signatures: dict[str, set[str]] | None = None
     source: str | None = None  # the solution's text (none in a student bundle)
     key: str = ""
+    # warmed from a recording made from these very files, by a run that checked the
+    # solution gets full marks (the autograder zip's): the check need not run again
+    recorded: bool = False
     _combined: dict[tuple[str, ...], Caller] = field(default_factory=dict)
 
     def combined(self, ids: tuple[str, ...]) -> Caller:
@@ -180,25 +206,50 @@ _LOADED: dict[str, LessonRefs] = {}
 
 def lesson_refs(key: str, solution: Path | None, tests: Path,
                 recorded: Path | None = None) -> LessonRefs:
-    """The solution and its mistakes as callers; or, where there is no solution (a
-    student bundle), what `save_recording` kept of them for the public tests."""
+    """The solution and its mistakes as callers, each module loaded on first need; a
+    recording of their results (`save_recording`) warms their caches when it was made
+    from these very files. Where there is no solution (a student bundle), the
+    recording alone, for the public tests."""
     cache_key = f"{key}:{tests.resolve()}"
     if cache_key not in _LOADED:
         probes = load_file(f"_probes_{key}", tests / "probes.py")
+        data = protocol.loads(recorded.read_bytes()) if recorded and recorded.exists() else None
         if solution is not None and solution.exists():
             source = solution.read_text(encoding="utf-8")
-            reference = Caller(load_module(f"_solution_{key}", source, str(solution)), probes)
+            if data is not None and data.get("digest") != lesson_digest(solution, tests):
+                data = None  # made from other files: computed afresh instead
+            data = data or {"reference": {}, "variants": {}, "signatures": None}
+
+            def loader(name: str, text: str) -> Callable[[], types.ModuleType]:
+                return cache(lambda: load_module(name, text, str(solution)))
+
+            reference = Caller(None, probes, data["reference"],
+                               loader(f"_solution_{key}", source))
             variants = [
-                Variant(m, Caller(load_module(f"_mistake_{key}_{m.id}", m.apply(source),
-                                              str(solution)), probes))
+                Variant(m, Caller(None, probes, data["variants"].get(m.id, {}),
+                                  loader(f"_mistake_{key}_{m.id}", m.apply(source))))
                 for m in load_mistakes(tests / "mistakes.yml")
             ]
-            _LOADED[cache_key] = LessonRefs(reference, variants, probes, source=source, key=key)
-        elif recorded is not None and recorded.exists():
-            _LOADED[cache_key] = _load_recording(recorded, probes)
+            signatures = data["signatures"]
+            _LOADED[cache_key] = LessonRefs(
+                reference, variants, probes, source=source, key=key,
+                signatures=None if signatures is None else {
+                    k: set(v) for k, v in signatures.items()},
+                recorded=bool(data["reference"]))
+        elif data is not None:
+            _LOADED[cache_key] = _from_recording(data, probes)
         else:
             raise FileNotFoundError(f"lesson {key}: neither the solution nor a recording")
     return _LOADED[cache_key]
+
+
+def lesson_digest(solution: Path, tests: Path) -> str:
+    """What a recording was made from: the solution and every file of the tests folder."""
+    h = hashlib.sha256(solution.read_bytes())
+    for f in sorted(f for f in tests.rglob("*") if f.is_file() and f.suffix != ".pyc"
+                    and "__pycache__" not in f.relative_to(tests).parts):
+        h.update(b"\0" + str(f.relative_to(tests)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
 
 
 def refs_for(course, key: str) -> LessonRefs:
@@ -209,23 +260,26 @@ def refs_for(course, key: str) -> LessonRefs:
                        course.path(lesson.recorded) if lesson.recorded else None)
 
 
-def save_recording(refs: LessonRefs, path: Path) -> None:
+def save_recording(refs: LessonRefs, path: Path, digest: str = "") -> None:
     """Keep the reference's and every mistake's results of the calls made so far, the
     mistakes' titles and hints (not their edits, which quote the solution) and their
-    signatures: enough to run and diagnose those tests without the solution."""
+    signatures: enough to run and diagnose those tests without the solution. `digest`
+    (`lesson_digest`) ties it to the files it was made from, where they ship with it."""
     data = {"reference": refs.reference.cache,
             "variants": {v.mistake.id: v.caller.cache for v in refs.variants},
             "mistakes": [{"id": v.mistake.id, "part": v.mistake.part,
                           "title": v.mistake.title, "hint": v.mistake.hint}
                          for v in refs.variants],
-            "signatures": {k: sorted(v) for k, v in (refs.signatures or {}).items()}}
+            "signatures": None if refs.signatures is None else {
+                k: sorted(v) for k, v in refs.signatures.items()},
+            "digest": digest}
     path.write_bytes(protocol.dumps(data))
 
 
-def _load_recording(path: Path, probes: types.ModuleType) -> LessonRefs:
-    data = protocol.loads(path.read_bytes())
+def _from_recording(data: dict, probes: types.ModuleType) -> LessonRefs:
     variants = [Variant(Mistake(m["id"], m["part"], m["title"], m["hint"], []),
                         Caller(None, probes, data["variants"][m["id"]]))
                 for m in data["mistakes"]]
+    signatures = data["signatures"]
     return LessonRefs(Caller(None, probes, data["reference"]), variants, probes,
-                      {k: set(v) for k, v in data["signatures"].items()})
+                      None if signatures is None else {k: set(v) for k, v in signatures.items()})

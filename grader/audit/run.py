@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from grader.audit import equivalents as listing
-from grader.audit.mutants import Mutant, generate, sample
+from grader.audit.mutants import generate, sample
 from grader.audit.operators import OPERATORS
 from grader.audit.report import Audit, verdict
 from grader.config import Course

@@ -7,19 +7,29 @@ roster disagree; `build_autograder_zip` packages this grader for Gradescope.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from grader.config import Course
-from grader.export import canvas, gradescope, lti, moodle, nbgrader_db, roster
-from grader.export.autograder_zip import build as build_autograder_zip
+if TYPE_CHECKING:
+    from grader.config import Course
 
 FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
 
 __all__ = ["FORMATS", "build_autograder_zip", "export"]
 
 
+def build_autograder_zip(course_root: Path, lesson_key: str, dest: Path) -> Path:
+    """`autograder_zip.build`. Importing this package loads no format: Gradescope's
+    `run_autograder` starts in autograder_zip and must not wait for the rest."""
+    from grader.export.autograder_zip import build
+
+    return build(course_root, lesson_key, dest)
+
+
 def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
            formats: list[str]) -> list[Path]:
     """Write the formats into out_dir; returns the files written."""
+    from grader.export import canvas, gradescope, lti, moodle, nbgrader_db, roster
+
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown export format(s) {unknown}; known: {', '.join(FORMATS)}")

@@ -26,8 +26,6 @@ from pathlib import Path
 
 import yaml
 
-from grader.config import load
-from grader.export.gradescope import results
 from grader.sandbox.slot import BASE_UID
 from grader.store import safe_name
 
@@ -64,9 +62,12 @@ RUN = """#!/usr/bin/env bash
 set -euo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 cd "$ROOT/source"
-exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" -m grader.export.autograder_zip \\
-    --lesson {lesson} --root "$ROOT"
+exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
+    -c "from grader.export.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"
 """
+# What of Gradescope's environment the grading process gets: nothing else, so that in
+# container mode its sandbox's zygote may be its fork (slot._forkable)
+PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 SKIP = {"__pycache__", ".pytest_cache"}
 
@@ -89,6 +90,8 @@ def _torch_pin(course_root: Path) -> str:
 
 def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     """Write the zip to dest (a .zip path, or a folder to put `autograder_<lesson>.zip` in)."""
+    from grader.config import load
+
     course_root = Path(course_root).resolve()
     course = load(course_root / "course.yml")
     lesson = course.lesson(lesson_key)
@@ -97,6 +100,8 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
         next(k for k in raw["lessons"] if str(k) == lesson_key)].items()
         if k not in ("submissions", "out")}}
     raw.pop("roster", None)
+    recording = f"reference/{safe_name(lesson_key)}.bin"
+    raw["lessons"][lesson_key]["recorded"] = recording
     sources = [course_root / "pyproject.toml", course_root / "grader"]
     sources += [course.path(p) for p in (lesson.solution, lesson.stub, lesson.tests)]
     if (course_root / "templates").is_dir():
@@ -114,10 +119,28 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
             info.external_attr = 0o100755 << 16
             z.writestr(info, text)
         z.writestr("course.yml", yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        z.writestr(recording, _recording(course, lesson_key))
         for src in sources:
             for f in _files(src.resolve()):
                 z.write(f, f.relative_to(course_root).as_posix())
     return dest
+
+
+def _recording(course, lesson_key: str) -> bytes:
+    """The reference's and every known mistake's results for the hidden tests, and the
+    mistakes' signatures, computed now (the solution graded as a student, as every run
+    does first): a run on Gradescope then loads them instead of importing the solution
+    and its mistakes and computing them again for each submission."""
+    from grader.pool import self_check
+    from grader.reference import lesson_digest, refs_for, save_recording
+
+    lesson = course.lesson(lesson_key)
+    self_check(course, lesson_key)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "recording.bin"
+        save_recording(refs_for(course, lesson_key), path,
+                       lesson_digest(course.path(lesson.solution), course.path(lesson.tests)))
+        return path.read_bytes()
 
 
 def _student_id(root: Path) -> str:
@@ -143,8 +166,8 @@ def run(root: Path, lesson_key: str) -> int:
         # namespaces, with what the submission must not read named
         private = [source, root / "submission", root / "results",
                    root / "submission_metadata.json"]
-        env = {**os.environ, "GRADER_CONTAINER": "1",
-               "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
+        env = {**{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+               "GRADER_CONTAINER": "1", "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
         done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
         print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
         scores_file = out / "scores.json"
@@ -152,6 +175,10 @@ def run(root: Path, lesson_key: str) -> int:
             print(f"grader run exited {done.returncode} without scores.json", file=sys.stderr)
             return 1  # no results.json: Gradescope flags the run for staff
         scores = json.loads(scores_file.read_text(encoding="utf-8"))
+    # imported only now: the grading process is not kept waiting for them
+    from grader.config import load
+    from grader.export.gradescope import results
+
     student = next(s for s in scores["students"] if s["student_id"] == sid)
     course = load(source / "course.yml")
     (root / "results").mkdir(parents=True, exist_ok=True)

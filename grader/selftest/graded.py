@@ -10,7 +10,7 @@ from grader import runner
 from grader.config import Course
 from grader.feedback import points
 from grader.plan import Submission, Summary, plan
-from grader.reference import Caller, Mistake, refs_for
+from grader.reference import Mistake, refs_for
 from grader.selftest.findings import INDISTINGUISHABLE, RAISES, Finding, failed, ok
 from grader.store import Store, safe_name
 
@@ -63,7 +63,7 @@ def practice(course: Course, key: str) -> Finding:
     """The practice tests (what `grader check` runs) pass on the solution too."""
     refs = refs_for(course, key)
     reports: list[dict] = []
-    as_student = Caller(refs.reference.module, refs.probes, refs.reference.cache)
+    as_student = refs.reference.twin()
     runner.run_tests(course, key, [(as_student, reports.append)], select=runner.PRACTICE)
     tests = runner.score(course, key, reports[0])["tests"]
     failing = [f"{t['name']}: {t['message']}" for t in tests if t["outcome"] != "passed"]

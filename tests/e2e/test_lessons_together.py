@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from grader import config, runner
-from grader.reference import Caller, refs_for
+from grader.reference import refs_for
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN_HELPER = '''
@@ -44,8 +44,7 @@ def course(tmp_path_factory) -> config.Course:
 def graded_as_solution(course: config.Course, key: str) -> dict:
     refs = refs_for(course, key)
     reports: list[dict] = []
-    runner.run_tests(course, key, [(Caller(refs.reference.module, refs.probes,
-                                           refs.reference.cache), reports.append)])
+    runner.run_tests(course, key, [(refs.reference.twin(), reports.append)])
     return runner.score(course, key, reports[0])
 
 

@@ -1,0 +1,64 @@
+"""The autograder zip carries the hidden tests' reference results, computed when it is
+built: a Gradescope run loads them instead of importing the solution and its known
+mistakes and computing everything again for each submission. A recording made from
+other files than the ones beside it is ignored, never trusted."""
+from __future__ import annotations
+
+import shutil
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader import runner
+from grader.config import load
+from grader.reference import lesson_digest, lesson_refs, refs_for
+
+REPO = Path(__file__).resolve().parents[2]
+SOLUTION = REPO / "solutions" / "13_moe.py"
+HIDDEN = REPO / "hidden_tests" / "13_moe"
+
+
+def test_modules_load_on_first_need_and_once(tmp_path):
+    tests = tmp_path / "13_moe"
+    shutil.copytree(HIDDEN, tests, ignore=shutil.ignore_patterns("__pycache__"))
+    refs = lesson_refs("lazy-13", SOLUTION, tests)
+    assert refs.reference._module is None and not refs.recorded
+    assert all(v.caller._module is None for v in refs.variants)
+    twin = refs.reference.twin()
+    assert twin.module is not None and refs.reference.module is twin.module
+
+
+@pytest.fixture(scope="module")
+def zip_root(tmp_path_factory) -> Path:
+    from grader.export import build_autograder_zip
+
+    tmp = tmp_path_factory.mktemp("zip")
+    with zipfile.ZipFile(build_autograder_zip(REPO, "13", tmp)) as z:
+        z.extractall(tmp / "source")
+    return tmp / "source"
+
+
+def test_the_zip_grades_from_its_recording_alone(zip_root):
+    lesson = yaml.safe_load((zip_root / "course.yml").read_text())["lessons"]["13"]
+    assert lesson["recorded"] == "reference/13.bin"
+    course = load(zip_root / "course.yml")
+    refs = refs_for(course, "13")
+    assert refs.recorded and len(refs.reference.cache) >= 30
+    assert set(refs.signatures) == {v.mistake.id for v in refs.variants}
+    reports: list[dict] = []
+    runner.run_tests(course, "13", [(refs.reference.twin(), reports.append)])
+    assert runner.score(course, "13", reports[0])["score"] == 10.0
+    # neither the solution nor any of its known mistakes was imported
+    assert refs.reference._module is None
+    assert all(v.caller._module is None for v in refs.variants)
+
+
+def test_a_recording_beside_other_files_is_ignored(zip_root, tmp_path):
+    solution = tmp_path / "13_moe.py"
+    solution.write_text(SOLUTION.read_text() + "\n# edited after the zip was built\n")
+    tests = zip_root / "hidden_tests" / "13_moe"
+    assert lesson_digest(solution, tests) != lesson_digest(SOLUTION, tests)
+    stale = lesson_refs("edited-13", solution, tests, zip_root / "reference" / "13.bin")
+    assert not stale.recorded and stale.reference.cache == {} and stale.signatures is None
