@@ -136,9 +136,21 @@ def _recording(course, lesson_key: str) -> bytes:
 
     lesson = course.lesson(lesson_key)
     self_check(course, lesson_key)
+    refs = refs_for(course, lesson_key)
+    # Each known mistake graded as a submission: what grading one asks of the trusted
+    # side beyond its own part's tests (a composite part compares with the mistakes
+    # established in the other parts) is then recorded too, so that no single known
+    # mistake makes a run import the solution after all.
+    # (As a student each has a cache of its own: only what is asked of the trusted
+    # side is kept.)
+    from grader import runner
+    from grader.reference import Caller
+
+    runner.run_tests(course, lesson_key, [(Caller(v.caller.module, refs.probes),
+                                           lambda raw: None) for v in refs.variants])
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "recording.bin"
-        save_recording(refs_for(course, lesson_key), path,
+        save_recording(refs, path,
                        lesson_digest(course.path(lesson.solution), course.path(lesson.tests)))
         return path.read_bytes()
 

@@ -13,11 +13,13 @@ import yaml
 
 from grader import runner
 from grader.config import load
-from grader.reference import lesson_digest, lesson_refs, refs_for
+from grader.reference import Caller, lesson_digest, lesson_refs, load_module, refs_for
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "13_moe.py"
 HIDDEN = REPO / "hidden_tests" / "13_moe"
+RENORM = ("topk_weight = topk_weight / (topk_weight.sum(dim=-1, keepdim=True) + 1e-20)",
+          "topk_weight = topk_weight")
 
 
 def test_modules_load_on_first_need_and_once(tmp_path):
@@ -50,6 +52,14 @@ def test_the_zip_grades_from_its_recording_alone(zip_root):
     reports: list[dict] = []
     runner.run_tests(course, "13", [(refs.reference.twin(), reports.append)])
     assert runner.score(course, "13", reports[0])["score"] == 10.0
+    # a submission with a known mistake: diagnosed, and the moe part compares with
+    # that mistake's results, all from the recording
+    student = Caller(load_module("_student_renorm", SOLUTION.read_text().replace(*RENORM),
+                                 "13_moe.py"), refs.probes)
+    runner.run_tests(course, "13", [(student, reports.append)])
+    parts = runner.score(course, "13", reports[1])["parts"]
+    assert parts["router"]["diagnosis"]["id"] == "no_renorm"
+    assert parts["moe"]["score"] == parts["moe"]["max_score"]
     # neither the solution nor any of its known mistakes was imported
     assert refs.reference._module is None
     assert all(v.caller._module is None for v in refs.variants)

@@ -1,0 +1,148 @@
+#!/usr/bin/env python
+"""How long one submission alone takes, against the student's own imports, here and now.
+
+    .venv/bin/python scripts/bench_one.py            # 3 rounds, on 2 cores and on 1
+    .venv/bin/python scripts/bench_one.py --rounds 5 --cores 1
+
+What a student waits for is `grader check` and a Gradescope run. Their yardstick is
+what the student's own file costs before it computes anything:
+`python -c "import torch, transformers.activations"`. Each round runs, pinned to the
+same cores and one after the other (so a busy moment hits them alike):
+
+* imports: that yardstick;
+* check, sandboxed: `grader check` in a student bundle, with bubblewrap where this
+  machine has it (the sandbox boots while the grader imports torch);
+* check, no bwrap: the same where bubblewrap is not installed (most students' laptops):
+  the sandbox's zygote is a fork of the grader's process, one import for both;
+* gradescope: the autograder zip's `grader run` on one submission, in container mode
+  (as root: CAP_SYS_ADMIN dropped with capsh, as Gradescope's Docker profile does),
+  in its own memory cgroup, whose peak is the whole process tree's memory.
+
+It prints each one's median wall time and its ratio to the imports' median of the same
+rounds (target: 1.25 or less), and the peak memory (target: under 600 MB). Exit 0:
+targets are reported, not asserted (machines are noisy).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PY = sys.executable
+IMPORTS = [PY, "-c", "import torch, transformers.activations"]
+
+
+def timed(cmd: list[str], cores: int, cwd: Path | None = None,
+          env: dict | None = None) -> float:
+    cpus = sorted(os.sched_getaffinity(0))[:cores]
+    started = time.monotonic()
+    done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                          preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    seconds = time.monotonic() - started
+    if done.returncode not in (0, 1):  # check exits 1 when a test fails
+        sys.exit(f"{cmd[:4]} failed ({done.returncode}):\n{done.stdout[-2000:]}"
+                 f"{done.stderr[-2000:]}")
+    return seconds
+
+
+def no_bwrap_path(tmp: Path) -> str:
+    """A PATH without bubblewrap: the grader then runs check without it."""
+    bin_dir = tmp / "bin"
+    bin_dir.mkdir()
+    return str(bin_dir)
+
+
+def gradescope_setup(tmp: Path) -> tuple[Path, Path] | None:
+    """The zip unpacked as Gradescope would, and one submission: (source, submissions)."""
+    if os.geteuid() != 0 or not shutil.which("capsh"):
+        return None
+    from grader.export import build_autograder_zip
+
+    zip_path = build_autograder_zip(REPO, "13", tmp / "zip")
+    source = tmp / "gs" / "source"
+    with zipfile.ZipFile(zip_path) as z:
+        z.extractall(source)
+    subs = tmp / "gs" / "submissions" / "s1"
+    subs.mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / "13_moe.py", subs / "13_moe.py")
+    return source, subs.parent
+
+
+def gradescope_run(source: Path, subs: Path, out: Path, cores: int) -> tuple[float, int]:
+    """Seconds and peak bytes of the process tree (0 without a memory cgroup)."""
+    from grader.sandbox import cgroup
+
+    shutil.rmtree(out, ignore_errors=True)
+    group, _ = cgroup.create()
+    enter = f"echo $$ > {group / 'cgroup.procs'}; " if group else ""
+    cmd = [shutil.which("capsh") or "capsh", "--drop=cap_sys_admin", "--", "-c",
+           f"{enter}exec {PY} -m grader.cli run --lesson 13 --submissions {subs} "
+           f"--out {out}"]
+    env = {"PATH": "/usr/bin:/bin", "GRADER_CONTAINER": "1"}
+    try:
+        seconds = timed(cmd, cores, cwd=source, env=env)
+        peak = 0
+        if group is not None:
+            v1 = (group / "memory.max_usage_in_bytes").exists()
+            peak = int((group / ("memory.max_usage_in_bytes" if v1 else "memory.peak"))
+                       .read_text())
+    finally:
+        if group is not None:
+            cgroup.remove(group)
+    return seconds, peak
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cores", type=int, nargs="*", default=[2, 1])
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-one-"))
+    tmp.chmod(0o755)  # container mode's submission user crosses it to its scratch
+    try:
+        bundle = tmp / "bundle"
+        subprocess.run([PY, "-m", "grader.cli", "student-bundle", "--lesson", "13",
+                        "--dest", str(bundle)], cwd=REPO, check=True, capture_output=True)
+        shutil.copy(REPO / "solutions" / "13_moe.py", bundle / "13_moe.py")
+        check = [PY, "-m", "grader.cli", "check", "--lesson", "13", "13_moe.py"]
+        plain_env = {**os.environ, "PATH": no_bwrap_path(tmp)}
+        gs = gradescope_setup(tmp)
+        print(f"python {sys.version.split()[0]}, {args.rounds} rounds, medians "
+              f"(ratio to the imports of the same rounds)")
+        for cores in args.cores:
+            times: dict[str, list[float]] = {}
+            peaks: list[int] = []
+            for _ in range(args.rounds):
+                times.setdefault("imports", []).append(timed(IMPORTS, cores))
+                times.setdefault("check, sandboxed", []).append(
+                    timed(check, cores, cwd=bundle))
+                times.setdefault("check, no bwrap", []).append(
+                    timed(check, cores, cwd=bundle, env=plain_env))
+                if gs:
+                    seconds, peak = gradescope_run(*gs, tmp / "out", cores)
+                    times.setdefault("gradescope (container mode)", []).append(seconds)
+                    peaks.append(peak)
+            base = statistics.median(times["imports"])
+            print(f"\n{cores} core(s):")
+            for name, values in times.items():
+                med = statistics.median(values)
+                print(f"  {name:30} {med:6.2f} s  x{med / base:.2f}   "
+                      f"(runs: {', '.join(f'{v:.2f}' for v in values)})")
+            if peaks and any(peaks):
+                print(f"  gradescope peak memory, whole tree: {max(peaks) / 2**20:.0f} MiB")
+        if not gs:
+            print("\n(gradescope run skipped: it needs root and capsh)")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
