@@ -199,7 +199,7 @@ def test_frames_hold_no_verdict(records):
     names = [f[0] for f in seen["frames"]]
     # the student's function, the probe, and the worker's loop: nothing else
     assert names[:2] == ["dispatch", "dispatch"]
-    assert set(names[2:]) <= {"_child", "_spawn", "_serve", "_serve_slots", "main",
+    assert set(names[2:]) <= {"_child", "_spawn", "_serve", "_serve_slots", "start", "main",
                               "<module>"}, names
     assert seen["modules"] == [] and seen["verdict_dicts"] == 0
 
