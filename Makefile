@@ -18,11 +18,12 @@ test-py310:
 	@scripts/test-py310.sh
 
 # The sandbox's adversarial tests again as an unprivileged user the script creates:
-# the rootless mode (user namespaces) must give the guarantees root mode gives.
+# the rootless mode (user namespaces) must give the guarantees root mode gives; and a
+# student bundle's check, which runs whole inside bwrap, as a student would run it.
 ROOTLESS = tests/adversarial/test_escape.py tests/adversarial/test_isolation.py \
            tests/adversarial/test_limits.py tests/adversarial/test_small_limits.py \
            tests/adversarial/test_memory_sum.py tests/adversarial/test_received.py \
-           tests/adversarial/test_reply_binding.py
+           tests/adversarial/test_reply_binding.py tests/e2e/test_bundle.py
 test-rootless: setup
 	.venv/bin/python tests/adversarial/rootless.py $(ROOTLESS)
 

@@ -113,6 +113,43 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
     return args
 
 
+# What of the student's environment a whole check inside bwrap keeps (the terminal's)
+CHECK_ENV = ("LANG", "LC_ALL", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")
+
+
+def check_command(course_root: Path, file: Path, argv: list[str]) -> list[str]:
+    """`grader check` run whole inside one bubblewrap sandbox: for a student bundle,
+    whose files hide nothing (no solution, no graded test). Inside, the grader and the
+    student's code share torch's import (the zygote is a fork of the grader), so the
+    check costs about the student's own imports on one core as on two, and the machine
+    is kept from the student's code all the same: the bundle, the file and the
+    interpreter read-only, no network, a private /tmp, nothing else of the host."""
+    package = Path(importlib.util.find_spec("grader").submodule_search_locations[0])
+    binds = {str(course_root), str(file), str(package)}
+    if (package.parent / "templates").is_dir():
+        binds.add(str(package.parent / "templates"))
+    args = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent",
+            "--new-session", "--clearenv", "--cap-drop", "ALL",
+            "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",
+            "--setenv", "OMP_NUM_THREADS", "1", "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
+            # the package this process runs, first (not another install's finder)
+            "--setenv", "PYTHONPATH", str(package.parent)]
+    for name in CHECK_ENV:
+        if name in os.environ:
+            args += ["--setenv", name, os.environ[name]]
+    args += ["--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
+             "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
+             "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev",
+             "--tmpfs", "/tmp"]
+    for path in sorted(set(_interpreter_paths()) | binds):
+        args += _dirs_for(path) + ["--ro-bind", path, path]
+    cwd = os.getcwd()
+    inside = any(cwd == b or cwd.startswith(b.rstrip("/") + "/") for b in binds)
+    args += ["--chdir", cwd if inside else str(course_root),
+             "--", sys.executable, "-s", "-c", "from grader.cli import main; main()", *argv]
+    return args
+
+
 def plain_command(probes: Path, ctrl_fd: int, preload: list[str], scratch: str,
                   container: bool = False, cgroup: Path | None = None) -> list[str]:
     """The worker without bwrap: in container mode (a uid per slot, limits), or the

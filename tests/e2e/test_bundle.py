@@ -52,6 +52,41 @@ def test_check_at_home_names_the_mistake(bundle, tmp_path):
     assert "softmax runs over the tokens" in proc.stdout
 
 
+PEEK = """
+import errno as _errno
+def _peek(path, mode="r"):
+    try:
+        open(path, mode).close()
+        return "OPEN"
+    except OSError as exc:
+        return _errno.errorcode.get(exc.errno, "?")
+raise RuntimeError("PEEK " + " ".join(f"{{n}}={{_peek(p, m)}}" for n, p, m in (
+    ("host", {host!r}, "r"), ("bundle", {bundle!r}, "a"), ("tmp", "/tmp/mine", "w"))))
+"""
+
+
+def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
+    """Where bwrap works, a bundle's check runs inside it whole (one torch import for
+    the grader and the code): the code sees no host file, changes nothing in the
+    bundle, writes only its own /tmp, and the check still reports every part."""
+    from grader.sandbox import bwrap
+
+    if bwrap.mode() not in ("root", "userns"):
+        pytest.skip(f"bwrap not usable here: {bwrap.unavailable_reason() or bwrap.mode()}")
+    host = tmp_path / "outside" / "secret.txt"
+    host.parent.mkdir()
+    host.write_text("not for the student's code")
+    before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
+    proc = check(bundle, SOLUTION + PEEK.format(host=str(host), bundle=str(bundle / "README.md")),
+                 tmp_path)
+    assert proc.returncode == 1 and "5 public tests" not in proc.stdout
+    peek = proc.stdout[proc.stdout.index("PEEK"):].split("\n")[0:3]
+    seen = " ".join(peek)
+    assert "host=ENOENT" in seen and "bundle=EROFS" in seen and "tmp=OPEN" in seen, seen
+    assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
+    assert proc.stdout.count("PEEK") >= 5  # each part reported, none crashed the check
+
+
 def test_bundle_holds_no_graded_case(bundle, course):
     """By content: no graded test file, no graded case's request among the recorded
     results, and no graded test's code in any shipped file."""
