@@ -11,7 +11,7 @@ same cores and one after the other (so a busy moment hits them alike):
 
 * imports: that yardstick;
 * check, sandboxed: `grader check` in a student bundle, with bubblewrap where this
-  machine has it (the sandbox boots while the grader imports torch);
+  machine has it (the whole check runs inside it, its zygote a fork of the grader);
 * check, no bwrap: the same where bubblewrap is not installed (most students' laptops):
   the sandbox's zygote is a fork of the grader's process, one import for both;
 * gradescope: the autograder zip's `grader run` on one submission, in container mode
