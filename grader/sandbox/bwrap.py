@@ -60,12 +60,18 @@ def _dirs_for(path: str) -> list[str]:
     return args
 
 
+def _package() -> Path:
+    """The `grader` package this process runs (PYTHONPATH's, an editable install's
+    project, or the virtualenv's): the zygote puts its parent first on sys.path
+    (--package-root), so probes import this one's probekit, not another install's."""
+    return Path(importlib.util.find_spec("grader").submodule_search_locations[0])
+
+
 def _probekit() -> list[str]:
     """Bind grader/probekit.py, and the package's empty __init__.py, where this
-    interpreter finds the `grader` package (an editable install's finder points into
-    the project; a regular one into the virtualenv, bound already), so a lesson's
-    probes can `from grader.probekit import ...` inside as outside."""
-    package = Path(importlib.util.find_spec("grader").submodule_search_locations[0])
+    process finds the `grader` package (`_package`), so a lesson's probes can
+    `from grader.probekit import ...` inside as outside."""
+    package = _package()
     args = _dirs_for(str(package / "__init__.py"))
     for name in ("__init__.py", "probekit.py"):
         args += ["--ro-bind", str(package / name), str(package / name)]
@@ -109,6 +115,7 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
         f"{GRADER_ROOT}/grader/sandbox/zygote.py",
         "--probes", PROBES_PATH, "--sandboxed", *(["--userns"] if userns else []),
         "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload),
+        "--package-root", str(_package().parent),
     ]
     return args
 
@@ -124,7 +131,7 @@ def check_command(course_root: Path, file: Path, argv: list[str]) -> list[str]:
     check costs about the student's own imports on one core as on two, and the machine
     is kept from the student's code all the same: the bundle, the file and the
     interpreter read-only, no network, a private /tmp, nothing else of the host."""
-    package = Path(importlib.util.find_spec("grader").submodule_search_locations[0])
+    package = _package()
     binds = {str(course_root), str(file), str(package)}
     if (package.parent / "templates").is_dir():
         binds.add(str(package.parent / "templates"))
@@ -157,6 +164,7 @@ def plain_command(probes: Path, ctrl_fd: int, preload: list[str], scratch: str,
     zygote = Path(__file__).resolve().parent / "zygote.py"
     return [sys.executable, "-I", "-u", str(zygote), "--probes", str(probes),
             "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload), "--scratch", scratch,
+            "--package-root", str(_package().parent),
             *(["--container"] if container else []),
             *(["--cgroup", str(cgroup)] if cgroup else [])]
 

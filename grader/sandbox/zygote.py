@@ -93,7 +93,11 @@ def main() -> None:
     ap.add_argument("--preload", default="", help="comma-separated modules to import once")
     ap.add_argument("--scratch", default=SCRATCH,
                     help="unsandboxed: the run's private directory (a child's goes in it)")
+    ap.add_argument("--package-root",
+                    help="where the trusted side's `grader` package is (for grader.probekit)")
     args = ap.parse_args()
+    if args.package_root:  # before the interpreter's own finders (another install's)
+        sys.path.insert(0, args.package_root)
     start(args.probes, args.ctrl_fd, list(filter(None, args.preload.split(","))),
           sandboxed=args.sandboxed, userns=args.userns, container=args.container,
           cgroup=args.cgroup, scratch=args.scratch)

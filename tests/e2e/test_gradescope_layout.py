@@ -2,6 +2,8 @@
 Canvas zips and notebooks are graded like plain files."""
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import shutil
@@ -35,9 +37,17 @@ def as_notebook(source: str) -> str:
          "source": c} for c in cells]})
 
 
+@functools.cache
+def autograder_zip() -> Path:
+    """Built once per test process (it grades the solution and every known mistake)."""
+    folder = Path(tempfile.mkdtemp(prefix="zip-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return build_autograder_zip(REPO, "13", folder)
+
+
 def gradescope_layout(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / "autograder"
-    zip_path = build_autograder_zip(REPO, "13", tmp_path / "zip")
+    zip_path = autograder_zip()
     with zipfile.ZipFile(zip_path) as z:
         names = z.namelist()
         assert "setup.sh" in names and "run_autograder" in names
