@@ -51,7 +51,7 @@ from pathlib import Path
 
 from grader import runner
 from grader.config import Course
-from grader.plan import Submission, Summary
+from grader.plan import MAX_SOURCE, Submission, Summary, read_capped
 from grader.store import Store, safe_name
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
@@ -86,7 +86,7 @@ def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Pa
         futures = {}
         for i in range(0, len(todo), size):
             batch = todo[i:i + size]
-            items = [(s.student_id, _payload(s), s.fingerprint, list(s.notes)) for s in batch]
+            items = [_item(s) for s in batch]
             fut = client.submit(grade_batch, bundle, course, lesson_key, version, sandboxed,
                                 items, pure=False, retries=1)
             futures[fut] = [s.student_id for s in batch]
@@ -153,11 +153,20 @@ def _connect(scheduler, jobs: int):
     return client, True
 
 
-def _payload(sub: Submission) -> bytes | None:
-    """What the worker needs of a submission file: its bytes (None: nothing there)."""
-    if sub.path is None or not sub.path.is_file():
-        return None
-    return sub.path.read_bytes()
+def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str]]:
+    """What a worker needs of a submission: (id, its file's bytes or None, fingerprint,
+    notes). As `runner.read` does locally: at most MAX_SOURCE+1 bytes (the worker then
+    says it is over the limit), never through a link, and why not in the notes."""
+    notes = list(sub.notes)
+    data = None
+    if sub.path is not None:
+        try:
+            data, _ = read_capped(sub.path, MAX_SOURCE)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            notes.append(f"the file could not be read: {exc.strerror}")
+    return sub.student_id, data, sub.fingerprint, notes
 
 
 def course_bundle(course: Course, lesson_key: str) -> bytes:

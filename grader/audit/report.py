@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.syntax import Syntax
 from rich.table import Table
 
@@ -144,7 +145,7 @@ def show(audit: Audit, console: Console, min_kill: float) -> None:
         if v.status in ("survived", "stale"):
             _show_one(audit, v, console)
     for mutant_id in audit.unmatched:
-        console.print(f"[yellow]note:[/] {mutant_id} is listed as equivalent but no "
+        console.print(f"[yellow]note:[/] {escape(mutant_id)} is listed as equivalent but no "
                       "operator makes it now (the solution changed?)")
     ok = audit.kill_rate >= min_kill
     console.print(f"[{'green' if ok else 'red'}]kill rate {audit.kill_rate:.1%}[/] of "
@@ -161,10 +162,10 @@ def _row(c: Counter) -> list[str]:
 def _show_one(audit: Audit, v: Verdict, console: Console) -> None:
     m = v.mutant
     if v.status == "stale":
-        console.print(f"\n[yellow]stale equivalent[/] {m.id}: listed as equivalent but "
-                      f"killed by {_grouped(v.failed)}")
+        console.print(f"\n[yellow]stale equivalent[/] {escape(m.id)}: listed as equivalent "
+                      f"but killed by {escape(_grouped(v.failed))}")
         return
-    console.print(f"\n[red]survived[/] {m.id} ({m.operator}, line {m.line}): "
+    console.print(f"\n[red]survived[/] {escape(m.id)} ({escape(m.operator)}, line {m.line}): "
                   f"{v.score}/{v.max_score}")
     console.print(Syntax(m.diff(audit.solution, audit.solution_name), "diff",
                          theme="ansi_dark", background_color="default", word_wrap=True))
