@@ -191,7 +191,11 @@ def run(root: Path, lesson_key: str) -> int:
     from grader.config import load
     from grader.export.gradescope import results
 
-    student = next(s for s in scores["students"] if s["student_id"] == sid)
+    student = next((s for s in scores["students"] if s["student_id"] == sid), None)
+    if student is None:  # the grader failed on it (its output above says why)
+        print(f"grader run exited {done.returncode} without grading the submission",
+              file=sys.stderr)
+        return 1  # no results.json: Gradescope flags the run for staff
     course = load(source / "course.yml")
     (root / "results").mkdir(parents=True, exist_ok=True)
     (root / "results" / "results.json").write_text(

@@ -118,6 +118,11 @@ class Session:
         if status.get("harness"):  # failed before the submission ran: never theirs
             raise SandboxError("the grader could not start the submission: "
                                + _text(status["harness"]))
+        if status.get("oom_outside"):  # within its cap: the machine was too small
+            raise SandboxError(
+                f"the machine ran out of memory while the submission stayed under its "
+                f"{self.limits.memory_mb} MiB limit (not the student's doing): give the "
+                f"grader more memory, or lower limits.memory_mb")
         return status
 
     def close(self) -> None:

@@ -22,8 +22,10 @@ To a slot:
   <- {"event": "spawned"}
   -> {"op": "kill"}                    kill the child and all it started
   <- {"event": "exit", "code": int|None, "signal": int|None, "cpu_s": float,
-       "oom": bool, "harness": str}  (what the harness reported on a side pipe if it
-       failed before the submission ran: a grader error, not the student's)
+       "oom": bool, "oom_outside": bool, "harness": str}
+       ("oom_outside": killed for memory the machine lacked while under its own cap;
+       "harness": what the harness reported on a side pipe if it failed before the
+       submission ran. Both are grader errors, never the student's.)
 Only the standard library, torch and the probe module are imported here.
 """
 from __future__ import annotations
@@ -266,20 +268,29 @@ class _Cgroup:
                  ("memory.max", "memory.events"))
         self.limit = os.open(os.path.join(path, names[0]), os.O_WRONLY)
         self.events = os.open(os.path.join(path, names[1]), os.O_RDONLY)
+        # times the slot's own cap was reached (v1: memory.failcnt; v2: "oom" events)
+        self.failcnt = (os.open(os.path.join(path, "memory.failcnt"), os.O_RDONLY) if v1
+                        else None)
         self.procs = os.open(os.path.join(path, "cgroup.procs"), os.O_WRONLY)
         if detach and libc.umount2(CGROUP.encode(), MNT_DETACH) != 0:
             raise OSError(ctypes.get_errno(), "unmounting the cgroup tree from the slot failed")
 
-    def cap(self, memory_mb: int) -> int:
-        """Set the cap for the next child; the OOM kills so far."""
+    def cap(self, memory_mb: int) -> tuple[int, int]:
+        """Set the cap for the next child; the counts so far (`counts`)."""
         os.write(self.limit, str((memory_mb + COW_MARGIN_MB) << 20).encode())
-        return self.oom_kills()
+        return self.counts()
 
-    def oom_kills(self) -> int:
+    def counts(self) -> tuple[int, int]:
+        """(processes the OOM killer took from this slot, times the slot's own cap was
+        reached). A kill with the cap never reached came from outside: the machine or
+        the container ran out, not the submission's allowance."""
+        events = {}
         for line in os.pread(self.events, 4096, 0).decode().splitlines():
-            if line.startswith("oom_kill "):
-                return int(line.split()[1])
-        return 0
+            name, _, value = line.partition(" ")
+            events[name] = int(value) if value.strip().isdigit() else 0
+        hits = (int(os.pread(self.failcnt, 64, 0)) if self.failcnt is not None
+                else events.get("oom", 0))
+        return events.get("oom_kill", 0), hits
 
     def enter(self) -> None:
         """Move the calling process in (its children follow)."""
@@ -307,7 +318,7 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool,
            scratch_root: str, userns: bool) -> None:
     cgroup = (_Cgroup(uid, detach=sandboxed) if uid is not None and os.path.isdir(CGROUP)
               else None)
-    oom_before = 0
+    counts_before = (0, 0)
     # SIGCHLD wakes the select through a pipe: a child's end is reported at once,
     # not at the next poll (a poll cost every submission ~20 ms of idle time).
     wake_r, wake_w = os.pipe()
@@ -326,12 +337,15 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool,
                 harness = child.harness_failure()
                 _cleanup(child, sandboxed)
                 child = None
+                kills, hits = cgroup.counts() if cgroup is not None else counts_before
+                killed = kills > counts_before[0]
                 ctrl.send(json.dumps({
                     "event": "exit",
                     "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else None,
                     "signal": os.WTERMSIG(status) if os.WIFSIGNALED(status) else None,
                     "cpu_s": usage.ru_utime + usage.ru_stime,
-                    "oom": cgroup is not None and cgroup.oom_kills() > oom_before,
+                    "oom": killed and hits > counts_before[1],
+                    "oom_outside": killed and hits == counts_before[1],
                     "harness": harness,
                 }).encode())
         if not ready:
@@ -346,7 +360,7 @@ def _serve(ctrl: socket.socket, probes, uid: int | None, sandboxed: bool,
             if child is not None:  # the trusted side always kills first; be safe anyway
                 _cleanup(child, sandboxed)
             if cgroup is not None:
-                oom_before = cgroup.cap(request["limits"]["memory_mb"])
+                counts_before = cgroup.cap(request["limits"]["memory_mb"])
             child = _spawn(ctrl, fds, request["limits"], probes, uid, sandboxed, cgroup,
                            scratch_root, userns)
             ctrl.send(b'{"event": "spawned"}')

@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from grader.export import build_autograder_zip
 from grader.sandbox.bwrap import unavailable_reason
@@ -198,12 +199,20 @@ def gs_root():
     shutil.rmtree(top)
 
 
-def gradescope_run(root: Path, source: Path, text: str) -> tuple[dict, str, float, int]:
+def gradescope_run(root: Path, source: Path, text: str, cap_mb: int = GS_MEMORY_MB,
+                   submission_mb: int | None = None,
+                   succeeds: bool = True) -> tuple[dict, str, float, int]:
     """run_autograder on one submission as Gradescope would: results, output, seconds,
-    peak memory in bytes (0 where no memory cgroup could be made)."""
+    peak memory in bytes (0 where no memory cgroup could be made). `submission_mb`
+    sets the course's per-submission memory limit."""
     from grader.sandbox import cgroup
 
     shutil.copytree(source, root / "source", symlinks=True)
+    if submission_mb is not None:
+        course_yml = root / "source" / "course.yml"
+        doc = yaml.safe_load(course_yml.read_text())
+        doc.setdefault("defaults", {}).setdefault("limits", {})["memory_mb"] = submission_mb
+        course_yml.write_text(yaml.safe_dump(doc, sort_keys=False))
     shutil.copy(root / "source" / "run_autograder", root / "run_autograder")
     (root / "submission").mkdir()
     (root / "submission" / "13_moe.py").write_text(text, encoding="utf-8")
@@ -213,7 +222,7 @@ def gradescope_run(root: Path, source: Path, text: str) -> tuple[dict, str, floa
     if group is not None:
         v1 = (group / "memory.limit_in_bytes").exists()
         (group / ("memory.limit_in_bytes" if v1 else "memory.max")).write_text(
-            str(GS_MEMORY_MB << 20))
+            str(cap_mb << 20))
         enter = f"echo $$ > {group / 'cgroup.procs'}; "
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": sys.executable}
     env.pop("GRADER_ARGS", None)
@@ -231,6 +240,9 @@ def gradescope_run(root: Path, source: Path, text: str) -> tuple[dict, str, floa
         if group is not None:
             cgroup.remove(group)
     output = done.stdout + done.stderr
+    if not succeeds:
+        assert done.returncode != 0 and not (root / "results" / "results.json").exists()
+        return {}, output, seconds, peak
     assert done.returncode == 0, output[-4000:]
     return json.loads((root / "results" / "results.json").read_text()), output, seconds, peak
 
@@ -272,3 +284,23 @@ def test_container_mode_keeps_the_graders_files_from_the_submission(gradescope_s
     # (results/ is made after grading: ENOENT while the submission runs)
     assert "net=EPERM" in res["output"], res["output"][-2000:]
     assert "READ" not in res["output"]
+
+
+def test_container_mode_a_full_machine_is_not_the_students_fault(gradescope_setup, gs_root):
+    """A submission under its own memory limit, in a container too small for the grader
+    and that limit together: the kernel kills the submission, and the grader says the
+    machine ran out (no results.json: Gradescope flags the run for staff), instead of
+    telling the student they exceeded a limit they kept to."""
+    from grader.sandbox import cgroup
+
+    group, _ = cgroup.create()
+    if group is None:
+        pytest.skip("no memory cgroup to make the container small with")
+    cgroup.remove(group)
+    hungry = SOLUTION.read_text() + "\nimport torch as _t\n_HOLD = _t.ones(240 * 2**20 // 4)\n"
+    _, output, _, _ = gradescope_run(gs_root, gradescope_setup, hungry, cap_mb=560,
+                                     submission_mb=256, succeeds=False)
+    said = " ".join(output.split())  # rich wraps lines at the terminal's width
+    assert "ran out of memory while the submission stayed under its 256 MiB" in said, \
+        output[-3000:]
+    assert "exceeded the 256 MiB" not in said

@@ -30,3 +30,29 @@ def _dead_pid() -> int:
     proc = subprocess.Popen(["true"])
     proc.wait()
     return proc.pid
+
+
+@pytest.mark.parametrize("events, failcnt, expected", [
+    ("oom 0\noom_kill 2\nmax 7\n", None, (2, 0)),              # v2: killed, cap never hit
+    ("low 0\nhigh 0\nmax 9\noom 1\noom_kill 1\n", None, (1, 1)),  # v2: its own cap
+    ("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n", "5\n", (3, 5)),  # v1
+], ids=["v2-outside", "v2-own", "v1"])
+def test_a_slot_tells_its_own_cap_from_the_machine_running_out(tmp_path, events, failcnt,
+                                                               expected):
+    """(OOM kills, times the slot's own cap was reached): a kill with no hit of the cap
+    came from outside, and is reported as the grader's problem, not the student's."""
+    from grader.sandbox import zygote
+
+    slot = zygote._Cgroup.__new__(zygote._Cgroup)
+    (tmp_path / "events").write_text(events)
+    slot.events = os.open(tmp_path / "events", os.O_RDONLY)
+    slot.failcnt = None
+    if failcnt is not None:
+        (tmp_path / "failcnt").write_text(failcnt)
+        slot.failcnt = os.open(tmp_path / "failcnt", os.O_RDONLY)
+    try:
+        assert slot.counts() == expected
+    finally:
+        os.close(slot.events)
+        if slot.failcnt is not None:
+            os.close(slot.failcnt)
