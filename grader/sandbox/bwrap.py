@@ -60,6 +60,20 @@ def _dirs_for(path: str) -> list[str]:
     return args
 
 
+def _system(read_only: list[str]) -> list[str]:
+    """What every sandbox here sees: /usr, /proc, /dev, its own /tmp, and these host
+    paths read-only at the same place (their parents made traversable)."""
+    args = ["--ro-bind", "/usr", "/usr",
+            "--symlink", "usr/lib", "/lib",
+            "--symlink", "usr/lib64", "/lib64",
+            "--symlink", "usr/bin", "/bin",
+            "--symlink", "usr/sbin", "/sbin",
+            "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for path in read_only:
+        args += _dirs_for(path) + ["--ro-bind", path, path]
+    return args
+
+
 def _package() -> Path:
     """The `grader` package this process runs (PYTHONPATH's, an editable install's
     project, or the virtualenv's): the zygote puts its parent first on sys.path
@@ -94,15 +108,8 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
         "--setenv", "OMP_NUM_THREADS", "1",
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "PYTHONHASHSEED", "0",
-        "--ro-bind", "/usr", "/usr",
-        "--symlink", "usr/lib", "/lib",
-        "--symlink", "usr/lib64", "/lib64",
-        "--symlink", "usr/bin", "/bin",
-        "--symlink", "usr/sbin", "/sbin",
-        "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        *_system(_interpreter_paths()),
     ]
-    for path in _interpreter_paths():
-        args += _dirs_for(path) + ["--ro-bind", path, path]
     args += _probekit()
     args += [
         "--dir", GRADER_ROOT,
@@ -144,12 +151,7 @@ def check_command(course_root: Path, file: Path, argv: list[str]) -> list[str]:
     for name in CHECK_ENV:
         if name in os.environ:
             args += ["--setenv", name, os.environ[name]]
-    args += ["--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib",
-             "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin", "/bin",
-             "--symlink", "usr/sbin", "/sbin", "--proc", "/proc", "--dev", "/dev",
-             "--tmpfs", "/tmp"]
-    for path in sorted(set(_interpreter_paths()) | binds):
-        args += _dirs_for(path) + ["--ro-bind", path, path]
+    args += _system(sorted(set(_interpreter_paths()) | binds))
     cwd = os.getcwd()
     inside = any(cwd == b or cwd.startswith(b.rstrip("/") + "/") for b in binds)
     args += ["--chdir", cwd if inside else str(course_root),
