@@ -164,12 +164,12 @@ class Course(Strict):
             if base is None or not self.path(base).exists():
                 continue
             base = self.path(base)
-            for f in _inputs(base):
+            for f in inputs(base):
                 h.update(str(f.relative_to(base.parent)).encode() + b"\0" + f.read_bytes())
         return h.hexdigest()[:16]
 
 
-def _inputs(base: Path) -> list[Path]:
+def inputs(base: Path) -> list[Path]:
     """Every file of a lesson's tests folder decides its scores (mistakes.yml names the
     mistakes, a data file feeds a test), not only *.py; bytecode caches don't."""
     if not base.is_dir():

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 import yaml
 
+from grader.config import inputs
 from grader.sandbox import protocol
 
 # libyaml's parser where PyYAML has it: the pure-Python one takes a tenth of a second
@@ -207,7 +208,7 @@ _LOADED: dict[str, LessonRefs] = {}
 def lesson_refs(key: str, solution: Path | None, tests: Path,
                 recorded: Path | None = None) -> LessonRefs:
     """The solution and its mistakes as callers, each module loaded on first need; a
-    recording of their results (`save_recording`) warms their caches when it was made
+    recording of their results (`recording`) warms their caches when it was made
     from these very files. Where there is no solution (a student bundle), the
     recording alone, for the public tests."""
     cache_key = f"{key}:{tests.resolve()}"
@@ -246,8 +247,7 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
 def lesson_digest(solution: Path, tests: Path) -> str:
     """What a recording was made from: the solution and every file of the tests folder."""
     h = hashlib.sha256(solution.read_bytes())
-    for f in sorted(f for f in tests.rglob("*") if f.is_file() and f.suffix != ".pyc"
-                    and "__pycache__" not in f.relative_to(tests).parts):
+    for f in inputs(tests):
         h.update(b"\0" + str(f.relative_to(tests)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
@@ -260,20 +260,25 @@ def refs_for(course, key: str) -> LessonRefs:
                        course.path(lesson.recorded) if lesson.recorded else None)
 
 
-def save_recording(refs: LessonRefs, path: Path, digest: str = "") -> None:
-    """Keep the reference's and every mistake's results of the calls made so far, the
+def save_recording(refs: LessonRefs, path: Path) -> None:
+    """`recording(refs)` written to path (a student bundle's)."""
+    path.write_bytes(recording(refs))
+
+
+def recording(refs: LessonRefs, digest: str = "") -> bytes:
+    """The reference's and every mistake's results of the calls made so far, the
     mistakes' titles and hints (not their edits, which quote the solution) and their
     signatures: enough to run and diagnose those tests without the solution. `digest`
     (`lesson_digest`) ties it to the files it was made from, where they ship with it."""
-    data = {"reference": refs.reference.cache,
-            "variants": {v.mistake.id: v.caller.cache for v in refs.variants},
-            "mistakes": [{"id": v.mistake.id, "part": v.mistake.part,
-                          "title": v.mistake.title, "hint": v.mistake.hint}
-                         for v in refs.variants],
-            "signatures": None if refs.signatures is None else {
-                k: sorted(v) for k, v in refs.signatures.items()},
-            "digest": digest}
-    path.write_bytes(protocol.dumps(data))
+    return protocol.dumps({
+        "reference": refs.reference.cache,
+        "variants": {v.mistake.id: v.caller.cache for v in refs.variants},
+        "mistakes": [{"id": v.mistake.id, "part": v.mistake.part,
+                      "title": v.mistake.title, "hint": v.mistake.hint}
+                     for v in refs.variants],
+        "signatures": None if refs.signatures is None else {
+            k: sorted(v) for k, v in refs.signatures.items()},
+        "digest": digest})
 
 
 def _from_recording(data: dict, probes: types.ModuleType) -> LessonRefs:

@@ -131,28 +131,21 @@ def _recording(course, lesson_key: str) -> bytes:
     mistakes' signatures, computed now (the solution graded as a student, as every run
     does first): a run on Gradescope then loads them instead of importing the solution
     and its mistakes and computing them again for each submission."""
+    from grader import runner
     from grader.pool import self_check
-    from grader.reference import lesson_digest, refs_for, save_recording
+    from grader.reference import Caller, lesson_digest, recording, refs_for
 
     lesson = course.lesson(lesson_key)
     self_check(course, lesson_key)
     refs = refs_for(course, lesson_key)
-    # Each known mistake graded as a submission: what grading one asks of the trusted
-    # side beyond its own part's tests (a composite part compares with the mistakes
-    # established in the other parts) is then recorded too, so that no single known
-    # mistake makes a run import the solution after all.
-    # (As a student each has a cache of its own: only what is asked of the trusted
-    # side is kept.)
-    from grader import runner
-    from grader.reference import Caller
-
+    # Each known mistake graded as a submission, with a cache of its own: what grading
+    # one asks of the trusted side beyond its own part's tests (a composite part
+    # compares with the mistakes established in the other parts) is then recorded
+    # too, so that no single known mistake makes a run import the solution after all.
     runner.run_tests(course, lesson_key, [(Caller(v.caller.module, refs.probes),
                                            lambda raw: None) for v in refs.variants])
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "recording.bin"
-        save_recording(refs, path,
-                       lesson_digest(course.path(lesson.solution), course.path(lesson.tests)))
-        return path.read_bytes()
+    return recording(refs, lesson_digest(course.path(lesson.solution),
+                                         course.path(lesson.tests)))
 
 
 def _student_id(root: Path) -> str:
