@@ -1,0 +1,216 @@
+"""No student reaches another, in any sandbox mode: a submission's code looks for a
+classmate's marker (in the classmate's source), id and score in its own memory (gc
+objects, the frames above it, /proc/self/mem) and on disk (the class folder and OUT
+the TA passed, and /tmp), and reports what it found in its own error message.
+
+The class is graded twice with `grader run`, as a TA would: first the victim and the
+spy's innocent first version, then the spy's second version alone (one changed
+submission and no roster: in container mode the zygote may then be a fork of the
+grader's process, which has by then read the class and the stored results).
+
+The spy never builds what it looks for: it holds a common prefix and the rest XORed,
+and compares character by character, so whatever it finds came from somewhere else.
+Its own marker, in its own source, is the control: the scan must find that one.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, SOLUTION, require_sandbox
+
+COURSE_PARTS = ("course.yml", "solutions", "exercises", "hidden_tests", "templates")
+PREFIX = "zq" + "REACH"  # what the spy holds of each thing it looks for
+KEY = 0x5A
+
+SPY = r'''
+import gc as _gc, os as _os, sys as _sys
+# {own}: the spy's own marker, which the memory and disk scans must find (the control)
+_P = {prefix!r}
+_WANT = {want!r}
+_ROOTS = {roots!r} + [_os.getcwd()]
+
+def _found(s, enc):
+    """Does s hold _P followed by the decoded suffix? (The suffix is never built.)"""
+    get = (lambda i: s[i]) if isinstance(s, bytes) else (lambda i: ord(s[i]))
+    p = _P.encode() if isinstance(s, bytes) else _P
+    at = s.find(p)
+    while at >= 0:
+        j = at + len(p)
+        if j + len(enc) <= len(s) and all(get(j + k) ^ {key} == e for k, e in enumerate(enc)):
+            return True
+        at = s.find(p, at + 1)
+    return False
+
+def _kinds(text):
+    return {{name for name, enc in _WANT.items() if _found(text, enc)}}
+
+def _in_memory():
+    seen = set()
+    def strings(obj):
+        if isinstance(obj, dict):
+            yield from (v for kv in obj.items() for v in kv)
+        elif isinstance(obj, (list, tuple, set, frozenset)):
+            yield from obj
+    _gc.unfreeze()  # what the zygote froze (gc.freeze) is tracked again
+    objects = _gc.get_objects()
+    frame = _sys._getframe()
+    while frame is not None:
+        objects.append(dict(frame.f_locals))
+        frame = frame.f_back
+    for obj in objects:
+        hits = set()
+        for v in strings(obj):
+            if isinstance(v, (str, bytes)):
+                hits |= _kinds(v)
+        if "id" in hits and isinstance(obj, dict) and "score" in obj:
+            hits.add("score")
+        seen |= hits
+    mem = "unreadable"
+    try:
+        with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as m:
+            mem = "read"
+            for line in maps:
+                span, perms = line.split()[:2]
+                if not perms.startswith("rw"):
+                    continue
+                lo, hi = (int(x, 16) for x in span.split("-"))
+                while lo < hi:
+                    try:
+                        m.seek(lo)
+                        seen |= _kinds(m.read(min(hi - lo, 1 << 24)))
+                    except (OSError, OverflowError, ValueError):
+                        break
+                    lo += 1 << 24
+    except OSError:
+        pass
+    return seen, len(objects), mem
+
+def _on_disk():
+    seen, files = set(), 0
+    for root in _ROOTS:
+        for top, dirs, names in _os.walk(root, onerror=lambda e: None):
+            for name in dirs + names:
+                seen |= _kinds(name)
+            for name in names:
+                files += 1
+                if files > 20000:
+                    return seen, files
+                try:
+                    with open(_os.path.join(top, name), "rb") as f:
+                        data = f.read(1 << 20)
+                except OSError:
+                    continue
+                hits = _kinds(data)
+                if "id" in hits and b'"score"' in data:
+                    hits.add("score")
+                seen |= hits
+    return seen, files
+
+_mem, _objects, _mem_state = _in_memory()
+_disk, _files = _on_disk()
+raise RuntimeError("REACH memory=" + ",".join(sorted(_mem)) + " disk=" + ",".join(sorted(_disk))
+                   + f" objects={{_objects}} files={{_files}} mem={{_mem_state}} END")
+'''
+
+
+def _encode(text: str) -> list[int]:
+    return [ord(c) ^ KEY for c in text]
+
+
+def _spy(roots: list[str], own: str, want: dict[str, str]) -> str:
+    code = SPY.format(own=PREFIX + own, prefix=PREFIX, key=KEY, roots=roots,
+                      want={name: _encode(rest) for name, rest in want.items()})
+    return SOLUTION.read_text(encoding="utf-8") + "\n" + code
+
+
+def _container_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "container mode needs root (as in a Docker-like container)"
+    return None if shutil.which("capsh") else "capsh is missing"
+
+
+@pytest.fixture
+def class_folder():
+    """A course copy, a class and OUT under one folder any uid may cross, as a TA's
+    folders are (pytest's own temporary folders are root's alone and would hide all)."""
+    top = Path(tempfile.mkdtemp(prefix="no-reach-"))
+    top.chmod(0o755)
+    course = top / "course"
+    course.mkdir()
+    for name in COURSE_PARTS:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, course / name)
+    yield top
+    shutil.rmtree(top)
+
+
+def _grade(top: Path, mode: str) -> str:
+    cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run", "--lesson",
+           "13", "--course", str(top / "course" / "course.yml"), "--submissions",
+           str(top / "class"), "--out", str(top / "out"), "--jobs", "1"]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
+           "HOME": os.environ.get("HOME", "/")}
+    if mode == "container":  # a Docker-like container: root without CAP_SYS_ADMIN
+        env["GRADER_CONTAINER"] = "1"
+        cmd = ["capsh", "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600,
+                          cwd=top)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done.stdout + done.stderr
+
+
+def _record(top: Path, sid: str) -> dict:
+    return json.loads((top / "out" / "results" / f"{sid}.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("mode", ["own", "container"])
+def test_a_submission_reaches_no_classmate(class_folder, mode):
+    """`own`: the machine's mode for this user (root, or userns when run unprivileged);
+    `container`: no namespace can be made, the container is the boundary."""
+    if mode == "container" and (reason := _container_reason()):
+        pytest.skip(reason)
+    if mode == "own":
+        require_sandbox()
+    top = class_folder
+    tag = secrets.token_hex(4)
+    # the victim's id and marker both start with the spy's prefix: it looks for the rest
+    victim, marker, own = f"{PREFIX}vic{tag}", f"MARK{tag}", f"OWN{tag}"
+    sources = {victim: SOLUTION.read_text(encoding="utf-8")
+               + f"\n# {PREFIX}{marker}: only this student's file says this\n",
+               "spy": SOLUTION.read_text(encoding="utf-8")}
+    for sid, text in sources.items():
+        (top / "class" / sid).mkdir(parents=True)
+        (top / "class" / sid / "13_moe.py").write_text(text, encoding="utf-8")
+    first = _grade(top, mode)
+    assert _record(top, victim)["score"] == pytest.approx(10.0), first[-2000:]
+    if mode == "container":
+        assert _record(top, victim)["sandbox"] == "container", first[-2000:]
+    roots = [str(top / "class"), str(top / "out"), tempfile.gettempdir(), "/tmp"]
+    spy = _spy(roots, own, {"marker": marker, "id": f"vic{tag}", "own": own})
+    (top / "class" / "spy" / "13_moe.py").write_text(spy, encoding="utf-8")
+    second = _grade(top, mode)
+    record = _record(top, "spy")
+    said = re.search(r"REACH (memory=\S* disk=\S* objects=\d+ files=\d+ mem=\w+) END",
+                     record["problem"] or "")
+    assert said, second[-3000:]
+    print(f"\n{mode} ({record['sandbox']}): {said.group(1)}")
+    found = dict(kv.split("=", 1) for kv in said.group(1).split())
+    assert "own" in found["memory"] and "own" in found["disk"], said.group(1)  # scans work
+    for what in ("marker", "id", "score"):
+        assert what not in found["memory"] and what not in found["disk"], said.group(1)
+    # the run still grades and writes everything
+    assert record["score"] == 0
+    assert _record(top, victim)["score"] == pytest.approx(10.0)
+    for path in ("scores.json", "report.html", "feedback"):
+        assert (top / "out" / path).exists(), path
