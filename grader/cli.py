@@ -78,10 +78,19 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         raise click.ClickException("give --submissions and --out (course.yml sets no default)")
     if not submissions.exists():
         raise click.ClickException(f"no submissions at {submissions}")
+    # A zygote forked from this process holds a copy of its memory: where it will be a
+    # fork, it is made now, before anything of the class (names, files, stored results)
+    # is read. Elsewhere it is a fresh process, made only when there is work.
+    sandbox = None
+    if scheduler is None and _sandboxed_forks(unsandboxed):
+        out.mkdir(parents=True, exist_ok=True)
+        sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=True)
     taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
                            roster=rosters.load(course), due=lesson.due)
     subs = [Submission(sid, path, notes=notes) for sid, path, notes in taken.found]
     if not subs:
+        if sandbox is not None:
+            sandbox.close()
         _left_out(taken.skipped)
         raise click.ClickException(f"no submissions found in {submissions}")
     language = language or course.language
@@ -89,7 +98,12 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     todo = plan(store, subs, course.version(lesson_key), force)
     summary = Summary(skipped=len(subs) - len(todo))
     if todo:
-        _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler, summary)
+        if scheduler is None and sandbox is None:
+            sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=False)
+        _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler, summary,
+               sandbox)
+    elif sandbox is not None:
+        sandbox.close()
     summary.seconds = time.monotonic() - started
     doc = store.scores(lesson_key, course.course, course.version(lesson_key), lesson.max_score,
                        [s.student_id for s in subs])
@@ -104,24 +118,37 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         sys.exit(1)
 
 
-def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler,
-           summary) -> None:
-    """Grade what changed, with a progress bar; torch is imported only from here on."""
+def _available(unsandboxed: bool) -> bool:
+    """Sandbox (True), or not, where --unsandboxed allows it; else a clear refusal."""
     from grader.sandbox import slot as slots
 
     try:
-        sandboxed = slots.available(unsandboxed)
+        return slots.available(unsandboxed)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
-    lesson = course.lesson(lesson_key)
-    # Boot the sandbox first: it imports torch (once for every slot) while this
-    # process does the same for the reference, instead of one after the other. For one
-    # submission (a Gradescope run) without bwrap, the zygote is a fork of this
-    # process, which has read nothing of the lesson yet, nor a roster (other students'
-    # names): one import for both sides.
-    sandbox = (None if scheduler else
-               slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload),
-                             fork=len(todo) == 1 and course.roster is None))
+
+
+def _sandboxed_forks(unsandboxed: bool) -> bool:
+    """Will this run's zygote be a fork of this process (no bwrap here)?"""
+    from grader.sandbox import slot as slots
+
+    return slots.forkable(_available(unsandboxed))
+
+
+def _sandbox(course, lesson, unsandboxed: bool, private: tuple[Path, ...], fork: bool):
+    """Boot the sandbox: it imports torch (once for every slot) while this process does
+    the same for the reference, or, as a fork, after this process has (one import for
+    both sides). `private`: the class and OUT, closed to submissions in container mode."""
+    from grader.sandbox import slot as slots
+
+    return slots.Sandbox(course.path(lesson.probes), _available(unsandboxed),
+                         tuple(lesson.preload), fork=fork, private=private)
+
+
+def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler,
+           summary, sandbox) -> None:
+    """Grade what changed on `sandbox` (or on the Dask cluster), with a progress bar."""
+    sandboxed = sandbox.sandboxed if sandbox is not None else _available(unsandboxed)
     from grader import pool
     if sandbox is not None and sandbox.memory_note:
         console.print(f"[yellow]note:[/] {escape(sandbox.memory_note)}")
@@ -222,7 +249,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
     def grade(todo, graded: Path) -> None:
         summary = Summary()
         _grade(course, lesson_key, todo, graded, jobs, unsandboxed, course.language, None,
-               summary)
+               summary, _sandbox(course, lesson, unsandboxed, (graded,), fork=False))
         if summary.worker_failures:
             raise click.ClickException("\n".join(summary.worker_failures))
 

@@ -90,14 +90,15 @@ def available(allow_unsandboxed: bool) -> bool:
                        "grade trusted work without isolation")
 
 
-def _keep_from_submissions(probes: Path, scratch: Path) -> None:
+def _keep_from_submissions(probes: Path, scratch: Path, private: tuple[Path, ...]) -> None:
     """Container mode: no mount namespace hides the grader's files, so the course's
-    folder (solutions, hidden tests) and the paths in GRADER_PRIVATE (the autograder's
-    submission and results folders) are made unreadable to anyone but root; the run's
-    scratch folder may be crossed, not listed, to reach a child's own."""
+    folder (solutions, hidden tests), the class and OUT the run was given (`private`:
+    classmates' files, results and pages) and the paths in GRADER_PRIVATE (the
+    autograder's submission and results folders) are made readable by their owner only;
+    the run's scratch folder may be crossed, not listed, to reach a child's own."""
     course = next((p for p in probes.resolve().parents if (p / "course.yml").exists()), None)
-    private = [Path(p) for p in os.environ.get("GRADER_PRIVATE", "").split(os.pathsep) if p]
-    for path in filter(None, [course, *private]):
+    named = [Path(p) for p in os.environ.get("GRADER_PRIVATE", "").split(os.pathsep) if p]
+    for path in filter(None, [course, *private, *named]):
         if path.exists():
             path.chmod(path.stat().st_mode & 0o700)
     scratch.chmod(0o711)
@@ -125,6 +126,12 @@ PLAIN_ENV = frozenset({
     "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "VIRTUAL_ENV", "OMP_NUM_THREADS",
     "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "GRADER_CONTAINER",
     "GRADER_PRIVATE", "AUTOGRADER_ROOT"})
+
+
+def forkable(sandboxed: bool) -> bool:
+    """Will a Sandbox asked to fork be a fork of this process? Its caller must then make
+    it before reading anything a submission must not see (`Sandbox`)."""
+    return _forkable(bwrap.mode() if sandboxed else "none")
 
 
 def _forkable(mode: str) -> bool:
@@ -204,11 +211,13 @@ class Sandbox:
     """The warm zygote. It starts booting at once; `slot()` waits for it to be ready.
     Start it from the thread that will outlive it: bwrap dies with the thread that
     started it (PR_SET_PDEATHSIG). `fork`: this process holds nothing yet that a
-    submission must not see (one submission, nothing of the lesson loaded), so in the
-    modes without bwrap the zygote may be its fork (`_forkable`, `_fork_zygote`)."""
+    submission must not see (nothing of the class or the lesson read), so in the
+    modes without bwrap the zygote may be its fork (`forkable`, `_fork_zygote`).
+    `private`: the class and OUT, closed to submissions in container mode."""
 
     def __init__(self, probes: Path, sandboxed: bool = True,
-                 preload: tuple[str, ...] = ("torch",), fork: bool = False):
+                 preload: tuple[str, ...] = ("torch",), fork: bool = False,
+                 private: tuple[Path, ...] = ()):
         self.sandboxed = sandboxed
         self.mode = bwrap.mode() if sandboxed else "none"  # what records say ("sandbox")
         # Rootless, every child runs as the one uid the user has: its uid number inside
@@ -222,7 +231,7 @@ class Sandbox:
         plain = self.mode in ("none", "container")
         self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
         if self.mode == "container":
-            _keep_from_submissions(probes, Path(self.scratch))
+            _keep_from_submissions(probes, Path(self.scratch), private)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
         self.forked = plain and fork and _forkable(self.mode)

@@ -28,6 +28,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SOLUTION, require_sandbox
+from grader.sandbox import bwrap
 
 COURSE_PARTS = ("course.yml", "solutions", "exercises", "hidden_tests", "templates")
 PREFIX = "zq" + "REACH"  # what the spy holds of each thing it looks for
@@ -120,7 +121,8 @@ def _on_disk():
 _mem, _objects, _mem_state = _in_memory()
 _disk, _files = _on_disk()
 raise RuntimeError("REACH memory=" + ",".join(sorted(_mem)) + " disk=" + ",".join(sorted(_disk))
-                   + f" objects={{_objects}} files={{_files}} mem={{_mem_state}} END")
+                   + f" objects={{_objects}} files={{_files}} mem={{_mem_state}}"
+                   + f" forked={{int('click' in _sys.modules)}} END")
 '''
 
 
@@ -194,19 +196,20 @@ def test_a_submission_reaches_no_classmate(class_folder, mode):
         (top / "class" / sid / "13_moe.py").write_text(text, encoding="utf-8")
     first = _grade(top, mode)
     assert _record(top, victim)["score"] == pytest.approx(10.0), first[-2000:]
-    if mode == "container":
-        assert _record(top, victim)["sandbox"] == "container", first[-2000:]
     roots = [str(top / "class"), str(top / "out"), tempfile.gettempdir(), "/tmp"]
     spy = _spy(roots, own, {"marker": marker, "id": f"vic{tag}", "own": own})
     (top / "class" / "spy" / "13_moe.py").write_text(spy, encoding="utf-8")
     second = _grade(top, mode)
     record = _record(top, "spy")
-    said = re.search(r"REACH (memory=\S* disk=\S* objects=\d+ files=\d+ mem=\w+) END",
+    said = re.search(r"REACH (memory=\S* disk=\S* objects=\d+ files=\d+ mem=\w+ forked=\d) END",
                      record["problem"] or "")
     assert said, second[-3000:]
     print(f"\n{mode} ({record['sandbox']}): {said.group(1)}")
     found = dict(kv.split("=", 1) for kv in said.group(1).split())
+    assert record["sandbox"] == ("container" if mode == "container" else bwrap.mode())
     assert "own" in found["memory"] and "own" in found["disk"], said.group(1)  # scans work
+    # in container mode the zygote is a fork of the grader's process (one torch import)
+    assert found["forked"] == ("1" if mode == "container" else "0"), said.group(1)
     for what in ("marker", "id", "score"):
         assert what not in found["memory"] and what not in found["disk"], said.group(1)
     # the run still grades and writes everything
