@@ -18,7 +18,8 @@ import yaml
 
 from grader import runner
 from grader.config import Course
-from grader.reference import refs_for, save_recording
+from grader.context import LessonContext
+from grader.reference import save_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = "public-reference.bin"
@@ -43,14 +44,12 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     lesson = course.lesson(lesson_key)
     tests = course.path(lesson.tests)
     dest.mkdir(parents=True, exist_ok=True)
-    refs = refs_for(course, lesson_key)
-    refs.reference.cache.clear()
-    for v in refs.variants:
-        v.caller.cache.clear()
-    refs.signatures = None  # recomputed over the public tests only
+    ctx = LessonContext(course, lesson_key)
+    refs = ctx.refs  # fresh: what it records is the practice tests' requests alone
+    refs.signatures = None  # computed over the practice tests only
     as_student = refs.reference.twin()
-    runner.run_tests(course, lesson_key, [(as_student, lambda raw: None)],
-                     select=runner.PRACTICE, precompute=True)
+    runner.run_tests(ctx, [(as_student, lambda raw: None)], select=runner.PRACTICE,
+                     precompute=True)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -64,6 +64,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         scheduler) -> None:
     """Grade every submission of a lesson: scores.json and one feedback page each."""
     from grader import intake
+    from grader.context import LessonContext
     from grader.export import roster as rosters
     from grader.feedback import render_report
     from grader.plan import Submission, Summary, plan
@@ -72,6 +73,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     started = time.monotonic()
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
+    ctx = LessonContext(course, lesson_key)  # this run's one view of the lesson
     submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
     out = out or (course.path(lesson.out) if lesson.out else None)
     if submissions is None or out is None:
@@ -95,17 +97,16 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         raise click.ClickException(f"no submissions found in {submissions}")
     language = language or course.language
     store = Store(out)
-    todo = plan(store, subs, course.version(lesson_key), force)
+    todo = plan(store, subs, ctx.version, force)
     summary = Summary(skipped=len(subs) - len(todo))
     if todo:
         if scheduler is None and sandbox is None:
             sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=False)
-        _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler, summary,
-               sandbox)
+        _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary, sandbox)
     elif sandbox is not None:
         sandbox.close()
     summary.seconds = time.monotonic() - started
-    doc = store.scores(lesson_key, course.course, course.version(lesson_key), lesson.max_score,
+    doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
                        [s.student_id for s in subs])
     records = [_with_timing(store.load(s.student_id)) for s in subs]
     write_atomic(out / "report.html", render_report([r for r in records if r], course,
@@ -145,8 +146,8 @@ def _sandbox(course, lesson, unsandboxed: bool, private: tuple[Path, ...], fork:
                          tuple(lesson.preload), fork=fork, private=private)
 
 
-def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler,
-           summary, sandbox) -> None:
+def _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary,
+           sandbox) -> None:
     """Grade what changed on `sandbox` (or on the Dask cluster), with a progress bar."""
     sandboxed = sandbox.sandboxed if sandbox is not None else _available(unsandboxed)
     from grader import pool
@@ -174,7 +175,7 @@ def _grade(course, lesson_key, todo, out, jobs, unsandboxed, language, scheduler
                 bar.update(task, completed=done, rate=f"{rate:.1f}/s")
 
         try:
-            execute(course, lesson_key, todo, out, jobs, sandboxed, language, summary, progress)
+            execute(ctx, todo, out, jobs, sandboxed, language, summary, progress)
         except (RuntimeError, ValueError) as exc:
             raise click.ClickException(str(exc)) from None
 
@@ -237,6 +238,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
           unsandboxed) -> None:
     """Instructors: mutation-test the hidden tests with mutants of the solution."""
     from grader.audit import report, run as auditing
+    from grader.context import LessonContext
     from grader.plan import Summary
 
     started = time.monotonic()
@@ -246,10 +248,12 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
     if out is None:
         raise click.ClickException("give --out (course.yml sets no `out` for this lesson)")
 
+    ctx = LessonContext(course, lesson_key)
+
     def grade(todo, graded: Path) -> None:
         summary = Summary()
-        _grade(course, lesson_key, todo, graded, jobs, unsandboxed, course.language, None,
-               summary, _sandbox(course, lesson, unsandboxed, (graded,), fork=False))
+        _grade(ctx, todo, graded, jobs, unsandboxed, course.language, None, summary,
+               _sandbox(course, lesson, unsandboxed, (graded,), fork=False))
         if summary.worker_failures:
             raise click.ClickException("\n".join(summary.worker_failures))
 
@@ -309,11 +313,13 @@ def check(course_path, lesson_key, file, in_bwrap) -> None:
     sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
                             tuple(lesson.preload), fork=True)
     from grader import runner
+    from grader.context import LessonContext
     from grader.plugin import GraderFault
 
     slot = sandbox.sole_slot()
     try:
-        record = runner.grade(course, lesson_key, runner.Submission("you", file), slot,
+        record = runner.grade(LessonContext(course, lesson_key), runner.Submission("you", file),
+                              slot,
                               select=runner.PRACTICE)
     except (GraderFault, slots.SandboxError) as exc:  # ours, never the student's
         raise click.ClickException(f"the grader failed (not your code; tell the course "

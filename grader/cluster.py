@@ -5,7 +5,7 @@
 
 Each Dask worker *process* keeps one warm sandbox `Slot` (a bubblewrap'd fork server
 with torch preloaded, its own uid) and the lesson's reference outputs, cached in this
-module's globals; a task grades a batch of submissions with `runner.grade_many` on it,
+worker's `WarmSlot` plugin; a task grades a batch of submissions with `runner.grade_many` on it,
 so a worker pays for torch, the hidden tests and the reference once, not per task.
 
 Nothing is assumed shared between the client and the workers but the installed
@@ -49,8 +49,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from distributed import WorkerPlugin
+
 from grader import runner
 from grader.config import Course
+from grader.context import LessonContext
 from grader.plan import MAX_SOURCE, Submission, Summary, read_capped
 from grader.store import Store, safe_name
 
@@ -65,7 +68,7 @@ class SelfCheckFailed(RuntimeError):
 
 # ------------------------------------------------------------------ the client side
 
-def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Path,
+def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                 jobs: int, sandboxed: bool, language: str, summary: Summary,
                 progress: Callable[[str, dict], None] = lambda kind, info: None, *,
                 scheduler: str | object) -> None:
@@ -76,10 +79,12 @@ def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Pa
 
     from grader.feedback import render_student
 
+    course, lesson_key = ctx.course, ctx.key
     store = Store(out)
-    version = course.version(lesson_key)
+    version = ctx.version
     client, owned = _connect(scheduler, jobs)
     try:
+        prepare(client)
         bundle = client.scatter(course_bundle(course, lesson_key), broadcast=True, hash=False)
         workers = max(sum(client.nthreads().values()), 1)
         size = max(1, min(MAX_BATCH, math.ceil(len(todo) / (4 * workers))))
@@ -199,21 +204,49 @@ def _bundle_name(course: Course, label: str, rel: Path) -> str:
 
 @dataclass
 class _Warm:
-    course: Course
+    key: tuple  # (bundle digest, course root, lesson, version, sandboxed)
+    ctx: LessonContext
     slot: object  # grader.sandbox.slot.Slot (it claims its own sandbox uid)
 
 
-_WARM: dict[tuple, _Warm] = {}
-_GRADING = threading.Lock()  # one slot, one pytest per process: batches take turns
+class WarmSlot(WorkerPlugin):
+    """A Dask worker process's grading state, owned by the worker (`Worker.plugins`):
+    one warm slot and lesson context for one lesson version at a time, and the lock
+    that makes batches take turns on them (one slot, one pytest per process)."""
+
+    name = "minimind-grader"
+
+    def setup(self, worker) -> None:
+        self.warm: _Warm | None = None
+        self.lock = threading.Lock()
+
+    def teardown(self, worker) -> None:
+        self.drop()
+
+    def drop(self) -> None:
+        """Close the slot and forget the lesson (its files changed, or it broke)."""
+        warm, self.warm = self.warm, None
+        if warm is not None:
+            with contextlib.suppress(Exception):
+                warm.slot.close()
+            warm.ctx.reset()
+
+
+def prepare(client) -> None:
+    """Give every worker (and every worker that joins later) its grading state."""
+    client.register_plugin(WarmSlot(), name=WarmSlot.name)
 
 
 def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
                 sandboxed: bool, items: list[tuple]) -> list[dict]:
     """Runs on a Dask worker: grade (student_id, source bytes | None, fingerprint, notes)
     items on this process's warm slot; return their records."""
-    with _GRADING:
-        warm = _warm(bundle, course, lesson_key, version, sandboxed)
-        lesson = warm.course.lesson(lesson_key)
+    from distributed import get_worker
+
+    state = get_worker().plugins[WarmSlot.name]
+    with state.lock:
+        warm = _warm(state, bundle, course, lesson_key, version, sandboxed)
+        lesson = warm.ctx.lesson
         tmp = Path(tempfile.mkdtemp(prefix="grader-batch-"))
         try:
             subs = []
@@ -226,29 +259,23 @@ def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
                 subs.append(Submission(sid, path, notes=list(notes), fingerprint=fp))
             records: list[dict] = []
             try:
-                runner.grade_many(warm.course, lesson_key, subs, warm.slot, records.append)
+                runner.grade_many(warm.ctx, subs, warm.slot, records.append)
             except BaseException:
                 # the slot may be broken (its zygote gone): start afresh on the next batch;
                 # the client retries this one once (grading is idempotent, it saves once)
-                for key in [k for k, v in _WARM.items() if v is warm]:
-                    with contextlib.suppress(Exception):
-                        _close(_WARM.pop(key))
+                state.drop()
                 raise
             return records
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _warm(bundle: bytes, course: Course, lesson_key: str, version: str,
+def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, version: str,
           sandboxed: bool) -> _Warm:
     key = (hashlib.sha256(bundle).hexdigest(), str(course.root), lesson_key, version, sandboxed)
-    if key in _WARM:
-        return _WARM[key]
-    for old in list(_WARM):  # a new lesson or version: this process keeps one slot
-        stale = _WARM.pop(old)
-        with contextlib.suppress(Exception):
-            _close(stale)
-        _forget(stale.course, old[2])
+    if state.warm is not None and state.warm.key == key:
+        return state.warm
+    state.drop()  # a new lesson or version: this process keeps one slot
     from grader import pool
     from grader.sandbox import bwrap
     from grader.sandbox.slot import open_slot
@@ -262,32 +289,16 @@ def _warm(bundle: bytes, course: Course, lesson_key: str, version: str,
     # feedback, is then the same on any node, whatever its core count.
     torch.set_num_threads(1)
     local = _local_course(course, lesson_key, version) or _unpack(bundle, course, key[0])
-    _forget(local, lesson_key)
+    ctx = LessonContext(local, lesson_key)
+    ctx.reset()  # an earlier version's test modules, imported under the same names
     try:
-        pool.self_check(local, lesson_key)  # warms the reference, as the pool's parent does
+        pool.self_check(ctx)  # warms the reference, as the pool's parent does
     except RuntimeError as exc:
         raise SelfCheckFailed(str(exc)) from None
-    lesson = local.lesson(lesson_key)
+    lesson = ctx.lesson
     slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload))
-    _WARM[key] = warm = _Warm(local, slot)
-    return warm
-
-
-def _forget(course: Course, lesson_key: str) -> None:
-    """Drop what an earlier lesson version left in this long-lived process: pytest
-    would reuse its imported test modules (same names) and `lesson_refs` its reference.
-    A one-shot `pool` run never needs this; a cluster worker outlives a test fix."""
-    import sys
-
-    from grader import reference
-
-    tests = course.path(course.lesson(lesson_key).tests).resolve()
-    names = {p.stem for p in tests.rglob("*.py")} if tests.is_dir() else set()
-    for name, mod in list(sys.modules.items()):
-        file = getattr(mod, "__file__", None) or ""
-        if name in names or (file and Path(file).resolve().is_relative_to(tests)):
-            del sys.modules[name]
-    reference._LOADED.clear()
+    state.warm = _Warm(key, ctx, slot)
+    return state.warm
 
 
 def _local_course(course: Course, lesson_key: str, version: str) -> Course | None:
@@ -314,16 +325,3 @@ def _unpack(bundle: bytes, course: Course, digest: str) -> Course:
             update[label] = Path(_bundle_name(course, label, rel))
         lessons[k] = lesson.model_copy(update=update)
     return course.model_copy(update={"root": root, "lessons": lessons, "roster": None})
-
-
-def _close(warm: _Warm) -> None:
-    warm.slot.close()
-
-
-@atexit.register
-def _close_all() -> None:
-    for key in list(_WARM):
-        try:
-            _close(_WARM.pop(key))
-        except Exception:  # noqa: BLE001 - exiting anyway
-            pass

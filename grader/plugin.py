@@ -16,14 +16,12 @@ from pathlib import Path
 import pytest
 
 from grader.compare import Checks
+from grader.context import LessonContext
 from grader.diagnosis import explaining
 from grader.reference import LessonRefs, request_key
 from grader.sandbox import protocol
 from grader.sandbox.session import Session
 from grader.sandbox.slot import SandboxError, StudentError
-
-_FRAMES: dict[str, bytes] = {}  # serialised requests: the same for every student
-
 
 class GraderFault(Exception):
     """The grader's own machinery failed (the worker is gone, a socket broke): never a
@@ -32,18 +30,17 @@ class GraderFault(Exception):
 
 class StudentCaller:
     """Probe calls into a submission; the same request is answered from a cache,
-    so replays for diagnosis never run student code again. With the `reference`
-    (a Caller), a result is kept only as far as it is shaped like the reference's:
-    keys the reference's result lacks are dropped, and a value far larger than the
-    reference's is the student's error (it would become megabytes of check message)."""
+    so replays for diagnosis never run student code again. A result is kept only as
+    far as it is shaped like the reference's (the lesson context's): keys the
+    reference's result lacks are dropped, and a value far larger than the reference's
+    is the student's error (it would become megabytes of check message)."""
 
     SIZE_FACTOR = 16  # a wrong answer may be larger (dtype, K, shape): not this much
     SIZE_SLACK = 64 * 1024
-    _EXPECTED: dict[str, tuple[dict[str, int], int] | None] = {}  # by request key
 
-    def __init__(self, session: Session, reference=None):
+    def __init__(self, session: Session, ctx: LessonContext):
         self.session = session
-        self.reference = reference
+        self.ctx = ctx
         self.cache: dict[str, dict | StudentError] = {}
         self.current_test = ""
 
@@ -54,9 +51,10 @@ class StudentCaller:
                 if key in self.session.slot.sandbox.preloaded:
                     frame = protocol.dumps({"probe": probe, "key": key})
                 else:
-                    if key not in _FRAMES:
-                        _FRAMES[key] = protocol.dumps({"probe": probe, "args": args})
-                    frame = _FRAMES[key]
+                    frames = self.ctx.frames
+                    if key not in frames:
+                        frames[key] = protocol.dumps({"probe": probe, "args": args})
+                    frame = frames[key]
                 try:
                     result = self.session.call(probe, args, where=self.current_test,
                                                frame=frame)
@@ -98,16 +96,15 @@ class StudentCaller:
         """The size of each value of the reference's result and their sum (memoised per
         request, like the result), or None where there is no reference for this call
         (a student bundle's recording covers the public tests only)."""
-        if self.reference is None:
-            return None
-        if key not in self._EXPECTED:
+        expected = self.ctx.expected
+        if key not in expected:
             try:
-                ref = self.reference.call(probe, **args)
+                ref = self.ctx.refs.reference.call(probe, **args)
             except Exception:  # noqa: BLE001 - the test itself reports a broken reference
                 ref = None
             sizes = {k: self._size(v) for k, v in ref.items()} if isinstance(ref, dict) else None
-            self._EXPECTED[key] = (sizes, sum(sizes.values())) if sizes is not None else None
-        return self._EXPECTED[key]
+            expected[key] = (sizes, sum(sizes.values())) if sizes is not None else None
+        return expected[key]
 
     @staticmethod
     def _size(value: object) -> int:

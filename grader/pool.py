@@ -19,10 +19,10 @@ from pathlib import Path
 import torch
 
 from grader import runner
-from grader.config import Course
+from grader.context import LessonContext
 from grader.feedback import render_student
 from grader.plan import Submission, Summary
-from grader.reference import Caller, refs_for, request_key
+from grader.reference import Caller, request_key
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
 
@@ -40,27 +40,26 @@ class _Noting:
         return self.caller.call(probe, **args)
 
 
-def self_check(course: Course, lesson_key: str) -> dict[str, dict]:
+def self_check(ctx: LessonContext) -> dict[str, dict]:
     """Grade the solution in-process as if it were a student: warms every cache the
     workers inherit and refuses to run with hidden tests that fail the solution.
     Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
-    refs = refs_for(course, lesson_key)
-    as_student = _Noting(refs.reference.twin())
+    as_student = _Noting(ctx.refs.reference.twin())
     reports: list[dict] = []
     # Mistake signatures (which tests each known mistake fails) are computed here, once:
     # the composite part's rule and every diagnosis need them, and each forked worker
     # would otherwise pay for them again on its first failing student.
-    runner.run_tests(course, lesson_key, [(as_student, reports.append)], precompute=True)
-    result = runner.score(course, lesson_key, reports[0])
+    runner.run_tests(ctx, [(as_student, reports.append)], precompute=True)
+    result = runner.score(ctx, reports[0])
     if result["score"] != result["max_score"]:
         failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]
-        raise RuntimeError(f"the solution of lesson {lesson_key} fails its own hidden "
+        raise RuntimeError(f"the solution of lesson {ctx.key} fails its own hidden "
                            f"tests: {failing[:5]}; fix the tests before grading")
     return as_student.requests
 
 
-def _worker(index: int, slot: Slot, course: Course, lesson_key: str, out: Path,
-            language: str, tasks: mp.Queue, events: mp.Queue) -> None:
+def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str,
+            tasks: mp.Queue, events: mp.Queue) -> None:
     store = Store(out)
 
     def subs():
@@ -69,41 +68,41 @@ def _worker(index: int, slot: Slot, course: Course, lesson_key: str, out: Path,
             yield Submission(sid, path, notes=notes, fingerprint=fp)
 
     def save(record: dict) -> None:
-        html = render_student(record, course, lesson_key, language)
+        html = render_student(record, ctx.course, ctx.key, language)
         store.save(record, html)
         events.put(("done", record["student_id"], record["status"]))
 
     try:
-        runner.grade_many(course, lesson_key, subs(), slot, save)
+        runner.grade_many(ctx, subs(), slot, save)
     except BaseException:  # noqa: BLE001 - report, the parent decides
         events.put(("crash", f"worker {index}: {traceback.format_exc()[-1500:]}"))
         raise
 
 
-def grade_class(course: Course, lesson_key: str, todo: list[Submission], out: Path,
+def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                 jobs: int, sandboxed: bool, language: str, summary: Summary,
                 progress: Callable[[str, dict], None] = lambda kind, info: None,
                 sandbox: Sandbox | None = None) -> None:
     """Grade `todo` (already planned) on this machine; counts go into `summary`.
     `sandbox` may already be booting (the CLI starts it before importing torch)."""
     torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
-    lesson = course.lesson(lesson_key)
+    lesson = ctx.lesson
     jobs = min(jobs, len(todo))
-    sandbox = sandbox or Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload))
+    sandbox = sandbox or Sandbox(ctx.course.path(lesson.probes), sandboxed,
+                                 tuple(lesson.preload))
     slots: list[Slot] = []
     try:
         # One submission of a lesson recorded when its zip was built (a Gradescope run):
         # the solution was checked then, and its inputs are better sent than preloaded.
-        if len(todo) > 1 or not refs_for(course, lesson_key).recorded:
-            requests = self_check(course, lesson_key)  # while the sandbox boots
+        if len(todo) > 1 or not ctx.refs.recorded:
+            requests = self_check(ctx)  # while the sandbox boots
             sandbox.preload(requests)
         if len(todo) == 1:
             slots = [_FirstUse(sandbox)]
-            _grade_here(course, lesson_key, todo[0], out, slots[0], language, summary,
-                        progress)
+            _grade_here(ctx, todo[0], out, slots[0], language, summary, progress)
             return
         slots = [sandbox.slot() for _ in range(jobs)]
-        _run_workers(course, lesson_key, todo, out, slots, language, summary, progress)
+        _run_workers(ctx, todo, out, slots, language, summary, progress)
     finally:
         for slot in slots:  # the parent opened them: it closes them, after the workers
             slot.close()
@@ -127,33 +126,33 @@ class _FirstUse:
             self._slot.close()
 
 
-def _grade_here(course: Course, lesson_key: str, sub: Submission, out: Path,
+def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
                 slot: _FirstUse, language: str, summary: Summary,
                 progress: Callable[[str, dict], None]) -> None:
     """One submission, in this process: no worker to fork and start pytest in."""
     store = Store(out)
 
     def save(record: dict) -> None:
-        store.save(record, render_student(record, course, lesson_key, language))
+        store.save(record, render_student(record, ctx.course, ctx.key, language))
         summary.count(record["status"])
         progress("done", {"student_id": record["student_id"], "status": record["status"]})
 
     try:
-        runner.grade_many(course, lesson_key, [sub], slot, save)
+        runner.grade_many(ctx, [sub], slot, save)
     except Exception:  # noqa: BLE001 - as a worker's crash: named, the run goes on
         summary.worker_failures.append(f"grading {sub.student_id}: "
                                        f"{traceback.format_exc()[-1500:]}")
 
 
-def _run_workers(course, lesson_key, todo, out, slots, language, summary, progress) -> None:
-    ctx = mp.get_context("fork")
-    tasks, events = ctx.Queue(), ctx.Queue()
+def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progress) -> None:
+    forks = mp.get_context("fork")
+    tasks, events = forks.Queue(), forks.Queue()
     for sub in todo:
         tasks.put((sub.student_id, sub.path, sub.fingerprint, sub.notes))
     for _ in slots:
         tasks.put(DONE)
-    workers = [ctx.Process(target=_worker, args=(i, slot, course, lesson_key, out, language,
-                                                 tasks, events), daemon=True)
+    workers = [forks.Process(target=_worker, args=(i, slot, ctx, out, language, tasks, events),
+                             daemon=True)
                for i, slot in enumerate(slots)]
     for w in workers:
         w.start()

@@ -202,46 +202,40 @@ class LessonRefs:
         return self._combined[ids]
 
 
-_LOADED: dict[str, LessonRefs] = {}
-
-
 def lesson_refs(key: str, solution: Path | None, tests: Path,
                 recorded: Path | None = None) -> LessonRefs:
     """The solution and its mistakes as callers, each module loaded on first need; a
     recording of their results (`recording`) warms their caches when it was made
     from these very files. Where there is no solution (a student bundle), the
-    recording alone, for the public tests."""
-    cache_key = f"{key}:{tests.resolve()}"
-    if cache_key not in _LOADED:
-        probes = load_file(f"_probes_{key}", tests / "probes.py")
-        data = protocol.loads(recorded.read_bytes()) if recorded and recorded.exists() else None
-        if solution is not None and solution.exists():
-            source = solution.read_text(encoding="utf-8")
-            if data is not None and data.get("digest") != lesson_digest(solution, tests):
-                data = None  # made from other files: computed afresh instead
-            data = data or {"reference": {}, "variants": {}, "signatures": None}
+    recording alone, for the public tests. Built once per run, by its lesson context
+    (`LessonContext.refs`), which owns it."""
+    probes = load_file(f"_probes_{key}", tests / "probes.py")
+    data = protocol.loads(recorded.read_bytes()) if recorded and recorded.exists() else None
+    if solution is not None and solution.exists():
+        source = solution.read_text(encoding="utf-8")
+        if data is not None and data.get("digest") != lesson_digest(solution, tests):
+            data = None  # made from other files: computed afresh instead
+        data = data or {"reference": {}, "variants": {}, "signatures": None}
 
-            def loader(name: str, text: str) -> Callable[[], types.ModuleType]:
-                return cache(lambda: load_module(name, text, str(solution)))
+        def loader(name: str, text: str) -> Callable[[], types.ModuleType]:
+            return cache(lambda: load_module(name, text, str(solution)))
 
-            reference = Caller(None, probes, data["reference"],
-                               loader(f"_solution_{key}", source))
-            variants = [
-                Variant(m, Caller(None, probes, data["variants"].get(m.id, {}),
-                                  loader(f"_mistake_{key}_{m.id}", m.apply(source))))
-                for m in load_mistakes(tests / "mistakes.yml")
-            ]
-            signatures = data["signatures"]
-            _LOADED[cache_key] = LessonRefs(
-                reference, variants, probes, source=source, key=key,
-                signatures=None if signatures is None else {
-                    k: set(v) for k, v in signatures.items()},
-                recorded=bool(data["reference"]))
-        elif data is not None:
-            _LOADED[cache_key] = _from_recording(data, probes)
-        else:
-            raise FileNotFoundError(f"lesson {key}: neither the solution nor a recording")
-    return _LOADED[cache_key]
+        reference = Caller(None, probes, data["reference"],
+                           loader(f"_solution_{key}", source))
+        variants = [
+            Variant(m, Caller(None, probes, data["variants"].get(m.id, {}),
+                              loader(f"_mistake_{key}_{m.id}", m.apply(source))))
+            for m in load_mistakes(tests / "mistakes.yml")
+        ]
+        signatures = data["signatures"]
+        return LessonRefs(
+            reference, variants, probes, source=source, key=key,
+            signatures=None if signatures is None else {
+                k: set(v) for k, v in signatures.items()},
+            recorded=bool(data["reference"]))
+    if data is not None:
+        return _from_recording(data, probes)
+    raise FileNotFoundError(f"lesson {key}: neither the solution nor a recording")
 
 
 def lesson_digest(solution: Path, tests: Path) -> str:
@@ -250,14 +244,6 @@ def lesson_digest(solution: Path, tests: Path) -> str:
     for f in inputs(tests):
         h.update(b"\0" + str(f.relative_to(tests)).encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
-
-
-def refs_for(course, key: str) -> LessonRefs:
-    """`lesson_refs` for a lesson of course.yml."""
-    lesson = course.lesson(key)
-    return lesson_refs(key, course.path(lesson.solution) if lesson.solution else None,
-                       course.path(lesson.tests),
-                       course.path(lesson.recorded) if lesson.recorded else None)
 
 
 def save_recording(refs: LessonRefs, path: Path) -> None:

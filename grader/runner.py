@@ -21,11 +21,10 @@ from pytest_jsonreport.plugin import JSONReport
 
 from grader import plugin as fixtures
 from grader import points
-from grader.config import Course
+from grader.context import LessonContext
 from grader.diagnosis import explaining
 from grader.plan import MAX_SOURCE, Submission, read_capped
 from grader.plugin import GradingPlugin, StudentCaller, part_of
-from grader.reference import refs_for
 from grader.sandbox.slot import Slot, StudentError
 
 # Graded runs score the hidden cases only. Practice cases (marked `public`, shipped to
@@ -102,20 +101,15 @@ class GradingLoop:
         return True
 
 
-# Each lesson folder's imported modules (test modules and helpers), kept between runs:
-# their cached inputs stay warm, and forked workers inherit them.
-_LESSON_MODULES: dict[Path, dict[str, types.ModuleType]] = {}
-
-
 @contextmanager
-def lesson_imports(tests: Path) -> Iterator[None]:
+def lesson_imports(tests: Path, mine: dict[str, types.ModuleType]) -> Iterator[None]:
     """For one run, the lesson's folder first on sys.path and only its own modules
     under its files' names: two lessons may each have a `_inputs.py` or a
     `test_norm.py` and run in one process (pytest's importlib mode keeps its hands off
-    sys.path; this puts the folder there, for the helpers' plain imports)."""
+    sys.path; this puts the folder there, for the helpers' plain imports). `mine`
+    (the lesson context's) keeps the lesson's modules between runs."""
     folder = tests.resolve()
     names = {f.stem for f in folder.glob("*.py")}
-    mine = _LESSON_MODULES.setdefault(folder, {})
     others = {}
     for name in names & sys.modules.keys():
         module = sys.modules.pop(name)
@@ -144,15 +138,12 @@ class CollectionErrors:
             self.reports.append(f"{report.nodeid or report.fspath}:\n{report.longreprtext}")
 
 
-def run_tests(course: Course, lesson_key: str,
-              jobs: Iterable[tuple[object, Callable[[dict], None]]], select: str = GRADED,
-              precompute: bool = False) -> None:
+def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], None]]],
+              select: str = GRADED, precompute: bool = False) -> None:
     """Run the lesson's hidden tests once per job: (student caller, callback(raw report))."""
-    lesson = course.lesson(lesson_key)
-    tests = course.path(lesson.tests)
-    refs = refs_for(course, lesson_key)
-    plugin = GradingPlugin(None, refs, course.tolerances(lesson_key), list(lesson.parts),
-                           precompute)
+    tests = ctx.tests
+    plugin = GradingPlugin(None, ctx.refs, ctx.course.tolerances(ctx.key),
+                           list(ctx.lesson.parts), precompute)
     report = JSONReport()
     loop = GradingLoop(plugin, report, jobs)
     errors = CollectionErrors()
@@ -169,19 +160,19 @@ def run_tests(course: Course, lesson_key: str,
     if select:
         args += ["-m", select]
     sink = io.StringIO()
-    with redirect_stdout(sink), redirect_stderr(sink), lesson_imports(tests):
+    with redirect_stdout(sink), redirect_stderr(sink), lesson_imports(tests, ctx.modules):
         code = pytest.main(args, plugins=[plugin, report, loop, errors, fixtures])
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         why = "\n".join(errors.reports) or sink.getvalue()[-2000:] or "no output"
-        raise RuntimeError(f"hidden tests of lesson {lesson_key} did not run "
+        raise RuntimeError(f"hidden tests of lesson {ctx.key} did not run "
                            f"(pytest exit {code}):\n{why[-6000:]}")
 
 
-def score(course: Course, lesson_key: str, report: dict) -> dict:
+def score(ctx: LessonContext, report: dict) -> dict:
     """Each part's points shared by its graded tests in exact units (grader/points.py);
     practice tests are recorded at 0 of 0."""
-    lesson = course.lesson(lesson_key)
-    refs = refs_for(course, lesson_key)
+    lesson = ctx.lesson
+    refs = ctx.refs
     mistakes = {v.mistake.id: v.mistake for v in refs.variants}
     records = [_test_record(t) for t in report["tests"]]
     unknown = {t["part"] for t in records} - set(lesson.parts)
@@ -234,17 +225,16 @@ def _mistake_dict(m) -> dict:
     return {"id": m.id, "title": m.title, "hint": m.hint} if m else {"id": None}
 
 
-def grade_many(course: Course, lesson_key: str, subs: Iterable[Submission],
-               slot: Slot | None, on_result: Callable[[dict], None],
-               select: str = GRADED) -> None:
+def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None,
+               on_result: Callable[[dict], None], select: str = GRADED) -> None:
     """Grade submissions one after another in one pytest session; report each record."""
-    lesson = course.lesson(lesson_key)
-    limits = course.limits(lesson_key)
+    lesson = ctx.lesson
+    limits = ctx.course.limits(ctx.key)
 
     def jobs() -> Iterator[tuple[object, Callable[[dict], None]]]:
         for sub in subs:
             started = time.monotonic()
-            base = {"student_id": sub.student_id, "lesson": lesson_key,
+            base = {"student_id": sub.student_id, "lesson": ctx.key,
                     "sandboxed": bool(slot and slot.sandboxed),
                     "sandbox": slot.sandbox.mode if slot else "none", "notes": sub.notes,
                     "fingerprint": sub.fingerprint}
@@ -258,13 +248,13 @@ def grade_many(course: Course, lesson_key: str, subs: Iterable[Submission],
                 caller = _Missing(sub.problem)
             else:
                 session = slot.open(sub.source, lesson.exercise, lesson.provides, limits)
-                caller = StudentCaller(session, refs_for(course, lesson_key).reference)
+                caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append
             if session is not None:
                 session.close()
                 extra = _session_facts(session)
-            record = {**base, **score(course, lesson_key, reports[0]), **extra,
+            record = {**base, **score(ctx, reports[0]), **extra,
                       "elapsed_s": round(time.monotonic() - started, 3),
                       "raw_report": reports[0]}
             if record["status"] == "graded" and any(
@@ -272,7 +262,7 @@ def grade_many(course: Course, lesson_key: str, subs: Iterable[Submission],
                 record["status"] = "timeout"
             on_result(record)
 
-    run_tests(course, lesson_key, jobs(), select)
+    run_tests(ctx, jobs(), select)
 
 
 def _session_facts(session) -> dict:
@@ -286,11 +276,11 @@ def _session_facts(session) -> dict:
             "output": session.output.text(), "cpu_s": round(session.cpu_s, 3)}
 
 
-def grade(course: Course, lesson_key: str, sub: Submission, slot: Slot | None,
+def grade(ctx: LessonContext, sub: Submission, slot: Slot | None,
           select: str = GRADED) -> dict:
     """Grade a single submission (used by `grader check` and the tests)."""
     out: list[dict] = []
-    grade_many(course, lesson_key, [sub], slot, out.append, select)
+    grade_many(ctx, [sub], slot, out.append, select)
     return out[0]
 
 

@@ -266,12 +266,12 @@ def probe_compute(course_yml: Path, reps: int) -> dict:
     import torch
 
     from grader import config, pool
-    from grader.reference import refs_for
+    from grader.context import LessonContext
 
     torch.set_num_threads(1)  # as the sandbox and the trusted workers run
-    course = config.load(course_yml)
-    requests = pool.self_check(course, LESSON)
-    refs = refs_for(course, LESSON)
+    ctx = LessonContext(config.load(course_yml), LESSON)
+    requests = pool.self_check(ctx)
+    refs = ctx.refs
     calls = [(getattr(refs.probes, r["probe"]), r["args"]) for r in requests.values()]
 
     def once() -> None:

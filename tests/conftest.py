@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from grader import config
+from grader.context import LessonContext
 from grader.sandbox import bwrap
 from grader.sandbox import slot as slots
 from grader.sandbox.slot import Slot
@@ -14,6 +15,12 @@ ROOT = Path(__file__).resolve().parent.parent
 @pytest.fixture(scope="session")
 def course() -> config.Course:
     return config.load(ROOT / "course.yml")
+
+
+@pytest.fixture(scope="session")
+def ctx13(course) -> LessonContext:
+    """Lesson 13's context for the whole suite: its references computed once."""
+    return LessonContext(course, "13")
 
 
 def open_slot(course: config.Course, lesson_key: str) -> Slot:

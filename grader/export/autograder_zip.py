@@ -133,17 +133,19 @@ def _recording(course, lesson_key: str) -> bytes:
     and its mistakes and computing them again for each submission."""
     from grader import runner
     from grader.pool import self_check
-    from grader.reference import Caller, lesson_digest, recording, refs_for
+    from grader.context import LessonContext
+    from grader.reference import Caller, lesson_digest, recording
 
     lesson = course.lesson(lesson_key)
-    self_check(course, lesson_key)
-    refs = refs_for(course, lesson_key)
+    ctx = LessonContext(course, lesson_key)
+    self_check(ctx)
+    refs = ctx.refs
     # Each known mistake graded as a submission, with a cache of its own: what grading
     # one asks of the trusted side beyond its own part's tests (a composite part
     # compares with the mistakes established in the other parts) is then recorded
     # too, so that no single known mistake makes a run import the solution after all.
-    runner.run_tests(course, lesson_key, [(Caller(v.caller.module, refs.probes),
-                                           lambda raw: None) for v in refs.variants])
+    runner.run_tests(ctx, [(Caller(v.caller.module, refs.probes), lambda raw: None)
+                           for v in refs.variants])
     return recording(refs, lesson_digest(course.path(lesson.solution),
                                          course.path(lesson.tests)))
 

@@ -10,7 +10,8 @@ from grader import runner
 from grader.config import Course
 from grader.feedback import points
 from grader.plan import Submission, Summary, plan
-from grader.reference import Mistake, refs_for
+from grader.context import LessonContext
+from grader.reference import Mistake
 from grader.selftest.findings import INDISTINGUISHABLE, RAISES, Finding, failed, ok
 from grader.store import Store, safe_name
 
@@ -52,8 +53,8 @@ def grade(course: Course, key: str, files: dict[str, Path], out: Path,
     todo = plan(store, [Submission(sid, path) for sid, path in files.items()],
                 course.version(key), force=True)
     summary = Summary()
-    pool.grade_class(course, key, todo, out, jobs, slots.available(allow_unsandboxed=True),
-                     course.language, summary)
+    pool.grade_class(LessonContext(course, key), todo, out, jobs,
+                     slots.available(allow_unsandboxed=True), course.language, summary)
     if summary.worker_failures:
         raise RuntimeError("grading failed: " + "\n".join(summary.worker_failures))
     return {sid: store.load(sid) for sid in files}
@@ -61,11 +62,11 @@ def grade(course: Course, key: str, files: dict[str, Path], out: Path,
 
 def practice(course: Course, key: str) -> Finding:
     """The practice tests (what `grader check` runs) pass on the solution too."""
-    refs = refs_for(course, key)
+    ctx = LessonContext(course, key)
     reports: list[dict] = []
-    as_student = refs.reference.twin()
-    runner.run_tests(course, key, [(as_student, reports.append)], select=runner.PRACTICE)
-    tests = runner.score(course, key, reports[0])["tests"]
+    as_student = ctx.refs.reference.twin()
+    runner.run_tests(ctx, [(as_student, reports.append)], select=runner.PRACTICE)
+    tests = runner.score(ctx, reports[0])["tests"]
     failing = [f"{t['name']}: {t['message']}" for t in tests if t["outcome"] != "passed"]
     if failing:
         return failed("solution", "practice tests", "fail on the solution: "

@@ -11,7 +11,7 @@ import numpy as np
 
 from grader.config import Course
 from grader.plugin import part_of
-from grader.reference import refs_for
+from grader.context import LessonContext
 from grader.tolerance import record, variants
 from grader.tolerance.record import Compared, Run
 
@@ -155,7 +155,7 @@ def _row(key: Key, correct: dict[str, list[Compared]],
 def advise(course: Course, key: str, folder: Path | None = None, select: str = "") -> Advice:
     """Run the graded tests (those pytest's `-k select` picks) with every correct
     variant and known mistake in turn."""
-    refs = refs_for(course, key)
+    refs = LessonContext(course, key).refs
     if refs.source is None:
         raise ValueError(f"lesson {key} has no solution here (a student bundle?)")
     items = record.graded_tests(course, key, select)

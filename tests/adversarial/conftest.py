@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from grader import config, runner
+from grader.context import LessonContext
 from grader.sandbox import bwrap
 from grader.sandbox import slot as slots
 from grader.sandbox.slot import BASE_UID, UID_COUNT, Slot
@@ -99,10 +100,19 @@ def write_subs(root: Path, sources: dict[str, str]) -> list[runner.Submission]:
     return subs
 
 
+# One lesson context per course file, for the whole suite: the reference's results are
+# computed once, as in one grading run (the suite's own state, not the grader's)
+CONTEXTS: dict[Path, LessonContext] = {}
+
+
+def context(course: config.Course) -> LessonContext:
+    return CONTEXTS.setdefault(course.root / "course.yml", LessonContext(course, LESSON))
+
+
 def grade_all(course, slot: Slot, root: Path, sources: dict[str, str]) -> dict[str, dict]:
     """Grade many submissions in one pytest session on one slot: {student_id: record}."""
     out: dict[str, dict] = {}
-    runner.grade_many(course, LESSON, write_subs(root, sources), slot,
+    runner.grade_many(context(course), write_subs(root, sources), slot,
                       lambda r: out.__setitem__(r["student_id"], r))
     return out
 

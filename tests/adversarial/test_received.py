@@ -191,13 +191,19 @@ class _Reference:
         return {"y": torch.zeros(4, 8), "grads": {"w": torch.zeros(8, 8)}}
 
 
+def _context():
+    """What a StudentCaller reads of its lesson context: caches and the reference."""
+    from types import SimpleNamespace
+    return SimpleNamespace(frames={}, expected={}, refs=SimpleNamespace(reference=_Reference()))
+
+
 def test_caller_drops_keys_the_reference_lacks_and_copies_what_it_keeps():
     import torch
     reply = torch.zeros(300_000)  # one buffer, as a decoded reply is
     y, junk = reply[:32].view(4, 8), reply[32:]
     session = _Session({"y": y, "grads": {"w": torch.ones(8, 8), "b": torch.ones(8)},
                         "junk": junk}, reply_bytes=reply.nbytes)
-    got = StudentCaller(session, _Reference()).call("p", a=1)
+    got = StudentCaller(session, _context()).call("p", a=1)
     assert set(got) == {"y", "grads"} and set(got["grads"]) == {"w", "b"}  # extras named
     assert got["y"].untyped_storage().nbytes() == 32 * 4  # not a view of the whole reply
 
@@ -205,7 +211,7 @@ def test_caller_drops_keys_the_reference_lacks_and_copies_what_it_keeps():
 def test_caller_refuses_a_value_far_larger_than_the_references():
     import torch
     session = _Session({"y": torch.zeros(1_000_000), "grads": {}}, reply_bytes=4_000_100)
-    caller = StudentCaller(session, _Reference())
+    caller = StudentCaller(session, _context())
     with pytest.raises(StudentError, match="'y'.*far too large"):
         caller.call("p", a=1)
     with pytest.raises(StudentError):  # the verdict is cached like any other

@@ -87,7 +87,7 @@ def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
     assert proc.stdout.count("PEEK") >= 5  # each part reported, none crashed the check
 
 
-def test_bundle_holds_no_graded_case(bundle, course):
+def test_bundle_holds_no_graded_case(bundle, ctx13):
     """By content: no graded test file, no graded case's request among the recorded
     results, and no graded test's code in any shipped file."""
     from grader import pool
@@ -101,7 +101,7 @@ def test_bundle_holds_no_graded_case(bundle, course):
                        *(f"test_public_{p}.py" for p in ("ffn", "router", "dispatch",
                                                           "aux_loss", "moe"))}
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
-    graded_keys = set(pool.self_check(course, "13"))
+    graded_keys = set(pool.self_check(ctx13))
     assert recorded["reference"] and not graded_keys & set(recorded["reference"])
     for variant in recorded["variants"].values():
         assert not graded_keys & set(variant)

@@ -12,6 +12,7 @@ distributed = pytest.importorskip(
     "distributed", reason="dask distributed is not installed (pip install '.[cluster]')")
 
 from grader import cluster, pool, runner  # noqa: E402
+from grader.context import LessonContext  # noqa: E402
 from grader.plan import Summary, plan  # noqa: E402
 from grader.store import Store  # noqa: E402
 from grader.sandbox.bwrap import unavailable_reason  # noqa: E402
@@ -69,12 +70,12 @@ def test_cluster_grades_like_the_pool(course, tmp_path, dask_client):
     subs = make_class(tmp_path / "subs")
     version = course.version("13")
     local = Summary()
-    pool.grade_class(course, "13", plan(Store(tmp_path / "local"), make_class(tmp_path / "subs2"),
+    pool.grade_class(LessonContext(course, "13"), plan(Store(tmp_path / "local"), make_class(tmp_path / "subs2"),
                                         version, False),
                      tmp_path / "local", 2, SANDBOXED, "en", local)
     assert not local.worker_failures
     summary = Summary()
-    cluster.grade_class(course, "13", plan(Store(tmp_path / "dask"), subs, version, False),
+    cluster.grade_class(LessonContext(course, "13"), plan(Store(tmp_path / "dask"), subs, version, False),
                         tmp_path / "dask", 2, SANDBOXED, "en", summary, scheduler=dask_client)
     assert not summary.worker_failures, summary.worker_failures
     assert summary.graded == 5 and summary.errors == 2
@@ -97,6 +98,7 @@ def test_workers_without_the_course_files_get_a_copy(course, tmp_path, dask_clie
     subs = make_class(tmp_path / "subs")[:2]
     version = course.version("13")
     bundle = cluster.course_bundle(course, "13")
+    cluster.prepare(dask_client)
     elsewhere = course.model_copy(update={"root": tmp_path / "no-such-checkout"})
     items = [(s.student_id, s.path.read_bytes(), "fp", []) for s in subs]
     records = dask_client.submit(cluster.grade_batch, bundle, elsewhere, "13", version,

@@ -12,15 +12,15 @@ ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "13_moe.py"
 
 
-def grade_all(course, slot, files: dict[str, Path]) -> dict[str, dict]:
+def grade_all(ctx, slot, files: dict[str, Path]) -> dict[str, dict]:
     out: dict[str, dict] = {}
     subs = [runner.Submission(sid, path) for sid, path in files.items()]
-    runner.grade_many(course, "13", subs, slot, lambda r: out.__setitem__(r["student_id"], r))
+    runner.grade_many(ctx, subs, slot, lambda r: out.__setitem__(r["student_id"], r))
     return out
 
 
 @pytest.fixture(scope="module")
-def graded(course, slot13, tmp_path_factory) -> dict[str, dict]:
+def graded(ctx13, slot13, tmp_path_factory) -> dict[str, dict]:
     """Everything graded in one pytest session, as a TA's run would."""
     tmp = tmp_path_factory.mktemp("subs")
     source = SOLUTION.read_text()
@@ -41,7 +41,7 @@ def graded(course, slot13, tmp_path_factory) -> dict[str, dict]:
         files[f"broken-{name}"] = tmp / f"{name}.py"
         files[f"broken-{name}"].write_text(text)
     files["broken-missing"] = tmp / "nothing-here.py"
-    return grade_all(course, slot13, files)
+    return grade_all(ctx13, slot13, files)
 
 
 def lost(record: dict) -> set[str]:
@@ -118,7 +118,7 @@ def test_traceback_shows_only_the_students_file(graded):
         assert "test_dispatch" not in e["traceback"]
 
 
-def test_malformed_results_are_the_students_not_a_grader_error(course, slot13, tmp_path):
+def test_malformed_results_are_the_students_not_a_grader_error(ctx13, slot13, tmp_path):
     """A reply of the wrong structure (forged here by patching the worker's sender so
     route's results come back empty) is charged to the student, not to the grader."""
     forge = (
@@ -132,7 +132,7 @@ def test_malformed_results_are_the_students_not_a_grader_error(course, slot13, t
         "_proto.send = _forged\n")
     path = tmp_path / "13_moe.py"
     path.write_text(SOLUTION.read_text() + "\n" + forge)
-    r = runner.grade(course, "13", runner.Submission("m", path), slot13)
+    r = runner.grade(ctx13, runner.Submission("m", path), slot13)
     router = [t for t in r["tests"] if t["part"] == "router"]
     assert all(t["outcome"] == "failed" for t in router)
     assert all(t["error"]["kind"] == "malformed" for t in router)
@@ -140,7 +140,7 @@ def test_malformed_results_are_the_students_not_a_grader_error(course, slot13, t
     assert r["parts"]["ffn"]["score"] == 2.0 and r["parts"]["moe"]["score"] == 2.0
 
 
-def test_a_dead_worker_is_a_grader_fault_not_a_zero(course):
+def test_a_dead_worker_is_a_grader_fault_not_a_zero(course, ctx13):
     """If the sandboxed worker itself dies, no student is scored: the run stops with
     a grader error, and the submission is graded again on the next run."""
     import os
@@ -154,6 +154,6 @@ def test_a_dead_worker_is_a_grader_fault_not_a_zero(course):
     assert not slot.alive()
     out: list[dict] = []
     with pytest.raises(RuntimeError, match="sandboxed worker failed"):
-        runner.grade_many(course, "13", [runner.Submission("x", SOLUTION)], slot, out.append)
+        runner.grade_many(ctx13, [runner.Submission("x", SOLUTION)], slot, out.append)
     assert out == []
     slot.close()

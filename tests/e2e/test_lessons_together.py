@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from grader import config, runner
-from grader.reference import refs_for
+from grader.context import LessonContext
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN_HELPER = '''
@@ -42,10 +42,11 @@ def course(tmp_path_factory) -> config.Course:
 
 
 def graded_as_solution(course: config.Course, key: str) -> dict:
-    refs = refs_for(course, key)
+    ctx = LessonContext(course, key)
+    refs = ctx.refs
     reports: list[dict] = []
-    runner.run_tests(course, key, [(refs.reference.twin(), reports.append)])
-    return runner.score(course, key, reports[0])
+    runner.run_tests(ctx, [(refs.reference.twin(), reports.append)])
+    return runner.score(ctx, reports[0])
 
 
 def test_same_named_modules_of_two_lessons_both_run(course):

@@ -11,9 +11,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "13_moe.py"
 
 
-def test_preloaded_requests_are_named_not_sent(course, monkeypatch, tmp_path):
+def test_preloaded_requests_are_named_not_sent(course, ctx13, monkeypatch, tmp_path):
     lesson = course.lesson("13")
-    requests = pool.self_check(course, "13")
+    requests = pool.self_check(ctx13)
     assert len(requests) > 10 and all(set(r) == {"probe", "args"} for r in requests.values())
     sandbox = Sandbox(course.path(lesson.probes), bwrap.unavailable_reason() is None,
                       tuple(lesson.preload))
@@ -33,8 +33,8 @@ def test_preloaded_requests_are_named_not_sent(course, monkeypatch, tmp_path):
         wrong = tmp_path / "13_moe.py"  # a wrong result still comes back through a key
         wrong.write_text(SOLUTION.read_text().replace(
             "scores = F.softmax(gate(x_flat), dim=-1)", "scores = F.softmax(gate(x_flat), dim=0)"))
-        good = runner.grade(course, "13", runner.Submission("good", SOLUTION), slot)
-        bad = runner.grade(course, "13", runner.Submission("bad", wrong), slot)
+        good = runner.grade(ctx13, runner.Submission("good", SOLUTION), slot)
+        bad = runner.grade(ctx13, runner.Submission("bad", wrong), slot)
     finally:
         if slot is not None:
             slot.close()

@@ -144,13 +144,14 @@ def test_practice_files_name_their_part(path, part, practice):
 def test_score_grades_a_report_exactly_with_practice_files_apart(course):
     """runner.score on lesson 13: graded files share the points, practice files don't."""
     from grader import runner
+    from grader.context import LessonContext
 
     rng = random.Random(5)
     tests = [{"nodeid": f"test_{name}.py::test_{i}", "outcome": rng.choice(["passed", "failed"]),
               "metadata": {}} for name, (_, n) in LESSON13.items() for i in range(n)]
     tests += [{"nodeid": f"test_public_{name}.py::test_public", "outcome": "passed",
                "metadata": {}} for name in LESSON13]
-    rec = runner.score(course, "13", {"tests": tests})
+    rec = runner.score(LessonContext(course, "13"), {"tests": tests})
     assert rec["max_score"] == course.lesson("13").max_score == 10.0
     assert sums_exactly([t["score"] for t in rec["tests"]], rec["score"], rng)
     assert sum(p["score"] for p in rec["parts"].values()) == rec["score"]

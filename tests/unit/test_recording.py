@@ -13,7 +13,8 @@ import yaml
 
 from grader import runner
 from grader.config import load
-from grader.reference import Caller, lesson_digest, lesson_refs, load_module, refs_for
+from grader.context import LessonContext
+from grader.reference import Caller, lesson_digest, lesson_refs, load_module
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "13_moe.py"
@@ -45,19 +46,19 @@ def zip_root(tmp_path_factory) -> Path:
 def test_the_zip_grades_from_its_recording_alone(zip_root):
     lesson = yaml.safe_load((zip_root / "course.yml").read_text())["lessons"]["13"]
     assert lesson["recorded"] == "reference/13.bin"
-    course = load(zip_root / "course.yml")
-    refs = refs_for(course, "13")
+    ctx = LessonContext(load(zip_root / "course.yml"), "13")
+    refs = ctx.refs
     assert refs.recorded and len(refs.reference.cache) >= 30
     assert set(refs.signatures) == {v.mistake.id for v in refs.variants}
     reports: list[dict] = []
-    runner.run_tests(course, "13", [(refs.reference.twin(), reports.append)])
-    assert runner.score(course, "13", reports[0])["score"] == 10.0
+    runner.run_tests(ctx, [(refs.reference.twin(), reports.append)])
+    assert runner.score(ctx, reports[0])["score"] == 10.0
     # a submission with a known mistake: diagnosed, and the moe part compares with
     # that mistake's results, all from the recording
     student = Caller(load_module("_student_renorm", SOLUTION.read_text().replace(*RENORM),
                                  "13_moe.py"), refs.probes)
-    runner.run_tests(course, "13", [(student, reports.append)])
-    parts = runner.score(course, "13", reports[1])["parts"]
+    runner.run_tests(ctx, [(student, reports.append)])
+    parts = runner.score(ctx, reports[1])["parts"]
     assert parts["router"]["diagnosis"]["id"] == "no_renorm"
     assert parts["moe"]["score"] == parts["moe"]["max_score"]
     # neither the solution nor any of its known mistakes was imported

@@ -1,0 +1,74 @@
+"""One lesson as one run sees it: course.yml's entry and everything computed from it.
+
+A run builds one `LessonContext` and passes it down; every cache that outlives a
+single submission (the references and their results, the lesson folder's imported
+modules, the serialised probe requests, the reference's result sizes) lives here and
+nowhere else, so `reset()` forgets all of it at once: a long-lived Dask worker calls
+it when a lesson's files change, and no module keeps a stale copy.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grader.config import Course, Lesson
+
+
+@dataclass
+class LessonContext:
+    course: Course
+    key: str
+    # the lesson folder's imported modules (tests and helpers), kept between pytest
+    # sessions of this run: their cached inputs stay warm, forked workers inherit them
+    modules: dict[str, types.ModuleType] = field(default_factory=dict)
+    # serialised probe requests by request key: the same bytes for every student
+    frames: dict[str, bytes] = field(default_factory=dict)
+    # the size of each value of the reference's result, and their sum, by request key
+    expected: dict[str, tuple[dict[str, int], int] | None] = field(default_factory=dict)
+    _refs: object | None = field(default=None, repr=False)  # reference.LessonRefs
+    _version: str | None = field(default=None, repr=False)
+
+    @property
+    def lesson(self) -> Lesson:
+        return self.course.lesson(self.key)
+
+    @property
+    def tests(self) -> Path:
+        return self.course.path(self.lesson.tests)
+
+    @property
+    def version(self) -> str:
+        """The lesson's version (solution, tests, course.yml entry), read once a run."""
+        if self._version is None:
+            self._version = self.course.version(self.key)
+        return self._version
+
+    @property
+    def refs(self):
+        """The solution and its known mistakes as callers (reference.LessonRefs), loaded
+        on first need; a recording warms them where the lesson ships one."""
+        if self._refs is None:
+            from grader.reference import lesson_refs
+
+            lesson = self.lesson
+            self._refs = lesson_refs(
+                self.key, self.course.path(lesson.solution) if lesson.solution else None,
+                self.tests, self.course.path(lesson.recorded) if lesson.recorded else None)
+        return self._refs
+
+    def reset(self) -> None:
+        """Forget everything computed from the lesson's files (they changed), and the
+        lesson's modules pytest left in sys.modules under their files' names."""
+        tests = self.tests.resolve()
+        names = {p.stem for p in tests.rglob("*.py")} if tests.is_dir() else set()
+        for name, module in list(sys.modules.items()):
+            file = getattr(module, "__file__", None) or ""
+            if name in names or (file and Path(file).resolve().is_relative_to(tests)):
+                del sys.modules[name]
+        self.modules.clear()
+        self.frames.clear()
+        self.expected.clear()
+        self._refs = None
+        self._version = None
