@@ -201,7 +201,7 @@ class MemorySampler:
             tree = descendants(self.root)
             roles = self._roles(tree)
             pss = 0
-            for pid, (role, group) in roles.items():
+            for pid, (role, _group) in roles.items():
                 self.hwm[role] = max(self.hwm[role], _status_kb(pid, "VmHWM"))
                 self.counts[role].add(pid)
                 if role != "parent":

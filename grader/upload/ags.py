@@ -103,8 +103,8 @@ class Platform:
             if self._token is None or fresh:
                 self._token = self._fetch_token()
             auth = {**(headers or {}), "Authorization": f"Bearer {self._token}"}
-            resp = self._send(lambda: self.client.build_request(method, url, headers=auth,
-                                                                **kw))
+            resp = self._send(lambda auth=auth: self.client.build_request(
+                method, url, headers=auth, **kw))
             if resp.status_code != 401:
                 return resp
         return resp

@@ -9,7 +9,6 @@ probe calls it (`_from_probe()`), not when MOEFeedForward calls it, so an attack
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 import textwrap
 import time

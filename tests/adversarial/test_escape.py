@@ -308,7 +308,7 @@ def _sources(host: dict, subs_root: Path) -> dict[str, str]:
             ctypes.memmove(ctypes.addressof(_buf), (1).to_bytes(8, "little") + _MSG, 8 + len(_MSG))
             _libc.msgsnd(_q, _buf, len(_MSG), 0o4000)  # IPC_NOWAIT
     ''')
-    pick = hostile(dispatch=f'''
+    pick = hostile(dispatch='''
         import ctypes, os
         libc = ctypes.CDLL(None, use_errno=True)
         libc.shmat.restype = ctypes.c_void_p
@@ -317,15 +317,15 @@ def _sources(host: dict, subs_root: Path) -> dict[str, str]:
             if os.path.exists(p):
                 found.append(p)
         for kind in ("shm", "msg", "sem"):
-            rows = open(f"/proc/sysvipc/{{kind}}").read().splitlines()[1:]
+            rows = open(f"/proc/sysvipc/{kind}").read().splitlines()[1:]
             if rows:
-                found.append(f"sysv {{kind}}: {{rows}}")
+                found.append(f"sysv {kind}: {rows}")
         sid = libc.shmget(0x6d616c6c, 0, 0)
         if sid >= 0:
             addr = libc.shmat(sid, None, 0o10000)  # SHM_RDONLY
             found.append(ctypes.string_at(addr, 60))
         if found:
-            raise RuntimeError(f"LEAK: left by an earlier student: {{found}}")
+            raise RuntimeError(f"LEAK: left by an earlier student: {found}")
     ''')
     carol = SOLUTION.read_text() + f"\n# {CAROL_MARK}\n"
     return {"carol": carol, "read": read, "env": env, "write": write, "net": net,

@@ -17,7 +17,7 @@ from grader.sandbox import bwrap
 def test_a_blocked_user_namespace_is_named_with_its_fix(monkeypatch, tmp_path, cause, fix):
     """Each setting that blocks them is reported (the others read as allowing)."""
     files = {}
-    for i, (path, (value, why)) in enumerate(bwrap.USERNS_FIX.items()):
+    for i, (_path, (value, why)) in enumerate(bwrap.USERNS_FIX.items()):
         mine = tmp_path / f"setting{i}"
         mine.write_text(value if cause in why else str(1 - int(value)))
         files[str(mine)] = (value, why)
