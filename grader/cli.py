@@ -130,10 +130,14 @@ def _available(unsandboxed: bool) -> bool:
 
 
 def _sandboxed_forks(unsandboxed: bool) -> bool:
-    """Will this run's zygote be a fork of this process (no bwrap here)?"""
+    """Will this run's zygote be a fork of this process (no bwrap here)? Where no
+    sandbox can be had, no: the run is refused only if there is work (`_sandbox`)."""
     from grader.sandbox import slot as slots
 
-    return slots.forkable(_available(unsandboxed))
+    try:
+        return slots.forkable(slots.available(unsandboxed))
+    except RuntimeError:
+        return False
 
 
 def _sandbox(course, lesson, unsandboxed: bool, private: tuple[Path, ...], fork: bool):
@@ -318,9 +322,8 @@ def check(course_path, lesson_key, file, in_bwrap) -> None:
 
     slot = sandbox.sole_slot()
     try:
-        record = runner.grade(LessonContext(course, lesson_key), runner.Submission("you", file),
-                              slot,
-                              select=runner.PRACTICE)
+        record = runner.grade(LessonContext(course, lesson_key),
+                              runner.Submission("you", file), slot, select=runner.PRACTICE)
     except (GraderFault, slots.SandboxError) as exc:  # ours, never the student's
         raise click.ClickException(f"the grader failed (not your code; tell the course "
                                    f"staff): {exc}") from None

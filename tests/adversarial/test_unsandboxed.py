@@ -46,6 +46,23 @@ def test_cli_refuses_plainly(no_bwrap, course, tmp_path):
     assert not (tmp_path / "out" / "results").exists()  # nothing was graded
 
 
+def test_an_unchanged_rerun_needs_no_sandbox(no_bwrap, course, tmp_path):
+    """Where no sandbox can be had, a run with nothing to grade (the report rebuilt,
+    the class unchanged) still completes: only grading is refused."""
+    subs = tmp_path / "subs" / "alice"
+    subs.mkdir(parents=True)
+    (subs / "13_moe.py").write_text(SOLUTION.read_text())
+    args = ["run", "--course", str(course.root / "course.yml"), "--lesson", "13",
+            "--submissions", str(tmp_path / "subs"), "--out", str(tmp_path / "out"),
+            "--jobs", "1"]
+    first = CliRunner().invoke(cli.main, [*args, "--unsandboxed"])
+    assert first.exit_code == 0, first.output
+    again = CliRunner().invoke(cli.main, args)
+    assert again.exit_code == 0, again.output
+    assert "cannot sandbox" not in again.output
+    assert (tmp_path / "out" / "scores.json").exists()
+
+
 def test_unsandboxed_records_say_so(course, tmp_path):
     # only the trusted reference solution is ever run without the sandbox
     lesson = course.lesson("13")
