@@ -4,9 +4,10 @@
     grader run --lesson 13 --scheduler slurm --jobs 20      # dask-jobqueue, see below
 
 Each Dask worker *process* keeps one warm sandbox `Slot` (a bubblewrap'd fork server
-with torch preloaded, its own uid) and the lesson's reference outputs, cached in this
-worker's `WarmSlot` plugin; a task grades a batch of submissions with `runner.grade_many` on it,
-so a worker pays for torch, the hidden tests and the reference once, not per task.
+with torch preloaded, its own uid) and the lesson's reference outputs, in the
+worker's `WarmSlot` plugin; a task grades a batch of submissions with
+`runner.grade_many` on it, so a worker pays for torch, the hidden tests and the
+reference once, not per task.
 
 Nothing is assumed shared between the client and the workers but the installed
 `grader` package (same version, same venv layout, bubblewrap, root for the sandbox):

@@ -12,8 +12,12 @@ import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grader.config import Course, Lesson
+
+if TYPE_CHECKING:
+    from grader.reference import LessonRefs
 
 
 @dataclass
@@ -27,7 +31,7 @@ class LessonContext:
     frames: dict[str, bytes] = field(default_factory=dict)
     # the size of each value of the reference's result, and their sum, by request key
     expected: dict[str, tuple[dict[str, int], int] | None] = field(default_factory=dict)
-    _refs: object | None = field(default=None, repr=False)  # reference.LessonRefs
+    _refs: LessonRefs | None = field(default=None, repr=False)
     _version: str | None = field(default=None, repr=False)
 
     @property
@@ -46,10 +50,12 @@ class LessonContext:
         return self._version
 
     @property
-    def refs(self):
-        """The solution and its known mistakes as callers (reference.LessonRefs), loaded
-        on first need; a recording warms them where the lesson ships one."""
+    def refs(self) -> LessonRefs:
+        """The solution and its known mistakes as callers, loaded on first need; a
+        recording warms them where the lesson ships one."""
         if self._refs is None:
+            # imported here: grader.reference imports torch, which a run without work
+            # (or before its sandbox is made) must not pay for
             from grader.reference import lesson_refs
 
             lesson = self.lesson
