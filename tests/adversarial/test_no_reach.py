@@ -39,7 +39,9 @@ import gc as _gc, os as _os, sys as _sys
 # {own}: the spy's own marker, which the memory and disk scans must find (the control)
 _P = {prefix!r}
 _WANT = {want!r}
-_ROOTS = {roots!r} + [_os.getcwd()]
+# its own folder first (the control), then each root with a budget of its own: a large
+# /tmp must not use up the walk before the class, OUT or the control are read
+_ROOTS = list(dict.fromkeys([_os.getcwd()] + {roots!r}))
 
 def _found(s, enc):
     """Does s hold _P followed by the decoded suffix? (The suffix is never built.)"""
@@ -100,22 +102,27 @@ def _in_memory():
 def _on_disk():
     seen, files = set(), 0
     for root in _ROOTS:
-        for top, dirs, names in _os.walk(root, onerror=lambda e: None):
-            for name in dirs + names:
-                seen |= _kinds(name)
-            for name in names:
-                files += 1
-                if files > 20000:
-                    return seen, files
-                try:
-                    with open(_os.path.join(top, name), "rb") as f:
-                        data = f.read(1 << 20)
-                except OSError:
-                    continue
-                hits = _kinds(data)
-                if "id" in hits and b'"score"' in data:
-                    hits.add("score")
-                seen |= hits
+        seen, files = _walk(root, seen, files)
+    return seen, files
+
+def _walk(root, seen, files):
+    budget = files + 20000
+    for top, dirs, names in _os.walk(root, onerror=lambda e: None):
+        for name in dirs + names:
+            seen |= _kinds(name)
+        for name in names:
+            files += 1
+            if files > budget:
+                return seen, files
+            try:
+                with open(_os.path.join(top, name), "rb") as f:
+                    data = f.read(1 << 20)
+            except OSError:
+                continue
+            hits = _kinds(data)
+            if "id" in hits and b'"score"' in data:
+                hits.add("score")
+            seen |= hits
     return seen, files
 
 _mem, _objects, _mem_state = _in_memory()
