@@ -16,6 +16,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from grader import config
+from grader.record import GradeRecord
 
 console = Console(stderr=True, highlight=False)
 
@@ -108,9 +109,8 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     summary.seconds = time.monotonic() - started
     doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
                        [s.student_id for s in subs])
-    records = [_with_timing(store.load(s.student_id)) for s in subs]
-    write_atomic(out / "report.html", render_report([r for r in records if r], course,
-                                                    lesson_key, language))
+    records = [r for s in subs if (r := store.load(s.student_id)) is not None]
+    write_atomic(out / "report.html", render_report(records, course, lesson_key, language))
     _summary_table(summary, doc, out)
     _left_out(taken.skipped)
     if summary.worker_failures:
@@ -194,11 +194,6 @@ def _cluster(scheduler: str):
         raise click.ClickException(f"--scheduler needs dask distributed ({exc}): "
                                    "pip install 'minimind-grader[cluster]'") from None
     return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
-
-
-def _with_timing(record: dict | None) -> dict | None:
-    """Results keep timing apart (scores stay reproducible); the report wants it inline."""
-    return {**record, **record.get("timing", {})} if record else None
 
 
 def _left_out(skipped: list[str]) -> None:
@@ -331,11 +326,11 @@ def check(course_path, lesson_key, file, in_bwrap) -> None:
         slot.close()
     _print_check(record, course, lesson_key)
     # Practice tests are worth 0 of 0, so "all passed" is the verdict, not the score.
-    tests = record["tests"]
-    sys.exit(0 if tests and all(t["outcome"] == "passed" for t in tests) else 1)
+    tests = record.tests
+    sys.exit(0 if tests and all(t.passed for t in tests) else 1)
 
 
-def _print_check(record: dict, course: config.Course, lesson_key: str,
+def _print_check(record: GradeRecord, course: config.Course, lesson_key: str,
                  out: Console | None = None) -> None:
     """A record as `grader check` shows it (on `out`: `grader selftest` reads it back)."""
     from grader.feedback import STRINGS, lesson_stub, missing_from_stub
@@ -343,44 +338,44 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
     lesson = course.lesson(lesson_key)
     out = out or Console(highlight=False)
     stub = lesson_stub(course, lesson_key)
-    if record["problem"]:
-        out.print(f"[bold red]{escape(record['problem'])}[/]")
-        if record.get("import_traceback"):
-            out.print(record["import_traceback"], markup=False)
-    for name, part in record["parts"].items():
-        mine = [t for t in record["tests"] if t["part"] == name]  # practice: not in counters
-        passed = sum(t["outcome"] == "passed" for t in mine)
+    if record.problem:
+        out.print(f"[bold red]{escape(record.problem)}[/]")
+        if record.import_traceback:
+            out.print(record.import_traceback, markup=False)
+    for name, part in record.parts.items():
+        mine = [t for t in record.tests if t.part == name]  # practice: not in counters
+        passed = sum(t.passed for t in mine)
         mark = "[green]✓[/]" if passed == len(mine) else "[red]✗[/]"
         out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} public tests  "
                   f"[dim]{escape(lesson.parts[name].title)}[/]")
-        for t in (t for t in mine if t["outcome"] != "passed"):
-            out.print(f"    {t['name']}: ", end="", markup=False)
-            out.print(t["message"][:300], markup=False)
-            if t["error"] and t["error"].get("traceback"):
-                out.print("      " + t["error"]["traceback"].strip().replace("\n", "\n      "),
+        for t in (t for t in mine if not t.passed):
+            out.print(f"    {t.name}: ", end="", markup=False)
+            out.print(t.message[:300], markup=False)
+            if t.error and t.error.get("traceback"):
+                out.print("      " + t.error["traceback"].strip().replace("\n", "\n      "),
                           markup=False)
-            for c in t["checks"]:
+            for c in t.checks:
                 if not c.get("passed") and c.get("max_abs_diff") is not None:
                     out.print(f"      {c['name']}: max abs diff {c['max_abs_diff']:.3g} at "
                               f"{c.get('where')}, got {c.get('got_value')}, expected "
                               f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
-        for where in missing_from_stub([t for t in mine if t["outcome"] != "passed"], stub):
+        for where in missing_from_stub([t for t in mine if not t.passed], stub):
             out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),
                       markup=False)
-        diagnosis = part.get("diagnosis")
-        if diagnosis and diagnosis.get("id"):
+        diagnosis = part.diagnosis
+        if diagnosis and diagnosis.id:
             lang = course.language
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
             out.print("    [yellow]likely mistake:[/] ", end="")
-            out.print(diagnosis["title"][lang], markup=False)
+            out.print(diagnosis.title[lang], markup=False)
             out.print("    [yellow]hint:[/] ", end="")
-            out.print(diagnosis["hint"][lang], markup=False)
-    if record.get("output"):
+            out.print(diagnosis.hint[lang], markup=False)
+    if record.output:
         out.print("[dim]your code printed:[/]")
-        out.print(record["output"][:2000], markup=False)
-    out.print(f"public tests: {sum(t['outcome'] == 'passed' for t in record['tests'])}/"
-              f"{len(record['tests'])} passed. "
+        out.print(record.output[:2000], markup=False)
+    out.print(f"public tests: {sum(t.passed for t in record.tests)}/"
+              f"{len(record.tests)} passed. "
               "The graded run has more tests, hidden.")
 
 
@@ -533,7 +528,8 @@ def report(course_path, lesson_key, out, language) -> None:
     results = sorted((out / "results").glob("*.json"))
     if not results:
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
-    records = [_with_timing(json.loads(p.read_text(encoding="utf-8"))) for p in results]
+    records = [GradeRecord.from_json(json.loads(p.read_text(encoding="utf-8")))
+               for p in results]
     write_atomic(out / "report.html",
                  render_report(records, course, lesson_key, language or course.language))
     console.print(f"report: {out / 'report.html'}", markup=False)

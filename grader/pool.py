@@ -22,6 +22,7 @@ from grader import runner
 from grader.context import LessonContext
 from grader.feedback import render_student
 from grader.plan import Submission, Summary
+from grader.record import GradeRecord
 from grader.reference import Caller, request_key
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
@@ -51,8 +52,8 @@ def self_check(ctx: LessonContext) -> dict[str, dict]:
     # would otherwise pay for them again on its first failing student.
     runner.run_tests(ctx, [(as_student, reports.append)], precompute=True)
     result = runner.score(ctx, reports[0])
-    if result["score"] != result["max_score"]:
-        failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]
+    if result.score != result.max_score:
+        failing = [t.name for t in result.tests if not t.passed]
         raise RuntimeError(f"the solution of lesson {ctx.key} fails its own hidden "
                            f"tests: {failing[:5]}; fix the tests before grading")
     return as_student.requests
@@ -67,10 +68,10 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
             sid, path, fp, notes = item
             yield Submission(sid, path, notes=notes, fingerprint=fp)
 
-    def save(record: dict) -> None:
+    def save(record: GradeRecord) -> None:
         html = render_student(record, ctx.course, ctx.key, language)
         store.save(record, html)
-        events.put(("done", record["student_id"], record["status"]))
+        events.put(("done", record.student_id, record.status))
 
     try:
         runner.grade_many(ctx, subs(), slot, save)
@@ -132,10 +133,10 @@ def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
     """One submission, in this process: no worker to fork and start pytest in."""
     store = Store(out)
 
-    def save(record: dict) -> None:
+    def save(record: GradeRecord) -> None:
         store.save(record, render_student(record, ctx.course, ctx.key, language))
-        summary.count(record["status"])
-        progress("done", {"student_id": record["student_id"], "status": record["status"]})
+        summary.count(record.status)
+        progress("done", {"student_id": record.student_id, "status": record.status})
 
     try:
         runner.grade_many(ctx, [sub], slot, save)

@@ -18,10 +18,8 @@ import re
 import tempfile
 from pathlib import Path
 
-TIMING_KEYS = ("elapsed_s", "cpu_s")
-# scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
-SCORE_TEST_KEYS = ("name", "part", "practice", "outcome", "score", "max_score",
-                   "max_abs_diff", "message", "diagnosis")
+from grader.record import GradeRecord
+
 
 
 def safe_name(student_id: str) -> str:
@@ -76,47 +74,41 @@ class Store:
     def feedback_path(self, student_id: str) -> Path:
         return self.out / "feedback" / f"{safe_name(student_id)}.html"
 
-    def load(self, student_id: str) -> dict | None:
-        """The student's result (a fresh top-level dict), or None to grade again."""
+    def load(self, student_id: str) -> GradeRecord | None:
+        """The student's result, or None to grade again."""
         path = self.result_path(student_id)
         try:
             st = path.stat()
             identity = (st.st_ino, st.st_mtime_ns, st.st_size)  # a rename changes it
             cached = self._parsed.get(student_id)
             if cached is None or cached[0] != identity:
-                cached = (identity, json.loads(path.read_text(encoding="utf-8")))
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(data, dict):
+                    return None
+                cached = (identity, data)
                 self._parsed[student_id] = cached
-            return dict(cached[1])
-        except (OSError, ValueError):
+            return GradeRecord.from_json(cached[1])
+        except (OSError, ValueError, TypeError, AttributeError):
             return None  # absent or torn: grade again
 
     def is_current(self, student_id: str, fp: str) -> bool:
         old = self.load(student_id)
-        return bool(old) and old.get("fingerprint") == fp and \
+        return old is not None and old.fingerprint == fp and \
             self.feedback_path(student_id).exists()
 
-    def save(self, record: dict, feedback_html: str) -> None:
+    def save(self, record: GradeRecord, feedback_html: str) -> None:
         """Raw report and feedback first, the result last: a result on disk means done."""
-        sid = record["student_id"]
-        record = dict(record)
-        raw = record.pop("raw_report", None)
-        record["timing"] = {k: record.pop(k) for k in TIMING_KEYS if k in record}
-        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json", dump(raw))
+        sid = record.student_id
+        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json", dump(record.raw_report))
         write_atomic(self.feedback_path(sid), feedback_html)
-        write_atomic(self.result_path(sid), dump(record))
+        write_atomic(self.result_path(sid), dump(record.to_json()))
 
     def scores(self, lesson: str, course: str, version: str, max_score: float,
                student_ids: list[str]) -> dict:
         """scores.json for these students, in id order, without timings or the
         per-check numbers (those are in results/<id>.json and on the pages)."""
-        students = []
-        for sid in sorted(student_ids):
-            rec = self.load(sid)
-            if rec is None:
-                continue
-            rec.pop("timing", None)
-            rec["tests"] = [{k: t.get(k) for k in SCORE_TEST_KEYS} for t in rec.get("tests", [])]
-            students.append(rec)
+        students = [rec.score_json() for sid in sorted(student_ids)
+                    if (rec := self.load(sid)) is not None]
         doc = {"lesson": lesson, "course": course, "version": version,
                "max_score": max_score, "students": students}
         write_atomic(self.out / "scores.json", dump(doc))

@@ -15,6 +15,7 @@ from grader import points
 from grader.config import ConfigError, Course, Lesson, Part, Student
 from grader.export import export, roster
 from grader.export.cells import FORMULA_START, cell
+from grader.record import GradeRecord, TestRecord
 from grader.store import Store, safe_name
 
 GS_TOP = {"score": (int, float), "output": str, "output_format": str, "visibility": str,
@@ -332,18 +333,17 @@ def class_course() -> Course:
     return Course(course="minimind-test", lessons={"13": lesson})
 
 
-def graded_record(sid: str, rate: float, rng) -> dict:
+def graded_record(sid: str, rate: float, rng) -> GradeRecord:
     """A student as the runner records one: points from grader.points, pass rate `rate`."""
-    tests = [{"name": f"test_{'public' if practice else 'case'}_{i}", "part": name,
-              "practice": practice,
-              "outcome": "passed" if rng.random() < rate else "failed",
-              "max_abs_diff": None, "message": "", "diagnosis": None}
+    tests = [TestRecord(name=f"test_{'public' if practice else 'case'}_{i}", part=name,
+                        practice=practice,
+                        outcome="passed" if rng.random() < rate else "failed")
              for name, (_, n) in CLASS_PARTS.items()
              for practice in (True, False) for i in range(1 if practice else n)]
     parts = points.award(class_course().lesson("13").parts, tests)
-    return {"student_id": sid, "lesson": "13", "status": "graded", "sandboxed": True,
-            "problem": "", "notes": [], "score": points.total(parts),
-            "max_score": points.total(parts, "max_score"), "parts": parts, "tests": tests}
+    return GradeRecord(student_id=sid, lesson="13", status="graded",
+                       score=points.total(parts), max_score=points.total(parts, "max_score"),
+                       parts=parts, tests=tests)
 
 
 @pytest.fixture
