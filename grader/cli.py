@@ -314,12 +314,13 @@ def check(course_path, lesson_key, file, in_bwrap) -> None:
     from grader import runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault
+    from grader.sandbox.limits import SandboxError
 
     slot = sandbox.sole_slot()
     try:
         record = runner.grade(LessonContext(course, lesson_key),
                               runner.Submission("you", file), slot, select=runner.PRACTICE)
-    except (GraderFault, slots.SandboxError) as exc:  # ours, never the student's
+    except (GraderFault, SandboxError) as exc:  # ours, never the student's
         raise click.ClickException(f"the grader failed (not your code; tell the course "
                                    f"staff): {exc}") from None
     finally:

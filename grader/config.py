@@ -14,6 +14,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
 
+from grader.sandbox.limits import Limits
 
 
 class Strict(BaseModel):
@@ -35,9 +36,7 @@ class LimitsConfig(Strict):
     scratch_mb: int = Field(gt=0, default=32)
     output_kb: int = Field(gt=0, default=64)
 
-    def limits(self):
-        from grader.sandbox.slot import Limits  # torch: only when something is graded
-
+    def limits(self) -> Limits:
         return Limits(**self.model_dump())
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import queue
+import socket
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +25,7 @@ from grader.feedback import render_student
 from grader.plan import Submission, Summary
 from grader.record import GradeRecord
 from grader.reference import Caller, request_key
+from grader.sandbox.limits import Limits
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
 
@@ -111,16 +113,23 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
 
 
 class _FirstUse:
-    """The sandbox's slot, taken when the submission is opened: after pytest has
-    collected the hidden tests, which it does while the sandbox is still booting."""
+    """The sandbox's slot, taken when the submission's first child is spawned: after
+    pytest has collected the hidden tests, which it does while the sandbox boots.
+    A session needs only `spawn` and `kill` of its slot."""
 
     def __init__(self, sandbox: Sandbox):
         self.sandbox, self.sandboxed, self._slot = sandbox, sandbox.sandboxed, None
 
-    def open(self, *args, **kwargs):
+    def _taken(self) -> Slot:
         if self._slot is None:
             self._slot = self.sandbox.slot()
-        return self._slot.open(*args, **kwargs)
+        return self._slot
+
+    def spawn(self, limits: Limits) -> tuple[socket.socket, int]:
+        return self._taken().spawn(limits)
+
+    def kill(self) -> dict:
+        return self._taken().kill()
 
     def close(self) -> None:
         if self._slot is not None:

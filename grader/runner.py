@@ -27,8 +27,9 @@ from grader.diagnosis import diagnose
 from grader.plan import MAX_SOURCE, Submission, read_capped
 from grader.plugin import GradingPlugin, StudentCaller, part_of
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
+from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
-from grader.sandbox.slot import Slot, StudentError
+from grader.sandbox.slot import Slot
 
 # Graded runs score the hidden cases only. Practice cases (marked `public`, shipped to
 # students with their reference results) are run by `grader check`, worth 0 points.
@@ -237,7 +238,7 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
                 missing = sub.path is None or not sub.path.exists()
                 caller = _Missing(sub.problem)
             else:
-                session = slot.open(sub.source, lesson.exercise, lesson.provides, limits)
+                session = Session(slot, sub.source, lesson.exercise, lesson.provides, limits)
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append

@@ -20,7 +20,7 @@ from grader.feedback import render_student
 from grader.record import GradeRecord
 from grader.plugin import StudentCaller
 from grader.sandbox.session import MAX_TEXT
-from grader.sandbox.slot import Limits, StudentError
+from grader.sandbox.limits import Limits, StudentError
 from grader.store import Store, write_atomic
 
 MIB = 1 << 20
