@@ -221,8 +221,21 @@ def _summary_table(summary, doc: dict, out: Path) -> None:
     table.add_row("time", f"{summary.seconds:.1f} s")
     console.print(table)
     console.print(f"scores:   {out / 'scores.json'}", markup=False)
-    console.print(f"feedback: {out / 'feedback'}/<student_id>.html", markup=False)
+    _pages(doc, out)
     console.print(f"report:   {out / 'report.html'}", markup=False)
+
+
+def _pages(doc: dict, out: Path) -> None:
+    """Where the students' pages are, under the names they really have: a page is
+    `<student_id>.html` unless the id is no plain file name, and those are listed."""
+    from grader.feedback import clean
+
+    renamed = [s for s in doc["students"] if s["page"] != f"feedback/{s['student_id']}.html"]
+    console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
+                  "(scores.json's \"page\" names each)", markup=False)
+    for s in renamed:
+        console.print(f"  {clean(s['student_id'], 200)}: {out / s['page']}", markup=False,
+                      highlight=False)
 
 
 @main.command()
@@ -560,7 +573,7 @@ def export(course_path, lesson_key, formats, out) -> None:
     try:
         paths = write_exports(course, lesson_key, scores, out / "export",
                               [f.strip() for f in formats.split(",") if f.strip()])
-    except ValueError as exc:
+    except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)

@@ -72,6 +72,7 @@ class Lesson(Strict):
     due: datetime | None = None
     canvas_assignment_id: int | None = None  # the Canvas column `Title (id)`
     moodle_item: str | None = None           # the Moodle grade item's name
+    moodle_worksheet: Path | None = None     # the assignment's grading worksheet (CSV)
 
     @field_validator("parts")
     @classmethod

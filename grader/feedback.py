@@ -492,3 +492,12 @@ def render_report(records: list[dict], course: Course, lesson_key: str,
     lang = _language(course, language)
     return _env().get_template("report.html.j2").render(
         **report_context(records, course, lesson_key, lang))
+
+
+def render_summary(record: dict, course: Course, lesson_key: str,
+                   language: str | None = None) -> str:
+    """The page's head as an HTML fragment: total, problem, each part's score and the
+    mistakes named, from the page's own view (so it says no more than the page)."""
+    lang = _language(course, language)
+    return _env().get_template("summary.html.j2").render(
+        **student_context(record, course, lesson_key, lang))

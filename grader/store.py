@@ -2,8 +2,11 @@
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
     OUT/raw/<id>.json       pytest-json-report's raw report for that student
-    OUT/feedback/<id>.html  the student's page
+    OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, rebuilt from results/ at the end of a run
+
+<id> is `safe_name` of the student id: the id itself when it is a plain file name,
+else a readable one with a short hash.
 
 A result is written the moment it is known (temp file + rename), so a run killed
 at any point loses nothing finished and a rerun skips what it already has. Timing
@@ -16,6 +19,7 @@ import json
 import os
 import re
 import tempfile
+import unicodedata
 from pathlib import Path
 
 TIMING_KEYS = ("elapsed_s", "cpu_s")
@@ -24,9 +28,16 @@ SCORE_TEST_KEYS = ("name", "part", "practice", "outcome", "score", "max_score",
                    "max_abs_diff", "message", "diagnosis")
 
 
+# what a file name may hold: letters and digits of any script (\w), `.`, `@`, `-`
+_NAME_UNSAFE = re.compile(r"[^\w.@-]")
+
+
 def safe_name(student_id: str) -> str:
-    """A file name for any student id; odd ids get a hash so two never collide."""
-    clean = re.sub(r"[^A-Za-z0-9._@-]", "_", student_id)[:80]
+    """A file name for any student id, readable by the TA who hands it out (`José
+    Núñez` becomes `José_Núñez-<hash>`, not `Jos__N__ez-…`); an id that is not already
+    a plain name gets a hash of itself, so two never collide."""
+    readable = unicodedata.normalize("NFC", student_id)
+    clean = _NAME_UNSAFE.sub("_", readable)[:80]
     if clean != student_id or clean.startswith(".") or not clean:
         clean = f"{clean.lstrip('.') or 'id'}-{hashlib.sha256(student_id.encode()).hexdigest()[:8]}"
     return clean
@@ -76,6 +87,10 @@ class Store:
     def feedback_path(self, student_id: str) -> Path:
         return self.out / "feedback" / f"{safe_name(student_id)}.html"
 
+    def page(self, student_id: str) -> str:
+        """The student's page relative to OUT, as scores.json names it."""
+        return self.feedback_path(student_id).relative_to(self.out).as_posix()
+
     def load(self, student_id: str) -> dict | None:
         """The student's result (a fresh top-level dict), or None to grade again."""
         path = self.result_path(student_id)
@@ -108,7 +123,8 @@ class Store:
     def scores(self, lesson: str, course: str, version: str, max_score: float,
                student_ids: list[str]) -> dict:
         """scores.json for these students, in id order, without timings or the
-        per-check numbers (those are in results/<id>.json and on the pages)."""
+        per-check numbers (those are in results/<id>.json and on the pages), each
+        naming their page (`page`, relative to OUT) for whoever hands pages out."""
         students = []
         for sid in sorted(student_ids):
             rec = self.load(sid)
@@ -116,6 +132,7 @@ class Store:
                 continue
             rec.pop("timing", None)
             rec["tests"] = [{k: t.get(k) for k in SCORE_TEST_KEYS} for t in rec.get("tests", [])]
+            rec["page"] = self.page(sid)
             students.append(rec)
         doc = {"lesson": lesson, "course": course, "version": version,
                "max_score": max_score, "students": students}
