@@ -487,11 +487,23 @@ def report_context(records: list[dict], course: Course, lesson_key: str, lang: s
 
 
 def render_report(records: list[dict], course: Course, lesson_key: str,
-                  language: str | None = None) -> str:
-    """The TAs' HTML report over a whole class's records."""
+                  language: str | None = None, similarity: bool = False) -> str:
+    """The TAs' HTML report over a whole class's records; with `similarity`, it links
+    the similarity report beside it."""
     lang = _language(course, language)
     return _env().get_template("report.html.j2").render(
-        **report_context(records, course, lesson_key, lang))
+        **report_context(records, course, lesson_key, lang), similarity=similarity)
+
+
+def render_similarity(pairs: list, compared: int, threshold: float, course: Course,
+                      lesson_key: str, language: str | None = None) -> str:
+    """The TAs' similarity report: `pairs` (similarity.Pair) side by side, with their
+    matching regions marked; the code is the students', escaped and cleaned."""
+    lang = _language(course, language)
+    return _env().get_template("similarity.html.j2").render(
+        t=STRINGS[lang], lang=lang, course_title=course.title, lesson_key=lesson_key,
+        lesson_title=_lesson_title(course, lesson_key, lang), n=compared,
+        threshold=f"{100 * threshold:g}", pairs=pairs)
 
 
 def render_summary(record: dict, course: Course, lesson_key: str,
