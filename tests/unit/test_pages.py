@@ -126,3 +126,12 @@ def test_a_worksheet_without_the_identifier_column_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="no 'ID number' column"):
         export(course, "13", scores, tmp_path / "export", ["moodle"])
 
+
+
+def test_naming_the_worksheet_regrades_nobody():
+    """A TA sets moodle_worksheet the day they export: the class must not be graded
+    again for it (keys that say where scores go are not the lesson's version)."""
+    plain = course_in_order().version("13")
+    assert course_in_order(lesson={"moodle_worksheet": Path("w.csv"), "moodle_item": "L13",
+                                   "canvas_assignment_id": 9}).version("13") == plain
+    assert course_in_order(lesson={"title_zh": "FFN 与 MoE"}).version("13") != plain
