@@ -20,7 +20,7 @@ from pathlib import Path
 from grader.config import ConfigError, Course
 from grader.export.moodle import identifier
 from grader.export.roster import Match
-from grader.store import safe_name
+from grader.store import Store, safe_name
 
 ZIP_NAME = "moodle_feedback_files.zip"
 # the worksheet column that holds each `moodle_identifier`
@@ -62,24 +62,24 @@ def entry_name(full_name: str, number: str, file_name: str) -> str:
 def write(course: Course, lesson_key: str, scores: dict, found: Match, out_dir: Path,
           worksheet: Path) -> tuple[list[Path], list[str]]:
     """The zip beside moodle.csv, and `moodle files: student: why` for each left out.
-    The pages are the graded folder's (out_dir is OUT/export; scores.json's `page` is
-    relative to OUT)."""
+    The pages are the graded folder's (out_dir is OUT/export)."""
     kind = course.moodle_identifier
     people = participants(worksheet, kind)
     file_name = f"feedback-lesson-{safe_name(lesson_key)}.html"
     left_out: list[str] = []
+    store = Store(out_dir.parent)
     path = out_dir / ZIP_NAME
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
         for s in scores["students"]:
             sid = s["student_id"]
             ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
-            page = out_dir.parent / s.get("page", "")
+            page = store.feedback_path(sid)  # scores.json's "page", from the id itself
             if s["status"] == "missing":
                 continue
             if ident not in people:
                 left_out.append(f"moodle files: {sid}: not in the grading worksheet "
                                 f"({COLUMN[kind]} {ident or 'unknown'})")
-            elif not s.get("page") or not page.is_file():
+            elif not page.is_file():
                 left_out.append(f"moodle files: {sid}: no page (grade again: "
                                 "`grader run`)")
             else:
