@@ -4,6 +4,7 @@ the course's order, as the page lists them (scores.json keeps its keys sorted)."
 from __future__ import annotations
 
 from grader.config import Course
+from grader.feedback import points
 
 
 def part_order(course: Course, lesson_key: str, student: dict) -> list[str]:
@@ -13,9 +14,10 @@ def part_order(course: Course, lesson_key: str, student: dict) -> list[str]:
 
 
 def text(course: Course, lesson_key: str, student: dict) -> str:
-    """`Graded. ffn 2/2; router 1/3; ...`: what a student reads in the gradebook."""
-    parts = "; ".join(f"{name} {student['parts'][name]['score']:g}/"
-                      f"{student['parts'][name]['max_score']:g}"
+    """`Graded. ffn 2/2; router 1.09/2; ...`: what a student reads in the gradebook,
+    points rounded as on the page (the score itself stays exact)."""
+    parts = "; ".join(f"{name} {points(student['parts'][name]['score'])}/"
+                      f"{points(student['parts'][name]['max_score'])}"
                       for name in part_order(course, lesson_key, student)
                       if name in student["parts"])
     lead = (student.get("problem") or student["status"].replace("_", " ")).rstrip(".")
