@@ -6,6 +6,8 @@ fingerprints, which do not depend on where a function sits, so reordering change
 nothing either. The stub's fingerprints are boilerplate: what every student was handed
 never counts. A pair's similarity is the larger of its two shares (the part of each
 file's tokens that matches the other), so a copy pasted into a longer file still shows.
+copydetect hashes k-grams with Python's hash(), salted per process, so which
+fingerprints winnowing keeps, and a share, may differ by a point from run to run.
 
 Student code is read here as text only (capped like every read of it on the trusted
 side), never imported or run.
