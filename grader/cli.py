@@ -20,6 +20,7 @@ from grader.similarity import THRESHOLD
 
 console = Console(stderr=True, highlight=False)
 SIMILARITY = "similarity.html"  # beside report.html, which links it
+PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
 
 def _course(path: str) -> config.Course:
@@ -608,9 +609,11 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     total = len(texts) * (len(texts) - 1) // 2
     console.print(f"compared {len(texts)} submissions ({total} pairs); "
                   f"{len(pairs)} above {100 * threshold:g}%:", markup=False)
-    for pair in pairs:
+    for pair in pairs[:PAIRS_SHOWN]:
         console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
                       f"{clean(pair.b.student_id, 80)}", markup=False, highlight=False)
+    if len(pairs) > PAIRS_SHOWN:
+        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in {SIMILARITY}", markup=False)
     console.print(f"similarity: {out / SIMILARITY}", markup=False, soft_wrap=True)
     if _rewrite_report(course, lesson_key, out, language):
         console.print(f"report:     {out / 'report.html'} (links it)", markup=False,
