@@ -21,6 +21,7 @@ from markupsafe import Markup, escape
 
 import grader
 from grader.config import Course
+from grader.store import Store
 
 TEMPLATES = Path(grader.__file__).parent.parent / "templates"
 TEXT_LIMIT = 20_000      # characters of one untrusted text shown on a page
@@ -481,7 +482,8 @@ def report_context(records: list[dict], course: Course, lesson_key: str, lang: s
                                      for r in slow],
                                     max((float(r.get("elapsed_s") or 0.0) for r in slow),
                                         default=0.0), " s"),
-        "students": sorted(records, key=lambda r: str(r.get("student_id", ""))),
+        "students": [{**r, "page": Store.page_of(str(r.get("student_id", "")))}
+                     for r in sorted(records, key=lambda r: str(r.get("student_id", "")))],
         "part_keys": list(lesson.parts),
     }
 

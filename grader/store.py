@@ -85,11 +85,13 @@ class Store:
         return self.out / "results" / f"{safe_name(student_id)}.json"
 
     def feedback_path(self, student_id: str) -> Path:
-        return self.out / "feedback" / f"{safe_name(student_id)}.html"
+        return self.out / self.page_of(student_id)
 
-    def page(self, student_id: str) -> str:
-        """The student's page relative to OUT, as scores.json names it."""
-        return self.feedback_path(student_id).relative_to(self.out).as_posix()
+    @staticmethod
+    def page_of(student_id: str) -> str:
+        """The student's page relative to OUT, as scores.json names it and report.html
+        (in OUT) links it."""
+        return f"feedback/{safe_name(student_id)}.html"
 
     def load(self, student_id: str) -> dict | None:
         """The student's result (a fresh top-level dict), or None to grade again."""
@@ -132,7 +134,7 @@ class Store:
                 continue
             rec.pop("timing", None)
             rec["tests"] = [{k: t.get(k) for k in SCORE_TEST_KEYS} for t in rec.get("tests", [])]
-            rec["page"] = self.page(sid)
+            rec["page"] = self.page_of(sid)
             students.append(rec)
         doc = {"lesson": lesson, "course": course, "version": version,
                "max_score": max_score, "students": students}

@@ -135,3 +135,12 @@ def test_naming_the_worksheet_regrades_nobody():
     assert course_in_order(lesson={"moodle_worksheet": Path("w.csv"), "moodle_item": "L13",
                                    "canvas_assignment_id": 9}).version("13") == plain
     assert course_in_order(lesson={"title_zh": "FFN 与 MoE"}).version("13") != plain
+
+
+def test_the_class_report_links_each_students_page():
+    from grader import feedback
+    course = course_in_order()
+    html = feedback.render_report([record("alice", "graded", [True] * 5),
+                                   record("José Núñez", "graded", [True] * 5)], course, "13")
+    assert 'href="feedback/alice.html"' in html
+    assert f'href="feedback/{safe_name("José Núñez")}.html"' in html
