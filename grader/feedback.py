@@ -22,6 +22,7 @@ from markupsafe import Markup, escape
 import grader
 from grader.config import Course
 from grader.record import GRADED, GradeRecord, PartRecord, TestRecord
+from grader.store import Store
 
 TEMPLATES = Path(grader.__file__).parent.parent / "templates"
 TEXT_LIMIT = 20_000      # characters of one untrusted text shown on a page
@@ -480,14 +481,36 @@ def report_context(records: list[GradeRecord], course: Course, lesson_key: str, 
         "slow_chart": bar_chart_svg([(r.student_id, r.timing.elapsed_s) for r in slow],
                                     max((r.timing.elapsed_s for r in slow), default=0.0),
                                     " s"),
-        "students": sorted(records, key=lambda r: r.student_id),
+        "students": [{"record": r, "page": Store.page_of(r.student_id)}
+                     for r in sorted(records, key=lambda r: r.student_id)],
         "part_keys": list(lesson.parts),
     }
 
 
 def render_report(records: list[GradeRecord], course: Course, lesson_key: str,
-                  language: str | None = None) -> str:
-    """The TAs' HTML report over a whole class's records."""
+                  language: str | None = None, similarity: bool = False) -> str:
+    """The TAs' HTML report over a whole class's records; with `similarity`, it links
+    the similarity report beside it."""
     lang = _language(course, language)
     return _env().get_template("report.html.j2").render(
-        **report_context(records, course, lesson_key, lang))
+        **report_context(records, course, lesson_key, lang), similarity=similarity)
+
+
+def render_similarity(pairs: list, compared: int, threshold: float, course: Course,
+                      lesson_key: str, language: str | None = None) -> str:
+    """The TAs' similarity report: `pairs` (similarity.Pair) side by side, with their
+    matching regions marked; the code is the students', escaped and cleaned."""
+    lang = _language(course, language)
+    return _env().get_template("similarity.html.j2").render(
+        t=STRINGS[lang], lang=lang, course_title=course.title, lesson_key=lesson_key,
+        lesson_title=_lesson_title(course, lesson_key, lang), n=compared,
+        threshold=f"{100 * threshold:g}", pairs=pairs)
+
+
+def render_summary(record: GradeRecord, course: Course, lesson_key: str,
+                   language: str | None = None) -> str:
+    """The page's head as an HTML fragment: total, problem, each part's score and the
+    mistakes named, from the page's own view (so it says no more than the page)."""
+    lang = _language(course, language)
+    return _env().get_template("summary.html.j2").render(
+        **student_context(record, course, lesson_key, lang))

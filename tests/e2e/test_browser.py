@@ -244,7 +244,21 @@ def test_student_page_in_chromium(course, tmp_path, artifacts, language):
 
 
 def test_class_report_in_chromium(course, tmp_path, artifacts):
-    _check_page(feedback.render_report(_class(course), course, "13"), "report", tmp_path, artifacts)
+    _check_page(feedback.render_report(_class(course), course, "13", similarity=True),
+                "report", tmp_path, artifacts)
+
+
+def test_similarity_report_in_chromium(course, tmp_path, artifacts):
+    """The pairs side by side, one of them a hostile student's copy of alice."""
+    from grader.similarity import THRESHOLD, compare, read_text
+
+    alice = read_text(ROOT / "examples" / "13" / "alice" / "13_moe.py")
+    texts = {"alice": alice, HOSTILE: alice + f"\n# {HOSTILE}\n",
+             "planted": read_text(ROOT / "tests" / "fixtures" / "similarity" / "planted.py")}
+    pairs = compare(texts, read_text(ROOT / "exercises" / "13_moe.py"))
+    assert len(pairs) == 3
+    _check_page(feedback.render_similarity(pairs, len(texts), THRESHOLD, course, "13"),
+                "similarity", tmp_path, artifacts)
 
 
 def test_the_browser_check_sees_errors(tmp_path):
