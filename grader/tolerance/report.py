@@ -11,6 +11,18 @@ def _at(w: Worst) -> str:
     return f"{w.value:.3g}  ({w.who}{', ' + w.case if w.case else ''})"
 
 
+def _above(row: Row) -> str:
+    """What the suggestion's margin is measured from: the largest correct difference,
+    or, when the correct variants differ by less (often 0, the reference's own bits),
+    one ulp at the reference's scale, which a margin over 0 could not be."""
+    atol, rtol, margin = row.suggest
+    need = atol / margin
+    if need <= row.floor * (1 + 1e-9):  # the floor, up to rounding
+        return (f"×{margin:.3g} above {row.floor:.2g}, one ulp at the reference's scale: "
+                "no correct variant differs by more")
+    return f"×{margin:.3g} above the largest correct"
+
+
 def _block(row: Row) -> list[str]:
     lines = [f"{row.test} · {row.check}   [{row.key}: atol {row.atol:g}, rtol {row.rtol:g}]",
              f"  largest correct   {_at(row.correct)}"]
@@ -23,9 +35,8 @@ def _block(row: Row) -> list[str]:
         lines.append(f"  within correct noise here: {', '.join(row.noise)}")
     if row.suggest is not None:
         atol, rtol, margin = row.suggest
-        lines.append(f"  suggest           atol {atol:.2g}, rtol {rtol:g}  (×{margin:.3g} "
-                     "above the largest correct, ×{0:.3g} below the smallest mistake)"
-                     .format(margin))
+        lines.append(f"  suggest           atol {atol:.2g}, rtol {rtol:g}  ({_above(row)}, "
+                     f"×{margin:.3g} below the smallest mistake)")
     elif row.mistake is not None:
         lines.append("  suggest           no tolerance separates them here")
     for note in (row.drift, row.size):
