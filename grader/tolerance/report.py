@@ -12,15 +12,15 @@ def _at(w: Worst) -> str:
 
 
 def _above(row: Row) -> str:
-    """What the suggestion's margin is measured from: the largest correct difference,
-    or, when the correct variants differ by less (often 0, the reference's own bits),
-    one ulp at the reference's scale, which a margin over 0 could not be."""
+    """What the suggestion's margin is measured from: the largest correct difference
+    left once rtol·|ref| is allowed or, when that is less (0 for variants that give the
+    reference's bits), one ulp at the reference's scale, as a margin over 0 can't be."""
     atol, rtol, margin = row.suggest
-    need = atol / margin
-    if need <= row.floor * (1 + 1e-9):  # the floor, up to rounding
-        return (f"×{margin:.3g} above {row.floor:.2g}, one ulp at the reference's scale: "
-                "no correct variant differs by more")
-    return f"×{margin:.3g} above the largest correct"
+    if atol / margin > row.floor * (1 + 1e-9):  # above the floor, up to rounding
+        return f"×{margin:.3g} above the largest correct"
+    why = ("the correct variants give the reference's bits" if row.correct.value == 0
+           else f"rtol {rtol:g} covers every correct difference")
+    return f"×{margin:.3g} above {row.floor:.2g}, one ulp at the reference's scale: {why}"
 
 
 def _block(row: Row) -> list[str]:

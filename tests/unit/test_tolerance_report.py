@@ -12,7 +12,14 @@ def test_bit_identical_correct_variants_are_not_called_a_margin_over_zero():
     text = "\n".join(_block(row(0.0, 1.2e-7, (1.2e-7 * 14, 0.0, 14.0))))
     assert "largest correct   0  (every variant gives the reference's bits)" in text
     assert "above the largest correct" not in text
-    assert "×14 above 1.2e-07, one ulp at the reference's scale" in text
+    assert "×14 above 1.2e-07, one ulp at the reference's scale: the correct variants give" \
+        in text
+
+
+def test_differences_within_rtol_are_measured_from_one_ulp_too():
+    text = "\n".join(_block(row(2e-7, 3e-16, (3e-16 * 1e7, 1e-5, 1e7))))
+    assert "one ulp at the reference's scale: rtol 1e-05 covers every correct difference" \
+        in text
 
 
 def test_a_margin_over_a_real_difference_says_so():
