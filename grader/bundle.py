@@ -19,7 +19,7 @@ import yaml
 from grader import runner
 from grader.config import EXPORT_KEYS, Course
 from grader.context import LessonContext
-from grader.reference import save_recording
+from grader.reference import Caller, save_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = "public-reference.bin"
@@ -50,6 +50,12 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     as_student = refs.reference.twin()
     runner.run_tests(ctx, [(as_student, lambda raw: None)], select=runner.PRACTICE,
                      precompute=True)
+    # Each known mistake as a student too: a composite part's practice test asks for
+    # the mistakes established in the other parts (`explained`) on its own inputs,
+    # which the solution's run never does; recorded, `grader check` names the mistake
+    # in its part instead of failing the composite part as well.
+    runner.run_tests(ctx, [(Caller(v.caller.module, refs.probes), lambda raw: None)
+                           for v in refs.variants], select=runner.PRACTICE)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -455,14 +455,17 @@ def selftest(course_path, lesson_key, correct, out, jobs) -> None:
 @click.argument("key")
 @click.option("--name", required=True, help="a short name: the files are <KEY>_<NAME>.py")
 @click.option("--parts", required=True, help="comma-separated part names, in grading order")
-def new_lesson(course_path, key, name, parts) -> None:
+@click.option("--composite", default=None,
+              help="the part built from the others (after them in --parts): its tests "
+                   "compare with `explained` too")
+def new_lesson(course_path, key, name, parts, composite) -> None:
     """Instructors: write a lesson's skeleton (course.yml entry, solution, stub, probes,
-    a graded and a practice test per part, mistakes.yml) to fill in."""
+    a graded and a practice test per part, mistakes.yml, an example class) to fill in."""
     from grader.newlesson import LessonError, create
 
     names = [p.strip() for p in parts.split(",") if p.strip()]
     try:
-        written = create(Path(course_path), key, name, names)
+        written = create(Path(course_path), key, name, names, composite)
     except (LessonError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     root = written[0].parent

@@ -114,8 +114,10 @@ def stub(record: GradeRecord) -> Finding:
 
 def mistake(m: Mistake, record: GradeRecord) -> Finding:
     """Loses points in its own part only, and is named there; or raises there (never
-    diagnosed), or is named as another mistake with the same signature (the tests
-    can't tell them apart): both listed, not failures."""
+    diagnosed), or is named there while the composite part built on it raises (its
+    shape or dtype breaks the layer: a raising test is never excused), or is named as
+    another mistake with the same signature (the tests can't tell them apart): those
+    three listed, not failures."""
     subject = m.id
     if record.status != GRADED:
         return failed("mistakes", subject, f"{record.status}: {record.problem}")
@@ -123,12 +125,21 @@ def mistake(m: Mistake, record: GradeRecord) -> Finding:
     if not where:
         return failed("mistakes", subject, f"scores full marks in part {m.part!r}: no "
                       "graded test catches it")
-    if where != {m.part}:
+    if m.part not in where:
+        return failed("mistakes", subject, f"loses points in {sorted(where)}, not in its "
+                      f"part {m.part!r}: {_failures(record)}")
+    beyond = [t for t in record.tests if t.part in where - {m.part} and not t.passed]
+    if beyond and not all(t.error for t in beyond):
         return failed("mistakes", subject, f"loses points in {sorted(where - {m.part})}, "
                       f"not only its part {m.part!r}: {_failures(record)}")
     part = record.parts[m.part]
     named = part.diagnosis.id if part.diagnosis else None
     lost_here = f"{points(part.score)}/{points(part.max_score)} in {m.part}"
+    if named == m.id and beyond:
+        return Finding("mistakes", subject, RAISES, f"named; {lost_here}; the layer built "
+                       f"on it raises in {len(beyond)} test(s) of "
+                       f"{sorted(where - {m.part})} ({beyond[0].message[:120]}): a "
+                       "shape or dtype the other parts can't use, never excused there")
     if named == m.id:
         return ok("mistakes", subject, f"named; {lost_here}")
     failing = [t for t in record.tests if t.part == m.part and not t.passed]

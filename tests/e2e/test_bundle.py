@@ -50,6 +50,10 @@ def test_check_at_home_names_the_mistake(bundle, tmp_path):
     proc = check(bundle, wrong, tmp_path)
     assert proc.returncode == 1
     assert "softmax runs over the tokens" in proc.stdout
+    # the composite part's practice test is excused by the mistake named in router: the
+    # bundle recorded what `explained` asks there
+    assert [line.split()[:3] for line in proc.stdout.splitlines() if " moe " in line] == [
+        ["✓", "moe", "1/1"]], proc.stdout
 
 
 PEEK = """

@@ -104,8 +104,13 @@ def failing(part: str, error: bool = False) -> dict:
     (record({"a": (0, 2), "b": (2, 2)}, [failing("a")]), FAILED),
     (record({"a": (2, 2), "b": (2, 2)}), FAILED),
     (record({"a": (0, 2), "b": (1, 2)}, [failing("a"), failing("b")], {"a": "m1"}), FAILED),
+    # named in its part, and the composite part built on it raises (a shape it can't use)
+    (record({"a": (0, 2), "b": (1, 2)}, [failing("a"), failing("b", error=True)], {"a": "m1"}),
+     RAISES),
+    (record({"a": (2, 2), "b": (1, 2)}, [failing("b", error=True)]), FAILED),
     (record({"a": (0, 2), "b": (0, 2)}, status="import_error"), FAILED),
-], ids=["named", "raises", "indistinguishable", "unnamed", "uncaught", "leaks-out", "import"])
+], ids=["named", "raises", "indistinguishable", "unnamed", "uncaught", "leaks-out",
+    "composite-raises", "raises-elsewhere-only", "import"])
 def test_mistake_verdicts(rec, status):
     assert graded.mistake(mistake(part="a"), rec).status == status
 
