@@ -280,7 +280,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
 @click.option("--in-bwrap", is_flag=True, hidden=True,
               help="already inside the bundle's bubblewrap sandbox (bwrap.check_command)")
 def check(course_path, lesson_key, file, in_bwrap) -> None:
-    """Students: run the public tests on your file and see each part's result."""
+    """Students: run the practice tests on your file and see each part's result."""
     from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
@@ -351,7 +351,7 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
         mine = [t for t in record["tests"] if t["part"] == name]  # practice: not in counters
         passed = sum(t["outcome"] == "passed" for t in mine)
         mark = "[green]✓[/]" if passed == len(mine) else "[red]✗[/]"
-        out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} public tests  "
+        out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} practice tests  "
                   f"[dim]{escape(lesson.parts[name].title)}[/]")
         for t in (t for t in mine if t["outcome"] != "passed"):
             out.print(f"    {t['name']}: ", end="", markup=False)
@@ -379,7 +379,7 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
     if record.get("output"):
         out.print("[dim]your code printed:[/]")
         out.print(record["output"][:2000], markup=False)
-    out.print(f"public tests: {sum(t['outcome'] == 'passed' for t in record['tests'])}/"
+    out.print(f"practice tests: {sum(t['outcome'] == 'passed' for t in record['tests'])}/"
               f"{len(record['tests'])} passed. "
               "The graded run has more tests, hidden.")
 

@@ -59,7 +59,7 @@ class Lesson(Strict):
     title_zh: str = ""
     exercise: str = Field(description="the file name students submit, e.g. 13_moe.py")
     solution: Path | None = None  # None in a student bundle, which has `recorded`
-    recorded: Path | None = None  # reference results of the public tests (no solution)
+    recorded: Path | None = None  # reference results of the practice tests (no solution)
     stub: Path
     tests: Path
     provides: list[str] = ["torch", "numpy"]

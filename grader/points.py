@@ -8,7 +8,7 @@ float64: Python's `sum`, SQLite's `SUM` (nbgrader) or a spreadsheet's all give t
 same number, and full marks are exactly the lesson's maximum. Decimal units (0.0001)
 could not promise that: 0.1 + 0.2 != 0.3 in binary floating point.
 
-Practice tests (files named `test_public_<part>.py`) are recorded but worth 0 of 0,
+Practice tests (files named `test_practice_<part>.py`) are recorded but worth 0 of 0,
 and take no share of their part's points.
 """
 from __future__ import annotations
@@ -26,8 +26,8 @@ MAX_UNITS = 2 ** 53
 
 
 def is_practice(test_file: str) -> bool:
-    """Practice tests live in `test_public_<part>.py`: students run them, 0 points."""
-    return PurePosixPath(test_file).name.startswith("test_public_")
+    """Practice tests live in `test_practice_<part>.py`: students run them, 0 points."""
+    return PurePosixPath(test_file).name.startswith("test_practice_")
 
 
 def units(points: float, where: str) -> int:

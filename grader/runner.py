@@ -27,9 +27,9 @@ from grader.plan import MAX_SOURCE, Submission, read_capped
 from grader.plugin import GradingPlugin, StudentCaller, part_of
 from grader.sandbox.slot import Slot, StudentError
 
-# Graded runs score the hidden cases only. Practice cases (marked `public`, shipped to
+# Graded runs score the hidden cases only. Practice cases (marked `practice`, shipped to
 # students with their reference results) are run by `grader check`, worth 0 points.
-GRADED, PRACTICE = "not public", "public"
+GRADED, PRACTICE = "not practice", "practice"
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
 GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 

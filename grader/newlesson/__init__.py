@@ -43,9 +43,9 @@ def _problems(course: config.Course, key: str, name: str, parts: list[str]) -> l
     if len(set(parts)) != len(parts):
         problems.append("part names repeat")
     for part in parts:
-        if not NAME.match(part) or keyword.iskeyword(part) or part.startswith("public"):
+        if not NAME.match(part) or keyword.iskeyword(part) or part.startswith("practice"):
             problems.append(f"part {part!r}: a lower-case Python name, not a keyword, not "
-                            "starting with 'public' (test_public_<part>.py is its practice file)")
+                            "starting with 'practice' (test_practice_<part>.py is its practice file)")
         elif part in taken:
             problems.append(f"part {part!r} is lesson {taken[part]}'s: part names are "
                             "unique in the course")
@@ -90,7 +90,7 @@ def skeleton(key: str, name: str, parts: list[str]) -> dict[str, str]:
     for i, part in enumerate(parts):
         files[f"{tests}/test_{part}.py"] = t.GRADED.substitute(
             part=part, seed=100 * (i + 1), seed_b=100 * (i + 1) + 1)
-        files[f"{tests}/test_public_{part}.py"] = t.PRACTICE.substitute(
+        files[f"{tests}/test_practice_{part}.py"] = t.PRACTICE.substitute(
             part=part, seed=PRACTICE_SEED + i)
     return files
 

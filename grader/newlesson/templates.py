@@ -87,7 +87,7 @@ reference result, so its inputs come from a seed no graded case uses."""
 import pytest
 import torch
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_$part(student, reference, check):

@@ -76,7 +76,7 @@ def test_the_entry_is_appended_and_course_yml_keeps_its_comments(course):
     tests = course / "hidden_tests" / MODULE
     assert {p.name for p in tests.iterdir()} == {
         "probes.py", "mistakes.yml", "equivalent_mutants.yml", "test_scale.py",
-        "test_public_scale.py", "test_shift.py", "test_public_shift.py"}
+        "test_practice_scale.py", "test_shift.py", "test_practice_shift.py"}
     assert "from grader.probekit import" in (tests / "probes.py").read_text()
 
 

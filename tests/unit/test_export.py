@@ -334,7 +334,7 @@ def class_course() -> Course:
 
 def graded_record(sid: str, rate: float, rng) -> dict:
     """A student as the runner records one: points from grader.points, pass rate `rate`."""
-    tests = [{"name": f"test_{'public' if practice else 'case'}_{i}", "part": name,
+    tests = [{"name": f"test_{'practice' if practice else 'case'}_{i}", "part": name,
               "practice": practice,
               "outcome": "passed" if rng.random() < rate else "failed",
               "max_abs_diff": None, "message": "", "diagnosis": None}

@@ -49,12 +49,12 @@ def test_a_solution_line_in_a_shipped_file_is_a_leak(course, tmp_path):
     tests = tmp_path / "hidden"
     shutil.copytree(course.path(course.lesson("10").tests), tests)
     line = "normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)"
-    public = tests / "test_public_norm.py"
-    public.write_text(public.read_text() + f"\n# {line}\n")
+    practice = tests / "test_practice_norm.py"
+    practice.write_text(practice.read_text() + f"\n# {line}\n")
     lesson = course.lesson("10").model_copy(update={"tests": tests})
     copy = course.model_copy(update={"lessons": {"10": lesson}})
     found = {f.subject: f for f in leaks.check(copy, "10", [])}
-    assert found[str(tests / "test_public_norm.py")].failed
+    assert found[str(tests / "test_practice_norm.py")].failed
     assert found[str(tests / "probes.py")].status == OK
     assert found[str(lesson.stub)].status == OK
 
