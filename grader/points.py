@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
-from grader.config import Part
+if TYPE_CHECKING:  # config validates points with this module's rule
+    from grader.config import Part
 
 UNIT = Fraction(1, 1024)
 # Totals stay below 2**53 units, so every partial sum is a float64 integer multiple
@@ -30,13 +32,26 @@ def is_practice(test_file: str) -> bool:
     return PurePosixPath(test_file).name.startswith("test_practice_")
 
 
+def problem(points: float) -> str | None:
+    """Why `points` can't be split exactly (with the nearest value that can), or None:
+    course.yml's validation says it at load, before anything is graded."""
+    exact = Fraction(points) / UNIT
+    if exact.denominator == 1 and 0 <= exact < MAX_UNITS:
+        return None
+    if not 0 <= exact < MAX_UNITS:
+        return (f"{points} is not a multiple of 1/{UNIT.denominator} from 0 up to "
+                f"{float(MAX_UNITS * UNIT):g}")
+    nearest = max(round(exact), 1) * UNIT
+    return (f"{points} is not a multiple of 1/{UNIT.denominator}, so its tests' shares "
+            f"could not add up to it exactly; the nearest value that is: {float(nearest)!r}")
+
+
 def units(points: float, where: str) -> int:
     """Points as a whole number of UNITs; refuses points a float sum can't keep exact."""
-    exact = Fraction(points) / UNIT
-    if exact.denominator != 1 or not 0 <= exact < MAX_UNITS:
-        raise ValueError(f"{where}: {points} points is not a non-negative multiple of "
-                         f"1/{UNIT.denominator}, so its share of the total can't be exact")
-    return int(exact)
+    why = problem(points)
+    if why is not None:
+        raise ValueError(f"{where}: {why}")
+    return int(Fraction(points) / UNIT)
 
 
 def shares(total: int, n: int) -> list[int]:
