@@ -10,17 +10,24 @@ from grader.selftest.findings import Finding, failed, ok
 
 
 def _places(course: Course, key: str) -> dict[str, str]:
-    """The lesson's texts by a name to report: its files and its course.yml titles."""
+    """The lesson's files by the name to report, each with its text."""
     lesson = course.lesson(key)
-    texts = {str(lesson.solution): course.path(lesson.solution).read_text(encoding="utf-8"),
-             "course.yml titles": "\n".join([lesson.title, *(p.title for p in
-                                                             lesson.parts.values())])}
+    texts = {str(lesson.solution): course.path(lesson.solution).read_text(encoding="utf-8")}
     tests: Path = course.path(lesson.tests)
     for f in sorted(tests.rglob("*")):
         if f.is_file() and "__pycache__" not in f.parts:
             texts[str(lesson.tests / f.relative_to(tests))] = f.read_text(
                 encoding="utf-8", errors="replace")
     return texts
+
+
+def _titles(course: Course, key: str) -> list[str]:
+    """The course.yml keys of the lesson's titles that still hold the mark."""
+    lesson = course.lesson(key)
+    titles = {f"lessons.{key}.title": lesson.title,
+              **{f"lessons.{key}.parts.{name}.title": part.title
+                 for name, part in lesson.parts.items()}}
+    return [where for where, text in titles.items() if MARK in text]
 
 
 def check(course: Course, key: str) -> list[Finding]:
@@ -30,4 +37,7 @@ def check(course: Course, key: str) -> list[Finding]:
         if lines:
             found.append(failed("todos", name, f"{len(lines)} {MARK} left, line(s) "
                                 + ", ".join(map(str, lines[:10]))))
+    if titles := _titles(course, key):
+        found.append(failed("todos", "course.yml", f"{len(titles)} {MARK} left, in "
+                            + ", ".join(titles)))
     return found or [ok("todos", "", f"no {MARK} left")]

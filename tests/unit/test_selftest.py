@@ -116,3 +116,18 @@ def test_solution_stub_and_variants():
     assert graded.correct("v", record({"a": (2, 2)}, diagnosis={"a": "m1"})).failed
     assert graded.stub(record({"a": (0, 2)}, [failing("a")])).status == OK
     assert graded.stub(full).failed
+
+
+def test_a_todo_in_a_title_names_its_course_yml_key(course):
+    """It said "course.yml titles … line(s) 1, 2", which are no lines of course.yml."""
+    from grader.newlesson.templates import MARK
+    from grader.selftest import todos
+
+    lesson = course.lesson("10")
+    parts = {"norm": lesson.parts["norm"].model_copy(update={"title": f"{MARK}: a title"})}
+    copy = course.model_copy(update={"lessons": {"10": lesson.model_copy(
+        update={"title": MARK, "parts": parts})}})
+    (finding,) = [f for f in todos.check(copy, "10") if f.subject == "course.yml"]
+    assert finding.failed
+    assert finding.message == (f"2 {MARK} left, in lessons.10.title, "
+                               "lessons.10.parts.norm.title")
