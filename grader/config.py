@@ -150,11 +150,15 @@ class Course(Strict):
             raise ConfigError(f"course.yml has no lesson {key!r} (it has: {known})")
         return self.lessons[key]
 
-    def limits(self, key: str):
+    def limits_config(self, key: str) -> LimitsConfig:
+        """The lesson's limits as course.yml sets them: its own entries over the defaults."""
         lesson = self.lesson(key)
         merged = {**self.defaults.limits.model_dump(),
                   **(lesson.limits.model_dump(exclude_unset=True) if lesson.limits else {})}
-        return LimitsConfig(**merged).limits()
+        return LimitsConfig(**merged)
+
+    def limits(self, key: str):
+        return self.limits_config(key).limits()
 
     def tolerances(self, key: str) -> dict[str, Tolerance]:
         return {**DEFAULT_TOLERANCES, **self.defaults.tolerances,
