@@ -128,14 +128,19 @@ def lesson_imports(tests: Path, mine: dict[str, types.ModuleType]) -> Iterator[N
 
 
 class CollectionErrors:
-    """Why collection failed, in full: the grading plugin silences pytest's terminal."""
+    """Why collection failed, in full: the grading plugin silences pytest's terminal.
+    Also whether pytest stopped for Ctrl-C, which it catches and ends the session for."""
 
     def __init__(self) -> None:
         self.reports: list[str] = []
+        self.interrupted = False
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.reports.append(f"{report.nodeid or report.fspath}:\n{report.longreprtext}")
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.interrupted = True
 
 
 def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], None]]],
@@ -162,6 +167,8 @@ def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], 
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink), lesson_imports(tests, ctx.modules):
         code = pytest.main(args, plugins=[plugin, report, loop, errors, fixtures])
+    if errors.interrupted:  # Ctrl-C, which pytest caught: the run stops, nothing failed
+        raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         why = "\n".join(errors.reports) or sink.getvalue()[-2000:] or "no output"
         raise RuntimeError(f"hidden tests of lesson {ctx.key} did not run "
