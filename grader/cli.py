@@ -262,12 +262,8 @@ def _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary,
     except (RuntimeError, ValueError) as exc:
         raise click.ClickException(str(exc)) from None
     except KeyboardInterrupt:
-        from grader.store import Store
-
-        store = Store(out)
-        kept = sum(store.is_current(sub.student_id, sub.fingerprint) for sub in todo)
-        click.echo(f"stopped (Ctrl-C) with {kept} of {len(todo)} graded; their results "
-                   "are kept: rerun the same command to resume.", err=True)
+        click.echo(f"stopped (Ctrl-C) with {summary.graded} of {len(todo)} graded; their "
+                   "results are kept: rerun the same command to resume.", err=True)
         raise click.exceptions.Exit(130) from None
 
 

@@ -10,6 +10,7 @@ each result atomically as soon as it has it.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import queue
 import signal
@@ -177,6 +178,11 @@ def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progre
     except KeyboardInterrupt:  # results are saved atomically: a killed worker loses none
         for w in workers:
             w.kill()
+        with contextlib.suppress(queue.Empty, OSError, EOFError):  # count what was saved
+            while True:
+                event = events.get(timeout=0.2)
+                if event[0] == "done":
+                    summary.count(event[2])
         raise
     for w in workers:
         w.join(timeout=30)
