@@ -627,10 +627,10 @@ def report(course_path, lesson_key, results, language) -> None:
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     out = _results(course, lesson, results)
-    results = sorted((out / "results").glob("*.json"))
-    if not results:
+    graded = sorted((out / "results").glob("*.json"))
+    if not graded:
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
-    records = [_with_timing(json.loads(p.read_text(encoding="utf-8"))) for p in results]
+    records = [_with_timing(json.loads(p.read_text(encoding="utf-8"))) for p in graded]
     write_atomic(out / "report.html",
                  render_report(records, course, lesson_key, language or course.language))
     console.print(f"report: {out / 'report.html'}", markup=False)
@@ -755,7 +755,7 @@ def autograder_zip(course_path, lesson_key, out) -> None:
         console.print(warning, markup=False)
     console.print(f"building the autograder of lesson {lesson_key}: grading the solution and "
                   "each known mistake once, so that Gradescope's runs need neither (a minute "
-                  "or two)...", markup=False)
+                  "or more)...", markup=False)
     console.print(f"wrote {build_autograder_zip(course.root, lesson_key, out)}", markup=False)
 
 
