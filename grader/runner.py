@@ -139,8 +139,9 @@ class CollectionErrors:
         if report.failed:
             self.reports.append(f"{report.nodeid or report.fspath}:\n{report.longreprtext}")
 
-    def pytest_keyboard_interrupt(self) -> None:
-        self.interrupted = True
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
+        # pytest.exit and Session.Interrupted (a failed collection) come here too
+        self.interrupted = type(excinfo.value) is KeyboardInterrupt
 
 
 def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], None]]],
