@@ -2,7 +2,7 @@
 
 Students must be able to check their work at home without being handed the answer.
 The bundle holds the grader, the stub, the lesson's probes, its practice tests
-(`test_public_<part>.py`) and the helper modules they import (`_*.py`), a
+(`test_practice_<part>.py`) and the helper modules they import (`_*.py`), a
 course.yml for that lesson alone, and a recording of the reference's (and each
 known mistake's) results for the practice tests, made here by running them once
 against the solution. It never holds a graded test file (their cases, seeds and
@@ -22,13 +22,13 @@ from grader.context import LessonContext
 from grader.reference import Caller, save_recording
 
 ROOT = Path(__file__).resolve().parent.parent
-RECORDING = "public-reference.bin"
+RECORDING = "practice-reference.bin"
 README = """# Lesson {key}: check your work
 
     python -m venv .venv && .venv/bin/pip install -e .
     .venv/bin/grader check {exercise}
 
-Fill in `{exercise}`; `grader check` runs the public tests on it and prints each
+Fill in `{exercise}`; `grader check` runs the practice tests on it and prints each
 part's result, the numbers where yours differ, and the likely mistake. The graded
 run has more tests, which are hidden.
 """
@@ -37,7 +37,7 @@ run has more tests, which are hidden.
 def shipped(tests: Path) -> list[Path]:
     """The files of a lesson's tests folder that students receive."""
     return sorted(f for f in tests.glob("*.py")
-                  if f.name == "probes.py" or f.name.startswith(("_", "test_public_")))
+                  if f.name == "probes.py" or f.name.startswith(("_", "test_practice_")))
 
 
 def build(course: Course, lesson_key: str, dest: Path) -> Path:

@@ -1,11 +1,13 @@
 """The `grader` command: run (TAs), check (students), release and report (staff)."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
 import sys
 import time
+import traceback
 from pathlib import Path
 
 import click
@@ -16,6 +18,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from grader import config
+from grader.export import FORMATS
 from grader.record import GradeRecord
 from grader.similarity import THRESHOLD
 
@@ -32,18 +35,82 @@ def _course(path: str) -> config.Course:
 
 
 def _lesson(course: config.Course, key: str) -> config.Lesson:
+    """The lesson `--lesson` names; another key is a usage error (exit 2)."""
     try:
         return course.lesson(key)
     except config.ConfigError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise click.BadParameter(str(exc), param_hint="'--lesson'") from None
 
 
 COURSE = click.option("--course", "course_path", default="course.yml", show_default=True,
                       type=click.Path(dir_okay=False), help="the course file")
 LESSON = click.option("--lesson", "lesson_key", required=True, help="lesson key, e.g. 13")
+JOBS = click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+                    metavar="N", show_default="the cores",
+                    help="submissions graded at once, each by a warm worker")
+BUG = ("This is a bug in the grader, not in your files or the students' code: please "
+       "report it to the grader's maintainers with the command you ran and the lines above.")
 
 
-@click.group()
+def _renamed(new: str, old: str, help: str, required: bool = False, **kwargs):
+    """`--new` (shown, with `help`), and `--old`, its former spelling, still accepted
+    but not shown; the command receives one value, under `new`'s name."""
+    def decorate(command):
+        @functools.wraps(command)
+        def merged(*args, **params):
+            former = params.pop(f"{old}_former")
+            params[new] = params[new] if params[new] is not None else former
+            if required and params[new] is None:
+                raise click.UsageError(f"Missing option '--{new}'.")
+            return command(*args, **params)
+
+        merged = click.option(f"--{old}", f"{old}_former", type=click.Path(path_type=Path),
+                              hidden=True)(merged)
+        return click.option(f"--{new}", new, type=click.Path(path_type=Path), metavar="DIR",
+                            help=help + ("  [required]" if required else ""),
+                            **kwargs)(merged)
+    return decorate
+
+
+RESULTS = _renamed("results", "out", "the graded folder, where `grader run --out` wrote "
+                   "(default: the lesson's `out` in course.yml)")
+
+
+def _results(course: config.Course, lesson: config.Lesson, results: Path | None) -> Path:
+    """`--results`, else the lesson's `out`; with neither, a usage error."""
+    if results is None and lesson.out is None:
+        raise click.UsageError("give --results (course.yml sets no `out` for this lesson)")
+    return results if results is not None else course.path(lesson.out)
+
+
+class Grader(click.Group):
+    """Every failure as a message: a course file's or roster's problem says what and
+    where, Ctrl-C says how to resume, and only a bug in the grader shows a traceback,
+    with a line asking to report it."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit,
+                click.exceptions.Abort):
+            raise
+        except config.ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:  # the machine's, not the grader's: a full disk, a mode
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+        except KeyboardInterrupt:
+            click.echo("stopped (Ctrl-C). What was written before is kept; rerun the "
+                       "same command to resume.", err=True)
+            ctx.exit(130)
+        except Exception:  # noqa: BLE001 - everything expected is handled above
+            click.echo(traceback.format_exc(), err=True, nl=False)
+            click.echo(BUG, err=True)
+            ctx.exit(70)
+
+
+@click.group(cls=Grader)
+@click.version_option(package_name="minimind-grader", prog_name="grader")
 def main() -> None:
     """Auto-grading for the MiniMind course."""
 
@@ -56,7 +123,7 @@ def main() -> None:
                    "(default: the lesson's `submissions` in course.yml)")
 @click.option("--out", type=click.Path(path_type=Path),
               help="output folder (default: the lesson's `out` in course.yml)")
-@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@JOBS
 @click.option("--force", is_flag=True, help="regrade even unchanged submissions")
 @click.option("--unsandboxed", is_flag=True,
               help="allow grading without the sandbox when it cannot be set up (trusted work only)")
@@ -81,9 +148,11 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
     out = out or (course.path(lesson.out) if lesson.out else None)
     if submissions is None or out is None:
-        raise click.ClickException("give --submissions and --out (course.yml sets no default)")
+        raise click.UsageError("give --submissions and --out (course.yml sets no default "
+                               f"for lesson {lesson_key})")
     if not submissions.exists():
-        raise click.ClickException(f"no submissions at {submissions}")
+        raise click.BadParameter(f"no submissions at {submissions}: no such folder or zip",
+                                 param_hint="'--submissions'")
     # A zygote forked from this process holds a copy of its memory: where it will be a
     # fork, it is made now, before anything of the class (names, files, stored results)
     # is read. Elsewhere it is a fresh process, made only when there is work.
@@ -91,14 +160,23 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     if scheduler is None and _sandboxed_forks(unsandboxed):
         out.mkdir(parents=True, exist_ok=True)
         sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=True)
+    try:
+        roster = rosters.load(course)
+    except config.ConfigError:
+        if sandbox is not None:
+            sandbox.close()
+        raise
+    if roster.note():
+        console.print(f"[yellow]note:[/] {escape(roster.note())}")
     taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
-                           roster=rosters.load(course), due=lesson.due)
+                           roster=roster.students, due=lesson.due)
     subs = [Submission(sid, path, notes=notes) for sid, path, notes in taken.found]
     if not subs:
         if sandbox is not None:
             sandbox.close()
         _left_out(taken.skipped)
-        raise click.ClickException(f"no submissions found in {submissions}")
+        raise click.ClickException(f"no submissions found in {submissions}: "
+                                   + intake.layout_hint(submissions, lesson.exercise))
     language = language or course.language
     store = Store(out)
     todo = plan(store, subs, ctx.version, force)
@@ -170,22 +248,27 @@ def _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary,
                       "student code runs with this user's rights. Every score record says so.")
     execute = (_cluster(scheduler) if scheduler else
                lambda *args: pool.grade_class(*args, sandbox=sandbox))
-    with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
-                  TextColumn("{task.fields[rate]}"), TimeElapsedColumn(), TextColumn("eta"),
-                  TimeRemainingColumn(), console=console, transient=False) as bar:
-        task = bar.add_task("grade", total=len(todo), rate="")
-        started = time.monotonic()
+    try:
+        with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                      TextColumn("eta"), TimeRemainingColumn(), console=console,
+                      transient=False) as bar:
+            task = bar.add_task("grade", total=len(todo), rate="")
+            started = time.monotonic()
 
-        def progress(kind: str, info: dict) -> None:
-            if kind == "done":
-                done = bar.tasks[0].completed + 1
-                rate = done / max(time.monotonic() - started, 1e-9)
-                bar.update(task, completed=done, rate=f"{rate:.1f}/s")
+            def progress(kind: str, info: dict) -> None:
+                if kind == "done":
+                    done = bar.tasks[0].completed + 1
+                    rate = done / max(time.monotonic() - started, 1e-9)
+                    bar.update(task, completed=done, rate=f"{rate:.1f}/s")
 
-        try:
             execute(ctx, todo, out, jobs, sandboxed, language, summary, progress)
-        except (RuntimeError, ValueError) as exc:
-            raise click.ClickException(str(exc)) from None
+    except (RuntimeError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except KeyboardInterrupt:
+        click.echo(f"stopped (Ctrl-C) with {summary.graded} of {len(todo)} graded; their "
+                   "results are kept: rerun the same command to resume.", err=True)
+        raise click.exceptions.Exit(130) from None
 
 
 def _cluster(scheduler: str):
@@ -211,14 +294,24 @@ def _left_out(skipped: list[str]) -> None:
 
 
 def _summary_table(summary, doc: dict, out: Path) -> None:
+    """This run's work, and the class as it now stands (scores.json): the errors and
+    timeouts that remain are counted and named whether graded now or before."""
+    from grader.plan import ERROR_STATUSES
+
+    errors = [f"{s['student_id']} ({s['status']})" for s in doc["students"]
+              if s["status"] in ERROR_STATUSES]
+    timeouts = [s["student_id"] for s in doc["students"] if s["status"] == "timeout"]
     table = Table(title="summary", show_header=False)
     table.add_row("students", str(len(doc["students"])))
     table.add_row("graded now", str(summary.graded))
     table.add_row("unchanged (skipped)", str(summary.skipped))
-    table.add_row("errors (missing, unreadable, import)", str(summary.errors))
-    table.add_row("timeouts", str(summary.timeouts))
+    table.add_row("errors (missing, unreadable, import)", str(len(errors)))
+    table.add_row("timeouts", str(len(timeouts)))
     table.add_row("time", f"{summary.seconds:.1f} s")
     console.print(table)
+    for title, names in (("errors", errors), ("timeouts", timeouts)):
+        if names:
+            console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
     console.print(f"scores:   {out / 'scores.json'}", markup=False)
     _pages(doc, out)
     console.print(f"report:   {out / 'report.html'}", markup=False)
@@ -242,7 +335,7 @@ def _pages(doc: dict, out: Path) -> None:
 @LESSON
 @click.option("--out", type=click.Path(path_type=Path),
               help="where audit.json goes (default: the lesson's `out`/audit)")
-@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@JOBS
 @click.option("--sample", "sample_size", type=click.IntRange(min=1),
               help="grade a deterministic sample of N mutants (for CI)")
 @click.option("--operators", help="comma-separated operators (default: all)")
@@ -262,7 +355,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
     lesson = _lesson(course, lesson_key)
     out = out or (course.path(lesson.out) / "audit" if lesson.out else None)
     if out is None:
-        raise click.ClickException("give --out (course.yml sets no `out` for this lesson)")
+        raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
 
     ctx = LessonContext(course, lesson_key)
 
@@ -292,7 +385,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
 @click.option("--in-bwrap", is_flag=True, hidden=True,
               help="already inside the bundle's bubblewrap sandbox (bwrap.check_command)")
 def check(course_path, lesson_key, file, in_bwrap) -> None:
-    """Students: run the public tests on your file and see each part's result."""
+    """Students: run the practice tests on your file and see each part's result."""
     from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
@@ -364,7 +457,7 @@ def _print_check(record: GradeRecord, course: config.Course, lesson_key: str,
         mine = [t for t in record.tests if t.part == name]  # practice: not in counters
         passed = sum(t.passed for t in mine)
         mark = "[green]✓[/]" if passed == len(mine) else "[red]✗[/]"
-        out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} public tests  "
+        out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} practice tests  "
                   f"[dim]{escape(lesson.parts[name].title)}[/]")
         for t in (t for t in mine if not t.passed):
             out.print(f"    {t.name}: ", end="", markup=False)
@@ -392,7 +485,7 @@ def _print_check(record: GradeRecord, course: config.Course, lesson_key: str,
     if record.output:
         out.print("[dim]your code printed:[/]")
         out.print(record.output[:2000], markup=False)
-    out.print(f"public tests: {sum(t.passed for t in record.tests)}/"
+    out.print(f"practice tests: {sum(t.passed for t in record.tests)}/"
               f"{len(record.tests)} passed. "
               "The graded run has more tests, hidden.")
 
@@ -433,7 +526,7 @@ def tolerance(course_path, lesson_key, folder, select) -> None:
                    "diagnosis (default: tests/fixtures/lesson<KEY>/correct, if present)")
 @click.option("--out", type=click.Path(path_type=Path),
               help="keep the graded class here (default: a temporary folder)")
-@click.option("--jobs", type=int, default=os.cpu_count() or 1, show_default=True)
+@JOBS
 def selftest(course_path, lesson_key, correct, out, jobs) -> None:
     """Instructors: check a lesson's contract (solution full, stub zero, mistakes named
     in their own part, correct variants full, unique names, no leaks, safe hints)."""
@@ -502,6 +595,9 @@ def release(course_path, lesson_key, check_only) -> None:
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
+    if lesson.solution is None:
+        raise click.ClickException("a stub is made from the solution, which this course "
+                                   "(a student bundle) does not have")
     solution, stub = course.path(lesson.solution), course.path(lesson.stub)
     try:
         text = make_stub(solution.read_text(encoding="utf-8"), str(lesson.solution))
@@ -521,8 +617,8 @@ def release(course_path, lesson_key, check_only) -> None:
 @main.command("student-bundle")
 @COURSE
 @LESSON
-@click.option("--dest", type=click.Path(path_type=Path), required=True)
-def student_bundle(course_path, lesson_key, dest) -> None:
+@_renamed("out", "dest", "the folder to write the bundle into", required=True)
+def student_bundle(course_path, lesson_key, out) -> None:
     """Write what students need to `grader check` at home: no solution inside."""
     from grader.bundle import build
 
@@ -530,19 +626,20 @@ def student_bundle(course_path, lesson_key, dest) -> None:
     lesson = _lesson(course, lesson_key)
     if not lesson.solution:
         raise click.ClickException("a student bundle is made from a course with its solution")
-    console.print(f"wrote {build(course, lesson_key, dest)}", markup=False)
+    console.print(f"wrote {build(course, lesson_key, out)}", markup=False)
 
 
 @main.command()
 @COURSE
 @LESSON
-@click.option("--out", type=click.Path(path_type=Path))
-@click.option("--language", type=click.Choice(["en", "zh"]))
-def report(course_path, lesson_key, out, language) -> None:
-    """Write the class report (HTML) from a graded folder."""
+@RESULTS
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="the report's language (default: course.yml's `language`)")
+def report(course_path, lesson_key, results, language) -> None:
+    """Write the class report (HTML) from a graded folder, into that folder."""
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = out or course.path(lesson.out)
+    out = _results(course, lesson, results)
     if not _rewrite_report(course, lesson_key, out, language or course.language):
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
     console.print(f"report: {out / 'report.html'}", markup=False)
@@ -589,11 +686,13 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
     out = out or (course.path(lesson.out) if lesson.out else None)
     if submissions is None or out is None:
-        raise click.ClickException("give --submissions and --out (course.yml sets no default)")
+        raise click.UsageError("give --submissions and --out (course.yml sets no default "
+                               f"for lesson {lesson_key})")
     if not submissions.exists():
-        raise click.ClickException(f"no submissions at {submissions}")
+        raise click.BadParameter(f"no submissions at {submissions}: no such folder or zip",
+                                 param_hint="'--submissions'")
     taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
-                           roster=rosters.load(course), due=lesson.due)
+                           roster=rosters.load(course).students, due=lesson.due)
     texts: dict[str, str] = {}
     for sid, path, _ in taken.found:
         try:
@@ -620,27 +719,44 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
                       soft_wrap=True)
 
 
+def _scores(out: Path) -> dict:
+    """A graded folder's scores.json; missing or broken, a message saying what to do."""
+    try:
+        return json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise click.ClickException(f"no scores.json in {out}: run `grader run` first") \
+            from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.ClickException(f"{out / 'scores.json'} is not the JSON `grader run` "
+                                   f"writes ({exc}): run `grader run` again") from None
+
+
+def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+    """--to's comma-separated formats; an unknown one is a usage error."""
+    formats = [f.strip() for f in value.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise click.BadParameter(f"unknown format(s) {', '.join(unknown) or repr(value)}; "
+                                 f"known: {', '.join(FORMATS)}")
+    return formats
+
+
 @main.command()
 @COURSE
 @LESSON
-@click.option("--to", "formats", required=True,
-              help="comma-separated: gradescope, canvas, lti, moodle, nbgrader")
-@click.option("--out", type=click.Path(path_type=Path),
-              help="the graded folder (default: the lesson's `out`); files go to OUT/export")
-def export(course_path, lesson_key, formats, out) -> None:
-    """Write the graded scores in the formats LMSs import."""
+@click.option("--to", "formats", required=True, callback=_formats,
+              help="comma-separated: " + ", ".join(FORMATS))
+@RESULTS
+def export(course_path, lesson_key, formats, results) -> None:
+    """Write the graded scores in the formats LMSs import, into RESULTS/export."""
     from grader.export import export as write_exports
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = out or course.path(lesson.out)
+    out = _results(course, lesson, results)
+    scores = _scores(out)
     try:
-        scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
-    except OSError:
-        raise click.ClickException(f"no scores.json in {out}: run `grader run` first") from None
-    try:
-        paths = write_exports(course, lesson_key, scores, out / "export",
-                              [f.strip() for f in formats.split(",") if f.strip()])
+        paths = write_exports(course, lesson_key, scores, out / "export", formats)
     except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
@@ -655,30 +771,26 @@ def export(course_path, lesson_key, formats, out) -> None:
 @LESSON
 @click.option("--to", "service", required=True, type=click.Choice(["lti"]),
               help="lti: LTI 1.3 Assignment and Grade Services (course.yml's `lti:`)")
-@click.option("--out", type=click.Path(path_type=Path),
-              help="the graded folder (default: the lesson's `out`)")
+@RESULTS
 @click.option("--dry-run", is_flag=True, help="print what would be sent; send nothing")
 @click.option("--force", is_flag=True, help="resend scores the platform already has")
 @click.option("--public-jwk", is_flag=True,
               help="print the tool's public key as a JWK (to register it) and exit")
-def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) -> None:
+def upload(course_path, lesson_key, service, results, dry_run, force, public_jwk) -> None:
     """Send the graded scores to the LMS; only scores that changed are sent."""
     from grader.upload import UploadError
     from grader.upload import keys, lti
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = out or course.path(lesson.out)
     try:
         if public_jwk:
             key = keys.read_key(course)
             click.echo(json.dumps(keys.public_jwk(key, course.lti.key_id), indent=1))
             return
-        scores = json.loads((out / "scores.json").read_text(encoding="utf-8"))
-        done = lti.upload(course, lesson_key, scores, out, dry_run=dry_run, force=force)
-    except OSError:
-        raise click.ClickException(f"no scores.json in {out}: run `grader run` first") \
-            from None
+        out = _results(course, lesson, results)
+        done = lti.upload(course, lesson_key, _scores(out), out, dry_run=dry_run,
+                          force=force)
     except UploadError as exc:
         raise click.ClickException(str(exc)) from None
     _print_upload(done, course, lesson_key, dry_run)
@@ -712,14 +824,22 @@ def _print_upload(done, course: config.Course, lesson_key: str, dry_run: bool) -
 @main.command("autograder-zip")
 @COURSE
 @LESSON
-@click.option("--dest", type=click.Path(path_type=Path), default=Path("."), show_default=True)
-def autograder_zip(course_path, lesson_key, dest) -> None:
+@_renamed("out", "dest", "where the zip goes: a folder (for autograder_<lesson>.zip) or "
+          "a .zip path", default=Path("."), show_default=True)
+def autograder_zip(course_path, lesson_key, out) -> None:
     """Build a Gradescope autograder zip (setup.sh, run_autograder) for one lesson."""
     from grader.export import build_autograder_zip
+    from grader.export.autograder_zip import memory_warning
 
     course = _course(course_path)
     _lesson(course, lesson_key)
-    console.print(f"wrote {build_autograder_zip(course.root, lesson_key, dest)}", markup=False)
+    if warning := memory_warning(course, lesson_key):
+        console.print("[yellow]warning:[/] ", end="")
+        console.print(warning, markup=False)
+    console.print(f"building the autograder of lesson {lesson_key}: grading the solution and "
+                  "each known mistake once, so that Gradescope's runs need neither (a minute "
+                  "or more)...", markup=False)
+    console.print(f"wrote {build_autograder_zip(course.root, lesson_key, out)}", markup=False)
 
 
 if __name__ == "__main__":

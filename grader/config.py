@@ -14,6 +14,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
 
+from grader import points as exact
 from grader.sandbox.limits import Limits
 
 
@@ -46,6 +47,14 @@ class Part(Strict):
     title_zh: str = ""
     visibility: Literal["visible", "hidden", "after_due_date", "after_published"] = "visible"
 
+    @field_validator("points")
+    @classmethod
+    def _exact(cls, points: float) -> float:
+        """Refused at load, with the nearest good value, not when the first test is scored."""
+        if (why := exact.problem(points)) is not None:
+            raise ValueError(why)
+        return points
+
 
 DEFAULT_TOLERANCES = {
     "float32": Tolerance(atol=1e-5, rtol=1e-4),
@@ -58,7 +67,7 @@ class Lesson(Strict):
     title_zh: str = ""
     exercise: str = Field(description="the file name students submit, e.g. 13_moe.py")
     solution: Path | None = None  # None in a student bundle, which has `recorded`
-    recorded: Path | None = None  # reference results of the public tests (no solution)
+    recorded: Path | None = None  # reference results of the practice tests (no solution)
     stub: Path
     tests: Path
     provides: list[str] = ["torch", "numpy"]
@@ -146,11 +155,15 @@ class Course(Strict):
             raise ConfigError(f"course.yml has no lesson {key!r} (it has: {known})")
         return self.lessons[key]
 
-    def limits(self, key: str):
+    def limits_config(self, key: str) -> LimitsConfig:
+        """The lesson's limits as course.yml sets them: its own entries over the defaults."""
         lesson = self.lesson(key)
         merged = {**self.defaults.limits.model_dump(),
                   **(lesson.limits.model_dump(exclude_unset=True) if lesson.limits else {})}
-        return LimitsConfig(**merged).limits()
+        return LimitsConfig(**merged)
+
+    def limits(self, key: str):
+        return self.limits_config(key).limits()
 
     def tolerances(self, key: str) -> dict[str, Tolerance]:
         return {**DEFAULT_TOLERANCES, **self.defaults.tolerances,
@@ -225,20 +238,57 @@ def load(path: Path | str = "course.yml") -> Course:
     try:
         course = Course(**data, root=path.resolve().parent)
     except ValidationError as exc:
-        lines = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"])
-            line = _line_of(node, err["loc"])
-            lines.append(f"{path}:{line}: {where}: {err['msg']}" if line
-                         else f"{path}: {where}: {err['msg']}")
-        raise ConfigError("invalid course file\n  " + "\n  ".join(lines)) from None
+        raise ConfigError(_invalid(path, node, [
+            (err["loc"], err["msg"].removeprefix("Value error, ")) for err in exc.errors()])) \
+            from None
+    problems = _file_problems(course)
+    if problems:
+        raise ConfigError(_invalid(path, node, problems))
+    return course
+
+
+def _invalid(path: Path, node: yaml.Node | None, problems: list[tuple[tuple, str]]) -> str:
+    """Each problem as `file:line: key.path: what`, under one heading."""
+    lines = []
+    for loc, msg in problems:
+        where, line = ".".join(str(p) for p in loc), _line_of(node, loc)
+        lines.append(f"{path}:{line}: {where}: {msg}" if line else f"{path}: {where}: {msg}")
+    return "invalid course file\n  " + "\n  ".join(lines)
+
+
+def _file_problems(course: Course) -> list[tuple[tuple, str]]:
+    """What the files course.yml names must hold for grading to start: a solution (or
+    a recording), the tests folder, one graded test file per part and no test file of
+    a part course.yml lacks (else the first student's scoring would fail), the roster.
+    Only names and existence: no file of the class is read here."""
+    problems: list[tuple[tuple, str]] = []
+    if isinstance(course.roster, Path) and not course.path(course.roster).is_file():
+        problems.append((("roster",), f"{course.roster} does not exist (paths are "
+                                      "relative to the folder of course.yml)"))
     for key, lesson in course.lessons.items():
-        if not course.path(lesson.tests).exists():
-            raise ConfigError(f"{path}: lessons.{key}.tests: {lesson.tests} does not exist")
+        where = ("lessons", key)
+        tests = course.path(lesson.tests)
+        if not tests.exists():
+            problems.append(((*where, "tests"), f"{lesson.tests} does not exist"))
+            continue
         found = [p for p in (lesson.solution, lesson.recorded)
                  if p is not None and course.path(p).exists()]
         if not found:
             given = lesson.solution or lesson.recorded
-            raise ConfigError(f"{path}: lessons.{key}.solution: {given} does not exist"
-                              if given else f"{path}: lessons.{key} needs a solution")
-    return course
+            problems.append(((*where, "solution"), f"{given} does not exist") if given
+                            else (where, "needs a solution"))
+        graded = {f.stem.removeprefix("test_") for f in tests.glob("test_*.py")
+                  if not exact.is_practice(f.name)}
+        practice = {f.stem.removeprefix("test_practice_")
+                    for f in tests.glob("test_*.py") if exact.is_practice(f.name)}
+        for part in sorted((graded | practice) - set(lesson.parts)):
+            problems.append(((*where, "parts"), f"{lesson.tests} has tests of a part "
+                             f"{part!r} (test_{part}.py or test_practice_{part}.py) that "
+                             f"is not among the parts: {', '.join(lesson.parts)}"))
+        if graded:  # a student bundle has practice tests only
+            for part in lesson.parts:
+                if part not in graded:
+                    problems.append(((*where, "parts", part), f"no graded test file "
+                                     f"{lesson.tests / f'test_{part}.py'}: the part's "
+                                     "points need at least one hidden test"))
+    return problems

@@ -144,6 +144,30 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes())
 
 
+def layout_hint(directory: Path, exercise: str) -> str:
+    """Why a folder gave no student, in the TA's terms: the layouts intake reads, and what
+    this folder looks like instead (one student's own folder, or a flat folder of files).
+    Only the top level is looked at, and no link followed."""
+    expected = (f"expected {directory}/<student_id>/{exercise} (one folder per student), "
+                "a Canvas bulk download (zip or folder) or a Gradescope export")
+    if not directory.is_dir():
+        return expected
+    try:
+        entries, _ = _entries(directory, MAX_CLASS)
+    except OSError as exc:
+        return f"{expected}; it could not be read ({_reason(exc)})"
+    files = [_text(e.name) for e in entries if e.is_file(follow_symlinks=False)
+             and Path(e.name).suffix in GRADABLE]
+    if any(_wanted(name, exercise) for name in files):
+        return (f"{expected}. It holds {exercise} itself, as one student's folder does: "
+                f"give the folder that holds each student's folder")
+    if files:
+        name = Path(files[0]).stem
+        return (f"{expected}. It holds {_listing(files)} directly: put each student's file "
+                f"in a folder named after them, e.g. {directory}/{name}/{exercise}")
+    return expected
+
+
 def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str, Group]:
     """Candidates per student id, whichever layout `directory` has."""
     unzipped = cache / "unzipped"

@@ -96,7 +96,7 @@ class StudentCaller:
     def _expected(self, key: str, probe: str, args: dict) -> tuple[dict[str, int], int] | None:
         """The size of each value of the reference's result and their sum (memoised per
         request, like the result), or None where there is no reference for this call
-        (a student bundle's recording covers the public tests only)."""
+        (a student bundle's recording covers the practice tests only)."""
         expected = self.ctx.expected
         if key not in expected:
             try:
@@ -212,9 +212,9 @@ def replay(item: pytest.Function, fixtures: dict) -> None:
 
 
 def part_of(path: Path | str) -> str:
-    """Tests name their part in the file name: test_<part>.py, or test_public_<part>.py
+    """Tests name their part in the file name: test_<part>.py, or test_practice_<part>.py
     for its practice tests."""
-    return Path(str(path)).stem.removeprefix("test_").removeprefix("public_")
+    return Path(str(path)).stem.removeprefix("test_").removeprefix("practice_")
 
 
 class GradingPlugin:
@@ -229,7 +229,7 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
-        config.addinivalue_line("markers", "public: also run by `grader check` for students")
+        config.addinivalue_line("markers", "practice: also run by `grader check` for students")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:

@@ -8,7 +8,7 @@ float64: Python's `sum`, SQLite's `SUM` (nbgrader) or a spreadsheet's all give t
 same number, and full marks are exactly the lesson's maximum. Decimal units (0.0001)
 could not promise that: 0.1 + 0.2 != 0.3 in binary floating point.
 
-Practice tests (files named `test_public_<part>.py`) are recorded but worth 0 of 0,
+Practice tests (files named `test_practice_<part>.py`) are recorded but worth 0 of 0,
 and take no share of their part's points.
 """
 from __future__ import annotations
@@ -16,9 +16,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
-from grader.config import Part
 from grader.record import PartRecord, TestRecord
+
+if TYPE_CHECKING:  # config validates points with this module's rule
+    from grader.config import Part
 
 UNIT = Fraction(1, 1024)
 # Totals stay below 2**53 units, so every partial sum is a float64 integer multiple
@@ -27,17 +30,30 @@ MAX_UNITS = 2 ** 53
 
 
 def is_practice(test_file: str) -> bool:
-    """Practice tests live in `test_public_<part>.py`: students run them, 0 points."""
-    return PurePosixPath(test_file).name.startswith("test_public_")
+    """Practice tests live in `test_practice_<part>.py`: students run them, 0 points."""
+    return PurePosixPath(test_file).name.startswith("test_practice_")
+
+
+def problem(points: float) -> str | None:
+    """Why `points` can't be split exactly (with the nearest value that can), or None:
+    course.yml's validation says it at load, before anything is graded."""
+    exact = Fraction(points) / UNIT
+    if exact.denominator == 1 and 0 <= exact < MAX_UNITS:
+        return None
+    if not 0 <= exact < MAX_UNITS:
+        return (f"{points} is not a multiple of 1/{UNIT.denominator} from 0 up to "
+                f"{float(MAX_UNITS * UNIT):g}")
+    nearest = max(round(exact), 1) * UNIT
+    return (f"{points} is not a multiple of 1/{UNIT.denominator}, so its tests' shares "
+            f"could not add up to it exactly; the nearest value that is: {float(nearest)!r}")
 
 
 def units(points: float, where: str) -> int:
     """Points as a whole number of UNITs; refuses points a float sum can't keep exact."""
-    exact = Fraction(points) / UNIT
-    if exact.denominator != 1 or not 0 <= exact < MAX_UNITS:
-        raise ValueError(f"{where}: {points} points is not a non-negative multiple of "
-                         f"1/{UNIT.denominator}, so its share of the total can't be exact")
-    return int(exact)
+    why = problem(points)
+    if why is not None:
+        raise ValueError(f"{where}: {why}")
+    return int(Fraction(points) / UNIT)
 
 
 def shares(total: int, n: int) -> list[int]:

@@ -10,9 +10,12 @@ each result atomically as soon as it has it.
 """
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import queue
+import signal
 import socket
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -63,6 +66,9 @@ def self_check(ctx: LessonContext) -> dict[str, dict]:
 
 def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str,
             tasks: mp.Queue, events: mp.Queue) -> None:
+    # Ctrl-C reaches the whole process group: the parent alone stops the run (it kills
+    # the workers), so a worker prints no traceback and no half-run pytest's complaint.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     store = Store(out)
 
     def subs():
@@ -77,9 +83,9 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
 
     try:
         runner.grade_many(ctx, subs(), slot, save)
-    except BaseException:  # noqa: BLE001 - report, the parent decides
+    except BaseException:  # noqa: BLE001 - report, the parent decides and prints it
         events.put(("crash", f"worker {index}: {traceback.format_exc()[-1500:]}"))
-        raise
+        sys.exit(1)
 
 
 def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
@@ -167,17 +173,27 @@ def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progre
     for w in workers:
         w.start()
     remaining = len(todo)
-    while remaining and (any(w.is_alive() for w in workers) or not events.empty()):
-        try:
-            event = events.get(timeout=0.5)
-        except queue.Empty:
-            continue
-        if event[0] == "done":
-            remaining -= 1
-            summary.count(event[2])
-            progress("done", {"student_id": event[1], "status": event[2]})
-        elif event[0] == "crash":
-            summary.worker_failures.append(event[1])
+    try:
+        while remaining and (any(w.is_alive() for w in workers) or not events.empty()):
+            try:
+                event = events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if event[0] == "done":
+                remaining -= 1
+                summary.count(event[2])
+                progress("done", {"student_id": event[1], "status": event[2]})
+            elif event[0] == "crash":
+                summary.worker_failures.append(event[1])
+    except KeyboardInterrupt:  # results are saved atomically: a killed worker loses none
+        for w in workers:
+            w.kill()
+        with contextlib.suppress(queue.Empty, OSError, EOFError):  # count what was saved
+            while True:
+                event = events.get(timeout=0.2)
+                if event[0] == "done":
+                    summary.count(event[2])
+        raise
     for w in workers:
         w.join(timeout=30)
         if w.is_alive():

@@ -157,7 +157,7 @@ class Caller:
             module = self.module
             if module is None:
                 raise LookupError(f"no recorded reference for this {probe} call: the "
-                                  "student bundle covers the public tests only")
+                                  "student bundle covers the practice tests only")
             with torch.random.fork_rng():
                 self.cache[key] = getattr(self.probes, probe)(module, **args)
         return self.cache[key]
@@ -207,7 +207,7 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
     """The solution and its mistakes as callers, each module loaded on first need; a
     recording of their results (`recording`) warms their caches when it was made
     from these very files. Where there is no solution (a student bundle), the
-    recording alone, for the public tests. Built once per run, by its lesson context
+    recording alone, for the practice tests. Built once per run, by its lesson context
     (`LessonContext.refs`), which owns it."""
     probes = load_file(f"_probes_{key}", tests / "probes.py")
     data = protocol.loads(recorded.read_bytes()) if recorded and recorded.exists() else None

@@ -31,9 +31,9 @@ from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import Slot
 
-# Graded runs score the hidden cases only. Practice cases (marked `public`, shipped to
+# Graded runs score the hidden cases only. Practice cases (marked `practice`, shipped to
 # students with their reference results) are run by `grader check`, worth 0 points.
-GRADED, PRACTICE = "not public", "public"
+GRADED, PRACTICE = "not practice", "practice"
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
 GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 
@@ -132,14 +132,20 @@ def lesson_imports(tests: Path, mine: dict[str, types.ModuleType]) -> Iterator[N
 
 
 class CollectionErrors:
-    """Why collection failed, in full: the grading plugin silences pytest's terminal."""
+    """Why collection failed, in full: the grading plugin silences pytest's terminal.
+    Also whether pytest stopped for Ctrl-C, which it catches and ends the session for."""
 
     def __init__(self) -> None:
         self.reports: list[str] = []
+        self.interrupted = False
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:
             self.reports.append(f"{report.nodeid or report.fspath}:\n{report.longreprtext}")
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo) -> None:
+        # pytest.exit and Session.Interrupted (a failed collection) come here too
+        self.interrupted = type(excinfo.value) is KeyboardInterrupt
 
 
 def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], None]]],
@@ -166,6 +172,8 @@ def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], 
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink), lesson_imports(tests, ctx.modules):
         code = pytest.main(args, plugins=[plugin, report, loop, errors, fixtures])
+    if errors.interrupted:  # Ctrl-C, which pytest caught: the run stops, nothing failed
+        raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):
         why = "\n".join(errors.reports) or sink.getvalue()[-2000:] or "no output"
         raise RuntimeError(f"hidden tests of lesson {ctx.key} did not run "

@@ -110,7 +110,7 @@ def main() -> None:
     try:
         bundle = tmp / "bundle"
         subprocess.run([PY, "-m", "grader.cli", "student-bundle", "--lesson", "13",
-                        "--dest", str(bundle)], cwd=REPO, check=True, capture_output=True)
+                        "--out", str(bundle)], cwd=REPO, check=True, capture_output=True)
         shutil.copy(REPO / "solutions" / "13_moe.py", bundle / "13_moe.py")
         check = [PY, "-m", "grader.cli", "check", "--lesson", "13", "13_moe.py"]
         plain_env = {**os.environ, "PATH": no_bwrap_path(tmp)}

@@ -65,7 +65,7 @@ def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
                                          course.path(db) if db else out_dir / "gradebook.db")
     report = out_dir / "roster_report.txt"
     report.unlink(missing_ok=True)  # an old run's mismatches must not outlive their fix
-    if found.unrostered or found.absent or unwritten:
+    if found.unrostered or found.absent or found.skipped or unwritten:
         report.write_text(found.report(unwritten) + "\n", encoding="utf-8")
         written.insert(0, report)
     return written

@@ -70,6 +70,8 @@ exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 SKIP = {"__pycache__", ".pytest_cache"}
+# Measured (docs/lms.md): Gradescope's default container, and the grader's own peak in it.
+GRADESCOPE_MB, GRADER_MB = 768, 370
 
 
 def _files(base: Path) -> list[Path]:
@@ -86,6 +88,20 @@ def _torch_pin(course_root: Path) -> str:
     if pin is None:
         raise ValueError("pyproject.toml pins no torch version (torch==X)")
     return pin.group(1)
+
+
+def memory_warning(course, lesson_key: str) -> str:
+    """Why the lesson's memory limit may not hold on Gradescope, or "": above what the
+    container has beside the grader, a hungry submission makes the container run out
+    before its own limit stops it."""
+    memory_mb = course.limits_config(lesson_key).memory_mb
+    if GRADER_MB + memory_mb <= GRADESCOPE_MB:
+        return ""
+    return (f"lesson {lesson_key}'s limits.memory_mb is {memory_mb}: with the grader's own "
+            f"~{GRADER_MB} MB, a hungry submission can exhaust Gradescope's default "
+            f"{GRADESCOPE_MB} MB container before its own limit stops it. Set "
+            f"lessons.{lesson_key}.limits.memory_mb: 256 in course.yml, or give the "
+            "autograder more memory in Gradescope's settings (docs/lms.md).")
 
 
 def build(course_root: Path, lesson_key: str, dest: Path) -> Path:

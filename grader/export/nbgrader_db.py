@@ -71,7 +71,10 @@ def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Stude
                                         lms_user_id=who.lms_id or None)
             if s["status"] == "missing" and course.missing == "blank":
                 continue
-            gb.update_or_create_submission(assignment, sid)
+            # nbgrader builds the submission's objects before adding them: an autoflush
+            # in between warns (SQLAlchemy's SAWarning, "not in session") and adds nothing
+            with gb.db.no_autoflush:
+                gb.update_or_create_submission(assignment, sid)
             for t in graded(s):
                 try:
                     grade = gb.find_grade(cell_name(t), notebook, assignment, sid)

@@ -26,16 +26,33 @@ _COLUMNS = {
 }
 
 
-def load(course: Course) -> dict[str, Student]:
+@dataclass
+class Roster:
+    """The students by id, and the CSV rows left out for having no id (a Canvas export's
+    test student, "Student, Test"), which a TA is told of once, not refused for."""
+    students: dict[str, Student] = field(default_factory=dict)
+    skipped: list[str] = field(default_factory=list)  # 'people.csv:4 "Student, Test"'
+
+    def note(self) -> str:
+        """One line naming the rows left out, or ""."""
+        if not self.skipped:
+            return ""
+        return (f"{len(self.skipped)} roster row(s) without a student id left out of the "
+                f"roster: {'; '.join(self.skipped)}")
+
+
+def load(course: Course) -> Roster:
     """The course's roster keyed by student id; empty when course.yml has none."""
     if course.roster is None:
-        return {}
+        return Roster()
     if isinstance(course.roster, dict):
-        return dict(course.roster)
+        return Roster(dict(course.roster))
     return read_csv(course.path(course.roster))
 
 
-def read_csv(path: Path) -> dict[str, Student]:
+def read_csv(path: Path) -> Roster:
+    """Our CSV or a Canvas gradebook export as it is: its `Points Possible` row (and
+    any row naming nobody) is not a student; a student without an id is left out."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -45,18 +62,25 @@ def read_csv(path: Path) -> dict[str, Student]:
               if h.strip().lower() in _COLUMNS}
     if "student_id" not in fields.values() and "sis_login_id" not in fields.values():
         raise ConfigError(f"{path}: the roster needs a student_id (or SIS Login ID) column")
-    roster: dict[str, Student] = {}
+    found = Roster()
+    lines: dict[str, int] = {}
     for line, row in enumerate(rows, start=2):
-        if "points possible" in (next(iter(row.values()), "") or "").lower():
-            continue  # a Canvas export's maxima row
+        first = (next(iter(row.values()), "") or "").strip()
         values = {f: (row.get(h) or "").strip() for h, f in fields.items()}
         sid = values.pop("student_id", "") or values.get("sis_login_id", "")
+        if first.lower() == "points possible":
+            continue  # a Canvas export's maxima row
         if not sid:
-            raise ConfigError(f"{path}:{line}: a roster row without a student id")
-        if sid in roster:
-            raise ConfigError(f"{path}:{line}: student id {sid!r} appears twice")
-        roster[sid] = Student(**values)
-    return roster
+            who = values.get("name") or first
+            if who:
+                found.skipped.append(f'{path.name}:{line} "{who}"')
+            continue
+        if sid in lines:
+            raise ConfigError(f"{path}:{line}: student id {sid!r} appears twice (first on "
+                              f"line {lines[sid]}); each student may have one row")
+        lines[sid] = line
+        found.students[sid] = Student(**values)
+    return found
 
 
 @dataclass
@@ -66,6 +90,7 @@ class Match:
     unrostered: list[str] = field(default_factory=list)  # graded, not in the roster
     absent: list[str] = field(default_factory=list)      # in the roster, not graded
     rostered: bool = False                               # the course has a roster
+    skipped: list[str] = field(default_factory=list)     # roster rows without an id
 
     def known(self, student_id: str) -> bool:
         """Whether the LMS ids we hold for a student are the roster's, not guesses: with
@@ -87,6 +112,9 @@ class Match:
             lines.append("Not written, since the LMS could not match them (it would "
                          "refuse the file or the score):")
             lines += [f"  {s}" for s in unwritten]
+        if self.skipped:
+            lines.append("Roster rows without a student id (left out of the roster):")
+            lines += [f"  {s}" for s in self.skipped]
         return "\n".join(lines)
 
 
@@ -99,10 +127,12 @@ def stand_in(student_id: str) -> Student:
     return Student(name=student_id, sis_login_id=student_id)
 
 
-def match(roster: dict[str, Student], student_ids: list[str]) -> Match:
-    """Each graded id with its roster entry, or a stand-in for it."""
-    entries = {sid: roster.get(sid) or stand_in(sid) for sid in student_ids}
+def match(roster: Roster, student_ids: list[str]) -> Match:
+    """Each graded id with its roster entry, or a stand-in for it. Without a roster no
+    one is "not in the roster": there is none to be in."""
+    known = roster.students
+    entries = {sid: known.get(sid) or stand_in(sid) for sid in student_ids}
     return Match(entries,
-                 unrostered=[s for s in student_ids if s not in roster],
-                 absent=sorted(set(roster) - set(student_ids)),
-                 rostered=bool(roster))
+                 unrostered=[s for s in student_ids if s not in known] if known else [],
+                 absent=sorted(set(known) - set(student_ids)),
+                 rostered=bool(known), skipped=list(roster.skipped))

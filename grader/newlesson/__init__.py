@@ -45,9 +45,9 @@ def _problems(course: config.Course, key: str, name: str, parts: list[str],
     if len(set(parts)) != len(parts):
         problems.append("part names repeat")
     for part in parts:
-        if not NAME.match(part) or keyword.iskeyword(part) or part.startswith("public"):
+        if not NAME.match(part) or keyword.iskeyword(part) or part.startswith("practice"):
             problems.append(f"part {part!r}: a lower-case Python name, not a keyword, not "
-                            "starting with 'public' (test_public_<part>.py is its practice file)")
+                            "starting with 'practice' (test_practice_<part>.py is its practice file)")
         elif part in taken:
             problems.append(f"part {part!r} is lesson {taken[part]}'s: part names are "
                             "unique in the course")
@@ -108,7 +108,7 @@ def skeleton(key: str, name: str, parts: list[str],
     for i, part in enumerate(parts):
         graded, practice = _tests(part, i, part == composite)
         files[f"{tests}/test_{part}.py"] = graded
-        files[f"{tests}/test_public_{part}.py"] = practice
+        files[f"{tests}/test_practice_{part}.py"] = practice
     files[f"examples/{key}/README.md"] = t.EXAMPLES.substitute(key=key, module=module)
     files[f"examples/{key}/unchanged_stub/{module}.py"] = files[f"exercises/{module}.py"]
     return files

@@ -118,7 +118,7 @@ recorded results, so its inputs come from a seed no graded case uses."""
 import pytest
 import torch
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_$part(student, reference, explained, check):
@@ -143,7 +143,7 @@ reference result, so its inputs come from a seed no graded case uses."""
 import pytest
 import torch
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_$part(student, reference, check):

@@ -10,14 +10,12 @@ from grader.selftest.findings import Finding, failed, ok
 
 
 def _places(course: Course, key: str) -> dict[str, str]:
-    """The lesson's texts by a name to report: its files, its course.yml titles and its
-    example class's README."""
+    """The lesson's files by the name to report, each with its text, and its example
+    class's README (the expected scores)."""
     lesson = course.lesson(key)
-    texts = {str(lesson.solution): course.path(lesson.solution).read_text(encoding="utf-8"),
-             "course.yml titles": "\n".join([lesson.title, *(p.title for p in
-                                                             lesson.parts.values())])}
+    texts = {str(lesson.solution): course.path(lesson.solution).read_text(encoding="utf-8")}
     examples = course.path(lesson.submissions) / "README.md" if lesson.submissions else None
-    if examples is not None and examples.is_file():  # the example class's expectations
+    if examples is not None and examples.is_file():
         texts[str(lesson.submissions / "README.md")] = examples.read_text(encoding="utf-8")
     tests: Path = course.path(lesson.tests)
     for f in sorted(tests.rglob("*")):
@@ -27,6 +25,15 @@ def _places(course: Course, key: str) -> dict[str, str]:
     return texts
 
 
+def _titles(course: Course, key: str) -> list[str]:
+    """The course.yml keys of the lesson's titles that still hold the mark."""
+    lesson = course.lesson(key)
+    titles = {f"lessons.{key}.title": lesson.title,
+              **{f"lessons.{key}.parts.{name}.title": part.title
+                 for name, part in lesson.parts.items()}}
+    return [where for where, text in titles.items() if MARK in text]
+
+
 def check(course: Course, key: str) -> list[Finding]:
     found = []
     for name, text in _places(course, key).items():
@@ -34,4 +41,7 @@ def check(course: Course, key: str) -> list[Finding]:
         if lines:
             found.append(failed("todos", name, f"{len(lines)} {MARK} left, line(s) "
                                 + ", ".join(map(str, lines[:10]))))
+    if titles := _titles(course, key):
+        found.append(failed("todos", "course.yml", f"{len(titles)} {MARK} left, in "
+                            + ", ".join(titles)))
     return found or [ok("todos", "", f"no {MARK} left")]

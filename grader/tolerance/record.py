@@ -88,7 +88,7 @@ class _Collector:
         self.items: list[pytest.Function] = []
 
     def pytest_configure(self, config: pytest.Config) -> None:
-        config.addinivalue_line("markers", "public: practice tests (0 points)")
+        config.addinivalue_line("markers", "practice: practice tests (0 points)")
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.items = [i for i in session.items if isinstance(i, pytest.Function)]
@@ -99,7 +99,7 @@ def graded_tests(course: Course, key: str, select: str = "") -> list[pytest.Func
     those `-k select` picks, if given)."""
     tests = course.path(course.lesson(key).tests)
     collector = _Collector()
-    args = [str(tests), "-q", "--collect-only", "-m", "not public", "--assert=plain",
+    args = [str(tests), "-q", "--collect-only", "-m", "not practice", "--assert=plain",
             "--disable-plugin-autoload", "--rootdir", str(tests), "-c", "/dev/null",
             "-p", "no:cacheprovider", *(["-k", select] if select else [])]
     sink = io.StringIO()

@@ -42,7 +42,7 @@ def test_bundle_holds_no_solution(bundle):
 def test_check_at_home_passes_the_solution(bundle, tmp_path):
     proc = check(bundle, SOLUTION, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "public tests: 5/5 passed" in proc.stdout
+    assert "practice tests: 5/5 passed" in proc.stdout
 
 
 def test_check_at_home_names_the_mistake(bundle, tmp_path):
@@ -83,7 +83,7 @@ def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
     before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
     proc = check(bundle, SOLUTION + PEEK.format(host=str(host), bundle=str(bundle / "README.md")),
                  tmp_path)
-    assert proc.returncode == 1 and "5 public tests" not in proc.stdout
+    assert proc.returncode == 1 and "5 practice tests" not in proc.stdout
     peek = proc.stdout[proc.stdout.index("PEEK"):].split("\n")[0:3]
     seen = " ".join(peek)
     assert "host=ENOENT" in seen and "bundle=EROFS" in seen and "tmp=OPEN" in seen, seen
@@ -99,10 +99,10 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
     from grader.sandbox import protocol
 
     hidden = ROOT / "hidden_tests" / "13_moe"
-    graded_files = [f for f in hidden.glob("test_*.py") if not f.name.startswith("test_public_")]
+    graded_files = [f for f in hidden.glob("test_*.py") if not f.name.startswith("test_practice_")]
     shipped = {f.name for f in (bundle / "tests" / "13_moe").iterdir()}
     assert shipped == {"probes.py", "_moe_common.py", RECORDING,
-                       *(f"test_public_{p}.py" for p in ("ffn", "router", "dispatch",
+                       *(f"test_practice_{p}.py" for p in ("ffn", "router", "dispatch",
                                                           "aux_loss", "moe"))}
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
     graded_keys = set(pool.self_check(ctx13))

@@ -1,6 +1,7 @@
 """`grader run` on the sample class as a TA runs it: scores, reruns, resume, check."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -74,6 +75,11 @@ def test_unchanged_rerun_skips_everything_and_is_fast(first_run):
     proc = grade(out)
     rerun_seconds = time.monotonic() - started
     assert "unchanged (skipped)" in proc.stderr and "│ 9 " in proc.stderr
+    # what remains is counted and named, though nothing was graded now (it said 0 and 0)
+    assert re.search(r"errors \(missing, unreadable, import\)\s*│\s*3\s", proc.stderr)
+    assert re.search(r"timeouts\s*│\s*1\s", proc.stderr)
+    assert "errors: carol (import_error), erin (missing), heidi (import_error)" in proc.stderr
+    assert "timeouts: frank" in proc.stderr
     assert {p.name: p.read_bytes() for p in (out / "feedback").iterdir()} == before
     assert rerun_seconds < first_seconds  # the benchmark script reports the ratio
 
@@ -105,11 +111,74 @@ def test_killed_run_resumes_to_the_same_scores(first_run, tmp_path):
         {k: v["score"] for k, v in by_id(out).items()}
 
 
+def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(first_run, tmp_path):
+    """Ctrl-C printed a worker's traceback and "hidden tests ... did not run"."""
+    out, _, _ = first_run
+    stopped = tmp_path / "stopped"
+    proc = subprocess.Popen([*GRADER, "run", "--lesson", "13", "--out", str(stopped),
+                             "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and len(list((stopped / "results").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends the whole group
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "Traceback" not in stderr and "did not run" not in stderr, stderr
+    assert re.search(r"stopped \(Ctrl-C\) with \d of 9 graded; their results are kept: "
+                     r"rerun the same command to resume\.", stderr), stderr
+    grade(stopped)
+    assert {k: v["score"] for k, v in by_id(stopped).items()} == \
+        {k: v["score"] for k, v in by_id(out).items()}
+
+
+def run_on(tmp_path: Path, submissions: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([*GRADER, "run", "--lesson", "13", "--submissions", str(submissions),
+                           "--out", str(tmp_path / "o"), *extra], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_a_flat_folder_or_one_students_folder_names_the_layout(tmp_path):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for sid in ("alice", "bob"):
+        (flat / f"{sid}.py").write_text((ROOT / "examples" / "13" / sid / "13_moe.py").read_text())
+    proc = run_on(tmp_path, flat)
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert (f"no submissions found in {flat}: expected {flat}/<student_id>/13_moe.py (one "
+            "folder per student)") in " ".join(proc.stderr.split())
+    assert (f"It holds alice.py, bob.py directly: put each student's file in a folder named "
+            f"after them, e.g. {flat}/alice/13_moe.py") in " ".join(proc.stderr.split())
+    proc = run_on(tmp_path, ROOT / "examples" / "13" / "alice")
+    assert proc.returncode == 1
+    assert ("It holds 13_moe.py itself, as one student's folder does: give the folder that "
+            "holds each student's folder") in " ".join(proc.stderr.split())
+
+
+def test_a_canvas_gradebook_export_is_a_roster(tmp_path):
+    """Its test student used to end `grader run` in a 30-line traceback."""
+    text = (ROOT / "course.yml").read_text()
+    for folder in ("solutions", "exercises", "hidden_tests", "examples"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    (tmp_path / "course.yml").write_text("roster: gradebook.csv\n" + text)
+    (tmp_path / "gradebook.csv").write_text(
+        "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 13 (5)\n"
+        "    Points Possible,,,,,10.00\n"
+        "\"Liddell, Alice\",4001,30000001,alice,SEC-001,\n"
+        "\"Student, Test\",4999,,,SEC-001,\n")
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    proc = run_on(tmp_path, flat, "--course", str(tmp_path / "course.yml"))
+    assert "Traceback" not in proc.stderr
+    assert ('note: 1 roster row(s) without a student id left out of the roster: '
+            'gradebook.csv:4 "Student, Test"') in " ".join(proc.stderr.split())
+
+
 def test_check_for_students():
     ok = subprocess.run([*GRADER, "check", "solutions/13_moe.py"], cwd=ROOT,
                         capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "router" in ok.stdout and "public tests" in ok.stdout
+    assert "router" in ok.stdout and "practice tests" in ok.stdout
     stub = subprocess.run([*GRADER, "check", "exercises/13_moe.py"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert stub.returncode == 1 and "not implemented" in stub.stdout

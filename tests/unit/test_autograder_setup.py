@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.config import LimitsConfig
 from grader.export import autograder_zip
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -86,3 +87,16 @@ def test_falls_back_to_the_default_index_and_says_so(setup_sh, tmp_path):
     assert calls[1].endswith(f"{tmp_path}/source")
     assert "setup: installed torch 2.13.0\n" in out
     assert re.search(r"CUDA packages pulled: nvidia-cudnn-cu13==\S+ triton==", out)
+
+
+def test_a_memory_limit_gradescope_cannot_hold_is_warned_of(course):
+    """autograder-zip built silently with memory_mb: 1024, which can exhaust 768 MB."""
+    assert course.limits_config("13").memory_mb == 1024
+    assert autograder_zip.memory_warning(course, "13") == (
+        "lesson 13's limits.memory_mb is 1024: with the grader's own ~370 MB, a hungry "
+        "submission can exhaust Gradescope's default 768 MB container before its own "
+        "limit stops it. Set lessons.13.limits.memory_mb: 256 in course.yml, or give the "
+        "autograder more memory in Gradescope's settings (docs/lms.md).")
+    lesson = course.lesson("13").model_copy(update={"limits": LimitsConfig(memory_mb=256)})
+    small = course.model_copy(update={"lessons": {"13": lesson}})
+    assert autograder_zip.memory_warning(small, "13") == ""

@@ -113,3 +113,41 @@ def test_malformed_mistakes_file_names_the_entry(tmp_path):
     path.write_text("- id: a\n  part: ffn\n  title: t\n  edits: []\n")
     with pytest.raises(ValueError, match="entry 1 needs id, part, title, hint"):
         load_mistakes(path)
+
+
+def test_points_that_cannot_be_split_exactly_are_refused_at_load(tmp_path):
+    """0.3 used to pass validation (and `grader report`) and stop `grader run` mid-way."""
+    path = write(tmp_path, GOOD.replace("{points: 2}", "{points: 0.3}"))
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    assert "course.yml:10: lessons.13.parts.ffn.points: 0.3 is not a multiple of 1/1024" \
+        in str(err.value)
+    assert "the nearest value that is: 0.2998046875" in str(err.value)
+    assert "Value error" not in str(err.value)
+
+
+def test_test_files_and_parts_must_agree_at_load(tmp_path):
+    """A part without a graded test file, or tests of a part course.yml lacks, used to
+    stop the run at its first student."""
+    path = write(tmp_path, GOOD.replace("      ffn: {points: 2}",
+                                        "      ffn: {points: 2}\n      router: {points: 1}"))
+    (tmp_path / "tests" / "test_ffn.py").write_text("def test_x(): pass\n")
+    (tmp_path / "tests" / "test_practice_gate.py").write_text("def test_x(): pass\n")
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    assert "course.yml:9: lessons.13.parts: tests has tests of a part 'gate'" in str(err.value)
+    assert ("course.yml:11: lessons.13.parts.router: no graded test file tests/test_router.py"
+            in str(err.value))
+
+
+def test_practice_tests_alone_are_a_student_bundle(tmp_path):
+    path = write(tmp_path, GOOD)
+    (tmp_path / "tests" / "test_practice_ffn.py").write_text("def test_x(): pass\n")
+    assert config.load(path).lesson("13").parts["ffn"].points == 2
+
+
+def test_a_missing_roster_file_is_named_with_its_line(tmp_path):
+    path = write(tmp_path, "roster: people.csv\n" + GOOD)
+    with pytest.raises(config.ConfigError,
+                       match=r"course.yml:1: roster: people.csv does not exist"):
+        config.load(path)

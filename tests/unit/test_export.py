@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+import warnings
 from datetime import datetime
 from pathlib import Path
 
@@ -169,7 +170,7 @@ def test_moodle_csv_without_roster_uses_student_ids_as_usernames(tmp_path, score
     assert {r["username"]: r["Lesson 13 MoE"] for r in rows} == {
         "alice": "4.0", "bob": "", "zed": "5.0"}
     assert all(r["Feedback: Lesson 13 MoE"] for r in rows)
-    assert "Not written" not in (tmp_path / "roster_report.txt").read_text()
+    assert not (tmp_path / "roster_report.txt").exists()  # no roster: no one is "not in it"
 
 
 @pytest.mark.parametrize("kind, want", [
@@ -267,7 +268,7 @@ def test_roster_from_csv(tmp_path, scores):
         "alice,\"Liddell, Alice\",alice@u.edu,4001,30000001,al1,SEC-1\n"
         "bob,Bob Brown,bob@u.edu,4002,,,\n", encoding="utf-8")
     course = make_course(Path("roster.csv")).model_copy(update={"root": tmp_path})
-    people = roster.load(course)
+    people = roster.load(course).students
     assert people["alice"] == make_course().roster["alice"]
     assert people["bob"].lms_id == "4002"
 
@@ -277,10 +278,51 @@ def test_roster_from_canvas_gradebook_export(tmp_path):
         "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 12 (5)\n"
         "    Points Possible,,,,,10.00\n"
         "\"Alvarez, Ava\",4001,30000001,av123456,SEC-001,9.0\n", encoding="utf-8")
-    people = roster.read_csv(tmp_path / "gb.csv")
+    people = roster.read_csv(tmp_path / "gb.csv").students
     assert people == {"av123456": Student(name="Alvarez, Ava", lms_id="4001",
                                           sis_user_id="30000001", sis_login_id="av123456",
                                           section="SEC-001")}
+
+
+CANVAS_EXPORT = (
+    "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 13 (5)\n"
+    "    Points Possible,,,,,10.00\n"
+    "\"Alvarez, Ava\",4001,30000001,av123456,SEC-001,9.0\n"
+    "\"Student, Test\",4999,,,SEC-001,\n")
+
+
+def test_a_canvas_export_with_its_test_student_is_a_roster(tmp_path):
+    """Canvas's test student has no SIS ids: left out and named, not a traceback."""
+    (tmp_path / "gb.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
+    found = roster.read_csv(tmp_path / "gb.csv")
+    assert list(found.students) == ["av123456"]
+    assert found.skipped == ['gb.csv:4 "Student, Test"']
+    assert found.note() == ('1 roster row(s) without a student id left out of the roster: '
+                            'gb.csv:4 "Student, Test"')
+
+
+def test_the_rows_left_out_of_the_roster_are_in_the_roster_report(tmp_path, scores):
+    (tmp_path / "gb.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
+    course = make_course(Path("gb.csv")).model_copy(update={"root": tmp_path})
+    export(course, "13", scores, tmp_path / "export", ["canvas"])
+    report = (tmp_path / "export" / "roster_report.txt").read_text()
+    assert report.count("Student, Test") == 1
+    assert "without a student id" in report
+
+
+def test_a_duplicate_id_names_both_lines(tmp_path):
+    (tmp_path / "r.csv").write_text("student_id,name\nann,A\nbob,B\nann,A2\n")
+    with pytest.raises(ConfigError, match=r"r.csv:4: student id 'ann' appears twice "
+                                          r"\(first on line 2\)"):
+        roster.read_csv(tmp_path / "r.csv")
+
+
+def test_without_a_roster_no_one_is_reported_as_not_in_it(tmp_path, scores):
+    """Without a roster every student used to be 'graded but not in the roster'."""
+    paths = export(make_course(roster_value={}).model_copy(update={"roster": None}), "13",
+                   scores, tmp_path, ["canvas", "lti", "moodle"])
+    assert tmp_path / "roster_report.txt" not in paths
+    assert not (tmp_path / "roster_report.txt").exists()
 
 
 def test_roster_csv_without_ids_is_an_error(tmp_path):
@@ -294,6 +336,16 @@ def test_rejects_unknown_format_and_wrong_lesson(tmp_path, scores):
         export(make_course(), "13", scores, tmp_path, ["blackboard"])
     with pytest.raises(ValueError, match="lesson"):
         export(make_course(), "13", {**scores, "lesson": "12"}, tmp_path, ["canvas"])
+
+
+def test_nbgrader_export_warns_of_nothing(tmp_path, scores):
+    """It printed three SQLAlchemy warnings ("not in session") on every export."""
+    pytest.importorskip("nbgrader.api")
+    from sqlalchemy.exc import SAWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SAWarning)
+        export(make_course(), "13", scores, tmp_path, ["nbgrader"])
 
 
 def test_nbgrader_gradebook_round_trip(tmp_path, scores):
@@ -340,7 +392,7 @@ def class_course() -> Course:
 
 def graded_record(sid: str, rate: float, rng) -> GradeRecord:
     """A student as the runner records one: points from grader.points, pass rate `rate`."""
-    tests = [TestRecord(name=f"test_{'public' if practice else 'case'}_{i}", part=name,
+    tests = [TestRecord(name=f"test_{'practice' if practice else 'case'}_{i}", part=name,
                         practice=practice,
                         outcome="passed" if rng.random() < rate else "failed")
              for name, (_, n) in CLASS_PARTS.items()

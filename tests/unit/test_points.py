@@ -133,8 +133,8 @@ def test_points_that_cannot_add_up_exactly_are_refused(pts):
 
 @pytest.mark.parametrize("path, part, practice", [
     ("hidden_tests/13_moe/test_ffn.py", "ffn", False),
-    ("hidden_tests/13_moe/test_public_ffn.py", "ffn", True),
-    ("test_public_aux_loss.py", "aux_loss", True),
+    ("hidden_tests/13_moe/test_practice_ffn.py", "ffn", True),
+    ("test_practice_aux_loss.py", "aux_loss", True),
     ("hidden_tests/13_moe/test_aux_loss.py", "aux_loss", False),
 ])
 def test_practice_files_name_their_part(path, part, practice):
@@ -150,7 +150,7 @@ def test_score_grades_a_report_exactly_with_practice_files_apart(course):
     rng = random.Random(5)
     tests = [{"nodeid": f"test_{name}.py::test_{i}", "outcome": rng.choice(["passed", "failed"]),
               "metadata": {}} for name, (_, n) in LESSON13.items() for i in range(n)]
-    tests += [{"nodeid": f"test_public_{name}.py::test_public", "outcome": "passed",
+    tests += [{"nodeid": f"test_practice_{name}.py::test_practice", "outcome": "passed",
                "metadata": {}} for name in LESSON13]
     rec = runner.score(LessonContext(course, "13"), {"tests": tests})
     assert rec.max_score == course.lesson("13").max_score == 10.0
@@ -172,7 +172,7 @@ def test_pages_show_practice_records_without_counting_them(course):
     rng = random.Random(7)
     tests = records(LESSON13, rng, practice=1)
     for t in tests:
-        t.name = f"test_{t.part}_{'public' if t.practice else 'case'}"
+        t.name = f"test_{t.part}_{'practice' if t.practice else 'case'}"
         t.message = "" if t.passed else "output differs"
     summary = points.award(course.lesson("13").parts, tests)
     record = GradeRecord(student_id="alice", lesson="13", status="graded",

@@ -50,12 +50,12 @@ def test_a_solution_line_in_a_shipped_file_is_a_leak(course, tmp_path):
     tests = tmp_path / "hidden"
     shutil.copytree(course.path(course.lesson("10").tests), tests)
     line = "normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)"
-    public = tests / "test_public_norm.py"
-    public.write_text(public.read_text() + f"\n# {line}\n")
+    practice = tests / "test_practice_norm.py"
+    practice.write_text(practice.read_text() + f"\n# {line}\n")
     lesson = course.lesson("10").model_copy(update={"tests": tests})
     copy = course.model_copy(update={"lessons": {"10": lesson}})
     found = {f.subject: f for f in leaks.check(copy, "10", [])}
-    assert found[str(tests / "test_public_norm.py")].failed
+    assert found[str(tests / "test_practice_norm.py")].failed
     assert found[str(tests / "probes.py")].status == OK
     assert found[str(lesson.stub)].status == OK
 
@@ -123,3 +123,18 @@ def test_solution_stub_and_variants():
     assert graded.correct("v", record({"a": (2, 2)}, diagnosis={"a": "m1"})).failed
     assert graded.stub(record({"a": (0, 2)}, [failing("a")])).status == OK
     assert graded.stub(full).failed
+
+
+def test_a_todo_in_a_title_names_its_course_yml_key(course):
+    """It said "course.yml titles … line(s) 1, 2", which are no lines of course.yml."""
+    from grader.newlesson.templates import MARK
+    from grader.selftest import todos
+
+    lesson = course.lesson("10")
+    parts = {"norm": lesson.parts["norm"].model_copy(update={"title": f"{MARK}: a title"})}
+    copy = course.model_copy(update={"lessons": {"10": lesson.model_copy(
+        update={"title": MARK, "parts": parts})}})
+    (finding,) = [f for f in todos.check(copy, "10") if f.subject == "course.yml"]
+    assert finding.failed
+    assert finding.message == (f"2 {MARK} left, in lessons.10.title, "
+                               "lessons.10.parts.norm.title")

@@ -4,7 +4,7 @@ import pytest
 
 from _moe_common import check_dispatch, dispatch_args
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_dispatch(student, reference, check):

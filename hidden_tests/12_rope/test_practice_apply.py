@@ -4,7 +4,7 @@ import pytest
 
 from _rope_common import apply_args, check_apply
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_rotation(student, reference, check):

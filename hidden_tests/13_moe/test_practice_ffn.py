@@ -4,7 +4,7 @@ import pytest
 
 from _moe_common import check_ffn, ffn_inputs
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_ffn(student, reference, check):

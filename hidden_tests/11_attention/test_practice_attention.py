@@ -6,7 +6,7 @@ import pytest
 
 from _attn_common import attention_args, check_attention
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_output(student, reference, explained, check):

@@ -4,7 +4,7 @@ import pytest
 
 from _attn_common import check_tensor, kv
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_repeat(student, reference, check):

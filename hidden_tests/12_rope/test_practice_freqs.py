@@ -4,7 +4,7 @@ import pytest
 
 from _rope_common import check_freqs, freqs_args
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_tables(student, reference, check):

@@ -4,7 +4,7 @@ import pytest
 
 from _moe_common import aux_args, check_aux
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_aux(student, reference, check):

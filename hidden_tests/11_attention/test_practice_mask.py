@@ -4,7 +4,7 @@ import pytest
 
 from _attn_common import scores_args
 
-pytestmark = pytest.mark.public
+pytestmark = pytest.mark.practice
 
 
 def test_practice_masked(student, reference, check):
