@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import cases
 from grader.compare import Checks
 from grader.context import LessonContext
 from grader.diagnosis import explaining
@@ -247,7 +248,11 @@ class GradingPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
         part = part_of(pyfuncitem.path)
-        meta: dict = {"part": part, "name": pyfuncitem.name, "failed": True}
+        meta: dict = {"part": part, "name": pyfuncitem.name, "failed": True,
+                      "case": {"test": pyfuncitem.originalname, **cases.fields(
+                          getattr(getattr(pyfuncitem, "callspec", None), "params", {}))}}
+        if "explained" in pyfuncitem.fixturenames:
+            meta["composite"] = True
         self.meta[pyfuncitem.nodeid] = meta
         self.current_part = part
         if self._student is not None:
@@ -368,6 +373,12 @@ class GradingPlugin:
 
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
         return self.meta.get(item.nodeid, {}) if call.when == "call" else {}
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A case record's test id reads as its fields, `E=8 K=2 float32 N=10`, with no
+    seed (students see test ids); anything else keeps pytest's own id."""
+    return cases.case_id(val)
 
 
 # The fixtures hidden tests use. Module-level (this module is registered as a plugin

@@ -18,13 +18,6 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MIN_GAP = 1e-3
 
 
-def case_id(case: tuple) -> str:
-    """A test's id from its case tuple. Each test takes its case as one parameter:
-    pytest sets up a fixture per parameter for every call, so ten of them cost more
-    than the test's own checks."""
-    return "-".join(map(str, case))
-
-
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
