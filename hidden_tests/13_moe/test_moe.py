@@ -84,7 +84,8 @@ def test_eval(student, reference, explained, check, case):
 @pytest.mark.parametrize("case", GRADIENT_CASES)
 def test_gradients(student, reference, explained, check, case):
     got, ref, also = _call(student, reference, explained, case, train=True)
-    check.grad("input gradient", got["x_grad"], ref["x_grad"],
+    tol = "moe_gradient64" if case.dtype == "float64" else None  # why: course.yml
+    check.grad("input gradient", got["x_grad"], ref["x_grad"], tol,
                alt=lambda: [r["x_grad"] for r in also()])
-    check.grads("parameter gradient", got["grads"], ref["grads"],
+    check.grads("parameter gradient", got["grads"], ref["grads"], tol,
                 alt=lambda: [r["grads"] for r in also()])
