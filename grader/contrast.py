@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-MAX_FIELDS = 2  # more fields that each fit: the cases can't say which one matters
+MAX_FIELDS = 4  # more fields that each fit: the cases can't say which one matters
 
 
 @dataclass(frozen=True)
@@ -67,14 +67,21 @@ def _one_field(name: str, failing: list[object], passing: list[object]) -> Rule 
         return None
     if len(fail) == 1:
         return Rule(name, "eq", failing[0])
+    threshold = None
     if all(_number(v) for v in [*failing, *passing]):
         if min(failing) > max(passing):
-            return Rule(name, "ge", min(failing))
-        if max(failing) < min(passing):
-            return Rule(name, "le", max(failing))
-    if len(ok) == 1:
-        return Rule(name, "ne", passing[0])
-    return None
+            threshold = Rule(name, "ge", min(failing))
+        elif max(failing) < min(passing):
+            threshold = Rule(name, "le", max(failing))
+    if len(ok) == 1 and not _adjacent(threshold, passing[0]):
+        return Rule(name, "ne", passing[0])  # "every N except 1" reads better than N >= 5
+    return threshold
+
+
+def _adjacent(rule: Rule | None, passing: object) -> bool:
+    """A threshold next to the one passing integer (K >= 2 beside K = 1)."""
+    return rule is not None and isinstance(passing, int) and isinstance(rule.value, int) \
+        and abs(rule.value - passing) == 1
 
 
 def rules(cases: list[tuple[dict[str, object], bool]]) -> list[Rule]:

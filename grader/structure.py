@@ -71,8 +71,17 @@ def factor(got, ref, atol, rtol) -> Claim | None:
     c = float((got * ref).sum()) / norm
     if any(within(c * ref, k * ref, atol, rtol) for k in (0.0, 1.0, -1.0)):
         return None  # zeros, the reference or its sign: other claims (or none)
-    if within(got, c * ref, atol, rtol):
-        return {"kind": "factor", "factor": float(f"{c:.4g}")}
+    shown = _shortest(c, lambda v: within(got, v * ref, atol, rtol))
+    return None if shown is None else {"kind": "factor", "factor": shown}
+
+
+def _shortest(value: float, holds: Callable[[float], bool]) -> float | None:
+    """`value` with the fewest significant digits for which the claim still holds: the
+    number the page prints is the one that was checked."""
+    for digits in (3, 4, 6, 9, 17):
+        shown = float(f"{value:.{digits}g}")
+        if holds(shown):
+            return shown
     return None
 
 
@@ -82,9 +91,8 @@ def shift(got, ref, atol, rtol) -> Claim | None:
     s = float((got - ref).mean())
     if within(ref + s, ref, atol, rtol):
         return None
-    if within(got, ref + s, atol, rtol):
-        return {"kind": "shift", "shift": float(f"{s:.4g}")}
-    return None
+    shown = _shortest(s, lambda v: within(got, ref + v, atol, rtol))
+    return None if shown is None else {"kind": "shift", "shift": shown}
 
 
 def transpose(got, ref, atol, rtol) -> Claim | None:

@@ -157,10 +157,12 @@ def check_route(check, got: dict, ref: dict, e: int) -> None:
     check.close("topk_weight", gw, rw)
 
 
-def check_dispatch(check, got: dict, ref: dict) -> None:
+def check_dispatch(check, got: dict, ref: dict, topk_idx: torch.Tensor | None = None) -> None:
+    """`topk_idx`: each token's experts, so that the page can say what wrong rows share."""
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check_dtype(check, "output", got["y"], ref["y"])
-    check.close("output", got["y"], ref["y"])
+    check.close("output", got["y"], ref["y"],
+                rows=None if topk_idx is None else {"expert": topk_idx})
 
 
 def check_aux(check, got: dict, ref: dict) -> None:

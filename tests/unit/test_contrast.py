@@ -53,7 +53,8 @@ def test_silent_when_everything_or_nothing_failed():
 
 def test_silent_when_more_fields_fit_than_a_reader_can_weigh():
     # one failing case, unique in every field: it says nothing about which matters
-    cases = [({"a": 1, "b": 1, "c": 1}, True), ({"a": 2, "b": 2, "c": 2}, False)]
+    cases = [({"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}, True),
+             ({"a": 2, "b": 2, "c": 2, "d": 2, "e": 2}, False)]
     assert rules(cases) == []
 
 
@@ -71,3 +72,10 @@ def test_every_rule_found_holds_for_every_failing_case_and_no_passing_one():
         assert found
         for rule in found:
             assert all(rule.holds(f) is failed for f, failed in cases)
+
+
+def test_one_passing_value_far_from_the_failing_ones_reads_as_every_value_but_it():
+    cases = [({"N": n}, n != 1) for n in (1, 5, 9, 16)]
+    assert rules(cases) == [Rule("N", "ne", 1)]
+    cases = [({"coef": c}, c != 1.0) for c in (5e-4, 0.1, 1.0)]
+    assert rules(cases) == [Rule("coef", "ne", 1.0)]
