@@ -56,6 +56,8 @@ def _one_field(name: str, failing: list[object], passing: list[object]) -> Rule 
     ok = {_key(v): v for v in passing}
     if fail.keys() & ok.keys():
         return None
+    if all(v is None for v in passing) and all(v is not None for v in failing):
+        return Rule(name, "ne", None)  # fails whenever it is given (a cache, a scaling)
     lists = [v for v in [*failing, *passing] if isinstance(v, (list, tuple))]
     if lists:
         if len(lists) != len(failing) + len(passing):

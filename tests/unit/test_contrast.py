@@ -79,3 +79,10 @@ def test_one_passing_value_far_from_the_failing_ones_reads_as_every_value_but_it
     assert rules(cases) == [Rule("N", "ne", 1)]
     cases = [({"coef": c}, c != 1.0) for c in (5e-4, 0.1, 1.0)]
     assert rules(cases) == [Rule("coef", "ne", 1.0)]
+
+
+def test_a_field_given_only_in_the_failing_cases():
+    cases = [({"past": None, "seq_length": 7}, False), ({"past": [2, 5, 3, 8], "seq_length": 3},
+                                                        True),
+             ({"past": [1, 99, 4, 96], "seq_length": 1}, True)]
+    assert Rule("past", "ne", None) in rules(cases)
