@@ -71,7 +71,7 @@ def structure_text(claim: dict, t: dict[str, str]) -> str:
         text = t["s_rows"].format(count=claim["count"], total=claim["total"],
                                   rows=_rows(claim["rows"]) + more)
         for rule in claim.get("shared") or []:
-            text += " " + (t["s_rows_has"].format(field=rule["field"], value=_value(rule["value"]))
+            text += ("" if text.endswith("。") else " ") + (t["s_rows_has"].format(field=rule["field"], value=_value(rule["value"]))
                            if rule["op"] == "has" else
                            t["s_rows_when"].format(rule=rule_text(rule)))
         return text
