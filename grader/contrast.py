@@ -50,8 +50,10 @@ def _key(v: object) -> object:
     return tuple(v) if isinstance(v, list) else (type(v).__name__, v)
 
 
-def _one_field(name: str, failing: list[object], passing: list[object]) -> Rule | None:
-    """The simplest rule on one field, in the order eq, ge/le, ne, has."""
+def _one_field(name: str, failing: list[object], passing: list[object],
+               members: bool) -> Rule | None:
+    """The simplest rule on one field, in the order eq, ge/le, ne, and (for `members`:
+    list-valued labels such as a token's experts) has."""
     fail = {_key(v): v for v in failing}
     ok = {_key(v): v for v in passing}
     if fail.keys() & ok.keys():
@@ -59,7 +61,7 @@ def _one_field(name: str, failing: list[object], passing: list[object]) -> Rule 
     if all(v is None for v in passing) and all(v is not None for v in failing):
         return Rule(name, "ne", None)  # fails whenever it is given (a cache, a scaling)
     lists = [v for v in [*failing, *passing] if isinstance(v, (list, tuple))]
-    if lists:
+    if lists and members:
         if len(lists) != len(failing) + len(passing):
             return None
         shared = set.intersection(*(set(v) for v in failing))
@@ -86,9 +88,16 @@ def _adjacent(rule: Rule | None, passing: object) -> bool:
         and abs(rule.value - passing) == 1
 
 
-def rules(cases: list[tuple[dict[str, object], bool]]) -> list[Rule]:
-    """Every field's simplest separating rule, in the fields' order; empty when nothing
-    failed or passed, when no field separates them, or when too many fields do."""
+def _rank(rule: Rule) -> int:
+    """Simplest first: one value, a threshold, given or not, every value but one."""
+    return {"eq": 0, "ge": 1, "le": 1, "has": 1}.get(rule.op, 2 if rule.value is None else 3)
+
+
+def rules(cases: list[tuple[dict[str, object], bool]], members: bool = False) -> list[Rule]:
+    """Every field's simplest separating rule, simplest first, then in the fields'
+    order; empty when nothing failed or passed, when no field separates them, or when
+    too many fields do. `members`: a list value is a set of labels (`has` rules);
+    otherwise it is one value (a case's shape)."""
     failing = [f for f, failed in cases if failed]
     passing = [f for f, failed in cases if not failed]
     if not failing or not passing:
@@ -100,7 +109,7 @@ def rules(cases: list[tuple[dict[str, object], bool]]) -> list[Rule]:
             continue
         have = [f[name] for f in passing if name in f]
         if have:
-            rule = _one_field(name, [f[name] for f in failing], have)
+            rule = _one_field(name, [f[name] for f in failing], have, members)
             if rule is not None:
                 found.append(rule)
-    return found if len(found) <= MAX_FIELDS else []
+    return sorted(found, key=_rank) if len(found) <= MAX_FIELDS else []

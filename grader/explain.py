@@ -36,6 +36,8 @@ def contrast_sentences(tests: list[dict], t: dict[str, str]) -> list[str]:
     first, rest = found[0], found[1:]
     if first["field"] == TEST and first["op"] == "eq":
         lead = t["contrast_test"].format(value=_value(first["value"]))
+    elif first["op"] == "ne" and first["value"] is None:
+        lead = t["contrast_given"].format(field=first["field"])
     elif first["op"] == "ne":
         lead = t["contrast_except"].format(field=first["field"], value=_value(first["value"]))
     else:

@@ -141,7 +141,7 @@ def some_rows(got, ref, atol, rtol, labels: dict[str, list] | None = None) -> Cl
     claim = {"kind": "rows", "rows": wrong[:SHOWN], "count": len(wrong), "total": n}
     cases = [({name: values[i] for name, values in (labels or {}).items()
                if len(values) == n}, not ok[i]) for i in range(n)]
-    shared = contrast.rules(cases)
+    shared = contrast.rules(cases, members=True)
     if shared:
         claim["shared"] = [rule.to_dict() for rule in shared]
     return claim

@@ -35,7 +35,8 @@ def _rows(a: np.ndarray) -> np.ndarray:
     return a.reshape(-1, a.shape[-1]) if a.ndim >= 2 else a.reshape(-1, 1)
 
 
-def true_claim(claim: dict, got: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> bool:
+def true_claim(claim: dict, got: np.ndarray, ref: np.ndarray, atol: float, rtol: float,
+               labels: dict | None = None) -> bool:
     """What the claim says, applied to the reference, is what the student returned."""
     kind = claim["kind"]
     if kind == "nonfinite":
@@ -62,7 +63,10 @@ def true_claim(claim: dict, got: np.ndarray, ref: np.ndarray, atol: float, rtol:
                 _ok(g[i], r[j], atol, rtol) for i, j in moved.items())
     if kind == "rows":
         wrong = [i for i in range(len(r)) if not _ok(g[i], r[i], atol, rtol)]
-        return wrong[:len(claim["rows"])] == claim["rows"] and len(wrong) == claim["count"]
+        shared = [contrast.Rule(**rule) for rule in claim.get("shared", [])]
+        rows = [({k: v[i] for k, v in (labels or {}).items()}, i in wrong) for i in range(len(r))]
+        return wrong[:len(claim["rows"])] == claim["rows"] and len(wrong) == claim["count"] \
+            and all(_rule_true(rule, rows) for rule in shared)
     raise AssertionError(f"unknown claim {claim}")
 
 
@@ -79,7 +83,8 @@ class Verifying(Checks):
         if claim is not None:
             t = self._tol(tol, ref.dtype)
             g, r = got.detach().double().numpy(), ref.detach().double().numpy()
-            self.claims.append((name, claim, true_claim(claim, g, r, t.atol, t.rtol)))
+            labels = {k: v.tolist() for k, v in (rows or {}).items()}
+            self.claims.append((name, claim, true_claim(claim, g, r, t.atol, t.rtol, labels)))
         return passed
 
 

@@ -85,3 +85,13 @@ def test_silent_where_the_record_supports_nothing(course):
     assert explain.composite_sentence(moe, [], t) == ""             # its parts pass
     old = [{"name": "test_x[0]", "outcome": "failed"}, {"name": "test_x[1]", "outcome": "passed"}]
     assert explain.contrast_sentences(old, t) == []                 # no case fields
+
+
+def test_a_field_given_only_where_it_fails():
+    t = feedback.STRINGS["en"]
+    tests = [{"outcome": "passed", "case": {"past": None, "seq_length": 7}},
+             {"outcome": "failed", "case": {"past": [2, 5, 3, 8], "seq_length": 3}},
+             {"outcome": "failed", "case": {"past": [1, 99, 4, 96], "seq_length": 1}}]
+    said = explain.contrast_sentences(tests, t)
+    assert said[0] == "Fails exactly when past is given: the tests without past pass."
+    assert said[1] == "The same tests are also exactly those where seq_length ≠ 7."
