@@ -26,10 +26,18 @@ def rule_text(rule: dict) -> str:
     return f"{rule['field']} {OPS.get(rule['op'], rule['op'])} {_value(rule['value'])}"
 
 
+def case_fields(test: dict) -> dict[str, object]:
+    """A test record's case ([name, value] pairs, in the lesson's order) as a dict."""
+    pairs = test.get("case")
+    if not isinstance(pairs, list):
+        return {}
+    return {p[0]: p[1] for p in pairs if isinstance(p, list) and len(p) == 2
+            and isinstance(p[0], str)}
+
+
 def contrast_sentences(tests: list[dict], t: dict[str, str]) -> list[str]:
     """The rule that separates a part's failing tests from its passing ones, if any."""
-    cases = [(x.get("case") if isinstance(x.get("case"), dict) else {},
-              x.get("outcome") != "passed") for x in tests]
+    cases = [(case_fields(x), x.get("outcome") != "passed") for x in tests]
     found = [r.to_dict() for r in contrast.rules(cases)]
     if not found:
         return []

@@ -248,9 +248,11 @@ class GradingPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
         part = part_of(pyfuncitem.path)
+        fields = {"test": pyfuncitem.originalname, **cases.fields(
+            getattr(getattr(pyfuncitem, "callspec", None), "params", {}))}
+        # [name, value] pairs: the lesson's order survives a store that sorts keys
         meta: dict = {"part": part, "name": pyfuncitem.name, "failed": True,
-                      "case": {"test": pyfuncitem.originalname, **cases.fields(
-                          getattr(getattr(pyfuncitem, "callspec", None), "params", {}))}}
+                      "case": [[k, v] for k, v in fields.items()]}
         if "explained" in pyfuncitem.fixturenames:
             meta["composite"] = True
         self.meta[pyfuncitem.nodeid] = meta

@@ -204,7 +204,7 @@ def _test_record(t: dict) -> dict:
             "max_abs_diff": max(diffs) if diffs else None,
             "message": message, "checks": checks, "error": error,
             "pictures": meta.get("pictures", []),
-            "case": meta.get("case", {}), "composite": bool(meta.get("composite")),
+            "case": meta.get("case", []), "composite": bool(meta.get("composite")),
             "diagnosis": meta.get("diagnosis", {}).get("matches")}
 
 

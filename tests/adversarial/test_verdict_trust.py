@@ -130,7 +130,7 @@ def test_fixed_experts_lose_moe_only(records):
     assert set(lost(rec)) == {"moe"}, lost(rec)
     moe = [t for t in rec["tests"] if t["part"] == "moe"]
     assert {t["name"] for t in moe if t["outcome"] == "failed"} == {
-        t["name"] for t in moe if t["case"]["E"] != 4}
+        t["name"] for t in moe if dict(t["case"])["E"] != 4}
 
 
 def test_fixed_four_in_the_loss_loses_aux_only(records):

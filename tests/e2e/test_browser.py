@@ -248,8 +248,8 @@ def test_what_the_results_show_in_chromium(course, tmp_path, artifacts, language
     record = _failing_record(course, "findings")
     dispatch = [t for t in record["tests"] if t["part"] == "dispatch"]
     for i, test in enumerate(dispatch):  # the passing ones have K = 1, the failing K >= 2
-        test["case"] = {"test": "test_dispatch",
-                        "K": 1 if test["outcome"] == "passed" else 2 + i % 2}
+        test["case"] = [["test", "test_dispatch"],
+                        ["K", 1 if test["outcome"] == "passed" else 2 + i % 2]]
     failing = [t for t in dispatch if t["outcome"] != "passed"]
     failing[0].update(error=None, checks=[{
         "name": "output", "passed": False, "message": "differs by 1.4", "max_abs_diff": 1.4,

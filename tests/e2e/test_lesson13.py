@@ -49,7 +49,7 @@ def lost(record: dict) -> set[str]:
 
 
 def test_every_part_has_tests_for_k1_k2_and_both_dtypes(graded):
-    cases = [t["case"] for t in graded["solution"]["tests"]]
+    cases = [dict(t["case"]) for t in graded["solution"]["tests"]]
     for want in ({"dtype": "float32"}, {"dtype": "float64"}, {"K": 1, "norm_topk_prob": True},
                  {"K": 2, "norm_topk_prob": True}, {"K": 2, "norm_topk_prob": False}):
         assert any(all(c.get(k) == v for k, v in want.items()) for c in cases), want

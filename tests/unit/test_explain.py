@@ -24,7 +24,7 @@ def course() -> config.Course:
 
 def _test(name: str, part: str, case: dict, passed: bool, **over) -> dict:
     return {"name": name, "part": part, "outcome": "passed" if passed else "failed",
-            "case": {"test": name.split("[")[0], **case}, "checks": [], "error": None,
+            "case": [["test", name.split("[")[0]], *map(list, case.items())], "checks": [], "error": None,
             "diagnosis": None, "message": "" if passed else "output: differs", **over}
 
 
@@ -89,9 +89,17 @@ def test_silent_where_the_record_supports_nothing(course):
 
 def test_a_field_given_only_where_it_fails():
     t = feedback.STRINGS["en"]
-    tests = [{"outcome": "passed", "case": {"past": None, "seq_length": 7}},
-             {"outcome": "failed", "case": {"past": [2, 5, 3, 8], "seq_length": 3}},
-             {"outcome": "failed", "case": {"past": [1, 99, 4, 96], "seq_length": 1}}]
+    tests = [{"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
+             {"outcome": "failed", "case": [["past", [2, 5, 3, 8]], ["seq_length", 3]]},
+             {"outcome": "failed", "case": [["past", [1, 99, 4, 96]], ["seq_length", 1]]}]
     said = explain.contrast_sentences(tests, t)
     assert said[0] == "Fails exactly when past is given: the tests without past pass."
     assert said[1] == "The same tests are also exactly those where seq_length ≠ 7."
+
+
+def test_the_lesson_order_survives_a_store_that_sorts_keys(course):
+    import json
+    record = json.loads(json.dumps(_record(course), sort_keys=True))
+    cases = [explain.case_fields(t) for t in record["tests"]]
+    assert list(cases[0]) == ["test", "E", "K"]
+    assert explain.case_fields({"case": {"E": 4}}) == {}  # not pairs: no fields
