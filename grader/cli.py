@@ -16,8 +16,12 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from grader import config
+from grader.record import GradeRecord
+from grader.similarity import THRESHOLD
 
 console = Console(stderr=True, highlight=False)
+SIMILARITY = "similarity.html"  # beside report.html, which links it
+PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
 
 def _course(path: str) -> config.Course:
@@ -108,9 +112,9 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     summary.seconds = time.monotonic() - started
     doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
                        [s.student_id for s in subs])
-    records = [_with_timing(store.load(s.student_id)) for s in subs]
-    write_atomic(out / "report.html", render_report([r for r in records if r], course,
-                                                    lesson_key, language))
+    records = [r for s in subs if (r := store.load(s.student_id)) is not None]
+    write_atomic(out / "report.html", render_report(records, course, lesson_key, language,
+                                                    (out / SIMILARITY).is_file()))
     _summary_table(summary, doc, out)
     _left_out(taken.skipped)
     if summary.worker_failures:
@@ -196,11 +200,6 @@ def _cluster(scheduler: str):
     return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
 
 
-def _with_timing(record: dict | None) -> dict | None:
-    """Results keep timing apart (scores stay reproducible); the report wants it inline."""
-    return {**record, **record.get("timing", {})} if record else None
-
-
 def _left_out(skipped: list[str]) -> None:
     """Name everything intake left out (links, oversized or escaping entries, broken
     notebooks), so the TA sees it without opening each page. Printed as plain text:
@@ -221,8 +220,21 @@ def _summary_table(summary, doc: dict, out: Path) -> None:
     table.add_row("time", f"{summary.seconds:.1f} s")
     console.print(table)
     console.print(f"scores:   {out / 'scores.json'}", markup=False)
-    console.print(f"feedback: {out / 'feedback'}/<student_id>.html", markup=False)
+    _pages(doc, out)
     console.print(f"report:   {out / 'report.html'}", markup=False)
+
+
+def _pages(doc: dict, out: Path) -> None:
+    """Where the students' pages are, under the names they really have: a page is
+    `<student_id>.html` unless the id is no plain file name, and those are listed."""
+    from grader.feedback import clean
+
+    renamed = [s for s in doc["students"] if s["page"] != f"feedback/{s['student_id']}.html"]
+    console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
+                  "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
+    for s in renamed:
+        console.print(f"  {clean(s['student_id'], 200)}: {out / s['page']}", markup=False,
+                      highlight=False, soft_wrap=True)
 
 
 @main.command()
@@ -319,23 +331,24 @@ def check(course_path, lesson_key, file, in_bwrap) -> None:
     from grader import runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault
+    from grader.sandbox.limits import SandboxError
 
     slot = sandbox.sole_slot()
     try:
         record = runner.grade(LessonContext(course, lesson_key),
                               runner.Submission("you", file), slot, select=runner.PRACTICE)
-    except (GraderFault, slots.SandboxError) as exc:  # ours, never the student's
+    except (GraderFault, SandboxError) as exc:  # ours, never the student's
         raise click.ClickException(f"the grader failed (not your code; tell the course "
                                    f"staff): {exc}") from None
     finally:
         slot.close()
     _print_check(record, course, lesson_key)
     # Practice tests are worth 0 of 0, so "all passed" is the verdict, not the score.
-    tests = record["tests"]
-    sys.exit(0 if tests and all(t["outcome"] == "passed" for t in tests) else 1)
+    tests = record.tests
+    sys.exit(0 if tests and all(t.passed for t in tests) else 1)
 
 
-def _print_check(record: dict, course: config.Course, lesson_key: str,
+def _print_check(record: GradeRecord, course: config.Course, lesson_key: str,
                  out: Console | None = None) -> None:
     """A record as `grader check` shows it (on `out`: `grader selftest` reads it back)."""
     from grader.feedback import STRINGS, lesson_stub, missing_from_stub
@@ -343,44 +356,44 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
     lesson = course.lesson(lesson_key)
     out = out or Console(highlight=False)
     stub = lesson_stub(course, lesson_key)
-    if record["problem"]:
-        out.print(f"[bold red]{escape(record['problem'])}[/]")
-        if record.get("import_traceback"):
-            out.print(record["import_traceback"], markup=False)
-    for name, part in record["parts"].items():
-        mine = [t for t in record["tests"] if t["part"] == name]  # practice: not in counters
-        passed = sum(t["outcome"] == "passed" for t in mine)
+    if record.problem:
+        out.print(f"[bold red]{escape(record.problem)}[/]")
+        if record.import_traceback:
+            out.print(record.import_traceback, markup=False)
+    for name, part in record.parts.items():
+        mine = [t for t in record.tests if t.part == name]  # practice: not in counters
+        passed = sum(t.passed for t in mine)
         mark = "[green]✓[/]" if passed == len(mine) else "[red]✗[/]"
         out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} public tests  "
                   f"[dim]{escape(lesson.parts[name].title)}[/]")
-        for t in (t for t in mine if t["outcome"] != "passed"):
-            out.print(f"    {t['name']}: ", end="", markup=False)
-            out.print(t["message"][:300], markup=False)
-            if t["error"] and t["error"].get("traceback"):
-                out.print("      " + t["error"]["traceback"].strip().replace("\n", "\n      "),
+        for t in (t for t in mine if not t.passed):
+            out.print(f"    {t.name}: ", end="", markup=False)
+            out.print(t.message[:300], markup=False)
+            if t.error and t.error.get("traceback"):
+                out.print("      " + t.error["traceback"].strip().replace("\n", "\n      "),
                           markup=False)
-            for c in t["checks"]:
+            for c in t.checks:
                 if not c.get("passed") and c.get("max_abs_diff") is not None:
                     out.print(f"      {c['name']}: max abs diff {c['max_abs_diff']:.3g} at "
                               f"{c.get('where')}, got {c.get('got_value')}, expected "
                               f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
-        for where in missing_from_stub([t for t in mine if t["outcome"] != "passed"], stub):
+        for where in missing_from_stub([t for t in mine if not t.passed], stub):
             out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),
                       markup=False)
-        diagnosis = part.get("diagnosis")
-        if diagnosis and diagnosis.get("id"):
+        diagnosis = part.diagnosis
+        if diagnosis and diagnosis.id:
             lang = course.language
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
             out.print("    [yellow]likely mistake:[/] ", end="")
-            out.print(diagnosis["title"][lang], markup=False)
+            out.print(diagnosis.title[lang], markup=False)
             out.print("    [yellow]hint:[/] ", end="")
-            out.print(diagnosis["hint"][lang], markup=False)
-    if record.get("output"):
+            out.print(diagnosis.hint[lang], markup=False)
+    if record.output:
         out.print("[dim]your code printed:[/]")
-        out.print(record["output"][:2000], markup=False)
-    out.print(f"public tests: {sum(t['outcome'] == 'passed' for t in record['tests'])}/"
-              f"{len(record['tests'])} passed. "
+        out.print(record.output[:2000], markup=False)
+    out.print(f"public tests: {sum(t.passed for t in record.tests)}/"
+              f"{len(record.tests)} passed. "
               "The graded run has more tests, hidden.")
 
 
@@ -524,19 +537,84 @@ def student_bundle(course_path, lesson_key, dest) -> None:
 @click.option("--language", type=click.Choice(["en", "zh"]))
 def report(course_path, lesson_key, out, language) -> None:
     """Write the class report (HTML) from a graded folder."""
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = out or course.path(lesson.out)
+    if not _rewrite_report(course, lesson_key, out, language or course.language):
+        raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
+    console.print(f"report: {out / 'report.html'}", markup=False)
+
+
+def _rewrite_report(course: config.Course, lesson_key: str, out: Path, language: str) -> bool:
+    """The class report again from OUT/results (False: nothing graded there), linking
+    the similarity report when there is one."""
     from grader.feedback import render_report
+    from grader.store import write_atomic
+
+    results = sorted((out / "results").glob("*.json"))
+    if not results:
+        return False
+    records = [GradeRecord.from_json(json.loads(p.read_text(encoding="utf-8")))
+               for p in results]
+    write_atomic(out / "report.html", render_report(records, course, lesson_key, language,
+                                                    (out / SIMILARITY).is_file()))
+    return True
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--submissions", type=click.Path(path_type=Path),
+              help="the class, as `grader run` takes it (default: the lesson's "
+                   "`submissions` in course.yml)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="the graded folder: similarity.html goes there and its report.html "
+                   "links it (default: the lesson's `out`)")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=THRESHOLD,
+              show_default=True,
+              help="list pairs in which more than this share of one file matches the other")
+@click.option("--language", type=click.Choice(["en", "zh"]), help="report language")
+def similarity(course_path, lesson_key, submissions, out, threshold, language) -> None:
+    """TAs: compare every pair of submissions; write the similar pairs side by side."""
+    from grader import intake, similarity as alike
+    from grader.export import roster as rosters
+    from grader.feedback import clean, render_similarity
     from grader.store import write_atomic
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = out or course.path(lesson.out)
-    results = sorted((out / "results").glob("*.json"))
-    if not results:
-        raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
-    records = [_with_timing(json.loads(p.read_text(encoding="utf-8"))) for p in results]
-    write_atomic(out / "report.html",
-                 render_report(records, course, lesson_key, language or course.language))
-    console.print(f"report: {out / 'report.html'}", markup=False)
+    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
+    out = out or (course.path(lesson.out) if lesson.out else None)
+    if submissions is None or out is None:
+        raise click.ClickException("give --submissions and --out (course.yml sets no default)")
+    if not submissions.exists():
+        raise click.ClickException(f"no submissions at {submissions}")
+    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
+                           roster=rosters.load(course), due=lesson.due)
+    texts: dict[str, str] = {}
+    for sid, path, _ in taken.found:
+        try:
+            if path is not None:
+                texts[sid] = alike.read_text(path)
+        except OSError as exc:
+            console.print(f"  {clean(sid, 200)}: not compared ({exc.strerror})", markup=False)
+    stub = alike.read_text(course.path(lesson.stub))
+    pairs = alike.compare(texts, stub, threshold)
+    language = language or course.language
+    write_atomic(out / SIMILARITY, render_similarity(pairs, len(texts), threshold, course,
+                                                     lesson_key, language))
+    total = len(texts) * (len(texts) - 1) // 2
+    console.print(f"compared {len(texts)} submissions ({total} pairs); "
+                  f"{len(pairs)} above {100 * threshold:g}%:", markup=False)
+    for pair in pairs[:PAIRS_SHOWN]:
+        console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
+                      f"{clean(pair.b.student_id, 80)}", markup=False, highlight=False)
+    if len(pairs) > PAIRS_SHOWN:
+        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in {SIMILARITY}", markup=False)
+    console.print(f"similarity: {out / SIMILARITY}", markup=False, soft_wrap=True)
+    if _rewrite_report(course, lesson_key, out, language):
+        console.print(f"report:     {out / 'report.html'} (links it)", markup=False,
+                      soft_wrap=True)
 
 
 @main.command()
@@ -560,7 +638,7 @@ def export(course_path, lesson_key, formats, out) -> None:
     try:
         paths = write_exports(course, lesson_key, scores, out / "export",
                               [f.strip() for f in formats.split(",") if f.strip()])
-    except ValueError as exc:
+    except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)

@@ -5,6 +5,7 @@ render time, in the page's language; every string comes from templates/i18n.yml.
 from __future__ import annotations
 
 from grader import contrast
+from grader.record import TestRecord
 
 OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤"}
 CLAIMS_AT_TOP = 2   # distinct structure claims repeated at the top of a part
@@ -26,18 +27,14 @@ def rule_text(rule: dict) -> str:
     return f"{rule['field']} {OPS.get(rule['op'], rule['op'])} {_value(rule['value'])}"
 
 
-def case_fields(test: dict) -> dict[str, object]:
+def case_fields(test: TestRecord) -> dict[str, object]:
     """A test record's case ([name, value] pairs, in the lesson's order) as a dict."""
-    pairs = test.get("case")
-    if not isinstance(pairs, list):
-        return {}
-    return {p[0]: p[1] for p in pairs if isinstance(p, list) and len(p) == 2
-            and isinstance(p[0], str)}
+    return {p[0]: p[1] for p in test.case if len(p) == 2 and isinstance(p[0], str)}
 
 
-def contrast_sentences(tests: list[dict], t: dict[str, str]) -> list[str]:
+def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
     """The rule that separates a part's failing tests from its passing ones, if any."""
-    cases = [(case_fields(x), x.get("outcome") != "passed") for x in tests]
+    cases = [(case_fields(x), not x.passed) for x in tests]
     found = [r.to_dict() for r in contrast.rules(cases)]
     if not found:
         return []
@@ -88,24 +85,25 @@ def structure_text(claim: dict, t: dict[str, str]) -> str:
     return ""
 
 
-def structure_at_top(failing: list[dict], t: dict[str, str]) -> list[str]:
+def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
     """The first distinct structure claims of a part's failing checks, each with where."""
     seen: dict[str, str] = {}
     for test in failing:
-        for check in test.get("checks") or []:
+        for check in test.checks:
             claim = check.get("structure") if isinstance(check, dict) else None
             text = structure_text(claim, t) if isinstance(claim, dict) else ""
             if text and text not in seen:
-                seen[text] = t["claim_in"].format(test=test.get("name", ""),
+                seen[text] = t["claim_in"].format(test=test.name,
                                                   check=check.get("name", ""), claim=text)
     return list(seen.values())[:CLAIMS_AT_TOP]
 
 
-def composite_sentence(tests: list[dict], failed_before: list[str], t: dict[str, str]) -> str:
+def composite_sentence(tests: list[TestRecord], failed_before: list[str],
+                       t: dict[str, str]) -> str:
     """A composite part (its tests compare with `explained`) that failed, after parts
     of its own that failed too: those come first."""
-    failing = any(x.get("outcome") != "passed" for x in tests)
-    if not failing or not failed_before or not any(x.get("composite") for x in tests):
+    failing = any(not x.passed for x in tests)
+    if not failing or not failed_before or not any(x.composite for x in tests):
         return ""
     them = t["composite_them_one" if len(failed_before) == 1 else "composite_them_many"]
     return t["composite_first"].format(parts=", ".join(failed_before), them=them)

@@ -110,3 +110,10 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
     for f in bundle.rglob("*.py"):
         text = f.read_text()
         assert not [m for m in markers if m in text], f
+
+
+def test_bundle_names_no_lms_file_of_the_staff(bundle):
+    """course.yml's LMS keys (the Moodle grading worksheet lists every student's email)
+    stay with the staff: the bundle's course.yml does not even name them."""
+    text = (bundle / "course.yml").read_text(encoding="utf-8")
+    assert "moodle_worksheet" not in text and "worksheet" not in text

@@ -6,6 +6,7 @@ from pathlib import Path
 from rich.console import Console
 
 from grader import cli, config
+from grader.record import GradeRecord
 from grader.selftest.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,7 +29,8 @@ def test_check_output_keeps_brackets():
             "message": TEXTS[2], "error": None, "checks": []}
     record = {"problem": "SyntaxError: [x for x in", "tests": [test], "output": TEXTS[1],
               "parts": {"norm": {"diagnosis": diagnosis}}}
-    text = shown(lambda *a: cli._print_check(record, course, "10", a[-1]))
+    typed = GradeRecord.from_json(record)
+    text = shown(lambda *a: cli._print_check(typed, course, "10", a[-1]))
     for expected in [*TEXTS, test["name"], record["problem"]]:
         assert expected in text, expected
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader import config, explain, feedback
+from grader.record import GradeRecord, TestRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 CLAIMS = [{"kind": "nonfinite", "value": "NaN", "where": [0, 3], "count": 2, "total": 8},
@@ -28,7 +29,7 @@ def _test(name: str, part: str, case: dict, passed: bool, **over) -> dict:
             "diagnosis": None, "message": "" if passed else "output: differs", **over}
 
 
-def _record(course: config.Course) -> dict:
+def _record(course: config.Course) -> GradeRecord:
     """dispatch fails exactly when K >= 2 (rows share expert 3); moe fails after it."""
     claim = {"kind": "rows", "rows": [1, 4], "count": 2, "total": 10,
              "shared": [{"field": "expert", "op": "has", "value": 3}]}
@@ -40,8 +41,9 @@ def _record(course: config.Course) -> dict:
               _test("test_train[E=4 K=1]", "moe", {"E": 4, "K": 1}, True, composite=True)]
     parts = {k: {"score": p.points, "max_score": p.points, "passed": 1, "tests": 1}
              for k, p in course.lesson("13").parts.items()}
-    return {"student_id": "s", "lesson": "13", "status": "graded", "score": 5.0,
-            "max_score": 10.0, "parts": parts, "tests": tests}
+    return GradeRecord.from_json({"student_id": "s", "lesson": "13", "status": "graded",
+                                  "score": 5.0, "max_score": 10.0, "parts": parts,
+                                  "tests": tests})
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c["kind"])
@@ -74,24 +76,26 @@ def test_chinese_page(course):
 
 def test_silent_where_the_record_supports_nothing(course):
     record = _record(course)
-    for test in record["tests"]:
-        test["outcome"], test["checks"] = "passed", []
+    for test in record.tests:
+        test.outcome, test.checks = "passed", []
     page = feedback.render_student(record, course, "13", "en")
     assert 'class="diag facts"' not in page
     t = feedback.STRINGS["en"]
-    moe = [x for x in record["tests"] if x["part"] == "moe"]
+    moe = [x for x in record.tests if x.part == "moe"]
     assert explain.composite_sentence(moe, ["dispatch"], t) == ""  # moe passes
-    moe[0]["outcome"] = "failed"
+    moe[0].outcome = "failed"
     assert explain.composite_sentence(moe, [], t) == ""             # its parts pass
-    old = [{"name": "test_x[0]", "outcome": "failed"}, {"name": "test_x[1]", "outcome": "passed"}]
+    old = [TestRecord.from_json({"name": f"test_x[{i}]", "outcome": o})
+           for i, o in enumerate(("failed", "passed"))]
     assert explain.contrast_sentences(old, t) == []                 # no case fields
 
 
 def test_a_field_given_only_where_it_fails():
     t = feedback.STRINGS["en"]
-    tests = [{"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
-             {"outcome": "failed", "case": [["past", [2, 5, 3, 8]], ["seq_length", 3]]},
-             {"outcome": "failed", "case": [["past", [1, 99, 4, 96]], ["seq_length", 1]]}]
+    tests = [TestRecord.from_json(d) for d in (
+        {"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
+        {"outcome": "failed", "case": [["past", [2, 5, 3, 8]], ["seq_length", 3]]},
+        {"outcome": "failed", "case": [["past", [1, 99, 4, 96]], ["seq_length", 1]]})]
     said = explain.contrast_sentences(tests, t)
     assert said[0] == "Fails exactly when past is given: the tests without past pass."
     assert said[1] == "The same tests are also exactly those where seq_length ≠ 7."
@@ -99,7 +103,7 @@ def test_a_field_given_only_where_it_fails():
 
 def test_the_lesson_order_survives_a_store_that_sorts_keys(course):
     import json
-    record = json.loads(json.dumps(_record(course), sort_keys=True))
-    cases = [explain.case_fields(t) for t in record["tests"]]
+    stored = json.loads(json.dumps(_record(course).to_json(), sort_keys=True))
+    cases = [explain.case_fields(t) for t in GradeRecord.from_json(stored).tests]
     assert list(cases[0]) == ["test", "E", "K"]
-    assert explain.case_fields({"case": {"E": 4}}) == {}  # not pairs: no fields
+    assert explain.case_fields(TestRecord.from_json({"case": {"E": 4}})) == {}  # no pairs

@@ -5,6 +5,7 @@ import pytest
 
 from grader import config
 from grader.reference import Mistake
+from grader.record import GradeRecord
 from grader.selftest import graded, hints, leaks, names
 from grader.selftest.findings import FAILED, INDISTINGUISHABLE, OK, RAISES
 
@@ -73,21 +74,22 @@ def test_a_terminal_that_reads_markup_fails(course, monkeypatch):
     from grader import cli
 
     def markup_on(record, course, key, out):
-        for part in record["parts"].values():
-            out.print(f"{part['diagnosis']['title']['en']} {part['diagnosis']['hint']['en']}")
+        for part in record.parts.values():
+            out.print(f"{part.diagnosis.title['en']} {part.diagnosis.hint['en']}")
 
     monkeypatch.setattr(cli, "_print_check", markup_on)
     assert hints.check(course, "10", [mistake("torch.cat([cos, cos], dim=-1)")])[0].failed
 
 
 def record(scores: dict[str, tuple[float, float]], tests: list[dict] | None = None,
-           diagnosis: dict[str, str] | None = None, status: str = "graded") -> dict:
+           diagnosis: dict[str, str] | None = None, status: str = "graded") -> GradeRecord:
     parts = {p: {"score": s, "max_score": m,
                  "diagnosis": {"id": (diagnosis or {}).get(p)} if (diagnosis or {}).get(p)
                  else None} for p, (s, m) in scores.items()}
-    return {"status": status, "problem": "", "score": sum(s for s, _ in scores.values()),
-            "max_score": sum(m for _, m in scores.values()), "parts": parts,
-            "tests": tests or []}
+    return GradeRecord.from_json({"status": status, "problem": "",
+                                  "score": sum(s for s, _ in scores.values()),
+                                  "max_score": sum(m for _, m in scores.values()),
+                                  "parts": parts, "tests": tests or []})
 
 
 def failing(part: str, error: bool = False) -> dict:
