@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from grader import structure
+
 HEATMAP_ROWS, HEATMAP_COLS = 16, 32
 
 
@@ -34,6 +36,7 @@ class Check:
     got_dtype: str | None = None
     ref_dtype: str | None = None
     heatmap: list[list[float]] | None = None
+    structure: dict | None = None   # what the difference looks like (grader/structure.py)
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -120,12 +123,20 @@ class Checks:
                                message or f"got {got!r}, expected {expected!r}"))
 
     def close(self, name: str, got, ref: torch.Tensor, tol: str | None = None,
-              alt=None, alt_note: str = "") -> bool:
+              alt=None, alt_note: str = "", rows: dict | None = None) -> bool:
         """`got` within tolerance of `ref`, or else of one of `alt`: a tensor, a list of
         them, or a callable giving either, called only when `ref` does not match.
         Alternatives are trusted results (e.g. the reference with mistakes the grader
-        established elsewhere), never the student's own."""
+        established elsewhere), never the student's own. `rows` labels each row of
+        `ref` (e.g. {"expert": topk_idx}): what the wrong rows share is then said."""
         check = self._compare(name, got, ref, tol)
+        if not check.passed and self.draw and isinstance(got, torch.Tensor) \
+                and not (got.is_complex() or got.dtype == torch.bool):
+            t = self._tol(tol, ref.dtype)
+            labels = {k: v.tolist() if isinstance(v, torch.Tensor) else list(v)
+                      for k, v in (rows or {}).items()}
+            check.structure = structure.describe(_float64(got), _float64(ref), t.atol,
+                                                 t.rtol, labels)
         if not check.passed and alt is not None:
             for candidate in _alternatives(alt):
                 if isinstance(candidate, torch.Tensor):
@@ -137,7 +148,7 @@ class Checks:
         return self._add(check)
 
     def grad(self, name: str, got, ref, tol: str | None = None,
-             alt=None, alt_note: str = "") -> bool:
+             alt=None, alt_note: str = "", rows: dict | None = None) -> bool:
         """A gradient: None (never reached) equals zeros, on either side and in `alt`."""
         if ref is None and got is None:
             return self._add(Check(name, True, extra={"note": "no gradient on either side"}))
@@ -147,7 +158,7 @@ class Checks:
         got = torch.zeros_like(ref) if got is None else got
         zeros = (lambda: [torch.zeros_like(ref) if a is None else a
                           for a in _alternatives(alt)]) if alt is not None else None
-        return self.close(name, got, ref, tol, alt=zeros, alt_note=alt_note)
+        return self.close(name, got, ref, tol, alt=zeros, alt_note=alt_note, rows=rows)
 
     def grads(self, name: str, got: dict, ref: dict, tol: str | None = None,
               alt=None, alt_note: str = "") -> bool:

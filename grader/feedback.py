@@ -20,6 +20,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from markupsafe import Markup, escape
 
 import grader
+from grader import explain
 from grader.config import Course
 from grader.record import GRADED, GradeRecord, PartRecord, TestRecord
 from grader.store import Store
@@ -180,9 +181,10 @@ def _error_key(test: TestRecord) -> tuple:
 
 
 def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[TestRecord],
-               record: GradeRecord,
-               lang: str, t: dict[str, str], stub: Stub | None = None) -> dict:
-    """One part: its score, failing tests grouped by identical error, and diagnoses.
+               record: GradeRecord, lang: str, t: dict[str, str], stub: Stub | None = None,
+               failed_before: list[str] | None = None) -> dict:
+    """One part: its score, what its results show, failing tests grouped by identical
+    error, and diagnoses. `failed_before`: the earlier parts that failed.
 
     Tests that failed for the record's own problem (no file, import error) are only
     counted: the banner at the top already says why.
@@ -202,6 +204,9 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "blocked": len(blocked),
             "passing": [x.name for x in tests if x.passed],
             "diagnoses": _part_diagnoses(failing, lang),
+            "findings": [x for x in [explain.composite_sentence(tests, failed_before or [], t),
+                                     *explain.contrast_sentences(tests, t),
+                                     *explain.structure_at_top(failing, t)] if x],
             "missing": missing_from_stub(failing, stub)}
 
 
@@ -288,7 +293,10 @@ def _test_view(test: TestRecord, t: dict[str, str], picture: bool) -> dict:
 def _check_view(check: dict, t: dict[str, str], picture: bool) -> dict:
     heat = check.get("heatmap") if picture else None
     svg = heatmap_svg(heat, check.get("atol"), t) if isinstance(heat, list) and heat else None
+    claim = check.get("structure")
     return {**check, "heatmap_svg": svg,
+            "structure_text": explain.structure_text(claim, t) if isinstance(claim, dict)
+            else "",
             "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·|ref|"
                           if check.get("atol") is not None else None)}
 
@@ -304,7 +312,9 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
     order = list(titles) + [p for p in summaries if p not in titles]
     stub = lesson_stub(course, lesson_key)
     parts = [_part_view(p, titles.get(p, p), summaries.get(p), by_part.get(p, []),
-                        record, lang, t, stub) for p in order]
+                        record, lang, t, stub,
+                        [q for q in order[:i] if any(not x.passed for x in by_part.get(q, []))])
+             for i, p in enumerate(order)]
     return {"t": t, "lang": lang, "course_title": course.title,
             "lesson_key": lesson_key, "lesson_title": _lesson_title(course, lesson_key, lang),
             "student_id": record.student_id, "status": record.status,

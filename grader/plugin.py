@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from grader import cases
 from grader.compare import Checks
 from grader.context import LessonContext
 from grader.diagnosis import explaining
@@ -258,7 +259,13 @@ class GradingPlugin:
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function):
         part = part_of(pyfuncitem.path)
-        meta: dict = {"part": part, "name": pyfuncitem.name, "failed": True}
+        fields = {"test": pyfuncitem.originalname, **cases.fields(
+            getattr(getattr(pyfuncitem, "callspec", None), "params", {}))}
+        # [name, value] pairs: the lesson's order survives a store that sorts keys
+        meta: dict = {"part": part, "name": pyfuncitem.name, "failed": True,
+                      "case": [[k, v] for k, v in fields.items()]}
+        if "explained" in pyfuncitem.fixturenames:
+            meta["composite"] = True
         self.meta[pyfuncitem.nodeid] = meta
         self.current_part = part
         if self._student is not None:
@@ -377,6 +384,12 @@ class GradingPlugin:
 
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
         return self.meta.get(item.nodeid, {}) if call.when == "call" else {}
+
+
+def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
+    """A case record's test id reads as its fields, `E=8 K=2 float32 N=10`, with no
+    seed (students see test ids); anything else keeps pytest's own id."""
+    return cases.case_id(val)
 
 
 # The fixtures hidden tests use. Module-level (this module is registered as a plugin

@@ -71,6 +71,10 @@ class TestRecord:
     diagnosis: Diagnosis | None = None  # None: this test cannot tell mistakes apart
     score: float = 0.0
     max_score: float = 0.0
+    # the case's fields as [name, value] pairs in the lesson's order (never a seed):
+    # what the page's contrast rule reads (grader/cases.py, grader/explain.py)
+    case: list[list[Any]] = field(default_factory=list)
+    composite: bool = False             # its test compares with `explained`
 
     @property
     def passed(self) -> bool:
@@ -82,7 +86,8 @@ class TestRecord:
                 "max_abs_diff": self.max_abs_diff, "checks": self.checks,
                 "error": self.error, "pictures": self.pictures,
                 "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
-                "score": self.score, "max_score": self.max_score}
+                "score": self.score, "max_score": self.max_score, "case": self.case,
+                "composite": self.composite}
 
     @classmethod
     def from_json(cls, d: Json) -> TestRecord:
@@ -93,7 +98,9 @@ class TestRecord:
                    error=d.get("error"), pictures=list(d.get("pictures") or []),
                    diagnosis=Diagnosis.from_json(d.get("diagnosis")),
                    score=float(d.get("score") or 0.0),
-                   max_score=float(d.get("max_score") or 0.0))
+                   max_score=float(d.get("max_score") or 0.0),
+                   case=[list(p) for p in d.get("case") or [] if isinstance(p, (list, tuple))],
+                   composite=bool(d.get("composite", False)))
 
 
 @dataclass

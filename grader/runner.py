@@ -228,7 +228,8 @@ def _test_record(t: dict) -> TestRecord:
     return TestRecord(name=name, part=part_of(path), practice=points.is_practice(path),
                       outcome="passed" if passed else "failed",
                       max_abs_diff=max(diffs) if diffs else None, message=message,
-                      checks=checks, error=error, pictures=meta.get("pictures", []))
+                      checks=checks, error=error, pictures=meta.get("pictures", []),
+                      case=meta.get("case", []), composite=bool(meta.get("composite")))
 
 
 def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None,

@@ -2,12 +2,13 @@
 
 In the manner of Otter-Grader's solution check, extended to what this grader
 promises: no `TODO(new-lesson)` of a skeleton is left; the solution scores full
-marks and the stub zero; every known mistake
-loses points in its own part only and is named there (one that raises, or that the
-tests can't tell from another, is listed as such); each correct variant scores full
-marks with no diagnosis; part, module and exercise names are the lesson's alone; no
-solution line reaches students; hints render as written in the terminal and the HTML.
-Everything graded is graded as one class, through the same path as `grader run`.
+marks and the stub zero; every known mistake loses points in its own part only and
+is named there (one that raises, or that the tests can't tell from another, is
+listed as such); each correct variant scores full marks with no diagnosis, and so do
+the solution's higher-precision variants (precision is not a mistake); part, module
+and exercise names are the lesson's alone; no solution line reaches students; hints
+render as written in the terminal and the HTML. Everything graded is graded as one
+class, through the same path as `grader run`.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 from grader.config import Course
 from grader.reference import load_mistakes
-from grader.selftest import graded, hints, leaks, names, todos
+from grader.selftest import graded, hints, leaks, names, precision, todos
 from grader.selftest.findings import CHECKS, SKIPPED, Finding, failed
 
 CORRECT = "tests/fixtures/lesson{key}/correct"  # correct variants, by convention
@@ -49,6 +50,7 @@ def grading(course: Course, key: str, correct: Path | None, out: Path,
                 *(Finding(c, "", SKIPPED, "not graded: the solution must pass first")
                   for c in ("stub", "mistakes", "correct"))]
     return [graded.solution(records[graded.SOLUTION]), graded.practice(course, key),
+            *precision.check(course, key),
             graded.stub(records[graded.STUB]),
             *(graded.mistake(m, records[graded.mistake_id(m)]) for m in mistakes),
             *(graded.correct(p.stem, records[graded.variant_id(p)]) for p in variants)]

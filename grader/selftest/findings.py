@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 # The contract, in the order it is checked and printed.
-CHECKS = ("todos", "names", "leaks", "hints", "solution", "stub", "mistakes", "correct")
+CHECKS = ("todos", "names", "leaks", "hints", "solution", "stub", "mistakes", "correct",
+          "precision")
 OK, FAILED = "ok", "failed"
 # Listed, not failures: a test that raises is never diagnosed, and two mistakes with the
 # same results on every failing test are one mistake as far as the tests can tell.

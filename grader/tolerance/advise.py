@@ -145,7 +145,7 @@ def _row(key: Key, correct: dict[str, list[Compared]],
         row.mistake = Worst(_mistake_size(finite[m]), m, case)
     row.floor = floor = max(c.eps for cs in correct.values() for c in cs)
     row.suggest = _suggest(correct, finite, floor)
-    row.too_tight = [Worst(c.excess[c.rtol] + c.atol, who, c.case)
+    row.too_tight = [Worst(c.excess[c.rtol], who, c.case)
                      for who, cs in correct.items() for c in cs if c.excess[c.rtol] > c.atol]
     row.unsafe = [Worst(_mistake_size(cs), m, "") for m, cs in sorted(apart.items())
                   if max(c.excess[c.rtol] for c in cs) <= cs[0].atol]

@@ -43,7 +43,9 @@ def _block(row: Row) -> list[str]:
         if note:
             lines.append(f"  {note}")
     for w in row.too_tight:
-        lines.append(f"  TOO TIGHT: correct {w.who} ({w.case}) needs {w.value:.3g}")
+        lines.append(f"  TOO TIGHT: correct {w.who} ({w.case}) needs atol >= {w.value:.3g} "
+                     f"at rtol {row.rtol:g}" + (" (or the suggestion above)"
+                                                 if row.suggest is not None else ""))
     for w in row.unsafe:
         lines.append(f"  UNSAFE: mistake {w.who} differs by up to {w.value:.3g} and passes "
                      f"atol {row.atol:g}, rtol {row.rtol:g}")

@@ -1,6 +1,10 @@
-"""The correct variants the advice rests on: a folder of them, and two generated from
+"""The correct variants the advice rests on: a folder of them, and three generated from
 the solution, so that a lesson with no hand-written variant still gets a measurement.
+Precision is not a mistake: `grader selftest` holds the lesson's tolerances to these.
 
+- `no-downcast`: the solution with every float32 cast made a float64 one, on the
+  inputs as given, its results cast back to the reference's dtypes: the rounding a
+  down-cast adds (MiniMind's `.float()` on float64 inputs) taken away.
 - `float64-inside`: the solution with every float32 cast made a float64 one, given
   float64 copies of its floating inputs, its results cast back to the reference's
   dtypes: the same mathematics computed with more bits, rounded once at the end.
@@ -24,6 +28,9 @@ from grader.reference import Caller, load_module
 FLOAT32 = [(re.compile(r"\.float\(\)"), ".double()"),
            (re.compile(r"\btorch\.float32\b"), "torch.float64"),
            (re.compile(r"\btorch\.float\b(?!\d)"), "torch.float64")]
+
+
+_FLOATS = ("torch.float", "torch.bfloat", "torch.half", "torch.double")
 
 
 @dataclass
@@ -51,6 +58,9 @@ def _cast(value, like):
         return {k: _cast(v, like.get(k)) for k, v in value.items()}
     if isinstance(value, (list, tuple)) and isinstance(like, (list, tuple)):
         return type(value)(_cast(v, w) for v, w in zip(value, like))
+    if isinstance(value, str) and isinstance(like, str) and value.startswith(_FLOATS) \
+            and like.startswith(_FLOATS):
+        return like  # a dtype a probe reports by name is cast back too
     return value
 
 
@@ -65,13 +75,15 @@ def _wide(value):
 
 
 class Widened:
-    """Calls the float64 module on float64 inputs; results in the reference's dtypes."""
+    """Calls the float64 module (on float64 inputs, if `widen`); results in the
+    reference's dtypes."""
 
-    def __init__(self, inner: Caller, reference: Caller):
-        self.inner, self.reference = inner, reference
+    def __init__(self, inner: Caller, reference: Caller, widen: bool = True):
+        self.inner, self.reference, self.widen = inner, reference, widen
 
     def call(self, probe: str, **args) -> dict:
-        return _cast(self.inner.call(probe, **_wide(args)), self.reference.call(probe, **args))
+        given = _wide(args) if self.widen else args
+        return _cast(self.inner.call(probe, **given), self.reference.call(probe, **args))
 
 
 class _Reassociate(ast.NodeTransformer):
@@ -104,14 +116,21 @@ def float64_inside(source: str) -> str:
     return source
 
 
-GENERATED = ("float64-inside", "reassociated")
+GENERATED = ("no-downcast", "float64-inside", "reassociated")
 
 
 def generated(source: str, reference: Caller, probes: types.ModuleType,
               key: str) -> tuple[list[Variant], list[str]]:
     """The generated variants, and a note for each that could not be made."""
     out, notes = [], []
-    wide = load_module(f"_tolerance_{key}_float64", float64_inside(source), "solution")
+    wide_source = float64_inside(source)
+    wide = load_module(f"_tolerance_{key}_float64", wide_source, "solution")
+    if wide_source != source:
+        out.append(Variant("no-downcast", "the solution's float32 casts made float64 ones, "
+                           "rounded once at the end",
+                           Widened(Caller(wide, probes), reference, widen=False)))
+    else:
+        notes.append("no-downcast: the solution has no float32 cast to remove")
     out.append(Variant("float64-inside", "the solution computed in float64, rounded once",
                        Widened(Caller(wide, probes), reference)))
     text = reassociated(source)

@@ -1,11 +1,27 @@
 """Part "norm": RMSNorm's output (values and dtype) and gradients, several shapes, eps
 and dtypes, and float16 activations large enough that squaring them overflows unless
 they are first cast to float32 (why MiniMind's RMSNorm upcasts)."""
+from typing import NamedTuple
+
 import pytest
 import torch
 
-CASES = [("float32", 64, 1e-5, 0), ("float32", 48, 1e-6, 1), ("float64", 64, 1e-5, 2),
-         ("float32", 64, 0.5, 3)]  # a large eps makes a missing eps plainly visible
+
+class Case(NamedTuple):
+    dtype: str
+    dim: int
+    eps: float
+    seed: int
+
+
+class Half(NamedTuple):  # float16 activations large enough to overflow x²
+    dim: int
+    seed: int
+
+
+
+CASES = [Case("float32", 64, 1e-5, 0), Case("float32", 48, 1e-6, 1), Case("float64", 64, 1e-5, 2),
+         Case("float32", 64, 0.5, 3)]  # a large eps makes a missing eps plainly visible
 DTYPES = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
 # float16 has 11 significant bits and course.yml tolerances only for float32/64: allow
 # ~4 of its ulps (a correct layer may round once or twice); an overflow is off by O(1).
@@ -21,9 +37,9 @@ def _inputs(dtype, dim, eps, seed, scale=3.0):
                 gy=torch.randn(2, 5, dim, generator=g, dtype=torch.float64).to(d))
 
 
-@pytest.mark.parametrize("dtype,dim,eps,seed", CASES)
-def test_output(student, reference, check, dtype, dim, eps, seed):
-    args = _inputs(dtype, dim, eps, seed)
+@pytest.mark.parametrize("case", CASES)
+def test_output(student, reference, check, case):
+    args = _inputs(*case)
     got, ref = student.call("rmsnorm", **args), reference.call("rmsnorm", **args)
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.equal("output dtype", str(got["y"].dtype), str(ref["y"].dtype),
@@ -31,10 +47,10 @@ def test_output(student, reference, check, dtype, dim, eps, seed):
     check.close("output", got["y"], ref["y"])
 
 
-@pytest.mark.parametrize("dim,seed", [(64, 4), (40, 5)])
-def test_float16_overflow(student, reference, check, dim, seed):
+@pytest.mark.parametrize("case", [Half(64, 4), Half(40, 5)])
+def test_float16_overflow(student, reference, check, case):
     """|x| up to ~1000: x² overflows float16 (max 65504) but not float32."""
-    args = _inputs("float16", dim, 1e-5, seed, scale=300.0)
+    args = _inputs("float16", case.dim, 1e-5, case.seed, scale=300.0)
     got, ref = student.call("rmsnorm", **args), reference.call("rmsnorm", **args)
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.equal("output dtype", str(got["y"].dtype), str(ref["y"].dtype),
@@ -47,9 +63,9 @@ def test_float16_overflow(student, reference, check, dim, seed):
                    f"{HALF_RTOL:g}·|ref|): x² overflows float16; compute in float32")
 
 
-@pytest.mark.parametrize("dtype,dim,eps,seed", CASES[2:])
-def test_gradients(student, reference, check, dtype, dim, eps, seed):
-    args = _inputs(dtype, dim, eps, seed)
+@pytest.mark.parametrize("case", CASES[2:])
+def test_gradients(student, reference, check, case):
+    args = _inputs(*case)
     got, ref = student.call("rmsnorm", **args), reference.call("rmsnorm", **args)
     check.grad("input gradient", got["x_grad"], ref["x_grad"])
     check.grad("weight gradient", got["weight_grad"], ref["weight_grad"])

@@ -18,13 +18,6 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MIN_GAP = 1e-3
 
 
-def case_id(case: tuple) -> str:
-    """A test's id from its case tuple. Each test takes its case as one parameter:
-    pytest sets up a fixture per parameter for every call, so ten of them cost more
-    than the test's own checks."""
-    return "-".join(map(str, case))
-
-
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
@@ -164,10 +157,12 @@ def check_route(check, got: dict, ref: dict, e: int) -> None:
     check.close("topk_weight", gw, rw)
 
 
-def check_dispatch(check, got: dict, ref: dict) -> None:
+def check_dispatch(check, got: dict, ref: dict, topk_idx: torch.Tensor | None = None) -> None:
+    """`topk_idx`: each token's experts, so that the page can say what wrong rows share."""
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check_dtype(check, "output", got["y"], ref["y"])
-    check.close("output", got["y"], ref["y"])
+    check.close("output", got["y"], ref["y"],
+                rows=None if topk_idx is None else {"expert": topk_idx})
 
 
 def check_aux(check, got: dict, ref: dict) -> None:

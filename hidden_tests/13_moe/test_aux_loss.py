@@ -1,13 +1,24 @@
 """Part "aux_loss": the load-balancing loss, a 0-dim tensor, for E of 3, 4 and 8."""
+from typing import NamedTuple
+
 import pytest
 
-from _moe_common import aux_args, case_id, check_aux
+from _moe_common import aux_args, check_aux
 
-# (experts, k, dtype, coef, tokens, seed)
-CASES = [(4, 1, "float32", 5e-4, 10, 60), (4, 2, "float32", 1.0, 10, 61),
-         (3, 1, "float32", 1.0, 10, 62), (3, 2, "float64", 0.1, 9, 63),
-         (8, 3, "float64", 1.0, 16, 64), (8, 1, "float32", 1.0, 1, 65),
-         (8, 2, "float64", 0.5, 5, 66)]
+
+class Case(NamedTuple):
+    E: int
+    K: int
+    dtype: str
+    coef: float
+    N: int
+    seed: int
+
+
+CASES = [Case(4, 1, "float32", 5e-4, 10, 60), Case(4, 2, "float32", 1.0, 10, 61),
+         Case(3, 1, "float32", 1.0, 10, 62), Case(3, 2, "float64", 0.1, 9, 63),
+         Case(8, 3, "float64", 1.0, 16, 64), Case(8, 1, "float32", 1.0, 1, 65),
+         Case(8, 2, "float64", 0.5, 5, 66)]
 GRADIENT_CASES = [CASES[3], CASES[4]]
 
 
@@ -18,12 +29,12 @@ def _check(student, reference, check, e, k, dtype, coef, n, seed):
     return got, ref
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("case", CASES)
 def test_aux(student, reference, check, case):
     _check(student, reference, check, *case)
 
 
-@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+@pytest.mark.parametrize("case", GRADIENT_CASES)
 def test_gradient(student, reference, check, case):
     got, ref = _check(student, reference, check, *case)
     check.grad("scores gradient", got["scores_grad"], ref["scores_grad"], tol="aux")

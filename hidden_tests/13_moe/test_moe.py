@@ -8,19 +8,33 @@ parts (the `explained` fixture: trusted code only, never the student's own parts
 again), and then those mistakes cost points in their parts only.
 """
 import itertools
+from typing import NamedTuple
 
 import pytest
 
-from _moe_common import case_id, check_moe, moe_args
+from _moe_common import check_moe, moe_args
 
-# (experts, k, norm, dtype, coef, batch, seq, hidden, inter, seed)
-CASES = [(4, 1, True, "float32", 5e-4, 2, 5, 64, 128, 100),
-         (4, 2, True, "float32", 5e-4, 2, 5, 64, 128, 101),
-         (4, 2, False, "float32", 0.1, 2, 5, 64, 128, 102),
-         (3, 2, True, "float32", 1.0, 2, 7, 48, 80, 103),
-         (8, 2, True, "float64", 1.0, 3, 4, 40, 104, 104),
-         (8, 1, True, "float64", 1.0, 1, 3, 24, 72, 105),   # most experts get no token
-         (3, 3, True, "float64", 0.1, 1, 1, 48, 80, 106)]   # one token, K = E
+
+class Case(NamedTuple):
+    E: int
+    K: int
+    norm_topk_prob: bool
+    dtype: str
+    coef: float
+    B: int
+    S: int
+    H: int
+    I: int  # noqa: E741 - the lesson's name for the intermediate size
+    seed: int
+
+
+CASES = [Case(4, 1, True, "float32", 5e-4, 2, 5, 64, 128, 100),
+         Case(4, 2, True, "float32", 5e-4, 2, 5, 64, 128, 101),
+         Case(4, 2, False, "float32", 0.1, 2, 5, 64, 128, 102),
+         Case(3, 2, True, "float32", 1.0, 2, 7, 48, 80, 103),
+         Case(8, 2, True, "float64", 1.0, 3, 4, 40, 104, 104),
+         Case(8, 1, True, "float64", 1.0, 1, 3, 24, 72, 105),   # most experts get no token
+         Case(3, 3, True, "float64", 0.1, 1, 1, 48, 80, 106)]   # one token, K = E
 EVAL_CASES = [CASES[1], CASES[3], CASES[5]]
 GRADIENT_CASES = [CASES[4], CASES[6]]
 
@@ -33,10 +47,11 @@ def _call(student, reference, explained, case, train):
     return got, ref, lambda: explained.call("moe", **args)
 
 
-def test_layout(student, reference, explained, check):
+@pytest.mark.parametrize("case", [CASES[3]])  # one case, named like the others
+def test_layout(student, reference, explained, check, case):
     """Earned by behaviour only (the layer computes the reference's function with the
     reference's weights loaded by name); what the layer reports can only cost points."""
-    got, ref, also = _call(student, reference, explained, CASES[3], train=True)
+    got, ref, also = _call(student, reference, explained, case, train=True)
     layout, want = got["layout"], ref["layout"]
 
     def same(*keys: str) -> bool:  # as the reference, or as the explained mistakes' layer
@@ -55,22 +70,23 @@ def test_layout(student, reference, explained, check):
     check_moe(check, got, ref, also)
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("case", CASES)
 def test_train(student, reference, explained, check, case):
     check_moe(check, *_call(student, reference, explained, case, train=True))
 
 
-@pytest.mark.parametrize("case", EVAL_CASES, ids=case_id)
+@pytest.mark.parametrize("case", EVAL_CASES)
 def test_eval(student, reference, explained, check, case):
     """In eval the aux loss is a 0-dim zero, whatever the other parts do."""
     got, ref, also = _call(student, reference, explained, case, train=False)
     check_moe(check, got, ref, also)
 
 
-@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+@pytest.mark.parametrize("case", GRADIENT_CASES)
 def test_gradients(student, reference, explained, check, case):
     got, ref, also = _call(student, reference, explained, case, train=True)
-    check.grad("input gradient", got["x_grad"], ref["x_grad"],
+    tol = "moe_gradient64" if case.dtype == "float64" else None  # why: course.yml
+    check.grad("input gradient", got["x_grad"], ref["x_grad"], tol,
                alt=lambda: [r["x_grad"] for r in also()])
-    check.grads("parameter gradient", got["grads"], ref["grads"],
+    check.grads("parameter gradient", got["grads"], ref["grads"], tol,
                 alt=lambda: [r["grads"] for r in also()])

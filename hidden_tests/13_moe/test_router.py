@@ -1,15 +1,27 @@
 """Part "router": softmax scores, top-k experts (compared as sets) and their weights,
 for E of 3, 4 and 8 and K from 1 up to E, with and without renormalisation."""
+from typing import NamedTuple
+
 import pytest
 
-from _moe_common import case_id, check_route, route_args
+from _moe_common import check_route, route_args
 
-# (experts, k, norm, dtype, tokens, hidden, seed)
-CASES = [(3, 1, True, "float32", 10, 64, 20), (3, 3, True, "float64", 7, 48, 21),
-         (4, 2, True, "float32", 10, 64, 22), (4, 2, False, "float32", 10, 48, 23),
-         (4, 1, False, "float64", 10, 64, 24), (8, 2, True, "float64", 12, 40, 25),
-         (8, 5, False, "float32", 12, 64, 26), (8, 1, True, "float32", 1, 24, 27)]
-GRADIENT_CASES = [c for c in CASES if c[3] == "float64"]
+
+class Case(NamedTuple):
+    E: int
+    K: int
+    norm_topk_prob: bool
+    dtype: str
+    N: int
+    H: int
+    seed: int
+
+
+CASES = [Case(3, 1, True, "float32", 10, 64, 20), Case(3, 3, True, "float64", 7, 48, 21),
+         Case(4, 2, True, "float32", 10, 64, 22), Case(4, 2, False, "float32", 10, 48, 23),
+         Case(4, 1, False, "float64", 10, 64, 24), Case(8, 2, True, "float64", 12, 40, 25),
+         Case(8, 5, False, "float32", 12, 64, 26), Case(8, 1, True, "float32", 1, 24, 27)]
+GRADIENT_CASES = [c for c in CASES if c.dtype == "float64"]
 
 
 def _check(student, reference, check, e, k, norm, dtype, n, hidden, seed):
@@ -19,12 +31,12 @@ def _check(student, reference, check, e, k, norm, dtype, n, hidden, seed):
     return got, ref
 
 
-@pytest.mark.parametrize("case", CASES, ids=case_id)
+@pytest.mark.parametrize("case", CASES)
 def test_route(student, reference, check, case):
     _check(student, reference, check, *case)
 
 
-@pytest.mark.parametrize("case", GRADIENT_CASES, ids=case_id)
+@pytest.mark.parametrize("case", GRADIENT_CASES)
 def test_gradients(student, reference, check, case):
     got, ref = _check(student, reference, check, *case)
     check.grad("input gradient", got["x_grad"], ref["x_grad"])

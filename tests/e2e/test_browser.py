@@ -243,6 +243,25 @@ def test_student_page_in_chromium(course, tmp_path, artifacts, language):
     _check_page(html, f"student-{language}", tmp_path, artifacts)
 
 
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_what_the_results_show_in_chromium(course, tmp_path, artifacts, language):
+    """A part's contrast rule and a check's structure claim, on a real page."""
+    record = _failing_record(course, "findings")
+    dispatch = [t for t in record.tests if t.part == "dispatch"]
+    for i, test in enumerate(dispatch):  # the passing ones have K = 1, the failing K >= 2
+        test.case = [["test", "test_dispatch"], ["K", 1 if test.passed else 2 + i % 2]]
+    failing = [t for t in dispatch if not t.passed]
+    failing[0].error = None
+    failing[0].checks = [{
+        "name": "output", "passed": False, "message": "differs by 1.4", "max_abs_diff": 1.4,
+        "atol": 1e-5, "rtol": 1e-4, "structure": {
+            "kind": "rows", "rows": [0, 2], "count": 2, "total": 10,
+            "shared": [{"field": "expert", "op": "has", "value": 3}]}}]
+    html = feedback.render_student(record, course, "13", language)
+    assert html.count("K ≥ 2") == 1 and 'class="fact"' in html
+    _check_page(html, f"findings-{language}", tmp_path, artifacts)
+
+
 def test_class_report_in_chromium(course, tmp_path, artifacts):
     _check_page(feedback.render_report(_class(course), course, "13", similarity=True),
                 "report", tmp_path, artifacts)

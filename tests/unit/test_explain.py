@@ -1,0 +1,109 @@
+"""The page's sentences for contrast, structure and composite parts, in both languages,
+and silence where the record supports none."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader import config, explain, feedback
+from grader.record import GradeRecord, TestRecord
+
+ROOT = Path(__file__).resolve().parents[2]
+CLAIMS = [{"kind": "nonfinite", "value": "NaN", "where": [0, 3], "count": 2, "total": 8},
+          {"kind": "zeros"}, {"kind": "sign"}, {"kind": "factor", "factor": 0.5},
+          {"kind": "shift", "shift": 0.25}, {"kind": "transpose"},
+          {"kind": "permutation", "moved": [[0, 1], [1, 0]], "count": 2, "total": 4},
+          {"kind": "rows", "rows": [3, 5], "count": 2, "total": 10,
+           "shared": [{"field": "expert", "op": "has", "value": 3}]}]
+
+
+@pytest.fixture(scope="module")
+def course() -> config.Course:
+    return config.load(ROOT / "course.yml")
+
+
+def _test(name: str, part: str, case: dict, passed: bool, **over) -> dict:
+    return {"name": name, "part": part, "outcome": "passed" if passed else "failed",
+            "case": [["test", name.split("[")[0]], *map(list, case.items())], "checks": [], "error": None,
+            "diagnosis": None, "message": "" if passed else "output: differs", **over}
+
+
+def _record(course: config.Course) -> GradeRecord:
+    """dispatch fails exactly when K >= 2 (rows share expert 3); moe fails after it."""
+    claim = {"kind": "rows", "rows": [1, 4], "count": 2, "total": 10,
+             "shared": [{"field": "expert", "op": "has", "value": 3}]}
+    failing_check = {"name": "output", "passed": False, "message": "differs by 0.3",
+                     "max_abs_diff": 0.3, "atol": 1e-5, "rtol": 1e-4, "structure": claim}
+    tests = [_test(f"test_dispatch[E=4 K={k} float32 N=10]", "dispatch", {"E": 4, "K": k},
+                   k == 1, checks=[] if k == 1 else [failing_check]) for k in (1, 2, 3)]
+    tests += [_test("test_train[E=4 K=2]", "moe", {"E": 4, "K": 2}, False, composite=True),
+              _test("test_train[E=4 K=1]", "moe", {"E": 4, "K": 1}, True, composite=True)]
+    parts = {k: {"score": p.points, "max_score": p.points, "passed": 1, "tests": 1}
+             for k, p in course.lesson("13").parts.items()}
+    return GradeRecord.from_json({"student_id": "s", "lesson": "13", "status": "graded",
+                                  "score": 5.0, "max_score": 10.0, "parts": parts,
+                                  "tests": tests})
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c["kind"])
+def test_every_claim_has_a_sentence_in_every_language(claim):
+    texts = [explain.structure_text(claim, feedback.STRINGS[lang]) for lang in ("en", "zh")]
+    assert all(texts) and texts[0] != texts[1]
+    assert "{" not in "".join(texts)
+
+
+def test_an_unknown_claim_says_nothing():
+    assert explain.structure_text({"kind": "guess"}, feedback.STRINGS["en"]) == ""
+
+
+def test_the_contrast_leads_the_part_and_the_composite_part_points_back(course):
+    page = feedback.render_student(_record(course), course, "13", "en")
+    dispatch = page[page.index('id="part-dispatch"'):page.index('id="part-aux_loss"')]
+    assert "Fails exactly in the cases where K ≥ 2" in dispatch
+    assert "Only 2 of the 10 rows differ (rows 1, 4)" in dispatch
+    assert "Every wrong row has expert 3, and no right row has it." in dispatch
+    moe = page[page.index('id="part-moe"'):]
+    assert "This part calls the parts before it, and dispatch failed too: fix it first" in moe
+    assert moe.index("This part calls") < moe.index("Fails exactly in the cases where K = 2")
+
+
+def test_chinese_page(course):
+    page = feedback.render_student(_record(course), course, "13", "zh")
+    assert "恰好在 K ≥ 2 的用例上失败" in page and "每个出错的行都有 expert 3" in page
+    assert "这一部分会调用前面的部分，而 dispatch 也没有通过" in page
+
+
+def test_silent_where_the_record_supports_nothing(course):
+    record = _record(course)
+    for test in record.tests:
+        test.outcome, test.checks = "passed", []
+    page = feedback.render_student(record, course, "13", "en")
+    assert 'class="diag facts"' not in page
+    t = feedback.STRINGS["en"]
+    moe = [x for x in record.tests if x.part == "moe"]
+    assert explain.composite_sentence(moe, ["dispatch"], t) == ""  # moe passes
+    moe[0].outcome = "failed"
+    assert explain.composite_sentence(moe, [], t) == ""             # its parts pass
+    old = [TestRecord.from_json({"name": f"test_x[{i}]", "outcome": o})
+           for i, o in enumerate(("failed", "passed"))]
+    assert explain.contrast_sentences(old, t) == []                 # no case fields
+
+
+def test_a_field_given_only_where_it_fails():
+    t = feedback.STRINGS["en"]
+    tests = [TestRecord.from_json(d) for d in (
+        {"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
+        {"outcome": "failed", "case": [["past", [2, 5, 3, 8]], ["seq_length", 3]]},
+        {"outcome": "failed", "case": [["past", [1, 99, 4, 96]], ["seq_length", 1]]})]
+    said = explain.contrast_sentences(tests, t)
+    assert said[0] == "Fails exactly when past is given: the tests without past pass."
+    assert said[1] == "The same tests are also exactly those where seq_length ≠ 7."
+
+
+def test_the_lesson_order_survives_a_store_that_sorts_keys(course):
+    import json
+    stored = json.loads(json.dumps(_record(course).to_json(), sort_keys=True))
+    cases = [explain.case_fields(t) for t in GradeRecord.from_json(stored).tests]
+    assert list(cases[0]) == ["test", "E", "K"]
+    assert explain.case_fields(TestRecord.from_json({"case": {"E": 4}})) == {}  # no pairs
