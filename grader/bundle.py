@@ -19,7 +19,7 @@ import yaml
 from grader import runner
 from grader.config import Course
 from grader.context import LessonContext
-from grader.reference import save_recording
+from grader.reference import Caller, record_combined, save_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = "public-reference.bin"
@@ -47,9 +47,15 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     ctx = LessonContext(course, lesson_key)
     refs = ctx.refs  # fresh: what it records is the practice tests' requests alone
     refs.signatures = None  # computed over the practice tests only
-    as_student = refs.reference.twin()
-    runner.run_tests(ctx, [(as_student, lambda raw: None)], select=runner.PRACTICE,
+    # The solution, then each known mistake, checked as a student's file would be: a
+    # composite part then asks for what it compares with (the solution carrying the
+    # mistakes found in the other parts), and those practice results are recorded,
+    # for every combination of mistakes too, so the bundle's check is the project's.
+    students = [refs.reference.twin(), *(Caller(v.caller.module, refs.probes)
+                                         for v in refs.variants)]
+    runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE,
                      precompute=True)
+    record_combined(refs)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))

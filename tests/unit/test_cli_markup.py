@@ -26,11 +26,14 @@ def test_check_output_keeps_brackets():
     diagnosis = {"id": "m", "title": {"en": TEXTS[0]}, "hint": {"en": TEXTS[2]}}
     test = {"name": "test_output[float32-48-1e-06-1]", "part": "norm", "outcome": "failed",
             "message": TEXTS[2], "error": None, "checks": []}
-    record = {"problem": "SyntaxError: [x for x in", "tests": [test], "output": TEXTS[1],
+    record = {"status": "graded", "problem": "", "tests": [test], "output": TEXTS[1],
               "parts": {"norm": {"diagnosis": diagnosis}}}
     text = shown(lambda *a: cli._print_check(record, course, "10", a[-1]))
-    for expected in [*TEXTS, test["name"], record["problem"]]:
+    for expected in [*TEXTS, test["name"]]:
         assert expected in text, expected
+    failed = {**record, "status": "import_error", "problem": "SyntaxError: [x for x in"}
+    text = shown(lambda *a: cli._print_check(failed, course, "10", a[-1]))
+    assert failed["problem"] in text
 
 
 def test_selftest_findings_keep_brackets():
