@@ -42,7 +42,7 @@ def test_bundle_holds_no_solution(bundle):
 def test_check_at_home_passes_the_solution(bundle, tmp_path):
     proc = check(bundle, SOLUTION, tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "public tests: 5/5 passed" in proc.stdout
+    assert "practice tests: 5/5 passed" in proc.stdout
 
 
 def test_check_at_home_names_the_mistake(bundle, tmp_path):
@@ -79,7 +79,7 @@ def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
     before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
     proc = check(bundle, SOLUTION + PEEK.format(host=str(host), bundle=str(bundle / "README.md")),
                  tmp_path)
-    assert proc.returncode == 1 and "5 public tests" not in proc.stdout
+    assert proc.returncode == 1 and "practice tests: 5/5" not in proc.stdout
     peek = proc.stdout[proc.stdout.index("PEEK"):].split("\n")[0:3]
     seen = " ".join(peek)
     assert "host=ENOENT" in seen and "bundle=EROFS" in seen and "tmp=OPEN" in seen, seen
@@ -105,6 +105,9 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
     assert recorded["reference"] and not graded_keys & set(recorded["reference"])
     for variant in recorded["variants"].values():
         assert not graded_keys & set(variant)
+    assert recorded["combined"]  # what moe compares with, for two mistakes and more
+    for combination in recorded["combined"].values():
+        assert not graded_keys & set(combination)
     markers = [line for f in graded_files for line in f.read_text().splitlines()
                if line.startswith(("CASES", "def test_", "GRADIENT_CASES", "EVAL_CASES"))]
     for f in bundle.rglob("*.py"):

@@ -109,7 +109,7 @@ def test_check_for_students():
     ok = subprocess.run([*GRADER, "check", "solutions/13_moe.py"], cwd=ROOT,
                         capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    assert "router" in ok.stdout and "public tests" in ok.stdout
+    assert "router" in ok.stdout and "practice tests" in ok.stdout
     stub = subprocess.run([*GRADER, "check", "exercises/13_moe.py"], cwd=ROOT,
                           capture_output=True, text=True, timeout=300)
     assert stub.returncode == 1 and "not implemented" in stub.stdout
