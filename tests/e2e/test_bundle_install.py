@@ -86,12 +86,18 @@ def test_bundle_installs_keeping_the_torch_there(version, bundle, tmp_path):
     assert [t["version"] for t in torches] == [before]
     assert not list(next(venv.glob("lib/python*/site-packages")).glob("torch*.dist-info"))
     helped = subprocess.run([bin_dir / "grader", "--help"], capture_output=True, text=True)
-    assert "check" in helped.stdout
-    assert not {"run", "audit", "upload", "new-lesson"} & set(helped.stdout.split())
+    commands = [line.split()[0] for line in helped.stdout.split("Commands:")[1].splitlines()
+                if line.strip()]
+    assert commands == ["check"], helped.stdout
     work = tmp_path / "10_rmsnorm.py"
     work.write_text((ROOT / "solutions" / "10_rmsnorm.py").read_text())
+    # without bwrap (as on macOS): inside it the torch borrowed through a .pth file,
+    # outside the venv, would not be there (tests/e2e/test_bundle.py checks in bwrap)
+    no_bwrap = tmp_path / "bin"
+    no_bwrap.mkdir()
     checked = subprocess.run([bin_dir / "grader", "check", "--json", str(work)], cwd=bundle,
-                             capture_output=True, text=True, timeout=600)
+                             capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "PATH": str(no_bwrap)})
     assert checked.returncode == 0, checked.stdout + checked.stderr
     report = json.loads(checked.stdout)
     assert report["passed"] == report["total"] > 0
