@@ -404,7 +404,7 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
 
     out = out or Console(highlight=False)
     report = summary(record, course, lesson_key, notes or [])
-    for note in report["notes"]:
+    for note in (n for n in report["notes"] if n not in report["problem"]):  # said below
         out.print(f"note: {note}", markup=False)
     if report["problem"]:
         out.print(f"[bold red]{escape(report['problem'])}[/]")
