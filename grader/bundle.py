@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from grader import runner
-from grader.config import Course
+from grader.config import EXPORT_KEYS, Course
 from grader.context import LessonContext
 from grader.reference import Caller, record_combined, save_recording
 
@@ -130,7 +130,8 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
                                         encoding="utf-8")
     save_recording(refs, test_dir / RECORDING)
     entry = lesson.model_dump(mode="json", exclude_none=True,
-                              exclude={"solution", "submissions", "out", "due"})
+                              exclude={"solution", "submissions", "out", "due",
+                                       *EXPORT_KEYS})  # staff's LMS keys stay home
     entry.update(stub=lesson.exercise, tests=f"tests/{tests.name}",
                  recorded=f"tests/{tests.name}/{RECORDING}")
     doc = {"course": course.course, "title": course.title, "language": course.language,

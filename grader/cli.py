@@ -17,8 +17,12 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from grader import config
+from grader.record import GradeRecord
+from grader.similarity import THRESHOLD
 
 console = Console(stderr=True, highlight=False)
+SIMILARITY = "similarity.html"  # beside report.html, which links it
+PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
 
 def _course(path: str) -> config.Course:
@@ -109,9 +113,9 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     summary.seconds = time.monotonic() - started
     doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
                        [s.student_id for s in subs])
-    records = [_with_timing(store.load(s.student_id)) for s in subs]
-    write_atomic(out / "report.html", render_report([r for r in records if r], course,
-                                                    lesson_key, language))
+    records = [r for s in subs if (r := store.load(s.student_id)) is not None]
+    write_atomic(out / "report.html", render_report(records, course, lesson_key, language,
+                                                    (out / SIMILARITY).is_file()))
     _summary_table(summary, doc, out)
     _left_out(taken.skipped)
     if summary.worker_failures:
@@ -197,11 +201,6 @@ def _cluster(scheduler: str):
     return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
 
 
-def _with_timing(record: dict | None) -> dict | None:
-    """Results keep timing apart (scores stay reproducible); the report wants it inline."""
-    return {**record, **record.get("timing", {})} if record else None
-
-
 def _left_out(skipped: list[str]) -> None:
     """Name everything intake left out (links, oversized or escaping entries, broken
     notebooks), so the TA sees it without opening each page. Printed as plain text:
@@ -222,8 +221,21 @@ def _summary_table(summary, doc: dict, out: Path) -> None:
     table.add_row("time", f"{summary.seconds:.1f} s")
     console.print(table)
     console.print(f"scores:   {out / 'scores.json'}", markup=False)
-    console.print(f"feedback: {out / 'feedback'}/<student_id>.html", markup=False)
+    _pages(doc, out)
     console.print(f"report:   {out / 'report.html'}", markup=False)
+
+
+def _pages(doc: dict, out: Path) -> None:
+    """Where the students' pages are, under the names they really have: a page is
+    `<student_id>.html` unless the id is no plain file name, and those are listed."""
+    from grader.feedback import clean
+
+    renamed = [s for s in doc["students"] if s["page"] != f"feedback/{s['student_id']}.html"]
+    console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
+                  "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
+    for s in renamed:
+        console.print(f"  {clean(s['student_id'], 200)}: {out / s['page']}", markup=False,
+                      highlight=False, soft_wrap=True)
 
 
 @main.command()
@@ -348,6 +360,7 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
     from grader import intake, runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault
+    from grader.sandbox.limits import SandboxError
 
     slot = sandbox.sole_slot()
     ctx = LessonContext(course, lesson_key)
@@ -357,13 +370,13 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
             path, notes = intake.load(file, file.name, Path(tmp) / lesson.exercise)
             record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
                                   select=runner.PRACTICE)
-    except (GraderFault, slots.SandboxError) as exc:  # ours, never the student's
+    except (GraderFault, SandboxError) as exc:  # ours, never the student's
         console.print(f"Error: the grader failed (not your code; tell the course staff): "
                       f"{exc}", markup=False)
         sys.exit(check_report.GRADER_FAILED)
     finally:
         slot.close()
-    report = check_report.summary(record, course, lesson_key, notes)
+    report = check_report.summary(record.to_json(), course, lesson_key, notes)
     _torch_note(ctx.refs.torch)
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=1))
@@ -394,7 +407,7 @@ def _torch_note(graded: str) -> None:
                       f"{graded.split('+')[0]}", markup=False)
 
 
-def _print_check(record: dict, course: config.Course, lesson_key: str,
+def _print_check(typed: GradeRecord, course: config.Course, lesson_key: str,
                  out: Console | None = None, notes: list[str] | None = None) -> None:
     """A record as `grader check` shows it (on `out`: `grader selftest` reads it back).
     A file that could not be run (a syntax error, a failed import) is shown once, with
@@ -403,6 +416,7 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
     from grader.feedback import STRINGS, lesson_stub, missing_from_stub
 
     out = out or Console(highlight=False)
+    record = typed.to_json()
     report = summary(record, course, lesson_key, notes or [])
     for note in (n for n in report["notes"] if n not in report["problem"]):  # said below
         out.print(f"note: {note}", markup=False)
@@ -432,7 +446,7 @@ def _print_check(record: dict, course: config.Course, lesson_key: str,
                               f"{c.get('where')}, got {c.get('got_value')}, expected "
                               f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
-        failing = [t for t in record["tests"] if t["part"] == name and t["outcome"] != "passed"]
+        failing = [t for t in typed.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
             out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),
                       markup=False)
@@ -507,14 +521,17 @@ def selftest(course_path, lesson_key, correct, out, jobs) -> None:
 @click.argument("key")
 @click.option("--name", required=True, help="a short name: the files are <KEY>_<NAME>.py")
 @click.option("--parts", required=True, help="comma-separated part names, in grading order")
-def new_lesson(course_path, key, name, parts) -> None:
+@click.option("--composite", default=None,
+              help="the part built from the others (after them in --parts): its tests "
+                   "compare with `explained` too")
+def new_lesson(course_path, key, name, parts, composite) -> None:
     """Instructors: write a lesson's skeleton (course.yml entry, solution, stub, probes,
-    a graded and a practice test per part, mistakes.yml) to fill in."""
+    a graded and a practice test per part, mistakes.yml, an example class) to fill in."""
     from grader.newlesson import LessonError, create
 
     names = [p.strip() for p in parts.split(",") if p.strip()]
     try:
-        written = create(Path(course_path), key, name, names)
+        written = create(Path(course_path), key, name, names, composite)
     except (LessonError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     root = written[0].parent
@@ -589,19 +606,84 @@ def student_bundle(course_path, lesson_key, dest) -> None:
 @click.option("--language", type=click.Choice(["en", "zh"]))
 def report(course_path, lesson_key, out, language) -> None:
     """Write the class report (HTML) from a graded folder."""
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = out or course.path(lesson.out)
+    if not _rewrite_report(course, lesson_key, out, language or course.language):
+        raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
+    console.print(f"report: {out / 'report.html'}", markup=False)
+
+
+def _rewrite_report(course: config.Course, lesson_key: str, out: Path, language: str) -> bool:
+    """The class report again from OUT/results (False: nothing graded there), linking
+    the similarity report when there is one."""
     from grader.feedback import render_report
+    from grader.store import write_atomic
+
+    results = sorted((out / "results").glob("*.json"))
+    if not results:
+        return False
+    records = [GradeRecord.from_json(json.loads(p.read_text(encoding="utf-8")))
+               for p in results]
+    write_atomic(out / "report.html", render_report(records, course, lesson_key, language,
+                                                    (out / SIMILARITY).is_file()))
+    return True
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--submissions", type=click.Path(path_type=Path),
+              help="the class, as `grader run` takes it (default: the lesson's "
+                   "`submissions` in course.yml)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="the graded folder: similarity.html goes there and its report.html "
+                   "links it (default: the lesson's `out`)")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=THRESHOLD,
+              show_default=True,
+              help="list pairs in which more than this share of one file matches the other")
+@click.option("--language", type=click.Choice(["en", "zh"]), help="report language")
+def similarity(course_path, lesson_key, submissions, out, threshold, language) -> None:
+    """TAs: compare every pair of submissions; write the similar pairs side by side."""
+    from grader import intake, similarity as alike
+    from grader.export import roster as rosters
+    from grader.feedback import clean, render_similarity
     from grader.store import write_atomic
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = out or course.path(lesson.out)
-    results = sorted((out / "results").glob("*.json"))
-    if not results:
-        raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
-    records = [_with_timing(json.loads(p.read_text(encoding="utf-8"))) for p in results]
-    write_atomic(out / "report.html",
-                 render_report(records, course, lesson_key, language or course.language))
-    console.print(f"report: {out / 'report.html'}", markup=False)
+    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
+    out = out or (course.path(lesson.out) if lesson.out else None)
+    if submissions is None or out is None:
+        raise click.ClickException("give --submissions and --out (course.yml sets no default)")
+    if not submissions.exists():
+        raise click.ClickException(f"no submissions at {submissions}")
+    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
+                           roster=rosters.load(course), due=lesson.due)
+    texts: dict[str, str] = {}
+    for sid, path, _ in taken.found:
+        try:
+            if path is not None:
+                texts[sid] = alike.read_text(path)
+        except OSError as exc:
+            console.print(f"  {clean(sid, 200)}: not compared ({exc.strerror})", markup=False)
+    stub = alike.read_text(course.path(lesson.stub))
+    pairs = alike.compare(texts, stub, threshold)
+    language = language or course.language
+    write_atomic(out / SIMILARITY, render_similarity(pairs, len(texts), threshold, course,
+                                                     lesson_key, language))
+    total = len(texts) * (len(texts) - 1) // 2
+    console.print(f"compared {len(texts)} submissions ({total} pairs); "
+                  f"{len(pairs)} above {100 * threshold:g}%:", markup=False)
+    for pair in pairs[:PAIRS_SHOWN]:
+        console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
+                      f"{clean(pair.b.student_id, 80)}", markup=False, highlight=False)
+    if len(pairs) > PAIRS_SHOWN:
+        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in {SIMILARITY}", markup=False)
+    console.print(f"similarity: {out / SIMILARITY}", markup=False, soft_wrap=True)
+    if _rewrite_report(course, lesson_key, out, language):
+        console.print(f"report:     {out / 'report.html'} (links it)", markup=False,
+                      soft_wrap=True)
 
 
 @main.command()
@@ -625,7 +707,7 @@ def export(course_path, lesson_key, formats, out) -> None:
     try:
         paths = write_exports(course, lesson_key, scores, out / "export",
                               [f.strip() for f in formats.split(",") if f.strip()])
-    except ValueError as exc:
+    except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)

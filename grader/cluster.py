@@ -56,6 +56,7 @@ from grader import runner
 from grader.config import Course
 from grader.context import LessonContext
 from grader.plan import MAX_SOURCE, Submission, Summary, read_capped
+from grader.record import GradeRecord
 from grader.store import Store, safe_name
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
@@ -111,8 +112,8 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
             for record in records:
                 store.save(record, render_student(record, course, lesson_key, language))
                 remaining -= 1
-                summary.count(record["status"])
-                progress("done", {"student_id": record["student_id"], "status": record["status"]})
+                summary.count(record.status)
+                progress("done", {"student_id": record.student_id, "status": record.status})
         if remaining:
             summary.worker_failures.append(
                 f"{remaining} submission(s) were not graded (a worker failed); rerun to resume")
@@ -239,7 +240,7 @@ def prepare(client) -> None:
 
 
 def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
-                sandboxed: bool, items: list[tuple]) -> list[dict]:
+                sandboxed: bool, items: list[tuple]) -> list[GradeRecord]:
     """Runs on a Dask worker: grade (student_id, source bytes | None, fingerprint, notes)
     items on this process's warm slot; return their records."""
     from distributed import get_worker
@@ -258,7 +259,7 @@ def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(data)
                 subs.append(Submission(sid, path, notes=list(notes), fingerprint=fp))
-            records: list[dict] = []
+            records: list[GradeRecord] = []
             try:
                 runner.grade_many(warm.ctx, subs, warm.slot, records.append)
             except BaseException:

@@ -14,6 +14,7 @@ import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
                       model_validator)
 
+from grader.sandbox.limits import Limits
 
 
 class Strict(BaseModel):
@@ -35,9 +36,7 @@ class LimitsConfig(Strict):
     scratch_mb: int = Field(gt=0, default=32)
     output_kb: int = Field(gt=0, default=64)
 
-    def limits(self):
-        from grader.sandbox.slot import Limits  # torch: only when something is graded
-
+    def limits(self) -> Limits:
         return Limits(**self.model_dump())
 
 
@@ -72,6 +71,7 @@ class Lesson(Strict):
     due: datetime | None = None
     canvas_assignment_id: int | None = None  # the Canvas column `Title (id)`
     moodle_item: str | None = None           # the Moodle grade item's name
+    moodle_worksheet: Path | None = None     # the assignment's grading worksheet (CSV)
 
     @field_validator("parts")
     @classmethod
@@ -87,6 +87,10 @@ class Lesson(Strict):
     @property
     def probes(self) -> Path:
         return self.tests / "probes.py"
+
+
+# A lesson's keys that only say where its scores go in an LMS, not what they are
+EXPORT_KEYS = {"canvas_assignment_id", "moodle_item", "moodle_worksheet"}
 
 
 class Defaults(Strict):
@@ -156,9 +160,10 @@ class Course(Strict):
         return p if p.is_absolute() else self.root / p
 
     def version(self, key: str) -> str:
-        """Changes whenever anything that decides a lesson's scores changes."""
+        """Changes whenever anything that decides a lesson's scores changes (where the
+        scores go in an LMS does not: setting `moodle_worksheet` regrades nobody)."""
         lesson = self.lesson(key)
-        h = hashlib.sha256(lesson.model_dump_json().encode())
+        h = hashlib.sha256(lesson.model_dump_json(exclude=EXPORT_KEYS).encode())
         h.update(self.defaults.model_dump_json().encode())
         for base in (lesson.solution, lesson.recorded, lesson.tests):
             if base is None or not self.path(base).exists():

@@ -9,6 +9,12 @@ and an explained part lets the composite part forgive the layer.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from grader.record import Diagnosis, TestRecord
+
+if TYPE_CHECKING:
+    from grader.reference import Mistake
 
 
 def explaining(failed: set[str], matches: dict[str, list[str] | None],
@@ -19,3 +25,19 @@ def explaining(failed: set[str], matches: dict[str, list[str] | None],
         return []
     return [m for m in candidates
             if signatures.get(m) == failed and all(m in matches[name] for name in failed)]
+
+
+def diagnose(tests: list[TestRecord], matches: dict[str, list[str] | None],
+             mistakes: list[Mistake], signatures: dict[str, set[str]]) -> Diagnosis | None:
+    """A part's diagnosis for the record: the first mistake `explaining` names, then
+    set on each of the part's failing tests that could tell mistakes apart (`matches`
+    not None); such a test of an unexplained part, and a passing one, says `id=None`."""
+    failing = {t.name for t in tests if not t.passed}
+    known = {m.id: m for m in mistakes}
+    found = explaining(failing, {name: matches.get(name) for name in failing}, signatures,
+                       known)
+    chosen = Diagnosis(found[0], known[found[0]].title, known[found[0]].hint) if found else None
+    for t in tests:
+        if matches.get(t.name) is not None:
+            t.diagnosis = chosen if chosen and not t.passed else Diagnosis(None)
+    return chosen

@@ -21,6 +21,8 @@ from markupsafe import Markup, escape
 
 import grader
 from grader.config import Course
+from grader.record import GRADED, GradeRecord, PartRecord, TestRecord
+from grader.store import Store
 
 TEMPLATES = Path(grader.__file__).parent.parent / "templates"
 TEXT_LIMIT = 20_000      # characters of one untrusted text shown on a page
@@ -172,32 +174,33 @@ def _text_width(text: str, size: float = 10) -> int:
     return round(sum(size if ord(c) >= 0x2E80 else size * 0.58 for c in text))
 
 
-def _error_key(test: dict) -> tuple:
-    err = test.get("error") or {}
+def _error_key(test: TestRecord) -> tuple:
+    err = test.error or {}
     return (err.get("kind"), err.get("message"), err.get("traceback"))
 
 
-def _part_view(part: str, title: str, summary: dict, tests: list[dict], record: dict,
+def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[TestRecord],
+               record: GradeRecord,
                lang: str, t: dict[str, str], stub: Stub | None = None) -> dict:
     """One part: its score, failing tests grouped by identical error, and diagnoses.
 
     Tests that failed for the record's own problem (no file, import error) are only
     counted: the banner at the top already says why.
     """
-    failing = [x for x in tests if x.get("outcome") != "passed"]
-    problem = clean(record.get("problem") or "")
-    blocked = [x for x in failing if problem and x.get("error")
-               and clean(x["error"].get("message")) == problem]
+    failing = [x for x in tests if not x.passed]
+    problem = clean(record.problem)
+    blocked = [x for x in failing if problem and x.error
+               and clean(x.error.get("message")) == problem]
     cards = _group_failures([x for x in failing if not any(x is b for b in blocked)], t,
                             pictures=OPEN_FAILURES)
-    return {"key": part, "title": title, "score": summary.get("score", 0.0),
-            "max_score": summary.get("max_score", 0.0),
-            "passed": summary.get("passed", len(tests) - len(failing)),
-            "tests": summary.get("tests", len(tests)),
+    return {"key": part, "title": title, "score": summary.score if summary else 0.0,
+            "max_score": summary.max_score if summary else 0.0,
+            "passed": summary.passed if summary else len(tests) - len(failing),
+            "tests": summary.tests if summary else len(tests),
             "groups": cards[:OPEN_FAILURES], "folded": cards[OPEN_FAILURES:],
             "folded_tests": sum(1 + len(g["same"]) for g in cards[OPEN_FAILURES:]),
             "blocked": len(blocked),
-            "passing": [x.get("name", "") for x in tests if x.get("outcome") == "passed"],
+            "passing": [x.name for x in tests if x.passed],
             "diagnoses": _part_diagnoses(failing, lang),
             "missing": missing_from_stub(failing, stub)}
 
@@ -224,13 +227,13 @@ def _top_level(path: Path) -> dict[str, int]:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
 
 
-def missing_from_stub(failing: list[dict], stub: Stub | None) -> list[dict]:
+def missing_from_stub(failing: list[TestRecord], stub: Stub | None) -> list[dict]:
     """What the failing tests found missing that the stub defines, and where it is."""
     if stub is None:
         return []
     names: dict[str, None] = {}
     for test in failing:
-        message = str((test.get("error") or {}).get("message") or "")
+        message = str((test.error or {}).get("message") or "")
         for found in _MISSING.finditer(message):
             names[found.group(1) or found.group(2)] = None
     return [{"name": n, "file": stub.shown_as, "line": stub.lines[n]}
@@ -242,43 +245,42 @@ def lesson_stub(course: Course, lesson_key: str) -> Stub:
     return Stub(str(lesson.stub), course.path(lesson.stub))
 
 
-def _group_failures(failing: list[dict], t: dict[str, str], pictures: int) -> list[dict]:
+def _group_failures(failing: list[TestRecord], t: dict[str, str], pictures: int) -> list[dict]:
     """One card per distinct error (a stub fails 40 tests alike), one per numeric failure.
     Only the first `pictures` cards get a heatmap: a page stays small and readable."""
     groups: dict[tuple, dict] = {}
     for test in failing:
-        key = _error_key(test) if test.get("error") else ("test", id(test))
+        key = _error_key(test) if test.error else ("test", id(test))
         if key in groups:
-            groups[key]["same"].append(test.get("name", ""))
+            groups[key]["same"].append(test.name)
         else:
             groups[key] = {"test": _test_view(test, t, len(groups) < pictures), "same": []}
     return list(groups.values())
 
 
-def _part_diagnoses(failing: list[dict], lang: str) -> list[dict]:
+def _part_diagnoses(failing: list[TestRecord], lang: str) -> list[dict]:
     """Distinct diagnoses of a part's failing tests, most frequent first."""
     seen: dict[object, dict] = {}
     for test in failing:
-        d = test.get("diagnosis")
-        if not isinstance(d, dict):
+        d = test.diagnosis
+        if d is None:
             continue
-        entry = seen.setdefault(d.get("id"), {"id": d.get("id"), "count": 0,
-                                              "title": _local(d.get("title"), lang),
-                                              "hint": _local(d.get("hint"), lang)})
+        entry = seen.setdefault(d.id, {"id": d.id, "count": 0,
+                                       "title": _local(d.title, lang),
+                                       "hint": _local(d.hint, lang)})
         entry["count"] += 1
     return sorted(seen.values(), key=lambda e: (e["id"] is None, -e["count"]))
 
 
-def _test_view(test: dict, t: dict[str, str], picture: bool) -> dict:
+def _test_view(test: TestRecord, t: dict[str, str], picture: bool) -> dict:
     """A failing test's checks; at most its first heatmap is drawn."""
-    checks = [c for c in test.get("checks") or [] if isinstance(c, dict)]
+    checks = [c for c in test.checks if isinstance(c, dict)]
     failing = [c for c in checks if not c.get("passed")]
     first_map = next((i for i, c in enumerate(failing) if c.get("heatmap")), None)
-    return {"name": test.get("name", ""), "message": test.get("message", ""),
-            "error": test.get("error"),
+    return {"name": test.name, "message": test.message, "error": test.error,
             "checks": [_check_view(c, t, picture and i == first_map)
                        for i, c in enumerate(failing)],
-            "pictures": [pair_bars_svg(p, t) for p in test.get("pictures") or []
+            "pictures": [pair_bars_svg(p, t) for p in test.pictures
                          if isinstance(p, dict)][:1] if picture else [],
             "passed_checks": len(checks) - len(failing)}
 
@@ -291,28 +293,28 @@ def _check_view(check: dict, t: dict[str, str], picture: bool) -> dict:
                           if check.get("atol") is not None else None)}
 
 
-def student_context(record: dict, course: Course, lesson_key: str, lang: str) -> dict:
+def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:
     """Everything the student template shows, with raw_report left out on purpose."""
     t = STRINGS[lang]
     titles = _part_titles(course, lesson_key, lang)
-    by_part: dict[str, list[dict]] = defaultdict(list)
-    for test in record.get("tests") or []:
-        by_part[test.get("part", "")].append(test)
-    summaries = record.get("parts") or {}
+    by_part: dict[str, list[TestRecord]] = defaultdict(list)
+    for test in record.tests:
+        by_part[test.part].append(test)
+    summaries = record.parts
     order = list(titles) + [p for p in summaries if p not in titles]
     stub = lesson_stub(course, lesson_key)
-    parts = [_part_view(p, titles.get(p, p), summaries.get(p, {}), by_part.get(p, []),
+    parts = [_part_view(p, titles.get(p, p), summaries.get(p), by_part.get(p, []),
                         record, lang, t, stub) for p in order]
     return {"t": t, "lang": lang, "course_title": course.title,
             "lesson_key": lesson_key, "lesson_title": _lesson_title(course, lesson_key, lang),
-            "student_id": record.get("student_id", ""), "status": record.get("status", "graded"),
-            "problem": record.get("problem", ""), "sandboxed": record.get("sandboxed", True),
-            "import_traceback": record.get("import_traceback", ""),
-            "output": record.get("output", ""), "score": record.get("score", 0.0),
-            "max_score": record.get("max_score", 0.0), "parts": parts}
+            "student_id": record.student_id, "status": record.status,
+            "problem": record.problem, "sandboxed": record.sandboxed,
+            "import_traceback": record.import_traceback,
+            "output": record.output, "score": record.score,
+            "max_score": record.max_score, "parts": parts}
 
 
-def render_student(record: dict, course: Course, lesson_key: str,
+def render_student(record: GradeRecord, course: Course, lesson_key: str,
                    language: str | None = None) -> str:
     """One student's HTML page; `language` overrides course.yml's."""
     lang = _language(course, language)
@@ -398,69 +400,68 @@ def histogram_svg(scores: list[float], max_score: float, bins: int = HIST_BINS) 
     return Markup("".join(out))
 
 
-def _test_rates(records: list[dict]) -> list[dict]:
+def _test_rates(records: list[GradeRecord]) -> list[dict]:
     """Pass rate per test, in part then name order, over students who have that test."""
     rates: dict[tuple[str, str], list[int]] = {}
     for r in records:
-        for test in r.get("tests") or []:
-            key = (test.get("part", ""), test.get("name", ""))
+        for test in r.tests:
+            key = (test.part, test.name)
             rates.setdefault(key, [0, 0])
-            rates[key][0] += test.get("outcome") == "passed"
+            rates[key][0] += test.passed
             rates[key][1] += 1
     return [{"part": p, "name": n, "passed": ok, "total": tot, "rate": ok / tot if tot else 0.0}
             for (p, n), (ok, tot) in sorted(rates.items())]
 
 
-def _mistake_counts(records: list[dict], lang: str) -> tuple[list[dict], Counter]:
+def _mistake_counts(records: list[GradeRecord], lang: str) -> tuple[list[dict], Counter]:
     """Diagnosed mistakes counted once per student, and unmatched failures per part."""
     found: dict[str, dict] = {}
     unmatched: Counter = Counter()
     for r in records:
         ids, blank_parts = set(), set()
-        for test in r.get("tests") or []:
-            d = test.get("diagnosis")
-            if not isinstance(d, dict):
+        for test in r.tests:
+            d = test.diagnosis
+            if d is None:
                 continue
-            if d.get("id") is None:
-                blank_parts.add(test.get("part", ""))
+            if d.id is None:
+                blank_parts.add(test.part)
                 continue
-            entry = found.setdefault(d["id"], {"id": d["id"], "part": test.get("part", ""),
-                                               "title": _local(d.get("title"), lang),
-                                               "students": []})
-            if d["id"] not in ids:
-                ids.add(d["id"])
-                entry["students"].append(r.get("student_id", ""))
+            entry = found.setdefault(d.id, {"id": d.id, "part": test.part,
+                                            "title": _local(d.title, lang),
+                                            "students": []})
+            if d.id not in ids:
+                ids.add(d.id)
+                entry["students"].append(r.student_id)
         unmatched.update(blank_parts)
     ranked = sorted(found.values(), key=lambda e: (-len(e["students"]), e["id"]))
     return ranked, unmatched
 
 
-def _error_kinds(records: list[dict]) -> list[tuple[str, int]]:
+def _error_kinds(records: list[GradeRecord]) -> list[tuple[str, int]]:
     """How many students hit each kind of test error (not_implemented, timeout, …)."""
     kinds: Counter = Counter()
     for r in records:
-        kinds.update({(t.get("error") or {}).get("kind") for t in r.get("tests") or []
-                      if t.get("error")})
+        kinds.update({t.error.get("kind") for t in r.tests if t.error})
     return kinds.most_common()
 
 
-def report_context(records: list[dict], course: Course, lesson_key: str, lang: str) -> dict:
+def report_context(records: list[GradeRecord], course: Course, lesson_key: str, lang: str) -> dict:
     """Class-wide numbers and plots for the TA report."""
     t = STRINGS[lang]
     lesson = course.lesson(lesson_key)
     titles = _part_titles(course, lesson_key, lang)
-    scores = [float(r.get("score") or 0.0) for r in records]
+    scores = [r.score for r in records]
     max_score = lesson.max_score
     n = len(records)
     part_rows = []
     for key, part in lesson.parts.items():
-        got = [float(((r.get("parts") or {}).get(key) or {}).get("score") or 0.0) for r in records]
+        got = [r.parts[key].score if key in r.parts else 0.0 for r in records]
         full = sum(g >= part.points - 1e-9 for g in got)
         part_rows.append({"key": key, "title": titles[key], "points": part.points,
                           "mean": statistics.fmean(got) if got else 0.0,
                           "full": full, "full_rate": full / n if n else 0.0})
     mistakes, unmatched = _mistake_counts(records, lang)
-    slow = sorted(records, key=lambda r: -float(r.get("elapsed_s") or 0.0))[:SLOWEST]
+    slow = sorted(records, key=lambda r: -r.timing.elapsed_s)[:SLOWEST]
     return {
         "t": t, "lang": lang, "course_title": course.title, "lesson_key": lesson_key,
         "lesson_title": _lesson_title(course, lesson_key, lang), "n": n,
@@ -473,22 +474,43 @@ def report_context(records: list[dict], course: Course, lesson_key: str, lang: s
                                       for p in part_rows], 100, "%"),
         "tests": _test_rates(records), "mistakes": mistakes,
         "unmatched": [(titles.get(p, p), c) for p, c in unmatched.most_common()],
-        "problems": [r for r in records if r.get("status", "graded") != "graded"],
-        "statuses": Counter(r.get("status", "graded") for r in records).most_common(),
+        "problems": [r for r in records if r.status != GRADED],
+        "statuses": Counter(r.status for r in records).most_common(),
         "error_kinds": _error_kinds(records),
         "slowest": slow,
-        "slow_chart": bar_chart_svg([(r.get("student_id", ""), float(r.get("elapsed_s") or 0.0))
-                                     for r in slow],
-                                    max((float(r.get("elapsed_s") or 0.0) for r in slow),
-                                        default=0.0), " s"),
-        "students": sorted(records, key=lambda r: str(r.get("student_id", ""))),
+        "slow_chart": bar_chart_svg([(r.student_id, r.timing.elapsed_s) for r in slow],
+                                    max((r.timing.elapsed_s for r in slow), default=0.0),
+                                    " s"),
+        "students": [{"record": r, "page": Store.page_of(r.student_id)}
+                     for r in sorted(records, key=lambda r: r.student_id)],
         "part_keys": list(lesson.parts),
     }
 
 
-def render_report(records: list[dict], course: Course, lesson_key: str,
-                  language: str | None = None) -> str:
-    """The TAs' HTML report over a whole class's records."""
+def render_report(records: list[GradeRecord], course: Course, lesson_key: str,
+                  language: str | None = None, similarity: bool = False) -> str:
+    """The TAs' HTML report over a whole class's records; with `similarity`, it links
+    the similarity report beside it."""
     lang = _language(course, language)
     return _env().get_template("report.html.j2").render(
-        **report_context(records, course, lesson_key, lang))
+        **report_context(records, course, lesson_key, lang), similarity=similarity)
+
+
+def render_similarity(pairs: list, compared: int, threshold: float, course: Course,
+                      lesson_key: str, language: str | None = None) -> str:
+    """The TAs' similarity report: `pairs` (similarity.Pair) side by side, with their
+    matching regions marked; the code is the students', escaped and cleaned."""
+    lang = _language(course, language)
+    return _env().get_template("similarity.html.j2").render(
+        t=STRINGS[lang], lang=lang, course_title=course.title, lesson_key=lesson_key,
+        lesson_title=_lesson_title(course, lesson_key, lang), n=compared,
+        threshold=f"{100 * threshold:g}", pairs=pairs)
+
+
+def render_summary(record: GradeRecord, course: Course, lesson_key: str,
+                   language: str | None = None) -> str:
+    """The page's head as an HTML fragment: total, problem, each part's score and the
+    mistakes named, from the page's own view (so it says no more than the page)."""
+    lang = _language(course, language)
+    return _env().get_template("summary.html.j2").render(
+        **student_context(record, course, lesson_key, lang))

@@ -10,6 +10,7 @@ pytest-json-report as the test's metadata.
 """
 from __future__ import annotations
 
+import inspect
 import itertools
 from pathlib import Path
 
@@ -20,8 +21,8 @@ from grader.context import LessonContext
 from grader.diagnosis import explaining
 from grader.reference import LessonRefs, request_key
 from grader.sandbox import protocol
+from grader.sandbox.limits import SandboxError, StudentError
 from grader.sandbox.session import Session
-from grader.sandbox.slot import SandboxError, StudentError
 
 class GraderFault(Exception):
     """The grader's own machinery failed (the worker is gone, a socket broke): never a
@@ -202,6 +203,16 @@ class _Unexplained:
         return []
 
 
+def replay(item: pytest.Function, fixtures: dict) -> None:
+    """Call a collected test's function again with these fixture values and its own
+    parameters: how every replay runs a test (diagnosis, signatures, `grader
+    tolerance`), with no student code run. The function's own signature says which
+    arguments it takes; `explained` compares strictly unless given."""
+    values = {**getattr(getattr(item, "callspec", None), "params", {}),
+              "explained": _Unexplained(), **fixtures}
+    item.obj(**{name: values[name] for name in inspect.signature(item.obj).parameters})
+
+
 def part_of(path: Path | str) -> str:
     """Tests name their part in the file name: test_<part>.py, or test_public_<part>.py
     for its practice tests."""
@@ -301,10 +312,8 @@ class GradingPlugin:
         """Run a test again with other callers in the student's or the reference's
         place (cached results: no student code runs); its checks, or its exception."""
         checks = Checks(self.tolerances, pictures=False)
-        args = {**(item.funcargs or {}), **getattr(getattr(item, "callspec", None), "params", {}),
-                "student": student, "reference": reference, "check": checks,
-                "explained": _Unexplained()}
-        item.obj(**{n: args[n] for n in item._fixtureinfo.argnames})
+        replay(item, {**(item.funcargs or {}), "student": student, "reference": reference,
+                      "check": checks, "explained": _Unexplained()})
         return checks
 
     def _fails_on_reference(self, item: pytest.Function) -> bool:
@@ -365,7 +374,7 @@ class GradingPlugin:
         return pytest.TestReport(
             item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
             str(exc.value), call.when,
-            [(f"Captured {key} {when}", text) for when, key, text in item._report_sections],
+            [],  # no captured sections: grading runs with --capture=no and no logging
             call.duration, call.start, call.stop, user_properties=item.user_properties)
 
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:

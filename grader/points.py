@@ -18,6 +18,7 @@ from fractions import Fraction
 from pathlib import PurePosixPath
 
 from grader.config import Part
+from grader.record import PartRecord, TestRecord
 
 UNIT = Fraction(1, 1024)
 # Totals stay below 2**53 units, so every partial sum is a float64 integer multiple
@@ -52,34 +53,34 @@ def as_points(n_units: int) -> float:
     return float(n_units * UNIT)
 
 
-def award(parts: Mapping[str, Part], tests: list[dict]) -> dict[str, dict]:
+def award(parts: Mapping[str, Part], tests: list[TestRecord]) -> dict[str, PartRecord]:
     """Set each test's `score` and `max_score`; return the parts' scores and counters.
 
-    `tests` are records with `part`, `practice` and `outcome`, in the report's order.
-    A part's `tests`/`passed` count its graded tests. A part with no graded test in
-    this run is worth 0 only when no part has one (a run of practice tests alone);
-    otherwise it is a lesson error, not something to grade around."""
-    graded = {name: [t for t in tests if t["part"] == name and not t["practice"]]
+    `tests` are in the report's order. A part's `tests`/`passed` count its graded
+    tests. A part with no graded test in this run is worth 0 only when no part has one
+    (a run of practice tests alone); otherwise it is a lesson error, not something to
+    grade around."""
+    graded = {name: [t for t in tests if t.part == name and not t.practice]
               for name in parts}
     empty = sorted(name for name, g in graded.items() if not g)
     if empty and len(empty) < len(parts):
         raise RuntimeError(f"parts without graded tests: {empty} (each part's points "
                            "need at least one hidden test)")
     for t in tests:
-        if t["practice"]:
-            t["score"] = t["max_score"] = 0.0
+        if t.practice:
+            t.score = t.max_score = 0.0
     summary = {}
     for name, part in parts.items():
         worth = shares(units(part.points, f"part {name!r}"), len(graded[name]))
-        got = [w if t["outcome"] == "passed" else 0 for t, w in zip(graded[name], worth)]
+        got = [w if t.passed else 0 for t, w in zip(graded[name], worth)]
         for t, w, g in zip(graded[name], worth, got):
-            t["score"], t["max_score"] = as_points(g), as_points(w)
-        summary[name] = {"score": as_points(sum(got)), "max_score": as_points(sum(worth)),
-                         "passed": sum(t["outcome"] == "passed" for t in graded[name]),
-                         "tests": len(graded[name])}
+            t.score, t.max_score = as_points(g), as_points(w)
+        summary[name] = PartRecord(score=as_points(sum(got)), max_score=as_points(sum(worth)),
+                                   passed=sum(t.passed for t in graded[name]),
+                                   tests=len(graded[name]))
     return summary
 
 
-def total(summary: Mapping[str, dict], key: str = "score") -> float:
+def total(summary: Mapping[str, PartRecord], key: str = "score") -> float:
     """The sum of the parts' `key`, exactly (each is a whole number of UNITs)."""
-    return as_points(sum(units(p[key], "a part total") for p in summary.values()))
+    return as_points(sum(units(getattr(p, key), "a part total") for p in summary.values()))

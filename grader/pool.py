@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import queue
+import socket
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,9 @@ from grader import runner
 from grader.context import LessonContext
 from grader.feedback import render_student
 from grader.plan import Submission, Summary
+from grader.record import GradeRecord
 from grader.reference import Caller, request_key
+from grader.sandbox.limits import Limits
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
 
@@ -51,8 +54,8 @@ def self_check(ctx: LessonContext) -> dict[str, dict]:
     # would otherwise pay for them again on its first failing student.
     runner.run_tests(ctx, [(as_student, reports.append)], precompute=True)
     result = runner.score(ctx, reports[0])
-    if result["score"] != result["max_score"]:
-        failing = [t["name"] for t in result["tests"] if t["outcome"] != "passed"]
+    if result.score != result.max_score:
+        failing = [t.name for t in result.tests if not t.passed]
         raise RuntimeError(f"the solution of lesson {ctx.key} fails its own hidden "
                            f"tests: {failing[:5]}; fix the tests before grading")
     return as_student.requests
@@ -67,10 +70,10 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
             sid, path, fp, notes = item
             yield Submission(sid, path, notes=notes, fingerprint=fp)
 
-    def save(record: dict) -> None:
+    def save(record: GradeRecord) -> None:
         html = render_student(record, ctx.course, ctx.key, language)
         store.save(record, html)
-        events.put(("done", record["student_id"], record["status"]))
+        events.put(("done", record.student_id, record.status))
 
     try:
         runner.grade_many(ctx, subs(), slot, save)
@@ -110,16 +113,23 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
 
 
 class _FirstUse:
-    """The sandbox's slot, taken when the submission is opened: after pytest has
-    collected the hidden tests, which it does while the sandbox is still booting."""
+    """The sandbox's slot, taken when the submission's first child is spawned: after
+    pytest has collected the hidden tests, which it does while the sandbox boots.
+    A session needs only `spawn` and `kill` of its slot."""
 
     def __init__(self, sandbox: Sandbox):
         self.sandbox, self.sandboxed, self._slot = sandbox, sandbox.sandboxed, None
 
-    def open(self, *args, **kwargs):
+    def _taken(self) -> Slot:
         if self._slot is None:
             self._slot = self.sandbox.slot()
-        return self._slot.open(*args, **kwargs)
+        return self._slot
+
+    def spawn(self, limits: Limits) -> tuple[socket.socket, int]:
+        return self._taken().spawn(limits)
+
+    def kill(self) -> dict:
+        return self._taken().kill()
 
     def close(self) -> None:
         if self._slot is not None:
@@ -132,10 +142,10 @@ def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
     """One submission, in this process: no worker to fork and start pytest in."""
     store = Store(out)
 
-    def save(record: dict) -> None:
+    def save(record: GradeRecord) -> None:
         store.save(record, render_student(record, ctx.course, ctx.key, language))
-        summary.count(record["status"])
-        progress("done", {"student_id": record["student_id"], "status": record["status"]})
+        summary.count(record.status)
+        progress("done", {"student_id": record.student_id, "status": record.status})
 
     try:
         runner.grade_many(ctx, [sub], slot, save)

@@ -13,6 +13,7 @@ import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -22,10 +23,13 @@ from pytest_jsonreport.plugin import JSONReport
 from grader import plugin as fixtures
 from grader import points
 from grader.context import LessonContext
-from grader.diagnosis import explaining
+from grader.diagnosis import diagnose
 from grader.plan import MAX_SOURCE, Submission, read_capped
 from grader.plugin import GradingPlugin, StudentCaller, part_of
-from grader.sandbox.slot import Slot, StudentError
+from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
+from grader.sandbox.limits import StudentError
+from grader.sandbox.session import Session
+from grader.sandbox.slot import Slot
 
 # Graded runs score the hidden cases only. Practice cases (marked `public`, shipped to
 # students with their reference results) are run by `grader check`, worth 0 points.
@@ -168,25 +172,39 @@ def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], 
                            f"(pytest exit {code}):\n{why[-6000:]}")
 
 
-def score(ctx: LessonContext, report: dict) -> dict:
+@dataclass
+class Scored:
+    """A raw report's verdicts: the points, the parts and each test's record."""
+
+    score: float
+    max_score: float
+    parts: dict[str, PartRecord]
+    tests: list[TestRecord]
+
+
+def score(ctx: LessonContext, report: dict) -> Scored:
     """Each part's points shared by its graded tests in exact units (grader/points.py);
-    practice tests are recorded at 0 of 0."""
+    practice tests are recorded at 0 of 0. Which mistake explains each part is
+    `diagnosis.diagnose`'s to say."""
     lesson = ctx.lesson
     refs = ctx.refs
-    mistakes = {v.mistake.id: v.mistake for v in refs.variants}
-    records = [_test_record(t) for t in report["tests"]]
-    unknown = {t["part"] for t in records} - set(lesson.parts)
+    entries = report["tests"]
+    tests = [_test_record(t) for t in entries]
+    unknown = {t.part for t in tests} - set(lesson.parts)
     if unknown:
         raise RuntimeError(f"hidden tests name parts not in course.yml: {sorted(unknown)}")
-    parts = points.award(lesson.parts, records)
-    for name, p in parts.items():
-        p["diagnosis"] = _diagnose_part([t for t in records if t["part"] == name], mistakes,
-                                        refs.signatures or {})
-    return {"score": points.total(parts), "max_score": points.total(parts, "max_score"),
-            "parts": parts, "tests": records}
+    parts = points.award(lesson.parts, tests)
+    found = [(t, e.get("metadata", {}).get("diagnosis", {}).get("matches"))
+             for t, e in zip(tests, entries)]
+    mistakes = [v.mistake for v in refs.variants]
+    for name, part in parts.items():
+        mine = [(t, m) for t, m in found if t.part == name]
+        part.diagnosis = diagnose([t for t, _ in mine], {t.name: m for t, m in mine},
+                                  mistakes, refs.signatures or {})
+    return Scored(points.total(parts), points.total(parts, "max_score"), parts, tests)
 
 
-def _test_record(t: dict) -> dict:
+def _test_record(t: dict) -> TestRecord:
     """One test's verdict from its pytest-json-report entry; points come later."""
     path, name = t["nodeid"].split("::", 1)
     meta = t.get("metadata", {})
@@ -199,34 +217,14 @@ def _test_record(t: dict) -> dict:
                "; ".join(f"{c['name']}: {c.get('message', '')}" for c in failing[:3]))
     if not passed and not message:
         message = GRADER_ERROR
-    return {"name": name, "part": part_of(path), "practice": points.is_practice(path),
-            "outcome": "passed" if passed else "failed",
-            "max_abs_diff": max(diffs) if diffs else None,
-            "message": message, "checks": checks, "error": error,
-            "pictures": meta.get("pictures", []),
-            "diagnosis": meta.get("diagnosis", {}).get("matches")}
-
-
-def _diagnose_part(tests: list[dict], mistakes: dict, signatures: dict) -> dict | None:
-    """The part's mistake when exactly one rule holds (`diagnosis.explaining`); then
-    each failing test names it, and no test of an unexplained part names anything."""
-    failed = {t["name"] for t in tests if t["outcome"] == "failed"}
-    matches = {t["name"]: t["diagnosis"] for t in tests if t["outcome"] == "failed"}
-    found = explaining(failed, matches, signatures, mistakes)
-    chosen = found[0] if found else None
-    for t in tests:
-        if t["diagnosis"] is not None:
-            t["diagnosis"] = _mistake_dict(mistakes[chosen] if chosen and t["outcome"] == "failed"
-                                           else None)
-    return _mistake_dict(mistakes[chosen]) if chosen else None
-
-
-def _mistake_dict(m) -> dict:
-    return {"id": m.id, "title": m.title, "hint": m.hint} if m else {"id": None}
+    return TestRecord(name=name, part=part_of(path), practice=points.is_practice(path),
+                      outcome="passed" if passed else "failed",
+                      max_abs_diff=max(diffs) if diffs else None, message=message,
+                      checks=checks, error=error, pictures=meta.get("pictures", []))
 
 
 def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None,
-               on_result: Callable[[dict], None], select: str = GRADED) -> None:
+               on_result: Callable[[GradeRecord], None], select: str = GRADED) -> None:
     """Grade submissions one after another in one pytest session; report each record."""
     lesson = ctx.lesson
     limits = ctx.course.limits(ctx.key)
@@ -234,52 +232,51 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
     def jobs() -> Iterator[tuple[object, Callable[[dict], None]]]:
         for sub in subs:
             started = time.monotonic()
-            base = {"student_id": sub.student_id, "lesson": ctx.key,
-                    "sandboxed": bool(slot and slot.sandboxed),
-                    "sandbox": slot.sandbox.mode if slot else "none", "notes": sub.notes,
-                    "fingerprint": sub.fingerprint}
             sub = read(sub)
+            session, missing = None, None
             if sub.problem:
                 missing = sub.path is None or not sub.path.exists()
-                extra = {"status": "missing" if missing else "unreadable",
-                         "problem": sub.problem, "import_traceback": "", "output": "",
-                         "cpu_s": 0.0}
-                session = None
                 caller = _Missing(sub.problem)
             else:
-                session = slot.open(sub.source, lesson.exercise, lesson.provides, limits)
+                session = Session(slot, sub.source, lesson.exercise, lesson.provides, limits)
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append
             if session is not None:
                 session.close()
-                extra = _session_facts(session)
-            record = {**base, **score(ctx, reports[0]), **extra,
-                      "elapsed_s": round(time.monotonic() - started, 3),
-                      "raw_report": reports[0]}
-            if record["status"] == "graded" and any(
-                    t["error"] and t["error"]["kind"] == "timeout" for t in record["tests"]):
-                record["status"] = "timeout"
-            on_result(record)
+            on_result(_record(ctx, sub, slot, session, missing, reports[0],
+                              time.monotonic() - started))
 
     run_tests(ctx, jobs(), select)
 
 
-def _session_facts(session) -> dict:
-    fatal = session.fatal
-    status, problem = "graded", ""
-    if fatal is not None:
-        status = "timeout" if fatal.kind == "timeout" else "import_error"
-        problem = fatal.message
-    return {"status": status, "problem": problem,
-            "import_traceback": fatal.traceback if fatal else "",
-            "output": session.output.text(), "cpu_s": round(session.cpu_s, 3)}
+def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
+            session: Session | None, missing: bool | None, raw: dict,
+            elapsed: float) -> GradeRecord:
+    """The one place a result record is built: from the file `read` took (`missing`:
+    None when it could be read, else whether it is absent), what the session
+    established about the run, and the verdicts of the raw report."""
+    scored = score(ctx, raw)
+    fatal = session.fatal if session is not None else None
+    return GradeRecord(
+        student_id=sub.student_id, lesson=ctx.key,
+        status=status_of(missing, fatal.kind if fatal else None, scored.tests),
+        score=scored.score, max_score=scored.max_score, parts=scored.parts,
+        tests=scored.tests,
+        problem=sub.problem if session is None else (fatal.message if fatal else ""),
+        import_traceback=fatal.traceback if fatal else "",
+        output=session.output.text() if session is not None else "",
+        sandboxed=bool(slot and slot.sandboxed),
+        sandbox=slot.sandbox.mode if slot else "none", notes=sub.notes,
+        fingerprint=sub.fingerprint,
+        timing=Timing(round(elapsed, 3), round(session.cpu_s, 3) if session else 0.0),
+        raw_report=raw)
 
 
 def grade(ctx: LessonContext, sub: Submission, slot: Slot | None,
-          select: str = GRADED) -> dict:
+          select: str = GRADED) -> GradeRecord:
     """Grade a single submission (used by `grader check` and the tests)."""
-    out: list[dict] = []
+    out: list[GradeRecord] = []
     grade_many(ctx, [sub], slot, out.append, select)
     return out[0]
 

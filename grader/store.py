@@ -2,8 +2,11 @@
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
     OUT/raw/<id>.json       pytest-json-report's raw report for that student
-    OUT/feedback/<id>.html  the student's page
+    OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, rebuilt from results/ at the end of a run
+
+<id> is `safe_name` of the student id: the id itself when it is a plain file name,
+else a readable one with a short hash.
 
 A result is written the moment it is known (temp file + rename), so a run killed
 at any point loses nothing finished and a rerun skips what it already has. Timing
@@ -16,17 +19,22 @@ import json
 import os
 import re
 import tempfile
+import unicodedata
 from pathlib import Path
 
-TIMING_KEYS = ("elapsed_s", "cpu_s")
-# scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
-SCORE_TEST_KEYS = ("name", "part", "practice", "outcome", "score", "max_score",
-                   "max_abs_diff", "message", "diagnosis")
+from grader.record import GradeRecord
+
+
+# what a file name may hold: letters and digits of any script (\w), `.`, `@`, `-`
+_NAME_UNSAFE = re.compile(r"[^\w.@-]")
 
 
 def safe_name(student_id: str) -> str:
-    """A file name for any student id; odd ids get a hash so two never collide."""
-    clean = re.sub(r"[^A-Za-z0-9._@-]", "_", student_id)[:80]
+    """A file name for any student id, readable by the TA who hands it out (`José
+    Núñez` becomes `José_Núñez-<hash>`, not `Jos__N__ez-…`); an id that is not already
+    a plain name gets a hash of itself, so two never collide."""
+    readable = unicodedata.normalize("NFC", student_id)
+    clean = _NAME_UNSAFE.sub("_", readable)[:80]
     if clean != student_id or clean.startswith(".") or not clean:
         clean = f"{clean.lstrip('.') or 'id'}-{hashlib.sha256(student_id.encode()).hexdigest()[:8]}"
     return clean
@@ -74,49 +82,50 @@ class Store:
         return self.out / "results" / f"{safe_name(student_id)}.json"
 
     def feedback_path(self, student_id: str) -> Path:
-        return self.out / "feedback" / f"{safe_name(student_id)}.html"
+        return self.out / self.page_of(student_id)
 
-    def load(self, student_id: str) -> dict | None:
-        """The student's result (a fresh top-level dict), or None to grade again."""
+    @staticmethod
+    def page_of(student_id: str) -> str:
+        """The student's page relative to OUT, as scores.json names it and report.html
+        (in OUT) links it."""
+        return f"feedback/{safe_name(student_id)}.html"
+
+    def load(self, student_id: str) -> GradeRecord | None:
+        """The student's result, or None to grade again."""
         path = self.result_path(student_id)
         try:
             st = path.stat()
             identity = (st.st_ino, st.st_mtime_ns, st.st_size)  # a rename changes it
             cached = self._parsed.get(student_id)
             if cached is None or cached[0] != identity:
-                cached = (identity, json.loads(path.read_text(encoding="utf-8")))
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(data, dict):
+                    return None
+                cached = (identity, data)
                 self._parsed[student_id] = cached
-            return dict(cached[1])
-        except (OSError, ValueError):
+            return GradeRecord.from_json(cached[1])
+        except (OSError, ValueError, TypeError, AttributeError):
             return None  # absent or torn: grade again
 
     def is_current(self, student_id: str, fp: str) -> bool:
         old = self.load(student_id)
-        return bool(old) and old.get("fingerprint") == fp and \
+        return old is not None and old.fingerprint == fp and \
             self.feedback_path(student_id).exists()
 
-    def save(self, record: dict, feedback_html: str) -> None:
+    def save(self, record: GradeRecord, feedback_html: str) -> None:
         """Raw report and feedback first, the result last: a result on disk means done."""
-        sid = record["student_id"]
-        record = dict(record)
-        raw = record.pop("raw_report", None)
-        record["timing"] = {k: record.pop(k) for k in TIMING_KEYS if k in record}
-        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json", dump(raw))
+        sid = record.student_id
+        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json", dump(record.raw_report))
         write_atomic(self.feedback_path(sid), feedback_html)
-        write_atomic(self.result_path(sid), dump(record))
+        write_atomic(self.result_path(sid), dump(record.to_json()))
 
     def scores(self, lesson: str, course: str, version: str, max_score: float,
                student_ids: list[str]) -> dict:
         """scores.json for these students, in id order, without timings or the
-        per-check numbers (those are in results/<id>.json and on the pages)."""
-        students = []
-        for sid in sorted(student_ids):
-            rec = self.load(sid)
-            if rec is None:
-                continue
-            rec.pop("timing", None)
-            rec["tests"] = [{k: t.get(k) for k in SCORE_TEST_KEYS} for t in rec.get("tests", [])]
-            students.append(rec)
+        per-check numbers (those are in results/<id>.json and on the pages), each
+        naming their page (`page`, relative to OUT) for whoever hands pages out."""
+        students = [{**rec.score_json(), "page": self.page_of(sid)}
+                    for sid in sorted(student_ids) if (rec := self.load(sid)) is not None]
         doc = {"lesson": lesson, "course": course, "version": version,
                "max_score": max_score, "students": students}
         write_atomic(self.out / "scores.json", dump(doc))

@@ -14,6 +14,7 @@ from rich.table import Table
 
 from grader.audit.equivalents import Equivalent
 from grader.audit.mutants import Mutant
+from grader.record import GradeRecord
 from grader.store import write_atomic
 
 STATUSES = ("killed", "survived", "equivalent", "stale")
@@ -31,20 +32,19 @@ class Verdict:
     reason: str = ""         # why the instructor calls it equivalent
 
 
-def verdict(mutant: Mutant, record: dict, equivalent: Equivalent | None) -> Verdict:
+def verdict(mutant: Mutant, record: GradeRecord, equivalent: Equivalent | None) -> Verdict:
     """Killed when it scores below full marks; a listed equivalent that is killed is
     stale (the listing is wrong, or the tests grew stronger)."""
-    survived = record["score"] >= record["max_score"]
+    survived = record.score >= record.max_score
     status = ("equivalent" if survived else "stale") if equivalent else \
         ("survived" if survived else "killed")
-    tests = record.get("tests", [])
-    passed = [t for t in tests if t["outcome"] == "passed"]
-    checks = list(dict.fromkeys(c["name"] for t in passed for c in t.get("checks", [])))
-    failed = [t["name"] for t in tests if t["outcome"] != "passed"]
-    if not tests and record.get("problem"):
-        failed = [record["problem"]]
-    return Verdict(mutant, status, record["score"], record["max_score"], failed,
-                   [t["name"] for t in passed], checks,
+    passed = [t for t in record.tests if t.passed]
+    checks = list(dict.fromkeys(c["name"] for t in passed for c in t.checks))
+    failed = [t.name for t in record.tests if not t.passed]
+    if not record.tests and record.problem:
+        failed = [record.problem]
+    return Verdict(mutant, status, record.score, record.max_score, failed,
+                   [t.name for t in passed], checks,
                    equivalent.reason if equivalent else "")
 
 

@@ -14,6 +14,7 @@ from grader.audit.operators import OPERATORS
 from grader.audit.report import Audit, verdict
 from grader.config import Course
 from grader.plan import Submission, plan
+from grader.record import GradeRecord
 from grader.store import Store
 
 # grade(todo, out): grade these submissions into the folder `out`, as `grader run` does.
@@ -54,7 +55,7 @@ def grading_seconds(store: Store, ids: list[str]) -> float:
     for mutant_id in ids:
         record = store.load(mutant_id)
         end = store.result_path(mutant_id).stat().st_mtime
-        spans.append((end - record["timing"].get("elapsed_s", 0.0), end))
+        spans.append((end - record.timing.elapsed_s, end))
     return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0
 
 
@@ -86,16 +87,16 @@ def audit(course: Course, lesson_key: str, grade: Grade, operators: list[str],
                  sorted(set(known) - every))
 
 
-def _check_control(record: dict) -> None:
-    if record["score"] < record["max_score"]:
-        failed = [t["message"] for t in record.get("tests", []) if t["outcome"] != "passed"]
+def _check_control(record: GradeRecord) -> None:
+    if record.score < record.max_score:
+        failed = [t.message for t in record.tests if not t.passed]
         raise RuntimeError("the grading path fails the unmutated solution "
-                           f"({record['score']}/{record['max_score']}: "
-                           f"{(failed or [record.get('problem')])[0]}); no mutant can be "
+                           f"({record.score}/{record.max_score}: "
+                           f"{(failed or [record.problem])[0]}); no mutant can be "
                            "judged")
 
 
-def _record(store: Store, mutant_id: str) -> dict:
+def _record(store: Store, mutant_id: str) -> GradeRecord:
     record = store.load(mutant_id)
     if record is None:
         raise RuntimeError(f"mutant {mutant_id} was not graded")

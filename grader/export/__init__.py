@@ -27,8 +27,10 @@ def build_autograder_zip(course_root: Path, lesson_key: str, dest: Path) -> Path
 
 def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
            formats: list[str]) -> list[Path]:
-    """Write the formats into out_dir; returns the files written."""
-    from grader.export import canvas, gradescope, lti, moodle, nbgrader_db, roster
+    """Write the formats into out_dir (OUT/export: the pages scores.json names are
+    OUT's); returns the files written."""
+    from grader.export import (canvas, gradescope, lti, moodle, moodle_files,
+                               nbgrader_db, roster)
 
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
@@ -47,9 +49,14 @@ def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
         elif fmt == "canvas":
             written += canvas.write(course, lesson_key, scores, people, out_dir)
         elif fmt == "lti":
-            written += lti.write(scores, people, out_dir, course.missing)
+            written += lti.write(course, lesson_key, scores, people, out_dir)
         elif fmt == "moodle":
             paths, left_out = moodle.write(course, lesson_key, scores, found, out_dir)
+            worksheet = course.lesson(lesson_key).moodle_worksheet
+            if worksheet is not None:
+                files, no_file = moodle_files.write(course, lesson_key, scores, found,
+                                                    out_dir, course.path(worksheet))
+                paths, left_out = paths + files, left_out + no_file
             written += paths
             unwritten += left_out
         else:

@@ -3,14 +3,22 @@
 Gradescope shows tests in the order given, numbered `part.test`, tagged with their
 part; each test's visibility is its part's from course.yml. Per-test points are exact
 (grader/points.py), so they add up to the top-level `score`, the grader's total;
-practice tests are listed at 0 of 0.
+practice tests are listed at 0 of 0. The top-level output is the student's page summed
+up in HTML (`output_format: html`, which Gradescope sanitises and shows above the tests):
+the total, each part's points in course order and the mistakes the page names.
+A student who handed nothing in gets no file: Gradescope has no submission to attach
+it to.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+from markupsafe import escape
+
 from grader.config import Course
+from grader.feedback import clean, render_summary
+from grader.record import GradeRecord
 from grader.store import safe_name
 
 STATUS_TEXT = {
@@ -41,13 +49,12 @@ def results(course: Course, lesson_key: str, student: dict) -> dict:
             "tags": [t["part"], "practice"] if practice else [t["part"]],
             "visibility": part.visibility,
         })
-    head = [STATUS_TEXT.get(student["status"], student["status"])]
-    if student.get("problem"):
-        head.append(student["problem"])
-    head += student.get("notes", [])
-    head.append(f"Score: {student['score']} / {student['max_score']}")
-    return {"score": student["score"], "output": "\n\n".join(head),
-            "output_format": "simple_format", "visibility": "visible",
+    head = [STATUS_TEXT.get(student["status"], student["status"]),
+            *student.get("notes", [])]
+    output = "".join(f"<p>{escape(clean(line, 2000))}</p>" for line in head)
+    summary = render_summary(GradeRecord.from_json(student), course, lesson_key)
+    return {"score": student["score"], "output": output + summary,
+            "output_format": "html", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests}
 
 
@@ -65,12 +72,15 @@ def _test_output(test: dict, language: str) -> str:
 
 
 def write(course: Course, lesson_key: str, scores: dict, out_dir: Path) -> list[Path]:
-    """One file per student, named as the store names its results: whatever the id
-    holds (`../`, `/`, a formula), the file lands in the folder and names never collide."""
+    """One file per student who handed something in, named as the store names its
+    results: whatever the id holds (`../`, `/`, a formula), the file lands in the
+    folder and names never collide."""
     folder = out_dir / "gradescope"
     folder.mkdir(parents=True, exist_ok=True)
     paths: dict[Path, None] = {}
     for student in scores["students"]:
+        if student["status"] == "missing":
+            continue
         path = folder / f"{safe_name(str(student['student_id']))}.json"
         if path.parent != folder or path in paths:
             raise ValueError(f"no safe, unique file name for student id "

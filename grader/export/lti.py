@@ -6,6 +6,8 @@ roster's lms_id; an unrostered student keeps their student id and is reported.
 Every graded score is FullyGraded: Canvas ignores the others, and scores.json is final.
 A missing submission is, as course.yml's `missing` says, a FullyGraded 0 or a score
 with no scoreGiven and gradingProgress NotReady, which leaves the gradebook cell empty.
+The comment is the student's result in one line (`summary.text`): Canvas shows it as
+a submission comment, Moodle as the grade's feedback.
 """
 from __future__ import annotations
 
@@ -13,26 +15,19 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
-from grader.config import Student
+from grader.config import Course, Student
+from grader.export import summary
 
 ACTIVITY = {"missing": "Initialized"}  # every other status handed something in
 
 
-def comment(student: dict) -> str:
-    """A one-line summary for an LMS comment: status, then points per part."""
-    parts = "; ".join(f"{name} {p['score']:g}/{p['max_score']:g}"
-                      for name, p in student["parts"].items())
-    lead = (student.get("problem") or student["status"].replace("_", " ")).rstrip(".")
-    lead = lead[:1].upper() + lead[1:]
-    return f"{lead}. {parts}" if parts else f"{lead}."
-
-
-def score_object(student: dict, who: Student, timestamp: str, missing: str) -> dict:
-    """The AGS score body for one student."""
+def score_object(student: dict, who: Student, timestamp: str, missing: str,
+                 comment: str) -> dict:
+    """The AGS score body for one student; `comment` is `summary.text` of the record."""
     obj = {
         "userId": who.lms_id or student["student_id"],
         "scoreGiven": student["score"], "scoreMaximum": student["max_score"],
-        "comment": comment(student), "timestamp": timestamp,
+        "comment": comment, "timestamp": timestamp,
         "activityProgress": ACTIVITY.get(student["status"], "Completed"),
         "gradingProgress": "FullyGraded",
     }
@@ -48,11 +43,12 @@ def now() -> str:
         "+00:00", "Z")
 
 
-def write(scores: dict, people: dict[str, Student], out_dir: Path,
-          missing: str) -> list[Path]:
+def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Student],
+          out_dir: Path) -> list[Path]:
     stamp = now()
     path = out_dir / "lti_scores.jsonl"
-    lines = [json.dumps(score_object(s, people[s["student_id"]], stamp, missing),
+    lines = [json.dumps(score_object(s, people[s["student_id"]], stamp, course.missing,
+                                     summary.text(course, lesson_key, s)),
                         ensure_ascii=False)
              for s in scores["students"]]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

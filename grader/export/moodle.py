@@ -13,7 +13,7 @@ from pathlib import Path
 
 from grader.config import Course, Student
 from grader.export.cells import score_cell, write_rows
-from grader.export.lti import comment
+from grader.export import summary
 from grader.export.roster import Match
 
 WHY = {"username": "no username", "email": "no email in the roster",
@@ -48,7 +48,7 @@ def write(course: Course, lesson_key: str, scores: dict, found: Match,
             left_out.append(f"moodle: {sid}: "
                             f"{WHY[kind] if found.known(sid) else 'not in the roster'}")
             continue
-        rows.append([ident, score_cell(s, course.missing), comment(s)])
+        rows.append([ident, score_cell(s, course.missing), summary.text(course, lesson_key, s)])
     path = out_dir / "moodle.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         write_rows(f, rows)

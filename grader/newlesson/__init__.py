@@ -3,8 +3,9 @@
 It writes the course.yml entry (appended to the `lessons:` block as text, so the
 file's comments and layout stay as they are), a solution with SOLUTION markers and
 its stub, probes importing their helpers from grader.probekit, per part a graded
-test and a practice test, and the headers of mistakes.yml and
-equivalent_mutants.yml. The project's contract test (tests/e2e/test_contract.py)
+test and a practice test (comparing with `explained` too for a composite part),
+the headers of mistakes.yml and equivalent_mutants.yml, and an example class
+(examples/<key>/: its README and the stub as one student's hand-in). The project's contract test (tests/e2e/test_contract.py)
 runs `grader selftest` on every lesson of course.yml, so the new one is covered by
 its entry. Nothing existing is ever overwritten; a skeleton that would not load is
 rolled back.
@@ -30,7 +31,8 @@ class LessonError(ValueError):
     """The skeleton can't be written; the message says why."""
 
 
-def _problems(course: config.Course, key: str, name: str, parts: list[str]) -> list[str]:
+def _problems(course: config.Course, key: str, name: str, parts: list[str],
+              composite: str | None = None) -> list[str]:
     """Why these names can't make a lesson here (empty: they can)."""
     taken = {p: k for k, lesson in course.lessons.items() for p in lesson.parts}
     problems = [] if KEY.match(key) else [f"lesson key {key!r}: letters, digits, _ and -"]
@@ -49,6 +51,9 @@ def _problems(course: config.Course, key: str, name: str, parts: list[str]) -> l
         elif part in taken:
             problems.append(f"part {part!r} is lesson {taken[part]}'s: part names are "
                             "unique in the course")
+    if composite is not None and composite not in parts[1:]:
+        problems.append(f"composite part {composite!r}: one of --parts, after the parts it "
+                        "is made of")
     return problems
 
 
@@ -72,7 +77,20 @@ def course_entry(text: str, key: str, module: str, parts: list[str]) -> str:
     return (head if head.endswith("\n") else head + "\n") + entry + "".join(lines[last + 1:])
 
 
-def skeleton(key: str, name: str, parts: list[str]) -> dict[str, str]:
+def _tests(part: str, i: int, composite: bool) -> tuple[str, str]:
+    """The graded and the practice test of the i-th part (their seeds: 100·(i+1) and
+    PRACTICE_SEED + i, far apart)."""
+    seeds = dict(part=part, seed=100 * (i + 1), seed_b=100 * (i + 1) + 1)
+    practice = dict(part=part, seed=PRACTICE_SEED + i)
+    if not composite:
+        return t.GRADED.substitute(seeds), t.PRACTICE.substitute(practice)
+    checks = t.EXPLAINED_CHECKS.substitute(part=part)
+    return (t.GRADED_COMPOSITE.substitute(seeds, checks=checks),
+            t.PRACTICE_COMPOSITE.substitute(practice, checks=checks))
+
+
+def skeleton(key: str, name: str, parts: list[str],
+             composite: str | None = None) -> dict[str, str]:
     """The lesson's files, by path relative to course.yml."""
     module = f"{key}_{name}"
     solution = t.SOLUTION.substitute(
@@ -88,19 +106,23 @@ def skeleton(key: str, name: str, parts: list[str]) -> dict[str, str]:
              f"{tests}/equivalent_mutants.yml": t.EQUIVALENTS.substitute(key=key,
                                                                          module=module)}
     for i, part in enumerate(parts):
-        files[f"{tests}/test_{part}.py"] = t.GRADED.substitute(
-            part=part, seed=100 * (i + 1), seed_b=100 * (i + 1) + 1)
-        files[f"{tests}/test_public_{part}.py"] = t.PRACTICE.substitute(
-            part=part, seed=PRACTICE_SEED + i)
+        graded, practice = _tests(part, i, part == composite)
+        files[f"{tests}/test_{part}.py"] = graded
+        files[f"{tests}/test_public_{part}.py"] = practice
+    files[f"examples/{key}/README.md"] = t.EXAMPLES.substitute(key=key, module=module)
+    files[f"examples/{key}/unchanged_stub/{module}.py"] = files[f"exercises/{module}.py"]
     return files
 
 
-def create(course_path: Path, key: str, name: str, parts: list[str]) -> list[Path]:
-    """Write the skeleton and the course.yml entry; the paths written, course.yml first."""
+def create(course_path: Path, key: str, name: str, parts: list[str],
+           composite: str | None = None) -> list[Path]:
+    """Write the skeleton and the course.yml entry; the paths written, course.yml first.
+    `composite`: the part built from the others, whose tests compare with `explained`."""
     course_path = course_path.resolve()
     course = config.load(course_path)
-    problems = _problems(course, key, name, parts)
-    files = {course.root / path: text for path, text in skeleton(key, name, parts).items()}
+    problems = _problems(course, key, name, parts, composite)
+    files = {course.root / path: text
+             for path, text in skeleton(key, name, parts, composite).items()}
     problems += [f"{p.relative_to(course.root)} exists" for p in files if p.exists()]
     if problems:
         raise LessonError("; ".join(problems))

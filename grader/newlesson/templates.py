@@ -2,7 +2,10 @@
 
 Every place the instructor must write something carries the marker TODO(new-lesson);
 `grader selftest` fails while one is left. The skeleton grades a tensor-in,
-tensor-out function per part: the common case, and a working start for others.
+tensor-out function per part: the common case, and a working start for others. A
+composite part (one built from the others) gets tests that compare with `explained`
+too, its practice test included: without it a mistake in another part would cost
+points in the composite part as well.
 """
 from string import Template
 
@@ -80,6 +83,59 @@ def test_$part(student, reference, check, dtype, shape, seed):
     got, ref = student.call("$part", x=x), reference.call("$part", x=x)
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.close("output", got["y"], ref["y"])
+''')
+
+# A composite part: the reference, or else the solution with the mistakes established
+# in the student's other parts (`explained`), so those mistakes cost points there only.
+EXPLAINED_CHECKS = Template('''    got, ref = student.call("$part", x=x), reference.call("$part", x=x)
+    check.shape("output shape", got["y"], tuple(ref["y"].shape))
+    check.close("output", got["y"], ref["y"],
+                alt=lambda: [r["y"] for r in explained.call("$part", x=x)],
+                alt_note="matches the reference with the mistakes found in your other parts")
+''')
+
+GRADED_COMPOSITE = Template('''"""Part "$part", built from the other parts: TODO(new-lesson): what the graded cases
+cover. It comes after its parts in course.yml and compares with the reference or,
+else, with the solution carrying the mistakes found in the student's other parts
+(`explained`). Graded cases draw their inputs from seeds no practice case uses."""
+import pytest
+import torch
+
+# (dtype, shape, seed)  TODO(new-lesson): the graded cases
+CASES = [("float32", (2, 8), $seed), ("float64", (3, 5), ${seed_b})]
+
+
+@pytest.mark.parametrize("dtype,shape,seed", CASES)
+def test_$part(student, reference, explained, check, dtype, shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g, dtype=torch.float64).to(getattr(torch, dtype))
+$checks''')
+
+PRACTICE_COMPOSITE = Template('''"""Practice case for part "$part" (0 points), built from the other parts: like its
+graded tests it compares with `explained` too, so a student whose other parts hold
+a known mistake sees it named there, not here. Shipped to students with its
+recorded results, so its inputs come from a seed no graded case uses."""
+import pytest
+import torch
+
+pytestmark = pytest.mark.public
+
+
+def test_practice_$part(student, reference, explained, check):
+    g = torch.Generator().manual_seed($seed)
+    x = torch.randn(2, 8, generator=g)
+$checks''')
+
+EXAMPLES = Template('''# A sample class for lesson $key
+
+`grader run --lesson $key` grades it into `out/$key`: one folder per student holding
+`$module.py`. Add realistic submissions (a correct one in another style, each common
+mistake, one that raises, one that times out) and say what each should score.
+
+| student | what they handed in | expected |
+|---|---|---|
+| unchanged_stub | the stub, unchanged | 0, "not implemented" |
+| TODO(new-lesson) | a correct submission, written differently from the solution | full marks |
 ''')
 
 PRACTICE = Template('''"""Practice case for part "$part" (0 points): shipped to students with its recorded

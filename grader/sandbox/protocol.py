@@ -25,6 +25,11 @@ import time
 
 import torch
 
+# Any one string of a report from a child (an error message, a traceback, what the
+# harness says when it fails), as the student or the TA sees it; the child caps its
+# own, the trusted side caps again.
+MAX_TEXT = 4000
+
 HEADER = struct.Struct(">QQ")  # frame length, nonce
 JSON_LEN = struct.Struct(">I")
 ALIGN = 8

@@ -19,13 +19,16 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from grader.sandbox import protocol
-from grader.sandbox.slot import Limits, SandboxError, Slot, StudentError
+from grader.sandbox.limits import Limits, SandboxError, StudentError
+
+if TYPE_CHECKING:
+    from grader.sandbox.slot import Slot
 
 MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
-MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped at 4000 chars
-MAX_TEXT = 4000  # any one string of an error report, as the student sees it
+MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped (MAX_TEXT)
 MAX_TYPE = 200
 KINDS = frozenset({"exception", "not_implemented", "memory", "exit", "import"})
 WRONG_REQUEST = ("your code answered for another request {where}: did it fork, or "
@@ -255,7 +258,7 @@ def _death_cause(status: dict, limits: Limits, where: str) -> str:
     return f"your code ended the process (exit status {code}) {where}"
 
 
-def _text(value: object, cap: int = MAX_TEXT) -> str:
+def _text(value: object, cap: int = protocol.MAX_TEXT) -> str:
     """A student's string as the grader may keep it: capped (protocol.loads has
     already made it valid UTF-8)."""
     text = value if isinstance(value, str) else ""

@@ -3,7 +3,7 @@
 A Sandbox is one zygote: one bubblewrap boot (or, when explicitly allowed, a
 plain process) that pays for torch and the lesson's imports once. Each Slot is a
 fork of it with its own uid and namespaces, serving one submission at a time
-(`Slot.open` gives a `Session`). Nothing here imports torch, so the sandbox boots
+(a `session.Session` runs one submission on a slot). Nothing here imports torch, so the sandbox boots
 while the grader's own process is still importing it; except where the zygote is a
 fork of this process (`_fork_zygote`), which imports it first, once for both.
 """
@@ -21,46 +21,13 @@ import sys
 import tempfile
 import time
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from grader.sandbox import bwrap, cgroup
-
-if TYPE_CHECKING:
-    from grader.sandbox.session import Session
+from grader.sandbox.limits import Limits, SandboxError
 
 BASE_UID = 61000
 UID_COUNT = 4096
-
-
-@dataclass(frozen=True)
-class Limits:
-    test_wall_s: float = 10.0
-    submission_wall_s: float = 120.0
-    cpu_s: int = 60
-    memory_mb: int = 1024
-    processes: int = 16
-    file_size_mb: int = 8
-    scratch_mb: int = 32
-    output_kb: int = 64
-    received_mb: int = 64  # results a submission may send in all (a correct one: ~1 MiB)
-
-
-class StudentError(Exception):
-    """Something the submission did; shown to the student, costs the current test."""
-
-    def __init__(self, kind: str, message: str, traceback: str = "", type_: str = ""):
-        super().__init__(message)
-        self.kind, self.message, self.traceback, self.type = kind, message, traceback, type_
-
-    def as_dict(self) -> dict:
-        return {"kind": self.kind, "message": self.message,
-                "traceback": self.traceback, "type": self.type}
-
-
-class SandboxError(Exception):
-    """The grader's own machinery failed; never blamed on a student."""
 
 
 def claim_uid() -> tuple[int, int]:
@@ -376,12 +343,6 @@ class Slot:
             return False
         finally:
             self.ctrl.setblocking(True)
-
-    def open(self, source: str, filename: str, allowed_imports: list[str],
-             limits: Limits) -> "Session":
-        from grader.sandbox.session import Session
-
-        return Session(self, source, filename, allowed_imports, limits)
 
     def close(self) -> None:
         """Hang up: the slot kills its last child and exits (and frees its uid)."""

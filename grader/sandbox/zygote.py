@@ -48,7 +48,6 @@ import traceback
 
 SCRATCH = "/tmp/work"  # sandboxed: a fresh tmpfs per child, in the slot's own mounts
 HARNESS_FAILED = 70  # a child's exit status when the harness failed (also reported aside)
-MAX_REPORT = 4000
 CGROUP = "/grader/cgroup"  # the run's memory cgroup, where the trusted side made one
 # Container mode (no namespaces to be had; the container is the boundary): set by main
 CONTAINER = False
@@ -309,7 +308,7 @@ class _Child:
         """What the harness reported before it died (read once the child is gone)."""
         os.set_blocking(self.report, False)
         try:
-            return os.read(self.report, MAX_REPORT).decode(errors="replace")
+            return os.read(self.report, protocol.MAX_TEXT).decode(errors="replace")
         except BlockingIOError:
             return ""
 
@@ -405,7 +404,7 @@ def _harness_failed() -> int:
     if _report is None:
         traceback.print_exc()
     else:
-        os.write(_report, traceback.format_exc()[-MAX_REPORT:].encode())
+        os.write(_report, traceback.format_exc()[-protocol.MAX_TEXT:].encode())
     return HARNESS_FAILED
 
 
@@ -708,9 +707,6 @@ def _guard_imports(allowed: list[str]) -> None:
     builtins.__import__ = guarded
 
 
-MAX_TEXT = 4000
-
-
 def _syntax_lines(exc: SyntaxError) -> list[str]:
     """Where a syntax error is, with a caret under it. Python's own rendering leaves
     the caret line blank when the error spans lines (a missing comma before a line
@@ -764,8 +760,8 @@ def _describe_unguarded(exc: BaseException, path: str) -> dict:
     return {
         "kind": kind,
         "type": type(exc).__name__[:200],
-        "message": message[:MAX_TEXT],
-        "traceback": "".join(lines).replace(os.path.dirname(path) + "/", "")[:MAX_TEXT],
+        "message": message[:protocol.MAX_TEXT],
+        "traceback": "".join(lines).replace(os.path.dirname(path) + "/", "")[:protocol.MAX_TEXT],
     }
 
 

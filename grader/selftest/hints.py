@@ -10,23 +10,22 @@ from rich.console import Console
 
 from grader.config import Course
 from grader.feedback import STRINGS, clean, render_student
+from grader.record import GRADED, Diagnosis, GradeRecord, PartRecord, TestRecord
 from grader.reference import Mistake
 from grader.selftest.findings import Finding, failed, ok
 
 
-def record_naming(m: Mistake) -> dict:
+def record_naming(m: Mistake) -> GradeRecord:
     """The smallest graded record whose part `m.part` is diagnosed as `m`."""
-    diagnosis = {"id": m.id, "title": m.title, "hint": m.hint}
-    test = {"name": "test_case", "part": m.part, "practice": False, "outcome": "failed",
-            "message": "differs", "checks": [], "error": None, "diagnosis": diagnosis,
-            "max_abs_diff": None, "pictures": [], "score": 0.0, "max_score": 1.0}
-    return {"student_id": "selftest", "status": "graded", "problem": "", "output": "",
-            "score": 0.0, "max_score": 1.0, "tests": [test],
-            "parts": {m.part: {"score": 0.0, "max_score": 1.0, "passed": 0, "tests": 1,
-                               "diagnosis": diagnosis}}}
+    diagnosis = Diagnosis(m.id, m.title, m.hint)
+    test = TestRecord(name="test_case", part=m.part, practice=False, outcome="failed",
+                      message="differs", diagnosis=diagnosis, max_score=1.0)
+    return GradeRecord(student_id="selftest", lesson="", status=GRADED, score=0.0,
+                       max_score=1.0, tests=[test],
+                       parts={m.part: PartRecord(0.0, 1.0, 0, 1, diagnosis)})
 
 
-def terminal(record: dict, course: Course, key: str, language: str) -> str:
+def terminal(record: GradeRecord, course: Course, key: str, language: str) -> str:
     """What `grader check` prints for `record`, in `language`, one line per text."""
     from grader.cli import _print_check
 

@@ -10,11 +10,15 @@ from grader.selftest.findings import Finding, failed, ok
 
 
 def _places(course: Course, key: str) -> dict[str, str]:
-    """The lesson's texts by a name to report: its files and its course.yml titles."""
+    """The lesson's texts by a name to report: its files, its course.yml titles and its
+    example class's README."""
     lesson = course.lesson(key)
     texts = {str(lesson.solution): course.path(lesson.solution).read_text(encoding="utf-8"),
              "course.yml titles": "\n".join([lesson.title, *(p.title for p in
                                                              lesson.parts.values())])}
+    examples = course.path(lesson.submissions) / "README.md" if lesson.submissions else None
+    if examples is not None and examples.is_file():  # the example class's expectations
+        texts[str(lesson.submissions / "README.md")] = examples.read_text(encoding="utf-8")
     tests: Path = course.path(lesson.tests)
     for f in sorted(tests.rglob("*")):
         if f.is_file() and "__pycache__" not in f.parts:

@@ -42,6 +42,7 @@ class Row:
     unsafe: list[Worst] = field(default_factory=list)
     drift: str = ""
     size: str = ""
+    floor: float = 0.0  # one ulp at the reference's scale: the least a margin is above
 
 
 @dataclass
@@ -142,7 +143,7 @@ def _row(key: Key, correct: dict[str, list[Compared]],
         m = min(finite, key=lambda m: _mistake_size(finite[m]))
         case = max(finite[m], key=lambda c: c.max_abs).case
         row.mistake = Worst(_mistake_size(finite[m]), m, case)
-    floor = max(c.eps for cs in correct.values() for c in cs)
+    row.floor = floor = max(c.eps for cs in correct.values() for c in cs)
     row.suggest = _suggest(correct, finite, floor)
     row.too_tight = [Worst(c.excess[c.rtol] + c.atol, who, c.case)
                      for who, cs in correct.items() for c in cs if c.excess[c.rtol] > c.atol]

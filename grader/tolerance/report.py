@@ -11,6 +11,18 @@ def _at(w: Worst) -> str:
     return f"{w.value:.3g}  ({w.who}{', ' + w.case if w.case else ''})"
 
 
+def _above(row: Row) -> str:
+    """What the suggestion's margin is measured from: the largest correct difference
+    left once rtol·|ref| is allowed or, when that is less (0 for variants that give the
+    reference's bits), one ulp at the reference's scale, as a margin over 0 can't be."""
+    atol, rtol, margin = row.suggest
+    if atol / margin > row.floor * (1 + 1e-9):  # above the floor, up to rounding
+        return f"×{margin:.3g} above the largest correct"
+    why = ("the correct variants give the reference's bits" if row.correct.value == 0
+           else f"rtol {rtol:g} covers every correct difference")
+    return f"×{margin:.3g} above {row.floor:.2g}, one ulp at the reference's scale: {why}"
+
+
 def _block(row: Row) -> list[str]:
     lines = [f"{row.test} · {row.check}   [{row.key}: atol {row.atol:g}, rtol {row.rtol:g}]",
              f"  largest correct   {_at(row.correct)}"]
@@ -23,9 +35,8 @@ def _block(row: Row) -> list[str]:
         lines.append(f"  within correct noise here: {', '.join(row.noise)}")
     if row.suggest is not None:
         atol, rtol, margin = row.suggest
-        lines.append(f"  suggest           atol {atol:.2g}, rtol {rtol:g}  (×{margin:.3g} "
-                     "above the largest correct, ×{0:.3g} below the smallest mistake)"
-                     .format(margin))
+        lines.append(f"  suggest           atol {atol:.2g}, rtol {rtol:g}  ({_above(row)}, "
+                     f"×{margin:.3g} below the smallest mistake)")
     elif row.mistake is not None:
         lines.append("  suggest           no tolerance separates them here")
     for note in (row.drift, row.size):

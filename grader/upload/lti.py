@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 
 from grader.config import Course
-from grader.export import roster
+from grader.export import roster, summary
 from grader.export.lti import now, score_object
 from grader.store import write_atomic
 from grader.upload import UploadError
@@ -67,7 +67,8 @@ def _load_sent(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def scores_to_send(course: Course, scores: dict, outcome: Outcome) -> list[tuple[str, dict]]:
+def scores_to_send(course: Course, lesson_key: str, scores: dict,
+                   outcome: Outcome) -> list[tuple[str, dict]]:
     """(student id, score body) for every student with an LTI user id."""
     found = roster.match(roster.load(course), [s["student_id"] for s in scores["students"]])
     stamp, bodies = now(), []
@@ -78,7 +79,8 @@ def scores_to_send(course: Course, scores: dict, outcome: Outcome) -> list[tuple
         elif found.rostered and not who.lms_id:
             outcome.skipped.append((sid, "no lms_id (the LTI user id) in the roster"))
         else:
-            bodies.append((sid, score_object(s, who, stamp, course.missing)))
+            bodies.append((sid, score_object(s, who, stamp, course.missing,
+                                             summary.text(course, lesson_key, s))))
     return bodies
 
 
@@ -96,7 +98,7 @@ def upload(course: Course, lesson_key: str, scores: dict, out: Path, *,
     sent = _load_sent(path)
     mine = sent.setdefault(_record_key(course, lesson_key), {})
     todo = []
-    for sid, body in scores_to_send(course, scores, outcome):
+    for sid, body in scores_to_send(course, lesson_key, scores, outcome):
         if not force and mine.get(body["userId"]) == fingerprint(body):
             outcome.unchanged.append(sid)
         else:

@@ -109,10 +109,11 @@ def context(course: config.Course) -> LessonContext:
 
 
 def grade_all(course, slot: Slot, root: Path, sources: dict[str, str]) -> dict[str, dict]:
-    """Grade many submissions in one pytest session on one slot: {student_id: record}."""
+    """Grade many submissions in one pytest session on one slot: {student_id: record},
+    each in the form results/<id>.json stores (what pages and exports are made from)."""
     out: dict[str, dict] = {}
     runner.grade_many(context(course), write_subs(root, sources), slot,
-                      lambda r: out.__setitem__(r["student_id"], r))
+                      lambda r: out.__setitem__(r.student_id, r.to_json()))
     return out
 
 

@@ -14,6 +14,7 @@ import pytest
 from grader import points
 from grader.config import load
 from grader.export.cells import FORMULA_START
+from grader.record import GradeRecord, TestRecord
 from grader.store import safe_name
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,17 +24,16 @@ FORMATS = "gradescope,canvas,lti,moodle,nbgrader"
 
 
 def student(sid: str, passed: int) -> dict:
-    """A lesson-13 record whose first `passed` tests of each part pass."""
+    """A lesson-13 scores.json entry whose first `passed` tests of each part pass."""
     lesson = load(REPO / "course.yml").lesson("13")
-    tests = [{"name": f"test_{i}", "part": name, "practice": False,
-              "outcome": "passed" if i < passed else "failed", "max_abs_diff": None,
-              "message": "", "diagnosis": None}
+    tests = [TestRecord(name=f"test_{i}", part=name, practice=False,
+                        outcome="passed" if i < passed else "failed")
              for name in lesson.parts for i in range(7)]
     parts = points.award(lesson.parts, tests)
-    return {"student_id": sid, "status": "import_error", "sandboxed": True,
-            "problem": "=cmd|' /C calc'!A0 raised", "notes": [],
-            "score": points.total(parts), "max_score": points.total(parts, "max_score"),
-            "parts": parts, "tests": tests}
+    return GradeRecord(student_id=sid, lesson="13", status="import_error",
+                       problem="=cmd|' /C calc'!A0 raised", score=points.total(parts),
+                       max_score=points.total(parts, "max_score"), parts=parts,
+                       tests=tests).score_json()
 
 
 def digest(path: Path) -> str:

@@ -17,7 +17,8 @@ import pytest
 
 from conftest import LESSON, failed_messages, grade_all, hostile, require_sandbox
 from grader.sandbox import slot as slots
-from grader.sandbox.slot import StudentError
+from grader.sandbox.limits import StudentError
+from grader.sandbox.session import Session
 
 KEYCTL = {"x86_64": (248, 250), "aarch64": (217, 219)}  # add_key, keyctl
 KEYCTL_JOIN_SESSION_KEYRING, KEYCTL_SEARCH, KEYCTL_READ = 1, 10, 11
@@ -205,7 +206,7 @@ def test_child_inherits_no_capability_and_no_stray_descriptor(course, two_slots,
 
 
 def _import_report(slot, source: str, limits, allowed, out: dict, name: str) -> None:
-    session = slot.open(source, "13_moe.py", allowed, limits)
+    session = Session(slot, source, "13_moe.py", allowed, limits)
     try:
         session.call("no-such-probe", {})
     except StudentError as exc:

@@ -17,9 +17,10 @@ import pytest
 
 from conftest import SOLUTION, failed_messages, grade_all, hostile
 from grader.feedback import render_student
+from grader.record import GradeRecord
 from grader.plugin import StudentCaller
 from grader.sandbox.session import MAX_TEXT
-from grader.sandbox.slot import Limits, StudentError
+from grader.sandbox.limits import Limits, StudentError
 from grader.store import Store, write_atomic
 
 MIB = 1 << 20
@@ -114,7 +115,8 @@ def test_lone_surrogate_is_kept_as_valid_text_and_written(graded, course, tmp_pa
     messages = failed_messages(rec, "dispatch")
     assert messages and all("\ufffd" in m for m in messages), messages[:2]
     json.dumps(rec, ensure_ascii=False).encode("utf-8")  # no lone surrogate anywhere
-    Store(tmp_path).save(rec, render_student(rec, course, "13"))  # used to kill the worker
+    typed = GradeRecord.from_json(rec)
+    Store(tmp_path).save(typed, render_student(typed, course, "13"))  # used to kill the worker
     assert "lone \ufffd surrogate" in (tmp_path / "results" / "surrogate.json").read_text()
 
 

@@ -18,6 +18,7 @@ import pytest
 from conftest import (FULL, PARTS, REPO, SOLUTION, assert_honest_still_full,
                       failed_messages, grade_all, hostile, lost, no_marker)
 from grader.feedback import render_student
+from grader.record import GradeRecord
 
 WRONG = "return torch.zeros_like(x_flat)"
 HOST_SENTINEL = "/tmp/grader-adversarial-reduce-ran"
@@ -247,7 +248,7 @@ def test_script_injection_is_escaped(records, course):
     rec = records["script"]
     only_dispatch_lost(rec)
     assert SCRIPT in failed_messages(rec, "dispatch")[0]  # the record keeps the text
-    page = render_student(rec, course, "13")
+    page = render_student(GradeRecord.from_json(rec), course, "13")
     for raw in (SCRIPT, IMG, "<script", "onerror=\""):
         assert raw not in page, raw
     assert html.escape(SCRIPT, quote=False) in page or "&lt;script&gt;" in page

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from grader import config, feedback
+from grader.record import Diagnosis, GradeRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -152,7 +153,7 @@ def course() -> config.Course:
     return config.load(ROOT / "course.yml")
 
 
-def _failing_record(course: config.Course, student_id: str) -> dict:
+def _failing_record(course: config.Course, student_id: str) -> GradeRecord:
     """A realistic graded record: a diagnosed router bug, an FFN mismatch, a crash."""
     lesson = course.lesson("13")
     tests, parts = [], {}
@@ -204,24 +205,24 @@ def _failing_record(course: config.Course, student_id: str) -> dict:
         parts[part] = {"score": sum(t["score"] for t in own), "tests": len(own),
                        "max_score": lesson.parts[part].points,
                        "passed": sum(t["outcome"] == "passed" for t in own)}
-    return {"student_id": student_id, "lesson": "13", "sandboxed": False,
-            "score": sum(p["score"] for p in parts.values()),
-            "max_score": lesson.max_score, "status": "graded", "problem": "",
-            "import_traceback": "", "cpu_s": 3.2, "elapsed_s": 4.5,
-            "output": "step 1 \x1b[31mloss\x1b[0m 0.25\n" + HOSTILE + "\n" + "debug line\n" * 5,
-            "parts": parts, "tests": tests, "raw_report": {"tests": []}}
+    return GradeRecord.from_json({
+        "student_id": student_id, "lesson": "13", "sandboxed": False,
+        "score": sum(p["score"] for p in parts.values()),
+        "max_score": lesson.max_score, "status": "graded", "problem": "",
+        "import_traceback": "", "timing": {"cpu_s": 3.2, "elapsed_s": 4.5},
+        "output": "step 1 \x1b[31mloss\x1b[0m 0.25\n" + HOSTILE + "\n" + "debug line\n" * 5,
+        "parts": parts, "tests": tests})
 
 
-def _class(course: config.Course) -> list[dict]:
+def _class(course: config.Course) -> list[GradeRecord]:
     records = [_failing_record(course, f"student{i:02d}") for i in range(10)]
     scores = [10, 9.5, 8, 7.5, 7.5, 6, 5, 3, 10, 9]
     for i, (r, score) in enumerate(zip(records, scores, strict=True)):
-        r.update(score=score, elapsed_s=3.0 + i * 1.7)
-    records[1]["tests"][-5]["diagnosis"] = {"id": "gelu", "title": "GELU instead of SiLU",
-                                            "hint": "see 1.2"}
+        r.score, r.timing.elapsed_s = score, 3.0 + i * 1.7
+    records[1].tests[-5].diagnosis = Diagnosis("gelu", "GELU instead of SiLU", "see 1.2")
     missing = _failing_record(course, HOSTILE)
-    missing.update(status="import_error", score=0.0, elapsed_s=120.0,
-                   problem="SyntaxError: invalid syntax (13_moe.py, line 3)")
+    missing.status, missing.score, missing.timing.elapsed_s = "import_error", 0.0, 120.0
+    missing.problem = "SyntaxError: invalid syntax (13_moe.py, line 3)"
     return records + [missing]
 
 
@@ -243,7 +244,21 @@ def test_student_page_in_chromium(course, tmp_path, artifacts, language):
 
 
 def test_class_report_in_chromium(course, tmp_path, artifacts):
-    _check_page(feedback.render_report(_class(course), course, "13"), "report", tmp_path, artifacts)
+    _check_page(feedback.render_report(_class(course), course, "13", similarity=True),
+                "report", tmp_path, artifacts)
+
+
+def test_similarity_report_in_chromium(course, tmp_path, artifacts):
+    """The pairs side by side, one of them a hostile student's copy of alice."""
+    from grader.similarity import THRESHOLD, compare, read_text
+
+    alice = read_text(ROOT / "examples" / "13" / "alice" / "13_moe.py")
+    texts = {"alice": alice, HOSTILE: alice + f"\n# {HOSTILE}\n",
+             "planted": read_text(ROOT / "tests" / "fixtures" / "similarity" / "planted.py")}
+    pairs = compare(texts, read_text(ROOT / "exercises" / "13_moe.py"))
+    assert len(pairs) == 3
+    _check_page(feedback.render_similarity(pairs, len(texts), THRESHOLD, course, "13"),
+                "similarity", tmp_path, artifacts)
 
 
 def test_the_browser_check_sees_errors(tmp_path):

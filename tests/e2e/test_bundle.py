@@ -50,6 +50,10 @@ def test_check_at_home_names_the_mistake(bundle, tmp_path):
     proc = check(bundle, wrong, tmp_path)
     assert proc.returncode == 1
     assert "softmax runs over the tokens" in proc.stdout
+    # the composite part's practice test is excused by the mistake named in router: the
+    # bundle recorded what `explained` asks there
+    assert [line.split()[:3] for line in proc.stdout.splitlines() if " moe " in line] == [
+        ["✓", "moe", "1/1"]], proc.stdout
 
 
 PEEK = """
@@ -115,3 +119,10 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
     for f in bundle.rglob("*.py"):
         text = f.read_text()
         assert not [m for m in markers if m in text], f
+
+
+def test_bundle_names_no_lms_file_of_the_staff(bundle):
+    """course.yml's LMS keys (the Moodle grading worksheet lists every student's email)
+    stay with the staff: the bundle's course.yml does not even name them."""
+    text = (bundle / "course.yml").read_text(encoding="utf-8")
+    assert "moodle_worksheet" not in text and "worksheet" not in text

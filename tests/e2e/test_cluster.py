@@ -103,6 +103,6 @@ def test_workers_without_the_course_files_get_a_copy(course, tmp_path, dask_clie
     items = [(s.student_id, s.path.read_bytes(), "fp", []) for s in subs]
     records = dask_client.submit(cluster.grade_batch, bundle, elsewhere, "13", version,
                                  SANDBOXED, items, pure=False).result()
-    by_id = {r["student_id"]: r for r in records}
-    assert by_id["ada"]["score"] == course.lesson("13").max_score
-    assert by_id["bob"]["parts"]["router"]["score"] < 2
+    by_id = {r.student_id: r for r in records}
+    assert by_id["ada"].score == course.lesson("13").max_score
+    assert by_id["bob"].parts["router"].score < 2

@@ -12,15 +12,15 @@ ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "13_moe.py"
 
 
-def grade_all(ctx, slot, files: dict[str, Path]) -> dict[str, dict]:
+def grade_all(ctx, slot, files: dict[str, Path]) -> dict:
     out: dict[str, dict] = {}
     subs = [runner.Submission(sid, path) for sid, path in files.items()]
-    runner.grade_many(ctx, subs, slot, lambda r: out.__setitem__(r["student_id"], r))
+    runner.grade_many(ctx, subs, slot, lambda r: out.__setitem__(r.student_id, r))
     return out
 
 
 @pytest.fixture(scope="module")
-def graded(ctx13, slot13, tmp_path_factory) -> dict[str, dict]:
+def graded(ctx13, slot13, tmp_path_factory) -> dict:
     """Everything graded in one pytest session, as a TA's run would."""
     tmp = tmp_path_factory.mktemp("subs")
     source = SOLUTION.read_text()
@@ -44,46 +44,46 @@ def graded(ctx13, slot13, tmp_path_factory) -> dict[str, dict]:
     return grade_all(ctx13, slot13, files)
 
 
-def lost(record: dict) -> set[str]:
-    return {p for p, v in record["parts"].items() if v["score"] < v["max_score"]}
+def lost(record) -> set[str]:
+    return {p for p, v in record.parts.items() if v.score < v.max_score}
 
 
 def test_every_part_has_tests_for_k1_k2_and_both_dtypes(graded):
-    names = " ".join(t["name"] for t in graded["solution"]["tests"])
+    names = " ".join(t.name for t in graded["solution"].tests)
     for needle in ("float32", "float64", "1-True", "2-True", "2-False"):
         assert needle in names
 
 
 def test_empty_file(graded):
     r = graded["broken-empty"]
-    assert (r["status"], r["score"]) == ("unreadable", 0.0)
-    assert "empty" in r["problem"]
+    assert (r.status, r.score) == ("unreadable", 0.0)
+    assert "empty" in r.problem
 
 
 def test_missing_file(graded):
     r = graded["broken-missing"]
-    assert (r["status"], r["score"]) == ("missing", 0.0)
-    assert "no file was submitted" in r["problem"]
+    assert (r.status, r.score) == ("missing", 0.0)
+    assert "no file was submitted" in r.problem
 
 
 def test_syntax_error_names_the_line(graded):
     r = graded["broken-syntax"]
-    assert (r["status"], r["score"]) == ("import_error", 0.0)
-    assert "SyntaxError" in r["problem"] and "line" in r["problem"]
-    assert "13_moe.py" in r["import_traceback"]
+    assert (r.status, r.score) == ("import_error", 0.0)
+    assert "SyntaxError" in r.problem and "line" in r.problem
+    assert "13_moe.py" in r.import_traceback
 
 
 def test_absent_package(graded):
     r = graded["broken-absent_package"]
-    assert r["status"] == "import_error"
-    assert "einops" in r["problem"] and "provides" in r["problem"]
+    assert r.status == "import_error"
+    assert "einops" in r.problem and "provides" in r.problem
 
 
 def test_missing_function_costs_its_part(graded):
     r = graded["broken-no_route"]
-    assert r["status"] == "graded"
+    assert r.status == "graded"
     assert lost(r) == {"router"}
-    messages = " ".join(t["message"] for t in r["tests"] if t["part"] == "router")
+    messages = " ".join(t.message for t in r.tests if t.part == "router")
     assert "route" in messages and "AttributeError" in messages
 
 
@@ -104,13 +104,13 @@ def test_missing_function_is_pointed_to_in_the_stub(graded, course):
 def test_wrong_return_type_costs_its_part(graded):
     r = graded["broken-route_returns_list"]
     assert "router" in lost(r)
-    assert r["parts"]["ffn"]["score"] == 2.0 and r["parts"]["dispatch"]["score"] == 2.5
-    assert any("tuple (scores, topk_weight, topk_idx)" in t["message"] for t in r["tests"])
+    assert r.parts["ffn"].score == 2.0 and r.parts["dispatch"].score == 2.5
+    assert any("tuple (scores, topk_weight, topk_idx)" in t.message for t in r.tests)
 
 
 def test_traceback_shows_only_the_students_file(graded):
     r = graded["broken-import_error_inside"]
-    errors = [t["error"] for t in r["tests"] if t["part"] == "dispatch"]
+    errors = [t.error for t in r.tests if t.part == "dispatch"]
     assert errors and all("scipy_not_there" in e["message"] for e in errors)
     for e in errors:
         assert "13_moe.py" in e["traceback"]
@@ -133,11 +133,11 @@ def test_malformed_results_are_the_students_not_a_grader_error(ctx13, slot13, tm
     path = tmp_path / "13_moe.py"
     path.write_text(SOLUTION.read_text() + "\n" + forge)
     r = runner.grade(ctx13, runner.Submission("m", path), slot13)
-    router = [t for t in r["tests"] if t["part"] == "router"]
-    assert all(t["outcome"] == "failed" for t in router)
-    assert all(t["error"]["kind"] == "malformed" for t in router)
-    assert "could not be checked" in router[0]["message"]
-    assert r["parts"]["ffn"]["score"] == 2.0 and r["parts"]["moe"]["score"] == 2.0
+    router = [t for t in r.tests if t.part == "router"]
+    assert all(not t.passed for t in router)
+    assert all(t.error["kind"] == "malformed" for t in router)
+    assert "could not be checked" in router[0].message
+    assert r.parts["ffn"].score == 2.0 and r.parts["moe"].score == 2.0
 
 
 def test_a_dead_worker_is_a_grader_fault_not_a_zero(course, ctx13):

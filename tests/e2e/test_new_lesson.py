@@ -47,7 +47,8 @@ def course(tmp_path_factory) -> Path:
     for folder in ("solutions", "exercises", "hidden_tests"):
         shutil.copytree(ROOT / folder, root / folder,
                         ignore=shutil.ignore_patterns("__pycache__"))
-    proc = grader(root, "new-lesson", "99", "--name", "toy", "--parts", "scale,shift")
+    proc = grader(root, "new-lesson", "99", "--name", "toy", "--parts", "scale,shift",
+                  "--composite", "shift")
     assert proc.returncode == 0, proc.stderr
     return root
 
@@ -60,7 +61,8 @@ def fill(course: Path) -> None:
         text = re.sub(rf"(def {part}\(.*?### BEGIN SOLUTION\n\s*)return x\.clone\(\)[^\n]*",
                       rf"\g<1>{body}", text, count=1, flags=re.S)
     solution.write_text(text)
-    for path in [solution, course / "course.yml", *(course / "hidden_tests" / MODULE).iterdir()]:
+    for path in [solution, course / "course.yml", *(course / "hidden_tests" / MODULE).iterdir(),
+                 course / "examples" / "99" / "README.md"]:
         text = re.sub(rf"\s*# {re.escape(MARK)}[^\n]*", "", path.read_text())
         path.write_text(text.replace(f"{MARK}: ", "").replace(MARK, "done"))
     (course / "hidden_tests" / MODULE / "mistakes.yml").write_text(MISTAKES)
@@ -78,6 +80,13 @@ def test_the_entry_is_appended_and_course_yml_keeps_its_comments(course):
         "probes.py", "mistakes.yml", "equivalent_mutants.yml", "test_scale.py",
         "test_public_scale.py", "test_shift.py", "test_public_shift.py"}
     assert "from grader.probekit import" in (tests / "probes.py").read_text()
+    assert "explained" not in (tests / "test_public_scale.py").read_text()
+    for name in ("test_shift.py", "test_public_shift.py"):  # the composite part's
+        assert "alt=lambda: [r[\"y\"] for r in explained.call(" in (tests / name).read_text()
+    examples = course / "examples" / "99"
+    assert lesson.submissions == Path("examples/99") and (examples / "README.md").is_file()
+    assert (examples / "unchanged_stub" / f"{MODULE}.py").read_text() == (
+        course / "exercises" / f"{MODULE}.py").read_text()
 
 
 def test_nothing_is_overwritten_and_names_stay_unique(course):
@@ -86,6 +95,8 @@ def test_nothing_is_overwritten_and_names_stay_unique(course):
     assert again.returncode != 0 and "already has a lesson '99'" in again.stderr
     clash = grader(course, "new-lesson", "98", "--name", "other", "--parts", "norm")
     assert clash.returncode != 0 and "part 'norm' is lesson 10's" in clash.stderr
+    first = grader(course, "new-lesson", "97", "--name", "x", "--parts", "a,b", "--composite", "a")
+    assert first.returncode != 0 and "composite part 'a'" in first.stderr
     assert (course / "course.yml").read_text() == yml
 
 

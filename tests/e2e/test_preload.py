@@ -39,11 +39,11 @@ def test_preloaded_requests_are_named_not_sent(course, ctx13, monkeypatch, tmp_p
         if slot is not None:
             slot.close()
         sandbox.close()
-    assert good["score"] == good["max_score"]
-    assert bad["parts"]["router"]["score"] == 0 and bad["parts"]["ffn"]["score"] == 2.0
+    assert good.score == good.max_score
+    assert bad.parts["router"].score == 0 and bad.parts["ffn"].score == 2.0
     # every request goes as a key: a wrong layer is excused only by trusted code (the
     # solution with the router's established mistake), never by asking the student's
     # code anything beyond the graded requests
-    assert bad["parts"]["moe"]["score"] == bad["parts"]["moe"]["max_score"]
+    assert bad.parts["moe"].score == bad.parts["moe"].max_score
     assert {probe for probe, _ in sent} <= {r["probe"] for r in requests.values()}
     assert sent and max(n for _, n in sent) < 300

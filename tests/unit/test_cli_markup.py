@@ -6,6 +6,7 @@ from pathlib import Path
 from rich.console import Console
 
 from grader import cli, config
+from grader.record import GradeRecord
 from grader.selftest.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,11 +29,12 @@ def test_check_output_keeps_brackets():
             "message": TEXTS[2], "error": None, "checks": []}
     record = {"status": "graded", "problem": "", "tests": [test], "output": TEXTS[1],
               "parts": {"norm": {"diagnosis": diagnosis}}}
-    text = shown(lambda *a: cli._print_check(record, course, "10", a[-1]))
+    typed = GradeRecord.from_json(record)
+    text = shown(lambda *a: cli._print_check(typed, course, "10", a[-1]))
     for expected in [*TEXTS, test["name"]]:
         assert expected in text, expected
     failed = {**record, "status": "import_error", "problem": "SyntaxError: [x for x in"}
-    text = shown(lambda *a: cli._print_check(failed, course, "10", a[-1]))
+    text = shown(lambda *a: cli._print_check(GradeRecord.from_json(failed), course, "10", a[-1]))
     assert failed["problem"] in text
 
 

@@ -8,9 +8,19 @@ from pathlib import Path
 import pytest
 
 from grader import config, feedback
+from grader.record import GradeRecord
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert('x')</script>"
+
+
+def render_student(record: dict, *args) -> str:
+    """A page from a record in its stored form (results/<id>.json), as `grader report`."""
+    return feedback.render_student(GradeRecord.from_json(record), *args)
+
+
+def render_report(records: list[dict], *args) -> str:
+    return feedback.render_report([GradeRecord.from_json(r) for r in records], *args)
 
 
 @pytest.fixture(scope="module")
@@ -61,12 +71,12 @@ def make_record(course: config.Course, student_id: str = "alice") -> dict:
                            "type": "ZeroDivisionError"})]
     return {"student_id": student_id, "lesson": "13", "sandboxed": True, "score": 7.0,
             "max_score": 10.0, "status": "graded", "problem": "", "import_traceback": "",
-            "output": "hello from the student\n", "cpu_s": 1.5, "elapsed_s": 2.25,
+            "output": "hello from the student\n", "timing": {"cpu_s": 1.5, "elapsed_s": 2.25},
             "parts": parts, "tests": tests, "raw_report": {"secret": "RAW-REPORT-CONTENT"}}
 
 
 def test_failing_check_numbers_all_appear(course):
-    page = feedback.render_student(make_record(course), course, "13", "en")
+    page = render_student(make_record(course), course, "13", "en")
     for value in (0.012345678, 3.25, 1e-5, 1e-4, 0.4567, 0.4443):
         assert feedback.num(value) in page
     assert "[1, 3, 17]" in page and "[16, 64]" in page and "[2, 8, 64]" in page
@@ -87,27 +97,27 @@ def test_hostile_strings_are_escaped(course):
     record["tests"][-1]["error"]["traceback"] = HOSTILE
     record["tests"][-2]["checks"][0]["message"] = HOSTILE
     record["tests"][-2]["diagnosis"]["hint"] = {"en": HOSTILE}
-    for page in (feedback.render_student(record, course, "13", "en"),
-                 feedback.render_report([record], course, "13", "en")):
+    for page in (render_student(record, course, "13", "en"),
+                 render_report([record], course, "13", "en")):
         assert "<script" not in page
         assert "\x1b" not in page and "\x00" not in page and "\u202e" not in page
-    page = feedback.render_student(record, course, "13", "en")
+    page = render_student(record, course, "13", "en")
     assert html.escape(HOSTILE, quote=False) in page.replace("&#39;", "'")
     assert "more characters cut" in page and len(page) < 200_000
 
 
 def test_both_languages(course):
     record = make_record(course)
-    en = feedback.render_student(record, course, "13", "en")
-    zh = feedback.render_student(record, course, "13", "zh")
+    en = render_student(record, course, "13", "en")
+    zh = render_student(record, course, "13", "zh")
     assert 'lang="en"' in en and "Your results match" in en
     assert 'lang="zh-CN"' in zh and "你的结果与" in zh and "top-k 权重没有重新归一化" in zh
     assert course.lesson("13").parts["router"].title_zh in zh
-    assert "班级报告" in feedback.render_report([record], course, "13", "zh")
+    assert "班级报告" in render_report([record], course, "13", "zh")
     assert course.language in ("en", "zh")
-    assert feedback.render_student(record, course, "13") == (en if course.language == "en" else zh)
+    assert render_student(record, course, "13") == (en if course.language == "en" else zh)
     with pytest.raises(ValueError):
-        feedback.render_student(record, course, "13", "fr")
+        render_student(record, course, "13", "fr")
 
 
 def test_missing_file_record(course):
@@ -115,11 +125,11 @@ def test_missing_file_record(course):
     error = {"kind": "missing", "message": problem, "traceback": "", "type": ""}
     record = make_record(course, student_id="bob")
     record.update(status="missing", problem=problem, score=0.0, output="", sandboxed=False)
-    record.pop("cpu_s")
+    record.pop("timing")
     record["parts"] = {k: {**v, "score": 0.0, "passed": 0} for k, v in record["parts"].items()}
     record["tests"] = [{**t, "outcome": "failed", "score": 0.0, "checks": [], "error": error,
                         "message": problem, "diagnosis": None} for t in record["tests"]]
-    page = feedback.render_student(record, course, "13", "en")
+    page = render_student(record, course, "13", "en")
     assert "No file was submitted" in page and problem in page
     assert "Graded without the sandbox" in page
     assert "tests could not run for the reason shown at the top" in page
@@ -132,32 +142,33 @@ def test_repeated_errors_are_shown_once(course):
              "type": "NotImplementedError"}
     record["tests"] = [_test(f"test_aux[{i}]", "aux_loss", False, error=error, checks=[])
                        for i in range(4)]
-    page = feedback.render_student(record, course, "13", "en")
+    page = render_student(record, course, "13", "en")
     assert page.count("tb-line") == 1 and "3 more tests failed with the same error" in page
     assert "Not implemented yet" in page
 
 
 def test_class_report(course):
     good = make_record(course, "carol")
-    good.update(score=10.0, elapsed_s=9.5)
+    good.update(score=10.0, timing={"elapsed_s": 9.5, "cpu_s": 1.0})
     broken = copy.deepcopy(make_record(course, "dave"))
-    broken.update(status="timeout", problem="ran longer than 120 s", score=0.0, elapsed_s=120.0)
+    broken.update(status="timeout", problem="ran longer than 120 s", score=0.0,
+                  timing={"elapsed_s": 120.0, "cpu_s": 1.0})
     records = [make_record(course), good, broken]
-    page = feedback.render_report(records, course, "13", "en")
+    page = render_report(records, course, "13", "en")
     assert "Class report" in page and "ran longer than 120 s" in page
     assert "top-k weights not renormalised" in page and "no_renorm" in page
     assert "test_route[0]" in page and "0 / 3" in page  # per-test pass rate
     slowest = page[page.index("Slowest submissions"):]
     assert slowest.index("dave") < slowest.index("carol") < slowest.index("alice")
     assert page.count("<svg") >= 3 and "RAW-REPORT-CONTENT" not in page
-    assert "No known mistake was diagnosed" in feedback.render_report([], course, "13", "en")
+    assert "No known mistake was diagnosed" in render_report([], course, "13", "en")
 
 
 def test_many_numeric_failures_fold_after_the_first(course):
     record = make_record(course)
     record["tests"] = [_test(f"test_route[{i}]", "router", False, checks=[_check()])
                        for i in range(5)]
-    page = feedback.render_student(record, course, "13", "en")
+    page = render_student(record, course, "13", "en")
     folded = page[page.index("3 more failing tests"):]
     assert "test_route[1]" not in folded and "test_route[2]" in folded
 

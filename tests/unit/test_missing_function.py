@@ -2,12 +2,14 @@
 from pathlib import Path
 
 from grader import feedback
+from grader.record import TestRecord
 
 STUB = "import torch\n\n\nclass Layer:\n    pass\n\n\ndef helper(x):\n    raise NotImplementedError()\n"
 
 
-def failing(message: str) -> dict:
-    return {"outcome": "failed", "error": {"kind": "exception", "message": message}}
+def failing(message: str) -> TestRecord:
+    return TestRecord(name="test_x", part="p", practice=False, outcome="failed",
+                      error={"kind": "exception", "message": message})
 
 
 def test_missing_names_found_in_the_stub(tmp_path: Path):

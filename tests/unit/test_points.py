@@ -12,6 +12,7 @@ import pytest
 from grader import points
 from grader.config import Part
 from grader.plugin import part_of
+from grader.record import GradeRecord, PartRecord, TestRecord
 
 LESSON13 = {"ffn": (2, 8), "router": (2, 11), "dispatch": (2.5, 7), "aux_loss": (1.5, 9),
             "moe": (2, 11)}  # points, graded tests
@@ -35,9 +36,9 @@ def sums_exactly(values: list[float], expected: float, rng: random.Random) -> bo
 
 
 def records(spec: dict[str, tuple[float, int]], rng: random.Random,
-            practice: int = 0) -> list[dict]:
-    return [{"part": name, "practice": i < practice,
-             "outcome": rng.choice(["passed", "failed"])}
+            practice: int = 0) -> list[TestRecord]:
+    return [TestRecord(name=f"test_{name}_{i}", part=name, practice=i < practice,
+                       outcome=rng.choice(["passed", "failed"]))
             for name, (_, n) in spec.items() for i in range(n + practice)]
 
 
@@ -80,17 +81,17 @@ def test_a_class_adds_up_exactly_and_full_marks_are_the_maximum():
         tests = records(LESSON13, rng, practice=student % 3)
         if student == 0:
             for t in tests:
-                t["outcome"] = "passed"
+                t.outcome = "passed"
         summary = points.award(lesson, tests)
         total = points.total(summary)
         assert points.total(summary, "max_score") == 10.0
-        assert sums_exactly([t["score"] for t in tests], total, rng)
-        assert sums_exactly([t["max_score"] for t in tests], 10.0, rng)
-        assert sums_exactly([p["score"] for p in summary.values()], total, rng)
+        assert sums_exactly([t.score for t in tests], total, rng)
+        assert sums_exactly([t.max_score for t in tests], 10.0, rng)
+        assert sums_exactly([p.score for p in summary.values()], total, rng)
         for name, p in summary.items():
-            mine = [t for t in tests if t["part"] == name]
-            assert sums_exactly([t["score"] for t in mine], p["score"], rng)
-            assert p["max_score"] == lesson[name].points
+            mine = [t for t in tests if t.part == name]
+            assert sums_exactly([t.score for t in mine], p.score, rng)
+            assert p.max_score == lesson[name].points
         if student == 0:
             assert total == 10.0
 
@@ -99,14 +100,14 @@ def test_practice_tests_are_worth_nothing_and_not_counted():
     spec = {"ffn": (2, 3), "router": (1.5, 2)}
     tests = records(spec, random.Random(1), practice=2)
     for t in tests:
-        t["outcome"] = "passed"
+        t.outcome = "passed"
     summary = points.award(parts(spec), tests)
-    practice = [t for t in tests if t["practice"]]
+    practice = [t for t in tests if t.practice]
     assert len(practice) == 4
-    assert all(t["score"] == 0.0 and t["max_score"] == 0.0 for t in practice)
-    assert summary["ffn"] == {"score": 2.0, "max_score": 2.0, "passed": 3, "tests": 3}
-    assert summary["router"]["tests"] == 2 and summary["router"]["passed"] == 2
-    assert {t["max_score"] for t in tests if t["part"] == "ffn" and not t["practice"]} == \
+    assert all(t.score == 0.0 and t.max_score == 0.0 for t in practice)
+    assert summary["ffn"] == PartRecord(score=2.0, max_score=2.0, passed=3, tests=3)
+    assert summary["router"].tests == 2 and summary["router"].passed == 2
+    assert {t.max_score for t in tests if t.part == "ffn" and not t.practice} == \
         {points.as_points(683), points.as_points(682)}
 
 
@@ -115,7 +116,7 @@ def test_a_run_of_practice_tests_alone_scores_zero_of_zero():
     tests = records(spec, random.Random(2), practice=3)
     summary = points.award(parts(spec), tests)
     assert points.total(summary) == 0.0 and points.total(summary, "max_score") == 0.0
-    assert all(p["tests"] == 0 and p["passed"] == 0 for p in summary.values())
+    assert all(p.tests == 0 and p.passed == 0 for p in summary.values())
 
 
 def test_a_part_without_graded_tests_is_a_lesson_error():
@@ -152,16 +153,16 @@ def test_score_grades_a_report_exactly_with_practice_files_apart(course):
     tests += [{"nodeid": f"test_public_{name}.py::test_public", "outcome": "passed",
                "metadata": {}} for name in LESSON13]
     rec = runner.score(LessonContext(course, "13"), {"tests": tests})
-    assert rec["max_score"] == course.lesson("13").max_score == 10.0
-    assert sums_exactly([t["score"] for t in rec["tests"]], rec["score"], rng)
-    assert sum(p["score"] for p in rec["parts"].values()) == rec["score"]
-    practice = [t for t in rec["tests"] if t["practice"]]
-    assert sorted(t["part"] for t in practice) == sorted(LESSON13)
-    assert all(t["score"] == t["max_score"] == 0.0 for t in practice)
+    assert rec.max_score == course.lesson("13").max_score == 10.0
+    assert sums_exactly([t.score for t in rec.tests], rec.score, rng)
+    assert sum(p.score for p in rec.parts.values()) == rec.score
+    practice = [t for t in rec.tests if t.practice]
+    assert sorted(t.part for t in practice) == sorted(LESSON13)
+    assert all(t.score == t.max_score == 0.0 for t in practice)
     for name, (_, n) in LESSON13.items():
         graded = [t for t in tests if t["nodeid"].startswith(f"test_{name}.py")]
-        assert rec["parts"][name]["tests"] == n
-        assert rec["parts"][name]["passed"] == sum(t["outcome"] == "passed" for t in graded)
+        assert rec.parts[name].tests == n
+        assert rec.parts[name].passed == sum(t["outcome"] == "passed" for t in graded)
 
 
 def test_pages_show_practice_records_without_counting_them(course):
@@ -171,13 +172,13 @@ def test_pages_show_practice_records_without_counting_them(course):
     rng = random.Random(7)
     tests = records(LESSON13, rng, practice=1)
     for t in tests:
-        t.update(name=f"test_{t['part']}_{'public' if t['practice'] else 'case'}",
-                 message="" if t["outcome"] == "passed" else "output differs",
-                 max_abs_diff=None, error=None, diagnosis=None, checks=[], pictures=[])
+        t.name = f"test_{t.part}_{'public' if t.practice else 'case'}"
+        t.message = "" if t.passed else "output differs"
     summary = points.award(course.lesson("13").parts, tests)
-    record = {"student_id": "alice", "status": "graded", "problem": "", "sandboxed": True,
-              "score": points.total(summary), "max_score": points.total(summary, "max_score"),
-              "parts": summary, "tests": tests}
+    record = GradeRecord(student_id="alice", lesson="13", status="graded",
+                         score=points.total(summary),
+                         max_score=points.total(summary, "max_score"),
+                         parts=summary, tests=tests)
     page = feedback.render_student(record, course, "13")
-    assert f"{summary['ffn']['passed']} / {summary['ffn']['tests']}" in page
+    assert f"{summary['ffn'].passed} / {summary['ffn'].tests}" in page
     assert feedback.render_report([record], course, "13")

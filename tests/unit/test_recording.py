@@ -52,15 +52,15 @@ def test_the_zip_grades_from_its_recording_alone(zip_root):
     assert set(refs.signatures) == {v.mistake.id for v in refs.variants}
     reports: list[dict] = []
     runner.run_tests(ctx, [(refs.reference.twin(), reports.append)])
-    assert runner.score(ctx, reports[0])["score"] == 10.0
+    assert runner.score(ctx, reports[0]).score == 10.0
     # a submission with a known mistake: diagnosed, and the moe part compares with
     # that mistake's results, all from the recording
     student = Caller(load_module("_student_renorm", SOLUTION.read_text().replace(*RENORM),
                                  "13_moe.py"), refs.probes)
     runner.run_tests(ctx, [(student, reports.append)])
-    parts = runner.score(ctx, reports[1])["parts"]
-    assert parts["router"]["diagnosis"]["id"] == "no_renorm"
-    assert parts["moe"]["score"] == parts["moe"]["max_score"]
+    parts = runner.score(ctx, reports[1]).parts
+    assert parts["router"].diagnosis.id == "no_renorm"
+    assert parts["moe"].score == parts["moe"].max_score
     # neither the solution nor any of its known mistakes was imported
     assert refs.reference._module is None
     assert all(v.caller._module is None for v in refs.variants)

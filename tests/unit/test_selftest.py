@@ -5,6 +5,7 @@ import pytest
 
 from grader import config
 from grader.reference import Mistake
+from grader.record import GradeRecord
 from grader.selftest import graded, hints, leaks, names
 from grader.selftest.findings import FAILED, INDISTINGUISHABLE, OK, RAISES
 
@@ -73,21 +74,22 @@ def test_a_terminal_that_reads_markup_fails(course, monkeypatch):
     from grader import cli
 
     def markup_on(record, course, key, out):
-        for part in record["parts"].values():
-            out.print(f"{part['diagnosis']['title']['en']} {part['diagnosis']['hint']['en']}")
+        for part in record.parts.values():
+            out.print(f"{part.diagnosis.title['en']} {part.diagnosis.hint['en']}")
 
     monkeypatch.setattr(cli, "_print_check", markup_on)
     assert hints.check(course, "10", [mistake("torch.cat([cos, cos], dim=-1)")])[0].failed
 
 
 def record(scores: dict[str, tuple[float, float]], tests: list[dict] | None = None,
-           diagnosis: dict[str, str] | None = None, status: str = "graded") -> dict:
+           diagnosis: dict[str, str] | None = None, status: str = "graded") -> GradeRecord:
     parts = {p: {"score": s, "max_score": m,
                  "diagnosis": {"id": (diagnosis or {}).get(p)} if (diagnosis or {}).get(p)
                  else None} for p, (s, m) in scores.items()}
-    return {"status": status, "problem": "", "score": sum(s for s, _ in scores.values()),
-            "max_score": sum(m for _, m in scores.values()), "parts": parts,
-            "tests": tests or []}
+    return GradeRecord.from_json({"status": status, "problem": "",
+                                  "score": sum(s for s, _ in scores.values()),
+                                  "max_score": sum(m for _, m in scores.values()),
+                                  "parts": parts, "tests": tests or []})
 
 
 def failing(part: str, error: bool = False) -> dict:
@@ -102,8 +104,13 @@ def failing(part: str, error: bool = False) -> dict:
     (record({"a": (0, 2), "b": (2, 2)}, [failing("a")]), FAILED),
     (record({"a": (2, 2), "b": (2, 2)}), FAILED),
     (record({"a": (0, 2), "b": (1, 2)}, [failing("a"), failing("b")], {"a": "m1"}), FAILED),
+    # named in its part, and the composite part built on it raises (a shape it can't use)
+    (record({"a": (0, 2), "b": (1, 2)}, [failing("a"), failing("b", error=True)], {"a": "m1"}),
+     RAISES),
+    (record({"a": (2, 2), "b": (1, 2)}, [failing("b", error=True)]), FAILED),
     (record({"a": (0, 2), "b": (0, 2)}, status="import_error"), FAILED),
-], ids=["named", "raises", "indistinguishable", "unnamed", "uncaught", "leaks-out", "import"])
+], ids=["named", "raises", "indistinguishable", "unnamed", "uncaught", "leaks-out",
+    "composite-raises", "raises-elsewhere-only", "import"])
 def test_mistake_verdicts(rec, status):
     assert graded.mistake(mistake(part="a"), rec).status == status
 

@@ -1,4 +1,7 @@
 """The output folder: safe names, atomic writes, fingerprints."""
+import json
+
+from grader.record import Diagnosis, GradeRecord, PartRecord, TestRecord, Timing
 from grader.store import Store, fingerprint, safe_name
 
 
@@ -14,17 +17,44 @@ def test_fingerprint_depends_on_content_and_version():
     assert fingerprint(None, "v1") != fingerprint(b"", "v1")
 
 
+def record(student_id: str, score: float, fp: str, **more) -> GradeRecord:
+    fields = {"status": "graded", "parts": {}, "tests": [], **more}
+    return GradeRecord(student_id=student_id, lesson="13", score=score, max_score=10.0,
+                       fingerprint=fp, **fields)
+
+
 def test_save_then_current_then_scores(tmp_path):
     store = Store(tmp_path)
-    record = {"student_id": "bob", "score": 1.0, "fingerprint": "f1", "elapsed_s": 0.3,
-              "raw_report": {"tests": []}}
-    store.save(record, "<html></html>")
+    store.save(record("bob", 1.0, "f1", timing=Timing(elapsed_s=0.3),
+                      raw_report={"tests": []}), "<html></html>")
     assert store.is_current("bob", "f1") and not store.is_current("bob", "f2")
-    assert store.load("bob")["timing"] == {"elapsed_s": 0.3}
+    assert store.load("bob").timing == Timing(elapsed_s=0.3)
+    stored = json.loads(store.result_path("bob").read_text())
+    assert stored["timing"] == {"elapsed_s": 0.3, "cpu_s": 0.0} and "raw_report" not in stored
+    assert json.loads((tmp_path / "raw" / "bob.json").read_text()) == {"tests": []}
     doc = store.scores("13", "c", "v", 10.0, ["bob", "nobody"])
     assert [s["student_id"] for s in doc["students"]] == ["bob"]
     assert "timing" not in doc["students"][0] and "raw_report" not in doc["students"][0]
     assert not list(tmp_path.rglob(".tmp-*"))
+
+
+def test_a_record_reads_back_as_it_was_written(tmp_path):
+    """results/<id>.json is the record's one JSON form: written, read, written again,
+    byte for byte, with every nested record typed on the way."""
+    test = TestRecord(name="t[1]", part="ffn", practice=False, outcome="failed",
+                      message="differs", max_abs_diff=0.5, checks=[{"name": "out"}],
+                      diagnosis=Diagnosis("m", {"en": "title"}, {"en": "hint"}),
+                      max_score=2.0)
+    rec = record("ann", 0.0, "f", tests=[test], notes=["a note"], status="timeout",
+                 parts={"ffn": PartRecord(0.0, 2.0, 0, 1, test.diagnosis)})
+    store = Store(tmp_path)
+    store.save(rec, "<p>")
+    again = store.load("ann")
+    assert again.to_json() == rec.to_json() and again.tests[0].diagnosis.id == "m"
+    assert again.parts["ffn"].diagnosis.hint == {"en": "hint"}
+    Store(tmp_path / "b").save(again, "<p>")
+    assert (tmp_path / "b" / "results" / "ann.json").read_bytes() == \
+        store.result_path("ann").read_bytes()
 
 
 def test_torn_result_is_regraded(tmp_path):
@@ -38,9 +68,9 @@ def test_load_sees_a_result_replaced_on_disk(tmp_path):
     """Loads are cached by file identity: a result rewritten (by a worker process,
     atomically) is read again, and a caller's edits never reach the cache."""
     store = Store(tmp_path)
-    store.save({"student_id": "s", "score": 1.0, "fingerprint": "a"}, "<p>")
+    store.save(record("s", 1.0, "a"), "<p>")
     first = store.load("s")
-    first["score"] = 99.0
-    assert store.load("s")["score"] == 1.0
-    Store(tmp_path).save({"student_id": "s", "score": 2.0, "fingerprint": "b"}, "<p>")
-    assert store.load("s")["score"] == 2.0 and store.is_current("s", "b")
+    first.score = 99.0
+    assert store.load("s").score == 1.0
+    Store(tmp_path).save(record("s", 2.0, "b"), "<p>")
+    assert store.load("s").score == 2.0 and store.is_current("s", "b")

@@ -1,0 +1,38 @@
+"""Dan's lesson 11: PyTorch's fused attention, everywhere."""
+import math
+
+import torch
+import torch.nn.functional as F
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """Part "repeat_kv": [B, T, H_kv, D] -> [B, T, H_kv·n_rep, D], x itself when n_rep is 1."""
+    bs, slen, num_key_value_heads, head_dim = x.shape
+    if n_rep == 1:
+        return x
+    return (x[:, :, :, None, :].expand(bs, slen, num_key_value_heads, n_rep, head_dim)
+            .reshape(bs, slen, num_key_value_heads * n_rep, head_dim))
+
+
+def mask_scores(scores: torch.Tensor, attention_mask: torch.Tensor = None) -> torch.Tensor:
+    """Part "mask": scores [B, H, S, T] with the causal and the padding mask added."""
+    seq_len = scores.shape[-2]
+    scores[:, :, :, -seq_len:] += torch.full((seq_len, seq_len), float("-inf"),
+                                             device=scores.device).triu(1)
+    if attention_mask is not None:
+        scores += (1.0 - attention_mask.unsqueeze(1).unsqueeze(2)) * -1e9
+    return scores
+
+
+def attention(xq: torch.Tensor, xk: torch.Tensor, xv: torch.Tensor,
+              attention_mask: torch.Tensor = None) -> torch.Tensor:
+    """Part "attention": xq [B, S, H, D], xk and xv [B, T, H_kv, D] -> [B, S, H·D],
+    with repeat_kv and mask_scores."""
+    bsz, seq_len, n_heads, head_dim = xq.shape
+    n_rep = n_heads // xk.shape[2]
+    xq, xk, xv = (xq.transpose(1, 2), repeat_kv(xk, n_rep).transpose(1, 2),
+                  repeat_kv(xv, n_rep).transpose(1, 2))
+    scores = (xq @ xk.transpose(-2, -1)) / math.sqrt(head_dim)
+    scores = mask_scores(scores, attention_mask)
+    output = F.scaled_dot_product_attention(xq, xk, xv, is_causal=True)
+    return output.transpose(1, 2).reshape(bsz, seq_len, -1)

@@ -1,0 +1,88 @@
+"""Moodle's feedback files zip: each student's page, for the assignment to hand out.
+
+Moodle's assignment (View all submissions → Upload multiple feedback files in a zip)
+files each entry under the participant whose number it finds in the entry's name,
+`<full name>_<participant number>_assignfeedback_file_<file name>`: the number is the
+assignment's own (its grading worksheet's `Identifier`, "Participant 1234567"), not a
+user id, so the worksheet course.yml names (`moodle_worksheet`) is where it comes from.
+Its name must hold no `_` (Moodle splits the entry name on them), so underscores in it
+become spaces, as Moodle's own download does. Students are found in the worksheet by
+the same identifier as moodle.csv (`moodle_identifier`); one the worksheet lacks gets
+no file and is named; one who handed nothing in gets none (Moodle's grade says so).
+"""
+from __future__ import annotations
+
+import csv
+import re
+import zipfile
+from pathlib import Path
+
+from grader.config import ConfigError, Course
+from grader.export.moodle import identifier
+from grader.export.roster import Match
+from grader.store import Store, safe_name
+
+ZIP_NAME = "moodle_feedback_files.zip"
+# the worksheet column that holds each `moodle_identifier`
+COLUMN = {"username": "Username", "email": "Email address", "idnumber": "ID number"}
+_NUMBER = re.compile(r"(\d+)\s*$")
+_NAME_UNSAFE = re.compile(r"[_/\\:*?\"<>|\x00-\x1f\x7f]")
+
+
+def participants(path: Path, kind: str) -> dict[str, tuple[str, str]]:
+    """identifier -> (participant number, full name), from a grading worksheet."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the Moodle grading worksheet {path}: "
+                          f"{exc.strerror}") from None
+    rows = csv.DictReader(text.splitlines())
+    header = [h.strip() for h in rows.fieldnames or []]
+    for needed in ("Identifier", COLUMN[kind]):
+        if needed not in header:
+            raise ConfigError(f"{path}: the Moodle grading worksheet has no {needed!r} "
+                              f"column (it has: {', '.join(header) or 'none'}); "
+                              f"moodle_identifier: {kind} matches students on "
+                              f"{COLUMN[kind]!r}")
+    found: dict[str, tuple[str, str]] = {}
+    for row in rows:
+        row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
+        number = _NUMBER.search(row.get("Identifier", ""))
+        if number and row.get(COLUMN[kind]):
+            found[row[COLUMN[kind]]] = (number.group(1), row.get("Full name", ""))
+    return found
+
+
+def entry_name(full_name: str, number: str, file_name: str) -> str:
+    """The zip entry Moodle files under participant `number`."""
+    name = " ".join(_NAME_UNSAFE.sub(" ", full_name).split()) or "Participant"
+    return f"{name}_{number}_assignfeedback_file_{file_name}"
+
+
+def write(course: Course, lesson_key: str, scores: dict, found: Match, out_dir: Path,
+          worksheet: Path) -> tuple[list[Path], list[str]]:
+    """The zip beside moodle.csv, and `moodle files: student: why` for each left out.
+    The pages are the graded folder's (out_dir is OUT/export)."""
+    kind = course.moodle_identifier
+    people = participants(worksheet, kind)
+    file_name = f"feedback-lesson-{safe_name(lesson_key)}.html"
+    left_out: list[str] = []
+    store = Store(out_dir.parent)
+    path = out_dir / ZIP_NAME
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
+        for s in scores["students"]:
+            sid = s["student_id"]
+            ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
+            page = store.feedback_path(sid)  # scores.json's "page", from the id itself
+            if s["status"] == "missing":
+                continue
+            if ident not in people:
+                left_out.append(f"moodle files: {sid}: not in the grading worksheet "
+                                f"({COLUMN[kind]} {ident or 'unknown'})")
+            elif not page.is_file():
+                left_out.append(f"moodle files: {sid}: no page (grade again: "
+                                "`grader run`)")
+            else:
+                number, full_name = people[ident]
+                z.write(page, entry_name(full_name, number, file_name))
+    return [path], left_out

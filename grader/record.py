@@ -1,0 +1,188 @@
+"""A submission's result as typed records, and their one JSON form.
+
+`runner` builds a `GradeRecord` once per submission; the store writes it as
+results/<id>.json and reads it back with `GradeRecord.from_json`, so the pages, the
+report, the exports' source (scores.json) and selftest all read the same fields. A
+field added here is added everywhere; a misspelt one fails where it is read.
+
+`status` is decided by `status_of` alone: every place that used to set it now asks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+Json = dict[str, Any]
+
+GRADED, MISSING, UNREADABLE, IMPORT_ERROR, TIMEOUT = (
+    "graded", "missing", "unreadable", "import_error", "timeout")
+# scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
+SCORE_TEST_KEYS = ("name", "part", "practice", "outcome", "score", "max_score",
+                   "max_abs_diff", "message", "diagnosis")
+
+
+def status_of(missing: bool | None, fatal_kind: str | None, tests: list[TestRecord]) -> str:
+    """The one rule for a record's status. `missing`: None when a file was read, else
+    whether it is absent (True) or unreadable (False); `fatal_kind`: why the session
+    ended early, if it did. A graded run in which a test timed out is a timeout."""
+    if missing is not None:
+        return MISSING if missing else UNREADABLE
+    if fatal_kind is not None:
+        return TIMEOUT if fatal_kind == "timeout" else IMPORT_ERROR
+    if any(t.error and t.error.get("kind") == "timeout" for t in tests):
+        return TIMEOUT
+    return GRADED
+
+
+@dataclass
+class Diagnosis:
+    """A known mistake named for a part or a test; `id=None`: diagnosable, none fits."""
+
+    id: str | None
+    title: Any = None   # {language: text}
+    hint: Any = None
+
+    def to_json(self) -> Json:
+        return {"id": None} if self.id is None else {"id": self.id, "title": self.title,
+                                                      "hint": self.hint}
+
+    @classmethod
+    def from_json(cls, data: object) -> Diagnosis | None:
+        if not isinstance(data, dict):
+            return None
+        return cls(data.get("id"), data.get("title"), data.get("hint"))
+
+
+@dataclass
+class TestRecord:
+    """One hidden or practice test's verdict; `score`/`max_score` set by points.award."""
+
+    __test__ = False  # a record, not a test class, wherever pytest meets the name
+
+    name: str
+    part: str
+    practice: bool
+    outcome: str                        # "passed" or "failed"
+    message: str = ""
+    max_abs_diff: float | None = None
+    checks: list[Json] = field(default_factory=list)   # compare's per-tensor findings
+    error: Json | None = None           # {"kind", "message", "traceback"}
+    pictures: list[Json] = field(default_factory=list)
+    diagnosis: Diagnosis | None = None  # None: this test cannot tell mistakes apart
+    score: float = 0.0
+    max_score: float = 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    def to_json(self) -> Json:
+        return {"name": self.name, "part": self.part, "practice": self.practice,
+                "outcome": self.outcome, "message": self.message,
+                "max_abs_diff": self.max_abs_diff, "checks": self.checks,
+                "error": self.error, "pictures": self.pictures,
+                "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
+                "score": self.score, "max_score": self.max_score}
+
+    @classmethod
+    def from_json(cls, d: Json) -> TestRecord:
+        return cls(name=str(d.get("name", "")), part=str(d.get("part", "")),
+                   practice=bool(d.get("practice", False)),
+                   outcome=str(d.get("outcome", "failed")), message=d.get("message") or "",
+                   max_abs_diff=d.get("max_abs_diff"), checks=list(d.get("checks") or []),
+                   error=d.get("error"), pictures=list(d.get("pictures") or []),
+                   diagnosis=Diagnosis.from_json(d.get("diagnosis")),
+                   score=float(d.get("score") or 0.0),
+                   max_score=float(d.get("max_score") or 0.0))
+
+
+@dataclass
+class PartRecord:
+    """A part's points and counters (graded tests only) and the mistake explaining it."""
+
+    score: float
+    max_score: float
+    passed: int
+    tests: int
+    diagnosis: Diagnosis | None = None
+
+    def to_json(self) -> Json:
+        return {"score": self.score, "max_score": self.max_score, "passed": self.passed,
+                "tests": self.tests,
+                "diagnosis": self.diagnosis.to_json() if self.diagnosis else None}
+
+    @classmethod
+    def from_json(cls, d: Json) -> PartRecord:
+        return cls(float(d.get("score") or 0.0), float(d.get("max_score") or 0.0),
+                   int(d.get("passed") or 0), int(d.get("tests") or 0),
+                   Diagnosis.from_json(d.get("diagnosis")))
+
+
+@dataclass
+class Timing:
+    """Kept apart from scores and pages, which are byte-for-byte reproducible."""
+
+    elapsed_s: float = 0.0
+    cpu_s: float = 0.0
+
+    def to_json(self) -> Json:
+        return {"elapsed_s": self.elapsed_s, "cpu_s": self.cpu_s}
+
+
+@dataclass
+class GradeRecord:
+    """What one submission got, with the facts the trusted side established about it."""
+
+    student_id: str
+    lesson: str
+    status: str
+    score: float
+    max_score: float
+    parts: dict[str, PartRecord]
+    tests: list[TestRecord]
+    problem: str = ""
+    import_traceback: str = ""
+    output: str = ""                    # what the submission printed (capped)
+    sandboxed: bool = True
+    sandbox: str = "none"
+    notes: list[str] = field(default_factory=list)   # intake's notes on the file
+    fingerprint: str = ""
+    timing: Timing = field(default_factory=Timing)
+    raw_report: Json | None = None      # pytest-json-report's; stored in raw/, not here
+
+    def to_json(self) -> Json:
+        """results/<id>.json: everything but the raw report."""
+        return {"student_id": self.student_id, "lesson": self.lesson, "status": self.status,
+                "score": self.score, "max_score": self.max_score,
+                "parts": {name: p.to_json() for name, p in self.parts.items()},
+                "tests": [t.to_json() for t in self.tests], "problem": self.problem,
+                "import_traceback": self.import_traceback, "output": self.output,
+                "sandboxed": self.sandboxed, "sandbox": self.sandbox, "notes": self.notes,
+                "fingerprint": self.fingerprint, "timing": self.timing.to_json()}
+
+    def score_json(self) -> Json:
+        """The record as scores.json holds it: no timing, each test's verdict only."""
+        doc = self.to_json()
+        del doc["timing"]
+        doc["tests"] = [{k: t[k] for k in SCORE_TEST_KEYS} for t in doc["tests"]]
+        return doc
+
+    @classmethod
+    def from_json(cls, d: Json) -> GradeRecord:
+        """A stored result (or a scores.json entry) as a record; a missing field takes
+        its default, so a page can be rendered from any version's file."""
+        timing = d.get("timing") or {}
+        return cls(student_id=str(d.get("student_id", "")), lesson=str(d.get("lesson", "")),
+                   status=str(d.get("status", GRADED)), score=float(d.get("score") or 0.0),
+                   max_score=float(d.get("max_score") or 0.0),
+                   parts={str(k): PartRecord.from_json(v)
+                          for k, v in (d.get("parts") or {}).items() if isinstance(v, dict)},
+                   tests=[TestRecord.from_json(t) for t in d.get("tests") or []
+                          if isinstance(t, dict)],
+                   problem=d.get("problem") or "",
+                   import_traceback=d.get("import_traceback") or "",
+                   output=d.get("output") or "", sandboxed=bool(d.get("sandboxed", True)),
+                   sandbox=str(d.get("sandbox", "none")), notes=list(d.get("notes") or []),
+                   fingerprint=str(d.get("fingerprint", "")),
+                   timing=Timing(float(timing.get("elapsed_s") or 0.0),
+                                 float(timing.get("cpu_s") or 0.0)))

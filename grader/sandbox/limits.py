@@ -1,0 +1,35 @@
+"""What the sandbox's two sides share: a submission's limits and the two kinds of
+failure (the student's, shown to them; the grader's, never blamed on them). Its own
+module so that `session` and `slot` each depend on it, not on one another."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Limits:
+    test_wall_s: float = 10.0
+    submission_wall_s: float = 120.0
+    cpu_s: int = 60
+    memory_mb: int = 1024
+    processes: int = 16
+    file_size_mb: int = 8
+    scratch_mb: int = 32
+    output_kb: int = 64
+    received_mb: int = 64  # results a submission may send in all (a correct one: ~1 MiB)
+
+
+class StudentError(Exception):
+    """Something the submission did; shown to the student, costs the current test."""
+
+    def __init__(self, kind: str, message: str, traceback: str = "", type_: str = ""):
+        super().__init__(message)
+        self.kind, self.message, self.traceback, self.type = kind, message, traceback, type_
+
+    def as_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message,
+                "traceback": self.traceback, "type": self.type}
+
+
+class SandboxError(Exception):
+    """The grader's own machinery failed; never blamed on a student."""

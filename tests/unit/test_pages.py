@@ -1,0 +1,149 @@
+"""Pages that reach students: scores.json names each page, file names stay readable,
+and each LMS gets the page or its summary beside the score (issue 19, item 2)."""
+from __future__ import annotations
+
+import csv
+import json
+import unicodedata
+import zipfile
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from grader import cli
+from grader.config import ConfigError, Course, Lesson, Part, Student
+from grader.export import export
+from grader.export.moodle_files import ZIP_NAME
+from grader.record import GradeRecord
+from grader.store import Store, safe_name
+from tests.unit.test_export import record
+
+
+def test_odd_ids_get_readable_names_that_never_collide():
+    name = safe_name("José Núñez")
+    assert name.startswith("José_Núñez-") and "/" not in name
+    assert safe_name(unicodedata.normalize("NFD", "José Núñez")).startswith("José_Núñez-")
+    assert safe_name("李雷") == "李雷" and safe_name("alice") == "alice"
+    odd = [safe_name(s) for s in ("a b", "a_b", "a/b", "../x", ".x", "\u202ex", "")]
+    assert len(set(odd)) == len(odd)
+    assert all(n and not n.startswith(".") and "/" not in n and "\u202e" not in n for n in odd)
+
+
+def test_scores_json_names_each_students_page(tmp_path):
+    store = Store(tmp_path)
+    for sid in ("alice", "José Núñez"):
+        store.save(GradeRecord(student_id=sid, lesson="13", status="graded", score=1.0,
+                               max_score=10.0, parts={}, tests=[], fingerprint="f"),
+                   "<html></html>")
+    doc = store.scores("13", "c", "v", 10.0, ["alice", "José Núñez"])
+    pages = {s["student_id"]: s["page"] for s in doc["students"]}
+    assert pages["alice"] == "feedback/alice.html"
+    assert pages["José Núñez"].startswith("feedback/José_Núñez-")
+    assert all((tmp_path / p).is_file() for p in pages.values())
+    on_disk = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
+    assert {s["student_id"]: s["page"] for s in on_disk["students"]} == pages
+
+
+def test_the_summary_prints_the_real_page_names(tmp_path, monkeypatch):
+    shown = Console(record=True, width=200)
+    monkeypatch.setattr(cli, "console", shown)
+    doc = {"students": [{"student_id": "alice", "page": "feedback/alice.html"},
+                        {"student_id": "José Núñez", "page": "feedback/José_Núñez-1a2b.html"}]}
+    cli._pages(doc, tmp_path)
+    text = shown.export_text()
+    assert f"José Núñez: {tmp_path}/feedback/José_Núñez-1a2b.html" in text
+    assert "alice:" not in text  # a plain id's page is <student_id>.html, as printed
+
+
+def course_in_order(**options) -> Course:
+    """router comes before ffn in the course, after it in the alphabet."""
+    parts = {"router": Part(points=3, title="Router"), "ffn": Part(points=2, title="Dense FFN")}
+    lesson = Lesson(title="MoE", exercise="13_moe.py", solution=Path("s.py"), stub=Path("e.py"),
+                    tests=Path("t"), parts=parts, **options.pop("lesson", {}))
+    roster = {"alice": Student(name="Liddell, Alice", email="alice@u.edu", lms_id="4001"),
+              "bob": Student(name="Bob_Brown", email="bob@u.edu", lms_id="4002"),
+              "zed": Student(email="zed@u.edu", lms_id="4003")}
+    return Course(course="c", lessons={"13": lesson}, roster=roster, **options)
+
+
+def sorted_scores(tmp_path: Path) -> dict:
+    """Records as scores.json stores them: keys sorted, so `ffn` before `router`; and
+    each student's page on disk."""
+    students = [record("alice", "graded", [True, True, False, True, True]),
+                record("bob", "graded", [True] * 5), record("zed", "graded", [False] * 5)]
+    for s in students:
+        s["page"] = f"feedback/{s['student_id']}.html"
+        (tmp_path / s["page"]).parent.mkdir(exist_ok=True)
+        (tmp_path / s["page"]).write_text(f"<html>{s['student_id']}'s page</html>")
+    return json.loads(json.dumps({"lesson": "13", "max_score": 5.0, "students": students},
+                                 sort_keys=True))
+
+
+def test_comments_list_parts_in_course_order(tmp_path):
+    scores = sorted_scores(tmp_path)
+    course = course_in_order(moodle_identifier="email")
+    export(course, "13", scores, tmp_path / "export", ["lti", "moodle"])
+    lti = [json.loads(line) for line in
+           (tmp_path / "export" / "lti_scores.jsonl").read_text().splitlines()]
+    assert lti[0]["comment"] == "Graded. router 2/3; ffn 2/2"
+    with (tmp_path / "export" / "moodle.csv").open(newline="", encoding="utf-8") as f:
+        rows = list(csv.DictReader(f))
+    assert rows[0]["Feedback: Lesson 13 MoE"] == "Graded. router 2/3; ffn 2/2"
+
+
+WORKSHEET = ("\ufeffIdentifier,Full name,Email address,Status,Grade,Maximum Grade\n"
+             "Participant 1234567,Alice Liddell,alice@u.edu,Submitted,,5.00\n"
+             "Participant 7654321,Bob_Brown,bob@u.edu,Submitted,,5.00\n")
+
+
+def moodle_import(entry: str) -> tuple[int, str, str, str]:
+    """What Moodle's assignfeedback_file_zip_importer reads from an entry's name:
+    explode('_', name, 5), participant number, plugin type and name, file name."""
+    info = entry.split("_", 4)
+    assert len(info) == 5 and info[1].isdigit(), entry
+    return int(info[1]), info[2], info[3], info[4]
+
+
+def test_moodle_feedback_files_zip_is_named_as_the_assignment_expects(tmp_path):
+    scores = sorted_scores(tmp_path)
+    (tmp_path / "worksheet.csv").write_text(WORKSHEET, encoding="utf-8")
+    course = course_in_order(moodle_identifier="email",
+                             lesson={"moodle_worksheet": tmp_path / "worksheet.csv"})
+    written = export(course, "13", scores, tmp_path / "export", ["moodle"])
+    assert tmp_path / "export" / ZIP_NAME in written
+    with zipfile.ZipFile(tmp_path / "export" / ZIP_NAME) as z:
+        got = {moodle_import(n): z.read(n).decode() for n in z.namelist()}
+    assert got == {
+        (1234567, "assignfeedback", "file", "feedback-lesson-13.html"): "<html>alice's page</html>",
+        (7654321, "assignfeedback", "file", "feedback-lesson-13.html"): "<html>bob's page</html>"}
+    report = (tmp_path / "export" / "roster_report.txt").read_text()
+    assert "moodle files: zed: not in the grading worksheet (Email address zed@u.edu)" in report
+
+
+def test_a_worksheet_without_the_identifier_column_is_a_clear_error(tmp_path):
+    scores = sorted_scores(tmp_path)
+    (tmp_path / "worksheet.csv").write_text(WORKSHEET, encoding="utf-8")
+    course = course_in_order(moodle_identifier="idnumber",
+                             lesson={"moodle_worksheet": tmp_path / "worksheet.csv"})
+    with pytest.raises(ConfigError, match="no 'ID number' column"):
+        export(course, "13", scores, tmp_path / "export", ["moodle"])
+
+
+
+def test_naming_the_worksheet_regrades_nobody():
+    """A TA sets moodle_worksheet the day they export: the class must not be graded
+    again for it (keys that say where scores go are not the lesson's version)."""
+    plain = course_in_order().version("13")
+    assert course_in_order(lesson={"moodle_worksheet": Path("w.csv"), "moodle_item": "L13",
+                                   "canvas_assignment_id": 9}).version("13") == plain
+    assert course_in_order(lesson={"title_zh": "FFN 与 MoE"}).version("13") != plain
+
+
+def test_the_class_report_links_each_students_page():
+    from grader import feedback
+    course = course_in_order()
+    html = feedback.render_report([GradeRecord.from_json(record(sid, "graded", [True] * 5))
+                                   for sid in ("alice", "José Núñez")], course, "13")
+    assert 'href="feedback/alice.html"' in html
+    assert f'href="feedback/{safe_name("José Núñez")}.html"' in html
