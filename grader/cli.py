@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -377,38 +378,66 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
     sys.exit(0 if found.kill_rate >= min_kill else 1)
 
 
-@main.command()
+class WrongInput(click.ClickException):
+    """The file or the command is wrong: `grader check` exits 2 (docs/students.md)."""
+
+    exit_code = 2
+
+
+def _check_lesson(course_path: str, lesson_key: str | None,
+                  file: Path | None) -> tuple[config.Course, str]:
+    """The course and the lesson a check is for: named, or the one whose exercise file
+    has this file's name, or the course's only one."""
+    try:
+        course = config.load(course_path)
+        if lesson_key is None:
+            keys = [k for k, les in course.lessons.items()
+                    if file is None or Path(les.exercise).stem == file.stem
+                    or len(course.lessons) == 1]
+            if len(keys) != 1:
+                raise WrongInput("which lesson? give --lesson (one of "
+                                 f"{', '.join(sorted(course.lessons))})")
+            lesson_key = keys[0]
+        course.lesson(lesson_key)
+    except config.ConfigError as exc:
+        raise WrongInput(str(exc)) from None
+    return course, lesson_key
+
+
+@click.command()
 @COURSE
 @click.option("--lesson", "lesson_key", help="the lesson (default: the one whose exercise "
                                              "file has this name)")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True,
+              help="print the results as JSON (per part: practice tests, messages, "
+                   "the likely mistake)")
 @click.option("--in-bwrap", is_flag=True, hidden=True,
               help="already inside the bundle's bubblewrap sandbox (bwrap.check_command)")
-def check(course_path, lesson_key, file, in_bwrap) -> None:
-    """Students: run the practice tests on your file and see each part's result."""
+def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
+    """Students: run the practice tests on your file (.py or .ipynb) and see each
+    part's result.
+
+    Exit status: 0 every practice test passed, 1 some failed, 2 the file or the
+    command is wrong, 3 the grader itself failed (tell the course staff)."""
+    from grader import check_report
     from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
-    course = _course(course_path)
-    if lesson_key is None:
-        keys = [k for k, les in course.lessons.items()
-                if file is None or Path(les.exercise).stem == file.stem
-                or len(course.lessons) == 1]
-        if len(keys) != 1:
-            raise click.ClickException("which lesson? give --lesson (one of "
-                                       f"{', '.join(sorted(course.lessons))})")
-        lesson_key = keys[0]
-    lesson = _lesson(course, lesson_key)
+    course, lesson_key = _check_lesson(course_path, lesson_key, file)
+    lesson = course.lesson(lesson_key)
     file = file or course.path(lesson.stub)
+    if not file.exists():
+        raise WrongInput(f"no such file: {file}")
+    if not file.is_file():
+        raise WrongInput(f"not a file: {file}")
     # A student bundle hides nothing from the student's code (no solution, no graded
     # test): where bwrap works, the whole check runs inside it, one torch import for
     # the grader and the code. A course with its solution keeps the two apart.
     if not in_bwrap and lesson.solution is None and bwrap.mode() in ("root", "userns"):
-        if not file.is_file():
-            raise click.ClickException(f"no file {file}")
         file = file.resolve()
         argv = ["check", "--course", str(course.root.resolve() / "course.yml"),
-                "--lesson", lesson_key,
+                "--lesson", lesson_key, *(["--json"] if as_json else []),
                 "--in-bwrap", str(file)]
         sys.stdout.flush()
         os.execv(shutil.which("bwrap") or "bwrap",
@@ -421,73 +450,54 @@ def check(course_path, lesson_key, file, in_bwrap) -> None:
     # without bwrap the zygote is a fork of this process: one import for both sides.
     sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
                             tuple(lesson.preload), fork=True)
-    from grader import runner
+    from grader import intake, runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault
     from grader.sandbox.limits import SandboxError
 
     slot = sandbox.sole_slot()
+    ctx = LessonContext(course, lesson_key)
     try:
-        record = runner.grade(LessonContext(course, lesson_key),
-                              runner.Submission("you", file), slot, select=runner.PRACTICE)
+        with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+            # the graded run's own loading: a notebook's code cells, the same notes
+            path, notes = intake.load(file, file.name, Path(tmp) / lesson.exercise)
+            record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
+                                  select=runner.PRACTICE)
     except (GraderFault, SandboxError) as exc:  # ours, never the student's
-        raise click.ClickException(f"the grader failed (not your code; tell the course "
-                                   f"staff): {exc}") from None
+        console.print(f"Error: the grader failed (not your code; tell the course staff): "
+                      f"{exc}", markup=False)
+        sys.exit(check_report.GRADER_FAILED)
     finally:
         slot.close()
-    _print_check(record, course, lesson_key)
-    # Practice tests are worth 0 of 0, so "all passed" is the verdict, not the score.
-    tests = record.tests
-    sys.exit(0 if tests and all(t.passed for t in tests) else 1)
+    report = check_report.summary(record.to_json(), course, lesson_key, notes)
+    _torch_note(ctx.refs.torch)
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False, indent=1))
+    else:
+        check_report.print_check(record, course, lesson_key, notes=notes)
+    sys.exit(check_report.exit_status(report))
 
 
-def _print_check(record: GradeRecord, course: config.Course, lesson_key: str,
-                 out: Console | None = None) -> None:
-    """A record as `grader check` shows it (on `out`: `grader selftest` reads it back)."""
-    from grader.feedback import STRINGS, lesson_stub, missing_from_stub
+main.add_command(check)
 
-    lesson = course.lesson(lesson_key)
-    out = out or Console(highlight=False)
-    stub = lesson_stub(course, lesson_key)
-    if record.problem:
-        out.print(f"[bold red]{escape(record.problem)}[/]")
-        if record.import_traceback:
-            out.print(record.import_traceback, markup=False)
-    for name, part in record.parts.items():
-        mine = [t for t in record.tests if t.part == name]  # practice: not in counters
-        passed = sum(t.passed for t in mine)
-        mark = "[green]✓[/]" if passed == len(mine) else "[red]✗[/]"
-        out.print(f"{mark} {escape(name):9} {passed}/{len(mine)} practice tests  "
-                  f"[dim]{escape(lesson.parts[name].title)}[/]")
-        for t in (t for t in mine if not t.passed):
-            out.print(f"    {t.name}: ", end="", markup=False)
-            out.print(t.message[:300], markup=False)
-            if t.error and t.error.get("traceback"):
-                out.print("      " + t.error["traceback"].strip().replace("\n", "\n      "),
-                          markup=False)
-            for c in t.checks:
-                if not c.get("passed") and c.get("max_abs_diff") is not None:
-                    out.print(f"      {c['name']}: max abs diff {c['max_abs_diff']:.3g} at "
-                              f"{c.get('where')}, got {c.get('got_value')}, expected "
-                              f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
-                              f"{c.get('rtol')}·|ref|)", markup=False)
-        for where in missing_from_stub([t for t in mine if not t.passed], stub):
-            out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),
-                      markup=False)
-        diagnosis = part.diagnosis
-        if diagnosis and diagnosis.id:
-            lang = course.language
-            # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
-            out.print("    [yellow]likely mistake:[/] ", end="")
-            out.print(diagnosis.title[lang], markup=False)
-            out.print("    [yellow]hint:[/] ", end="")
-            out.print(diagnosis.hint[lang], markup=False)
-    if record.output:
-        out.print("[dim]your code printed:[/]")
-        out.print(record.output[:2000], markup=False)
-    out.print(f"practice tests: {sum(t.passed for t in record.tests)}/"
-              f"{len(record.tests)} passed. "
-              "The graded run has more tests, hidden.")
+
+@click.group()
+def student() -> None:
+    """Check your work for the MiniMind course (a student bundle's commands)."""
+
+
+student.add_command(check)
+
+
+def _torch_note(graded: str) -> None:
+    """Say so when the student's torch is not the one the reference results (and the
+    graded run) were computed with: a check reuses the torch the student has."""
+    import torch
+
+    mine = torch.__version__.split("+")[0]
+    if graded and graded.split("+")[0] != mine:
+        console.print(f"note: you have torch {mine}; the graded run uses torch "
+                      f"{graded.split('+')[0]}", markup=False)
 
 
 @main.command()

@@ -221,9 +221,10 @@ class Stub:
         self.lines = _top_level(path)
 
 
-@lru_cache(maxsize=8)
 def _top_level(path: Path) -> dict[str, int]:
-    """Top-level functions and classes of a file, with their line numbers."""
+    """Top-level functions and classes of a file, with their line numbers (read each
+    time: a stub edited between two runs of a warm worker must not point to old lines;
+    parsing it is a millisecond a page)."""
     try:
         tree = ast.parse(path.read_text(encoding="utf-8"))
     except (OSError, SyntaxError, ValueError):

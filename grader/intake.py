@@ -3,9 +3,10 @@
 Accepted: `DIR/<student_id>/<exercise>` (or `<stem>.ipynb`), a Canvas bulk download
 (zip or unzipped, files named `<name>[_late]_<userid>_<submissionid>_<original>`), and
 a Gradescope export (`submission_metadata.yml` and `submission_<id>/` folders).
-Notebooks are converted to a .py file in a cache folder. Whatever was decided on the
-student's behalf (which of several files, a converted notebook, lateness) becomes a
-note for their feedback, so they can see what was graded.
+Notebooks are converted to a .py file in a cache folder (`load`, which `grader check`
+uses too). Whatever was decided on the student's behalf (which of several files, a
+converted notebook, lateness) becomes a note for their feedback, so they can see what
+was graded.
 
 Nothing a class hands in is trusted. Names are decoded with replacement and reach a
 path only through `safe_name`; intake writes only under its cache folder. Links are
@@ -132,10 +133,10 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
         sid = _unique(_ident(by_lms.get(key, key)), taken)
         best, notes = _choose(group.cands, exercise, due)
         left_out = group.skips.notes()
-        path = best.path if best else None
-        if best is not None and best.path.suffix == ".ipynb":
-            path, more = _notebook(best.path, Path(best.label).name,
-                                   cache / "notebooks" / safe_name(sid) / exercise)
+        path = None
+        if best is not None:
+            path, more = load(best.path, Path(best.label).name,
+                              cache / "notebooks" / safe_name(sid) / exercise)
             notes += more
             left_out += more if path is None else []
         notes += group.skips.notes()
@@ -576,6 +577,19 @@ def _reason(exc: BaseException) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
     where = next((ln.rstrip(":") for ln in lines if ln.startswith("On instance")), "")
     return _text(lines[0][:200] + (f" ({where[:100]})" if where else ""))
+
+
+def load(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str]]:
+    """The Python file to grade for one handed-in file, and the notes saying what was
+    done to it: a notebook's code cells are joined into `dest`, any other file is
+    graded as it is. The one way a submission is loaded: `grader run` (and so the
+    Gradescope run) through `collect`, and `grader check`, so a student's check
+    grades what the graded run grades and says so in the same words. `shown` is the
+    file's name as the student knows it; the path is None when nothing can be graded
+    (the notes say why)."""
+    if path.suffix != ".ipynb":
+        return path, []
+    return _notebook(path, shown, dest)
 
 
 def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str]]:

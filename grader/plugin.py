@@ -185,6 +185,8 @@ class _Explained:
             per_part.append(found)
         if not per_part:  # every other part passed: only the reference counts
             return []
+        plugin.refs.asked.setdefault(plugin.current_part, {}).setdefault(
+            request_key(probe, args), (probe, args))
         results = []
         for combo in itertools.islice(itertools.product(*per_part), self.MAX_COMBINATIONS):
             try:

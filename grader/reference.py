@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import itertools
 import struct
 import sys
 import types
@@ -182,11 +183,17 @@ class LessonRefs:
     # warmed from a recording made from these very files, by a run that checked the
     # solution gets full marks (the autograder zip's): the check need not run again
     recorded: bool = False
+    # the torch version a recording's results were computed with ("": this process's)
+    torch: str = ""
+    # composite part -> request key -> (probe, args): what its comparison asked of the
+    # solution carrying known mistakes (`plugin._Explained`), for `record_combined`
+    asked: dict[str, dict[str, tuple[str, dict]]] = field(default_factory=dict)
     _combined: dict[tuple[str, ...], Caller] = field(default_factory=dict)
 
     def combined(self, ids: tuple[str, ...]) -> Caller:
         """The solution with several known mistakes at once (in different parts):
-        trusted code standing for a student whose parts have exactly those bugs."""
+        trusted code standing for a student whose parts have exactly those bugs. A
+        student bundle has their practice results only, recorded (`record_combined`)."""
         ids = tuple(sorted(ids))
         if len(ids) == 1:  # one mistake: its variant, with the results it already has
             return next(v.caller for v in self.variants if v.mistake.id == ids[0])
@@ -251,14 +258,38 @@ def save_recording(refs: LessonRefs, path: Path) -> None:
     path.write_bytes(recording(refs))
 
 
+def record_combined(refs: LessonRefs) -> None:
+    """Answer what each composite part asked (`LessonRefs.asked`) with the solution
+    carrying every combination of known mistakes in two or more of the other parts, so
+    that a recording holds what a composite part compares with for any student whose
+    other parts have known mistakes. A student bundle's are its practice requests."""
+    for composite, requests in refs.asked.items():
+        by_part: dict[str, list[str]] = {}
+        for v in refs.variants:
+            if v.mistake.part != composite:
+                by_part.setdefault(v.mistake.part, []).append(v.mistake.id)
+        for size in range(2, len(by_part) + 1):
+            for parts in itertools.combinations(sorted(by_part), size):
+                for ids in itertools.product(*(by_part[p] for p in parts)):
+                    caller = refs.combined(ids)
+                    for probe, args in requests.values():
+                        try:
+                            caller.call(probe, **args)
+                        except Exception:  # noqa: BLE001 - that combination breaks it
+                            continue
+
+
 def recording(refs: LessonRefs, digest: str = "") -> bytes:
-    """The reference's and every mistake's results of the calls made so far, the
-    mistakes' titles and hints (not their edits, which quote the solution) and their
-    signatures: enough to run and diagnose those tests without the solution. `digest`
-    (`lesson_digest`) ties it to the files it was made from, where they ship with it."""
+    """The reference's and every mistake's (and combination's) results of the calls
+    made so far, the mistakes' titles and hints (not their edits, which quote the
+    solution), their signatures and the torch version: enough to run and diagnose
+    those tests without the solution. `digest` (`lesson_digest`) ties it to the files
+    it was made from, where they ship with it."""
     return protocol.dumps({
         "reference": refs.reference.cache,
         "variants": {v.mistake.id: v.caller.cache for v in refs.variants},
+        "combined": {"+".join(ids): caller.cache for ids, caller in refs._combined.items()},
+        "torch": torch.__version__,
         "mistakes": [{"id": v.mistake.id, "part": v.mistake.part,
                       "title": v.mistake.title, "hint": v.mistake.hint}
                      for v in refs.variants],
@@ -273,4 +304,7 @@ def _from_recording(data: dict, probes: types.ModuleType) -> LessonRefs:
                 for m in data["mistakes"]]
     signatures = data["signatures"]
     return LessonRefs(Caller(None, probes, data["reference"]), variants, probes,
-                      None if signatures is None else {k: set(v) for k, v in signatures.items()})
+                      None if signatures is None else {k: set(v) for k, v in signatures.items()},
+                      torch=data.get("torch", ""),
+                      _combined={tuple(ids.split("+")): Caller(None, probes, cache)
+                                 for ids, cache in data.get("combined", {}).items()})

@@ -10,6 +10,8 @@ what the student's own file costs before it computes anything:
 same cores and one after the other (so a busy moment hits them alike):
 
 * imports: that yardstick;
+* check, project: `grader check` on the solution in the project, where the grader
+  holds the solution, so the student's code runs in a sandbox of its own;
 * check, sandboxed: `grader check` in a student bundle, with bubblewrap where this
   machine has it (the whole check runs inside it, its zygote a fork of the grader);
 * check, no bwrap: the same where bubblewrap is not installed (most students' laptops):
@@ -122,6 +124,8 @@ def main() -> None:
             peaks: list[int] = []
             for _ in range(args.rounds):
                 times.setdefault("imports", []).append(timed(IMPORTS, cores))
+                times.setdefault("check, project", []).append(
+                    timed([*check[:-1], "solutions/13_moe.py"], cores, cwd=REPO))
                 times.setdefault("check, sandboxed", []).append(
                     timed(check, cores, cwd=bundle))
                 times.setdefault("check, no bwrap", []).append(

@@ -29,14 +29,38 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 # Reinstall only when the project's requirements changed since the last install.
 stamp=$VENV/.installed
+# torch first, as its CPU build: by name from the PyTorch CPU index where it can be
+# reached, else the plain package (pip's own indexes and local wheels: on Linux, PyPI's
+# is a CUDA build). A torch already at the pinned version is kept. It says which.
+CPU_INDEX=https://download.pytorch.org/whl/cpu
+TORCH=$(sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml)
+torch_version() {
+  "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null
+}
+install_torch() {
+  if [ "$(torch_version | cut -d+ -f1)" = "$TORCH" ]; then
+    return
+  fi
+  if "$VENV/bin/python" -c "import urllib.request as u; u.urlopen('$CPU_INDEX/torch/', timeout=10)" \
+     >/dev/null 2>&1; then
+    echo "setup: torch==$TORCH+cpu, the CPU build, from $CPU_INDEX"
+    "$VENV/bin/python" -m pip install -q --index-url "$CPU_INDEX" "torch==$TORCH+cpu"
+  else
+    echo "setup: $CPU_INDEX cannot be reached: torch==$TORCH from pip's own indexes"
+    "$VENV/bin/python" -m pip install -q "torch==$TORCH"
+  fi
+}
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
-  echo "setup: installing Python packages (torch is pinned to the CPU wheel 2.13.0)"
+  echo "setup: installing Python packages"
   log=$VENV/install.log
-  if ! { "$VENV/bin/python" -m pip install -q --upgrade pip &&
+  if ! { "$VENV/bin/python" -m pip install -q --upgrade pip && install_torch &&
          "$VENV/bin/python" -m pip install -q -e '.[cluster,nbgrader,test]'; } >"$log" 2>&1; then
     tail -n 40 "$log" >&2
     echo "setup: pip failed; the full log is $log" >&2
     exit 1
   fi
+  grep '^setup:' "$log" || true
+  echo "setup: installed torch $(torch_version) ($("$VENV/bin/python" -c \
+    'import torch; print(f"CUDA {torch.version.cuda} build" if torch.version.cuda else "CPU build")'))"
   touch "$stamp"
 fi

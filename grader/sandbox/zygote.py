@@ -665,12 +665,25 @@ def _child(data: socket.socket, probes, limits: dict, scratch: str) -> None:
         _answer(data, reply, nonce, harness, path)
 
 
+def _flush_output() -> None:
+    """What the submission printed, into the output pipe before each answer: a zygote
+    forked from the grader keeps the grader's buffered sys.stdout (a pipe's is
+    block-buffered unless PYTHONUNBUFFERED is set), and the child is killed, never
+    exits, so whatever stayed in the buffer would be lost."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:  # noqa: BLE001 - the submission may have replaced it
+            pass
+
+
 def _answer(data: socket.socket, reply: dict, nonce: int, harness: int, path: str) -> None:
     """Answer request `nonce`, from the harness's own process only: a fork the
     submission made that returned into this loop ends silently here (two processes
     serving one socket would answer each other's requests)."""
     if os.getpid() != harness:
         os._exit(0)
+    _flush_output()
     try:
         protocol.send(data, reply, nonce)
     except Exception as exc:  # e.g. a result torch cannot serialise
@@ -692,6 +705,27 @@ def _guard_imports(allowed: list[str]) -> None:
         return real_import(name, globals, locals, fromlist, level)
 
     builtins.__import__ = guarded
+
+
+def _syntax_lines(exc: SyntaxError) -> list[str]:
+    """Where a syntax error is, with a caret under it. Python's own rendering leaves
+    the caret line blank when the error spans lines (a missing comma before a line
+    break): the carets here mark its extent on its first line."""
+    lines = [f'  File "{exc.filename}", line {exc.lineno}\n']
+    text = (exc.text or "").split("\n")[0].rstrip()
+    if not text:
+        return lines
+    code = text.lstrip()
+    indent = len(text) - len(code)
+    start = max((exc.offset or 1) - 1 - indent, 0)
+    start = min(start, len(code))
+    if exc.end_lineno == exc.lineno and (exc.end_offset or 0) > (exc.offset or 0):
+        width = exc.end_offset - exc.offset
+    elif (exc.end_lineno or 0) > (exc.lineno or 0):  # to the end of this line
+        width = len(code) - start
+    else:
+        width = 1
+    return [*lines, f"    {code}\n", "    " + " " * start + "^" * max(width, 1) + "\n"]
 
 
 def _describe(exc: BaseException, path: str) -> dict:
@@ -722,7 +756,7 @@ def _describe_unguarded(exc: BaseException, path: str) -> dict:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
     lines = traceback.format_list(frames)
     if isinstance(exc, SyntaxError) and exc.filename == path:
-        lines += traceback.format_exception_only(type(exc), exc)[:-1]
+        lines += _syntax_lines(exc)
     return {
         "kind": kind,
         "type": type(exc).__name__[:200],

@@ -8,6 +8,7 @@ import io
 from markupsafe import escape
 from rich.console import Console
 
+from grader.check_report import print_check
 from grader.config import Course
 from grader.feedback import STRINGS, clean, render_student
 from grader.record import GRADED, Diagnosis, GradeRecord, PartRecord, TestRecord
@@ -27,11 +28,9 @@ def record_naming(m: Mistake) -> GradeRecord:
 
 def terminal(record: GradeRecord, course: Course, key: str, language: str) -> str:
     """What `grader check` prints for `record`, in `language`, one line per text."""
-    from grader.cli import _print_check
-
     out = io.StringIO()
     shown = course.model_copy(update={"language": language})
-    _print_check(record, shown, key, Console(file=out, width=100_000, highlight=False,
+    print_check(record, shown, key, Console(file=out, width=100_000, highlight=False,
                                              color_system=None))
     return out.getvalue()
 

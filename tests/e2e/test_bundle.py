@@ -83,12 +83,14 @@ def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
     before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
     proc = check(bundle, SOLUTION + PEEK.format(host=str(host), bundle=str(bundle / "README.md")),
                  tmp_path)
-    assert proc.returncode == 1 and "5 practice tests" not in proc.stdout
+    assert proc.returncode == 1 and "practice tests: 5/5" not in proc.stdout
     peek = proc.stdout[proc.stdout.index("PEEK"):].split("\n")[0:3]
     seen = " ".join(peek)
     assert "host=ENOENT" in seen and "bundle=EROFS" in seen and "tmp=OPEN" in seen, seen
     assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
-    assert proc.stdout.count("PEEK") >= 5  # each part reported, none crashed the check
+    # each part reported, none crashed the check; the failed import shown once
+    assert proc.stdout.count("0/1 practice tests") == 5
+    assert proc.stdout.count("RuntimeError: PEEK") == 1
 
 
 def test_bundle_holds_no_graded_case(bundle, ctx13):
@@ -109,6 +111,9 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
     assert recorded["reference"] and not graded_keys & set(recorded["reference"])
     for variant in recorded["variants"].values():
         assert not graded_keys & set(variant)
+    assert recorded["combined"]  # what moe compares with, for two mistakes and more
+    for combination in recorded["combined"].values():
+        assert not graded_keys & set(combination)
     markers = [line for f in graded_files for line in f.read_text().splitlines()
                if line.startswith(("CASES", "def test_", "GRADIENT_CASES", "EVAL_CASES"))]
     for f in bundle.rglob("*.py"):

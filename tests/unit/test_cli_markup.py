@@ -5,7 +5,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader import cli, config
+from grader import check_report, cli, config
 from grader.record import GradeRecord
 from grader.selftest.findings import Finding
 
@@ -27,12 +27,15 @@ def test_check_output_keeps_brackets():
     diagnosis = {"id": "m", "title": {"en": TEXTS[0]}, "hint": {"en": TEXTS[2]}}
     test = {"name": "test_output[float32-48-1e-06-1]", "part": "norm", "outcome": "failed",
             "message": TEXTS[2], "error": None, "checks": []}
-    record = {"problem": "SyntaxError: [x for x in", "tests": [test], "output": TEXTS[1],
+    record = {"status": "graded", "problem": "", "tests": [test], "output": TEXTS[1],
               "parts": {"norm": {"diagnosis": diagnosis}}}
     typed = GradeRecord.from_json(record)
-    text = shown(lambda *a: cli._print_check(typed, course, "10", a[-1]))
-    for expected in [*TEXTS, test["name"], record["problem"]]:
+    text = shown(lambda *a: check_report.print_check(typed, course, "10", a[-1]))
+    for expected in [*TEXTS, test["name"]]:
         assert expected in text, expected
+    failed = {**record, "status": "import_error", "problem": "SyntaxError: [x for x in"}
+    text = shown(lambda *a: check_report.print_check(GradeRecord.from_json(failed), course, "10", a[-1]))
+    assert failed["problem"] in text
 
 
 def test_selftest_findings_keep_brackets():

@@ -71,13 +71,11 @@ def test_a_hint_with_control_characters_fails(course):
 
 def test_a_terminal_that_reads_markup_fails(course, monkeypatch):
     """If `grader check` printed hints as rich markup, the selftest would say so."""
-    from grader import cli
-
     def markup_on(record, course, key, out):
         for part in record.parts.values():
             out.print(f"{part.diagnosis.title['en']} {part.diagnosis.hint['en']}")
 
-    monkeypatch.setattr(cli, "_print_check", markup_on)
+    monkeypatch.setattr(hints, "print_check", markup_on)
     assert hints.check(course, "10", [mistake("torch.cat([cos, cos], dim=-1)")])[0].failed
 
 

@@ -1,0 +1,134 @@
+"""A student's check tells the truth: every example student of lessons 10, 12 and 13
+through `grader check` three ways (the .py in the project, the same code as a
+notebook, and in a freshly built student bundle) gives the same per-part practice
+results, and every student with full marks in the graded run passes every practice
+test. One bundle build and one graded run per lesson."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from grader import intake
+
+ROOT = Path(__file__).resolve().parents[2]
+GRADER = [sys.executable, "-m", "grader.cli"]
+LESSONS = {"10": "10_rmsnorm", "12": "12_rope", "13": "13_moe"}
+
+pytestmark = pytest.mark.slow
+
+
+def students(key: str) -> list[tuple[str, Path]]:
+    """(student id, their file) for each example student who handed a file in."""
+    found = []
+    for folder in sorted((ROOT / "examples" / key).iterdir()):
+        files = [f for f in folder.iterdir() if f.suffix in (".py", ".ipynb")] \
+            if folder.is_dir() else []
+        if files:
+            found.append((folder.name, files[0]))
+    return found
+
+
+CASES = [(key, sid, path) for key in LESSONS for sid, path in students(key)]
+
+
+@pytest.fixture(scope="module")
+def lesson_runs(tmp_path_factory) -> dict:
+    """Per lesson, built lazily, once: a student bundle and the graded run's scores."""
+    made: dict = {}
+
+    def get(key: str) -> dict:
+        if key not in made:
+            tmp = tmp_path_factory.mktemp(f"lesson{key}")
+            bundle = tmp / "bundle"
+            done = subprocess.run([*GRADER, "student-bundle", "--lesson", key, "--dest",
+                                   str(bundle)], cwd=ROOT, capture_output=True, text=True,
+                                  timeout=900)
+            assert done.returncode == 0, done.stderr
+            out = tmp / "out"
+            done = subprocess.run([*GRADER, "run", "--lesson", key, "--submissions",
+                                   str(ROOT / "examples" / key), "--out", str(out)],
+                                  cwd=ROOT, capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr
+            scores = json.loads((out / "scores.json").read_text())
+            made[key] = {"bundle": bundle, "scores": {s["student_id"]: s
+                                                      for s in scores["students"]}}
+        return made[key]
+
+    return get
+
+
+def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
+    """The student's code as a .py file and as a notebook (one code cell, so line
+    numbers in messages agree); a notebook handed in is converted as intake does."""
+    work.mkdir(parents=True)
+    py, nb = work / exercise, work / (Path(exercise).stem + ".ipynb")
+    if path.suffix == ".ipynb":
+        converted, _ = intake.load(path, path.name, work / "converted.py")
+        py.write_text(converted.read_text())
+        nb.write_bytes(path.read_bytes())
+    else:
+        py.write_text(path.read_text())
+        notebook = nbformat.v4.new_notebook(cells=[
+            nbformat.v4.new_markdown_cell("My work"),
+            nbformat.v4.new_code_cell(path.read_text())])
+        nbformat.write(notebook, nb)
+    return py, nb
+
+
+def check(file: Path, key: str, cwd: Path, env: dict | None = None) -> tuple[int, dict]:
+    done = subprocess.run([*GRADER, "check", "--lesson", key, "--json", str(file)], cwd=cwd,
+                          capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return done.returncode, json.loads(done.stdout)
+
+
+def practice(report: dict) -> dict:
+    """Per part: the practice tests' outcomes and messages, and the likely mistake."""
+    return {name: {"passed": part["passed"], "total": part["total"],
+                   "mistake": (part["likely_mistake"] or {}).get("id"),
+                   "tests": [(t["name"], t["outcome"], t["message"]) for t in part["tests"]]}
+            for name, part in report["parts"].items()}
+
+
+@pytest.mark.parametrize(("key", "sid", "path"), CASES,
+                         ids=[f"{key}-{sid}" for key, sid, _ in CASES])
+def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, lesson_runs,
+                                                               tmp_path):
+    runs = lesson_runs(key)
+    exercise = f"{LESSONS[key]}.py"
+    py, nb = as_both(path, tmp_path / "work", exercise)
+    project_code, project = check(py, key, ROOT)
+    notebook_code, notebook = check(nb, key, ROOT)
+    bundle_env = {**os.environ, "PYTHONPATH": str(runs["bundle"])}
+    bundle_code, bundle = check(py, key, runs["bundle"], bundle_env)
+    assert practice(notebook) == practice(project), "the notebook's check differs"
+    assert practice(bundle) == practice(project), "the bundle's check differs"
+    assert project_code == notebook_code == bundle_code
+    assert any(n.startswith("Graded the ") for n in notebook["notes"])
+    graded = runs["scores"][sid]
+    if graded["score"] == graded["max_score"]:
+        assert project_code == 0 and project["passed"] == project["total"] > 0, project
+
+
+def test_a_missing_file_is_named_and_exits_2(tmp_path):
+    done = subprocess.run([*GRADER, "check", "--lesson", "13", str(tmp_path / "missing.py")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"no such file: {tmp_path / 'missing.py'}" in done.stderr
+    assert "practice tests" not in done.stdout + done.stderr
+
+
+def test_a_syntax_error_is_shown_once_with_its_caret_and_a_hint():
+    done = subprocess.run([*GRADER, "check", "--lesson", "13",
+                           "examples/13/carol/13_moe.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 1
+    assert done.stdout.count("SyntaxError") == 1 and done.stdout.count("line 49") == 2
+    code, caret = done.stdout.split('line 49\n', 2)[1].splitlines()[:2]
+    assert code.strip().startswith("def dispatch(") and caret.strip() == "^" * 13
+    assert code.index("nn.ModuleList") == caret.index("^")
+    assert "hint: Python could not read your file" in done.stdout

@@ -1,0 +1,24 @@
+"""What `grader check` reports: its exit status, and the bundle's command line."""
+from click.testing import CliRunner
+
+from grader import check_report, cli
+
+
+def report(status: str, outcomes: list[str]) -> dict:
+    return {"status": status, "passed": outcomes.count("passed"), "total": len(outcomes)}
+
+
+def test_exit_status_follows_the_practice_tests_and_the_file():
+    assert check_report.exit_status(report("graded", ["passed", "passed"])) == 0
+    assert check_report.exit_status(report("graded", ["passed", "failed"])) == 1
+    assert check_report.exit_status(report("import_error", ["failed"])) == 1
+    assert check_report.exit_status(report("graded", [])) == 1
+    for status in ("missing", "unreadable"):
+        assert check_report.exit_status(report(status, ["failed"])) == 2
+
+
+def test_the_bundles_command_line_offers_the_students_commands_only():
+    assert set(cli.student.commands) == {"check"}
+    shown = CliRunner().invoke(cli.student, ["--help"]).output
+    assert "check" in shown and "audit" not in shown and "upload" not in shown
+    assert {"check", "run", "audit"} <= set(cli.main.commands)
