@@ -18,7 +18,7 @@ import torch
 from grader import cases, config, contrast
 from grader.compare import Checks
 from grader.context import LessonContext
-from grader.plugin import part_of
+from grader.plugin import part_of, replay
 from grader.selftest import default_correct
 from grader.tolerance import record, variants
 
@@ -88,22 +88,15 @@ class Verifying(Checks):
         return passed
 
 
-class _NoExplained:
-    def call(self, probe: str, **args) -> list[dict]:
-        return []
-
-
 def run(items, student, reference, tolerances) -> tuple[list, dict]:
     """Structure claims (test, check, claim, true?) and per part the cases' outcomes."""
     claims, by_part = [], defaultdict(list)
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
         checks = Verifying(tolerances)
-        args = {**params, "student": student, "reference": reference, "check": checks,
-                "explained": _NoExplained()}
         try:
             with torch.random.fork_rng():
-                item.obj(**{n: args[n] for n in item._fixtureinfo.argnames})
+                replay(item, {"student": student, "reference": reference, "check": checks})
             failed = bool(checks.failures)
         except Exception:  # noqa: BLE001 - a mistake may break a test: that test failed
             failed = True
