@@ -16,14 +16,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
                            TimeElapsedColumn, TimeRemainingColumn)
-from rich.table import Table
 
 from grader import config
+from grader.console import console, left_out, print_findings, print_upload, summary_table
 from grader.export import FORMATS
 from grader.record import GradeRecord
 from grader.similarity import THRESHOLD
 
-console = Console(stderr=True, highlight=False)
 SIMILARITY = "similarity.html"  # beside report.html, which links it
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
@@ -175,7 +174,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     if not subs:
         if sandbox is not None:
             sandbox.close()
-        _left_out(taken.skipped)
+        left_out(taken.skipped)
         raise click.ClickException(f"no submissions found in {submissions}: "
                                    + intake.layout_hint(submissions, lesson.exercise))
     language = language or course.language
@@ -194,8 +193,8 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     records = [r for s in subs if (r := store.load(s.student_id)) is not None]
     write_atomic(out / "report.html", render_report(records, course, lesson_key, language,
                                                     (out / SIMILARITY).is_file()))
-    _summary_table(summary, doc, out)
-    _left_out(taken.skipped)
+    summary_table(summary, doc, out)
+    left_out(taken.skipped)
     if summary.worker_failures:
         for failure in summary.worker_failures:
             console.print(f"[red]{escape(failure)}[/]")
@@ -282,53 +281,6 @@ def _cluster(scheduler: str):
         raise click.ClickException(f"--scheduler needs dask distributed ({exc}): "
                                    "pip install 'minimind-grader[cluster]'") from None
     return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
-
-
-def _left_out(skipped: list[str]) -> None:
-    """Name everything intake left out (links, oversized or escaping entries, broken
-    notebooks), so the TA sees it without opening each page. Printed as plain text:
-    the names are the class's, not rich markup."""
-    if skipped:
-        console.print(f"[yellow]left out by intake ({len(skipped)}):[/]")
-    for line in skipped:
-        console.print(f"  {line}", markup=False, highlight=False)
-
-
-def _summary_table(summary, doc: dict, out: Path) -> None:
-    """This run's work, and the class as it now stands (scores.json): the errors and
-    timeouts that remain are counted and named whether graded now or before."""
-    from grader.plan import ERROR_STATUSES
-
-    errors = [f"{s['student_id']} ({s['status']})" for s in doc["students"]
-              if s["status"] in ERROR_STATUSES]
-    timeouts = [s["student_id"] for s in doc["students"] if s["status"] == "timeout"]
-    table = Table(title="summary", show_header=False)
-    table.add_row("students", str(len(doc["students"])))
-    table.add_row("graded now", str(summary.graded))
-    table.add_row("unchanged (skipped)", str(summary.skipped))
-    table.add_row("errors (missing, unreadable, import)", str(len(errors)))
-    table.add_row("timeouts", str(len(timeouts)))
-    table.add_row("time", f"{summary.seconds:.1f} s")
-    console.print(table)
-    for title, names in (("errors", errors), ("timeouts", timeouts)):
-        if names:
-            console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
-    console.print(f"scores:   {out / 'scores.json'}", markup=False)
-    _pages(doc, out)
-    console.print(f"report:   {out / 'report.html'}", markup=False)
-
-
-def _pages(doc: dict, out: Path) -> None:
-    """Where the students' pages are, under the names they really have: a page is
-    `<student_id>.html` unless the id is no plain file name, and those are listed."""
-    from grader.feedback import clean
-
-    renamed = [s for s in doc["students"] if s["page"] != f"feedback/{s['student_id']}.html"]
-    console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
-                  "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
-    for s in renamed:
-        console.print(f"  {clean(s['student_id'], 200)}: {out / s['page']}", markup=False,
-                      highlight=False, soft_wrap=True)
 
 
 @main.command()
@@ -549,7 +501,7 @@ def selftest(course_path, lesson_key, correct, out, jobs) -> None:
                              jobs, out)
     except (ValueError, OSError) as exc:  # a malformed mistakes.yml, a missing file
         raise click.ClickException(str(exc)) from None
-    _print_findings(found, lesson_key)
+    print_findings(found, lesson_key)
     sys.exit(1 if any(f.failed for f in found) else 0)
 
 
@@ -578,20 +530,6 @@ def new_lesson(course_path, key, name, parts, composite) -> None:
                   f"mistakes.yml, then `grader release --lesson {key}` and "
                   f"`grader selftest --lesson {key}` (the project's contract test runs it "
                   "too)", markup=False)
-
-
-def _print_findings(found, lesson_key: str, out: Console | None = None) -> None:
-    """One line per finding; the messages quote the lesson's text: never markup."""
-    from collections import Counter
-
-    out = out or Console(highlight=False)
-    colour = {"ok": "green", "failed": "bold red", "skipped": "dim"}
-    for f in found:
-        out.print(f"[{colour.get(f.status, 'yellow')}]{f.status:17}[/] {f.check:9} ", end="")
-        out.print(f"{f.subject}: {f.message}" if f.subject else f.message, markup=False)
-    counts = Counter(f.status for f in found)
-    out.print(f"lesson {lesson_key}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
-              markup=False)
 
 
 @main.command()
@@ -803,32 +741,8 @@ def upload(course_path, lesson_key, service, results, dry_run, force, public_jwk
                           force=force)
     except UploadError as exc:
         raise click.ClickException(str(exc)) from None
-    _print_upload(done, course, lesson_key, dry_run)
+    print_upload(done, course, lesson_key, dry_run)
     sys.exit(1 if done.refused else 0)
-
-
-def _print_upload(done, course: config.Course, lesson_key: str, dry_run: bool) -> None:
-    """What was (or would be) sent, and who was not; names print as plain text."""
-    from grader.upload import lti
-
-    if dry_run:
-        click.echo(f"would find or create the line item {lti.label(course, lesson_key)!r} "
-                   f"(resourceId {lti.resource_id(course, lesson_key)!r}) in "
-                   f"{course.lti.lineitems_url}")
-        for body in done.planned:
-            click.echo(json.dumps(body, ensure_ascii=False))
-        click.echo(f"would send {len(done.planned)}; unchanged {len(done.unchanged)}")
-    else:
-        if done.lineitem:
-            click.echo(f"line item: {done.lineitem}")
-        click.echo(f"sent {len(done.sent)}; unchanged {len(done.unchanged)}; "
-                   f"refused {len(done.refused)}")
-    for title, rows in (("refused by the platform", done.refused),
-                        ("not sent (no LTI user id)", done.skipped)):
-        if rows:
-            click.echo(f"{title} ({len(rows)}):", err=True)
-        for sid, why in rows:
-            click.echo(f"  {sid}: {why}", err=True)
 
 
 @main.command("autograder-zip")

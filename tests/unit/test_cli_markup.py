@@ -5,7 +5,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader import check_report, cli, config
+from grader import check_report, config, console
 from grader.record import GradeRecord
 from grader.selftest.findings import Finding
 
@@ -40,5 +40,5 @@ def test_check_output_keeps_brackets():
 
 def test_selftest_findings_keep_brackets():
     found = [Finding("hints", "m[1]", "failed", TEXTS[0])]
-    text = shown(lambda *a: cli._print_findings(found, "10", a[-1]))
+    text = shown(lambda *a: console.print_findings(found, "10", a[-1]))
     assert f"m[1]: {TEXTS[0]}" in text

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from grader import cli
+from grader import console
 from grader.config import ConfigError, Course, Lesson, Part, Student
 from grader.export import export
 from grader.export.moodle_files import ZIP_NAME
@@ -47,10 +47,10 @@ def test_scores_json_names_each_students_page(tmp_path):
 
 def test_the_summary_prints_the_real_page_names(tmp_path, monkeypatch):
     shown = Console(record=True, width=200)
-    monkeypatch.setattr(cli, "console", shown)
+    monkeypatch.setattr(console, "console", shown)
     doc = {"students": [{"student_id": "alice", "page": "feedback/alice.html"},
                         {"student_id": "José Núñez", "page": "feedback/José_Núñez-1a2b.html"}]}
-    cli._pages(doc, tmp_path)
+    console.pages(doc, tmp_path)
     text = shown.export_text()
     assert f"José Núñez: {tmp_path}/feedback/José_Núñez-1a2b.html" in text
     assert "alice:" not in text  # a plain id's page is <student_id>.html, as printed

@@ -1,0 +1,100 @@
+"""What the CLI prints for TAs and instructors: the run's summary, where the pages
+are, what intake left out, selftest's findings, an upload's outcome. Student text
+(ids, names, messages) is printed as plain text, never as rich markup."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from grader import config
+
+console = Console(stderr=True, highlight=False)
+
+
+def left_out(skipped: list[str]) -> None:
+    """Name everything intake left out (links, oversized or escaping entries, broken
+    notebooks), so the TA sees it without opening each page. Printed as plain text:
+    the names are the class's, not rich markup."""
+    if skipped:
+        console.print(f"[yellow]left out by intake ({len(skipped)}):[/]")
+    for line in skipped:
+        console.print(f"  {line}", markup=False, highlight=False)
+
+
+def summary_table(summary, doc: dict, out: Path) -> None:
+    """This run's work, and the class as it now stands (scores.json): the errors and
+    timeouts that remain are counted and named whether graded now or before."""
+    from grader.plan import ERROR_STATUSES
+
+    errors = [f"{s['student_id']} ({s['status']})" for s in doc["students"]
+              if s["status"] in ERROR_STATUSES]
+    timeouts = [s["student_id"] for s in doc["students"] if s["status"] == "timeout"]
+    table = Table(title="summary", show_header=False)
+    table.add_row("students", str(len(doc["students"])))
+    table.add_row("graded now", str(summary.graded))
+    table.add_row("unchanged (skipped)", str(summary.skipped))
+    table.add_row("errors (missing, unreadable, import)", str(len(errors)))
+    table.add_row("timeouts", str(len(timeouts)))
+    table.add_row("time", f"{summary.seconds:.1f} s")
+    console.print(table)
+    for title, names in (("errors", errors), ("timeouts", timeouts)):
+        if names:
+            console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
+    console.print(f"scores:   {out / 'scores.json'}", markup=False)
+    pages(doc, out)
+    console.print(f"report:   {out / 'report.html'}", markup=False)
+
+
+def pages(doc: dict, out: Path) -> None:
+    """Where the students' pages are, under the names they really have: a page is
+    `<student_id>.html` unless the id is no plain file name, and those are listed."""
+    from grader.feedback import clean
+
+    renamed = [s for s in doc["students"] if s["page"] != f"feedback/{s['student_id']}.html"]
+    console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
+                  "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
+    for s in renamed:
+        console.print(f"  {clean(s['student_id'], 200)}: {out / s['page']}", markup=False,
+                      highlight=False, soft_wrap=True)
+
+
+def print_findings(found, lesson_key: str, out: Console | None = None) -> None:
+    """One line per finding; the messages quote the lesson's text: never markup."""
+    from collections import Counter
+
+    out = out or Console(highlight=False)
+    colour = {"ok": "green", "failed": "bold red", "skipped": "dim"}
+    for f in found:
+        out.print(f"[{colour.get(f.status, 'yellow')}]{f.status:17}[/] {f.check:9} ", end="")
+        out.print(f"{f.subject}: {f.message}" if f.subject else f.message, markup=False)
+    counts = Counter(f.status for f in found)
+    out.print(f"lesson {lesson_key}: " + ", ".join(f"{n} {s}" for s, n in sorted(counts.items())),
+              markup=False)
+
+
+def print_upload(done, course: config.Course, lesson_key: str, dry_run: bool) -> None:
+    """What was (or would be) sent, and who was not; names print as plain text."""
+    from grader.upload import lti
+
+    if dry_run:
+        click.echo(f"would find or create the line item {lti.label(course, lesson_key)!r} "
+                   f"(resourceId {lti.resource_id(course, lesson_key)!r}) in "
+                   f"{course.lti.lineitems_url}")
+        for body in done.planned:
+            click.echo(json.dumps(body, ensure_ascii=False))
+        click.echo(f"would send {len(done.planned)}; unchanged {len(done.unchanged)}")
+    else:
+        if done.lineitem:
+            click.echo(f"line item: {done.lineitem}")
+        click.echo(f"sent {len(done.sent)}; unchanged {len(done.unchanged)}; "
+                   f"refused {len(done.refused)}")
+    for title, rows in (("refused by the platform", done.refused),
+                        ("not sent (no LTI user id)", done.skipped)):
+        if rows:
+            click.echo(f"{title} ({len(rows)}):", err=True)
+        for sid, why in rows:
+            click.echo(f"  {sid}: {why}", err=True)
