@@ -402,7 +402,7 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
     # without bwrap the zygote is a fork of this process: one import for both sides.
     sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
                             tuple(lesson.preload), fork=True)
-    from grader import intake, runner
+    from grader import notebook, runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault
     from grader.sandbox.limits import SandboxError
@@ -412,7 +412,7 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
     try:
         with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
             # the graded run's own loading: a notebook's code cells, the same notes
-            path, notes = intake.load(file, file.name, Path(tmp) / lesson.exercise)
+            path, notes = notebook.load(file, file.name, Path(tmp) / lesson.exercise)
             record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
                                   select=runner.PRACTICE)
     except (GraderFault, SandboxError) as exc:  # ours, never the student's

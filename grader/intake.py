@@ -19,14 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import re
 import shutil
 import stat
 import tempfile
-import unicodedata
-import warnings
 import zipfile
 import zlib
 from collections import deque
@@ -37,8 +34,10 @@ from pathlib import Path, PurePosixPath
 import yaml
 
 from grader.config import Student
-from grader.plan import read_capped
-from grader.store import safe_name, write_atomic
+from grader.notebook import load
+from grader.plan import MAX_FILE, read_capped
+from grader.shown import printable, raw_bytes, reason_of
+from grader.store import safe_name
 
 UTC = timezone.utc  # datetime.UTC is 3.11+
 Found = tuple[str, Path | None, list[str]]
@@ -50,10 +49,8 @@ METADATA = "submission_metadata.yml"
 MAX_DEPTH = 16                      # folders below where a walk starts
 MAX_ENTRIES = 10_000                # entries a walk of one student's folder looks at
 MAX_CLASS = 100_000                 # entries of a class: its folder, a walk, an archive
-MAX_FILE = 32 * 1024 * 1024         # a notebook, an archive entry, the metadata
 MAX_UNZIPPED = 256 * 1024 * 1024    # all that one archive may unpack
 MAX_ID = 120                        # characters of a student id before it is hashed
-KEPT_CELL_MAGICS = {"time", "timeit", "capture"}  # their body is plain Python
 
 # Why something was left out: one note per reason, naming what it left out.
 LINK = "links are never followed"
@@ -156,8 +153,8 @@ def layout_hint(directory: Path, exercise: str) -> str:
     try:
         entries, _ = _entries(directory, MAX_CLASS)
     except OSError as exc:
-        return f"{expected}; it could not be read ({_reason(exc)})"
-    files = [_text(e.name) for e in entries if e.is_file(follow_symlinks=False)
+        return f"{expected}; it could not be read ({reason_of(exc)})"
+    files = [printable(e.name) for e in entries if e.is_file(follow_symlinks=False)
              and Path(e.name).suffix in GRADABLE]
     if any(_wanted(name, exercise) for name in files):
         return (f"{expected}. It holds {exercise} itself, as one student's folder does: "
@@ -176,15 +173,15 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
         shutil.rmtree(unzipped, ignore_errors=True)
         return _canvas_zip(directory, unzipped / "0", exercise, run)
     if not directory.is_dir():
-        run.add("neither a folder nor a zip", _text(str(directory)))
+        run.add("neither a folder nor a zip", printable(str(directory)))
         return {}
     try:
         entries, more = _entries(directory, MAX_CLASS)
     except OSError as exc:
-        run.add(f"could not be read: {_reason(exc)}", _text(str(directory)))
+        run.add(f"could not be read: {reason_of(exc)}", printable(str(directory)))
         return {}
     if more:
-        run.add(f"only the first {MAX_CLASS} entries are looked at", _text(str(directory)))
+        run.add(f"only the first {MAX_CLASS} entries are looked at", printable(str(directory)))
     # The layout is told by regular files only: a link is never followed, not even to
     # tell what it is (links among the students' folders are noted as theirs).
     files = [e for e in entries if e.is_file(follow_symlinks=False)]
@@ -199,34 +196,18 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
                 mine.cands += g.cands
                 mine.skips.extend(g.skips)
         return groups
-    if any(CANVAS_NAME.match(_text(e.name)) for e in files):
+    if any(CANVAS_NAME.match(printable(e.name)) for e in files):
         return _canvas(directory, exercise, run)
     return _folders(entries, exercise)
-
-
-def _raw(name: str) -> bytes:
-    """The bytes behind a name: a file name's own (undecodable bytes come back from
-    their surrogate escapes), else any lone surrogate as its three bytes."""
-    try:
-        return name.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:
-        return name.encode("utf-8", "surrogatepass")
-
-
-def _text(name: str) -> str:
-    """A name as text that prints and encodes: undecodable bytes, lone surrogates and
-    control characters become U+FFFD."""
-    text = _raw(name).decode("utf-8", "replace")
-    return "".join("\ufffd" if unicodedata.category(c) in ("Cc", "Cs") else c for c in text)
 
 
 def _ident(name: str) -> str:
     """A student id from a name a class supplied: text, at most MAX_ID characters; a
     name that had to change gets a hash of the original, so two never merge."""
-    text = _text(name)
+    text = printable(name)
     if text == name and len(text) <= MAX_ID:
         return text
-    digest = hashlib.sha256(_raw(name)).hexdigest()[:8]
+    digest = hashlib.sha256(raw_bytes(name)).hexdigest()[:8]
     return f"{text[:MAX_ID]}~{digest}"
 
 
@@ -262,13 +243,13 @@ def _walk(root: Path, skips: Skips, limit: int) -> list[_File]:
         try:
             entries, more = _entries(folder, left)
         except OSError as exc:
-            skips.add(f"could not be read: {_reason(exc)}", rel or ".")
+            skips.add(f"could not be read: {reason_of(exc)}", rel or ".")
             continue
         if more:
             skips.add(f"only the first {limit} entries are looked at", rel or ".")
         left -= len(entries)
         for e in entries:
-            label = f"{rel}/{_text(e.name)}" if rel else _text(e.name)
+            label = f"{rel}/{printable(e.name)}" if rel else printable(e.name)
             if e.is_symlink():
                 skips.add(LINK, label)
             elif e.is_dir(follow_symlinks=False):
@@ -315,7 +296,7 @@ def _folders(entries: list[os.DirEntry], exercise: str) -> dict[str, Group]:
             continue
         group = Group()
         if e.is_symlink():
-            group.skips.add(LINK, f"the folder {_text(e.name)}")
+            group.skips.add(LINK, f"the folder {printable(e.name)}")
         elif e.is_dir(follow_symlinks=False):
             group.cands = [Candidate(f.path, f.when, label=f.label)
                            for f in _files(Path(e.path), exercise, group.skips)]
@@ -330,7 +311,7 @@ def _canvas(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
     groups: dict[str, Group] = {}
     walked = Skips()
     for f in _walk(directory, walked, MAX_CLASS):
-        m = CANVAS_NAME.match(_text(f.path.name))
+        m = CANVAS_NAME.match(printable(f.path.name))
         if m and Path(m["original"]).suffix in GRADABLE:
             groups.setdefault(m["uid"], Group()).cands.append(
                 Candidate(f.path, f.when, late=bool(m["late"]), label=m["original"],
@@ -364,18 +345,18 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
     """Canvas candidates from a bulk-download zip. Only entries that could be graded are
     unpacked, each under a name of our own (`<index><suffix>` in `dest`); an entry that
     escapes, is a link or is too large is skipped and named, never the whole archive."""
-    name = _text(archive.name)
+    name = printable(archive.name)
     try:
         z = zipfile.ZipFile(archive)
     except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        run.add(f"not a readable zip: {_reason(exc)}", name)
+        run.add(f"not a readable zip: {reason_of(exc)}", name)
         return {}
     groups: dict[str, Group] = {}
     total = 0
     dest.mkdir(parents=True, exist_ok=True)
     with z:
         for i, info in enumerate(z.infolist()):
-            label = _text(info.filename)
+            label = printable(info.filename)
             m = CANVAS_NAME.match(label.replace("\\", "/").rsplit("/", 1)[-1])
             skips = groups.setdefault(m["uid"], Group()).skips if m else run
             if i >= MAX_CLASS:
@@ -402,7 +383,7 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
                 total += _unpack(z, info, target)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError,
                     EOFError, ValueError, zlib.error) as exc:
-                skips.add(f"could not be unpacked: {_reason(exc)}", shown)
+                skips.add(f"could not be unpacked: {reason_of(exc)}", shown)
                 continue
             groups[m["uid"]].cands.append(Candidate(
                 target, _zip_time(info), late=bool(m["late"]), label=m["original"],
@@ -447,7 +428,7 @@ def _metadata(path: Path, run: Skips) -> dict:
             raise ValueError(TOO_LARGE)
         meta = yaml.load(data.decode("utf-8"), Loader=_LenientLoader)
     except Exception as exc:  # noqa: BLE001 - a parser of hostile text may raise anything
-        run.add(f"not readable: {_reason(exc)}", METADATA)
+        run.add(f"not readable: {reason_of(exc)}", METADATA)
         return {}
     if not isinstance(meta, dict):
         run.add("not a mapping of submissions", METADATA)
@@ -467,7 +448,7 @@ def _scalar(value: object) -> str | None:
 def _submission_folder(directory: Path, folder: str, skips: Skips) -> Path | None:
     """The export's own folder named by the metadata: one plain name, a real folder."""
     if "/" in folder or folder in ("", ".", "..") or "\0" in folder:
-        skips.add(NOT_IN_EXPORT, _text(folder))
+        skips.add(NOT_IN_EXPORT, printable(folder))
         return None
     path = directory / folder
     try:
@@ -475,10 +456,10 @@ def _submission_folder(directory: Path, folder: str, skips: Skips) -> Path | Non
     except OSError:  # not there: its submitters submitted nothing
         return None
     except ValueError:  # not a name this file system can hold
-        skips.add(NOT_IN_EXPORT, _text(folder))
+        skips.add(NOT_IN_EXPORT, printable(folder))
         return None
     if stat.S_ISLNK(mode):
-        skips.add(LINK, _text(folder))
+        skips.add(LINK, printable(folder))
     return path if stat.S_ISDIR(mode) else None
 
 
@@ -498,7 +479,7 @@ def _gradescope(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
             sid = _scalar(who.get("sid")) or _scalar(who.get("email")) or folder
             group = groups.setdefault(sid, Group())
             group.cands += [Candidate(f.path, when or f.when, timed=when is not None,
-                                      label=f"{_text(folder)}/{f.label}") for f in files]
+                                      label=f"{printable(folder)}/{f.label}") for f in files]
             group.skips.extend(skips)
     return groups
 
@@ -527,103 +508,3 @@ def _choose(cands: list[Candidate], exercise: str,
             and len(cands) == 1:
         notes.append(f"Graded {best.label} as {exercise}.")
     return best, notes
-
-
-class NotANotebook(ValueError):
-    """The file is not a notebook nbformat accepts: the student's error, said plainly."""
-
-
-def _code_cells(path: Path) -> list[str]:
-    """The code cells' sources of a notebook validated by nbformat against its schema."""
-    try:
-        data, size = read_capped(path, MAX_FILE)
-    except OSError as exc:
-        raise NotANotebook(f"the file could not be read: {_reason(exc)}") from None
-    if size > MAX_FILE:
-        raise NotANotebook(f"it is {size} bytes, over the {MAX_FILE}-byte limit")
-    try:
-        nb = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise NotANotebook(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except (ValueError, RecursionError) as exc:
-        raise NotANotebook(f"not JSON ({_reason(exc)})") from None
-    if not isinstance(nb, dict) or nb.get("nbformat") not in (3, 4):
-        raise NotANotebook("no notebook format version 3 or 4 (`nbformat`) in it")
-    import nbformat  # ~2 s with its schema checker: only a class with notebooks pays it
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # e.g. cells without ids: valid before 4.5
-            nbformat.validate(nb)
-            cells = nbformat.convert(nbformat.from_dict(nb), 4).cells
-    except Exception as exc:  # noqa: BLE001 - the schema's checker may raise anything
-        raise NotANotebook(_reason(exc)) from None
-    sources = ["".join(c.source) if isinstance(c.source, list) else c.source
-               for c in cells if c.cell_type == "code"]
-    for i, src in enumerate(sources, 1):
-        try:
-            src.encode("utf-8")
-        except UnicodeEncodeError:
-            raise NotANotebook(f"code cell {i} holds a lone surrogate, which is not "
-                               f"text") from None
-    return sources
-
-
-def _reason(exc: BaseException) -> str:
-    """An exception as one short line of text: its first line and where (a schema
-    error's `On instance[...]`)."""
-    if isinstance(exc, OSError) and exc.strerror:
-        return _text(exc.strerror)
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
-    where = next((ln.rstrip(":") for ln in lines if ln.startswith("On instance")), "")
-    return _text(lines[0][:200] + (f" ({where[:100]})" if where else ""))
-
-
-def load(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str]]:
-    """The Python file to grade for one handed-in file, and the notes saying what was
-    done to it: a notebook's code cells are joined into `dest`, any other file is
-    graded as it is. The one way a submission is loaded: `grader run` (and so the
-    Gradescope run) through `collect`, and `grader check`, so a student's check
-    grades what the graded run grades and says so in the same words. `shown` is the
-    file's name as the student knows it; the path is None when nothing can be graded
-    (the notes say why)."""
-    if path.suffix != ".ipynb":
-        return path, []
-    return _notebook(path, shown, dest)
-
-
-def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str]]:
-    """Join the code cells in order; IPython-only lines become `pass` so blocks stay valid."""
-    shown = _text(shown)
-    try:
-        cells = _code_cells(path)
-    except NotANotebook as exc:
-        return None, [f"{shown} is not a readable Jupyter notebook: {exc}; "
-                      f"submit it saved from Jupyter, or as a .py file."]
-    chunks, dropped = [], []
-    for src in cells:
-        text = src.splitlines()
-        if text and text[0].lstrip().startswith("%%"):
-            magic = text[0].lstrip()[2:].split()[0] if text[0].strip() != "%%" else ""
-            dropped.append(text[0].strip())
-            if magic not in KEPT_CELL_MAGICS:
-                dropped[-1] += " (whole cell)"
-                continue
-            text = text[1:]
-        out = []
-        for line in text:
-            body = line.lstrip()
-            if body.startswith(("%", "!")) or re.match(r"^[\w.]+\s*=\s*[%!]", body):
-                dropped.append(body)
-                out.append(line[: len(line) - len(body)] + "pass  # IPython line left out")
-            else:
-                out.append(line)
-        chunks.append("\n".join(out))
-    write_atomic(dest, "\n\n".join(chunks) + "\n")
-    notes = [f"Graded the {len(cells)} code cells of {shown}, joined in order."]
-    if dropped:
-        listed = "; ".join(f"`{_text(d[:80])}`" for d in dropped[:5])
-        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
-        notes.append(f"Left out {len(dropped)} IPython magic or shell line(s), "
-                     f"which plain Python cannot run: {listed}{more}.")
-    return dest, notes

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import intake
+from grader.notebook import load as load_submission
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]
@@ -67,7 +67,7 @@ def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
     work.mkdir(parents=True)
     py, nb = work / exercise, work / (Path(exercise).stem + ".ipynb")
     if path.suffix == ".ipynb":
-        converted, _ = intake.load(path, path.name, work / "converted.py")
+        converted, _ = load_submission(path, path.name, work / "converted.py")
         py.write_text(converted.read_text())
         nb.write_bytes(path.read_bytes())
     else:
