@@ -137,7 +137,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     from grader import intake
     from grader.context import LessonContext
     from grader.export import roster as rosters
-    from grader.feedback import render_report
+    from grader.report import render_report
     from grader.plan import Submission, Summary, plan
     from grader.store import Store, write_atomic
 
@@ -596,7 +596,7 @@ def report(course_path, lesson_key, results, language) -> None:
 def _rewrite_report(course: config.Course, lesson_key: str, out: Path, language: str) -> bool:
     """The class report again from OUT/results (False: nothing graded there), linking
     the similarity report when there is one."""
-    from grader.feedback import render_report
+    from grader.report import render_report
     from grader.store import write_atomic
 
     results = sorted((out / "results").glob("*.json"))
@@ -626,7 +626,8 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
     from grader import intake, similarity as alike
     from grader.export import roster as rosters
-    from grader.feedback import clean, render_similarity
+    from grader.report import render_similarity
+    from grader.shown import clean
     from grader.store import write_atomic
 
     course = _course(course_path)

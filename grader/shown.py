@@ -1,8 +1,16 @@
-"""Names and errors from a class's files as text that prints and encodes: what intake
-and the notebook loader say about a student's files, on pages and in the terminal."""
+"""Untrusted text and numbers as they are shown: names and errors from a class's files
+(intake, the notebook loader), any student text on a page or in the terminal (no
+control or bidi characters, bounded), measured numbers and points."""
 from __future__ import annotations
 
+import math
+import re
 import unicodedata
+
+TEXT_LIMIT = 20_000      # characters of one untrusted text shown on a page
+INF_MARK = 1e29          # compare.py writes 1e30 for NaN/inf cells of a heatmap
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def raw_bytes(name: str) -> bytes:
@@ -29,3 +37,33 @@ def reason_of(exc: BaseException) -> str:
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
     where = next((ln.rstrip(":") for ln in lines if ln.startswith("On instance")), "")
     return printable(lines[0][:200] + (f" ({where[:100]})" if where else ""))
+
+
+def clean(value: object, limit: int = TEXT_LIMIT) -> str:
+    """Untrusted text made safe to show: no control/bidi characters, bounded size."""
+    text = _UNSAFE.sub("", _ANSI.sub("", "" if value is None else str(value)))
+    if len(text) > limit:
+        cut = len(text) - limit
+        text = text[:limit] + ("…" if limit < 1000 else f"\n… [{cut} more characters cut]")
+    return text
+
+
+def num(value: object) -> str:
+    """A measured number, short but exact enough to compare with the tolerance."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return clean(value, 200)
+    if isinstance(value, int):
+        return str(value)
+    if not math.isfinite(value) or abs(value) >= INF_MARK:
+        return "inf" if not math.isnan(value) else "nan"
+    return f"{value:.6g}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.4g}"
+
+
+def points(value: object) -> str:
+    """Points as a student reads them: at most two decimals (scores.json and the
+    exports keep the exact value, a whole number of 1/1024 points)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return num(value)
+    return f"{value:.2f}".rstrip("0").rstrip(".")

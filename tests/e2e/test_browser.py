@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, feedback
+from grader import config, feedback, report
 from grader.record import Diagnosis, GradeRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -263,7 +263,7 @@ def test_what_the_results_show_in_chromium(course, tmp_path, artifacts, language
 
 
 def test_class_report_in_chromium(course, tmp_path, artifacts):
-    _check_page(feedback.render_report(_class(course), course, "13", similarity=True),
+    _check_page(report.render_report(_class(course), course, "13", similarity=True),
                 "report", tmp_path, artifacts)
 
 
@@ -276,7 +276,7 @@ def test_similarity_report_in_chromium(course, tmp_path, artifacts):
              "planted": read_text(ROOT / "tests" / "fixtures" / "similarity" / "planted.py")}
     pairs = compare(texts, read_text(ROOT / "exercises" / "13_moe.py"))
     assert len(pairs) == 3
-    _check_page(feedback.render_similarity(pairs, len(texts), THRESHOLD, course, "13"),
+    _check_page(report.render_similarity(pairs, len(texts), THRESHOLD, course, "13"),
                 "similarity", tmp_path, artifacts)
 
 

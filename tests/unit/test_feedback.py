@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, feedback
+from grader import config, feedback, report
 from grader.record import GradeRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,7 +20,7 @@ def render_student(record: dict, *args) -> str:
 
 
 def render_report(records: list[dict], *args) -> str:
-    return feedback.render_report([GradeRecord.from_json(r) for r in records], *args)
+    return report.render_report([GradeRecord.from_json(r) for r in records], *args)
 
 
 @pytest.fixture(scope="module")

@@ -141,9 +141,9 @@ def test_naming_the_worksheet_regrades_nobody():
 
 
 def test_the_class_report_links_each_students_page():
-    from grader import feedback
+    from grader import report
     course = course_in_order()
-    html = feedback.render_report([GradeRecord.from_json(record(sid, "graded", [True] * 5))
+    html = report.render_report([GradeRecord.from_json(record(sid, "graded", [True] * 5))
                                    for sid in ("alice", "José Núñez")], course, "13")
     assert 'href="feedback/alice.html"' in html
     assert f'href="feedback/{safe_name("José Núñez")}.html"' in html

@@ -167,7 +167,7 @@ def test_score_grades_a_report_exactly_with_practice_files_apart(course):
 
 def test_pages_show_practice_records_without_counting_them(course):
     """A record with practice tests renders: the student page and the class report."""
-    from grader import feedback
+    from grader import feedback, report
 
     rng = random.Random(7)
     tests = records(LESSON13, rng, practice=1)
@@ -181,4 +181,4 @@ def test_pages_show_practice_records_without_counting_them(course):
                          parts=summary, tests=tests)
     page = feedback.render_student(record, course, "13")
     assert f"{summary['ffn'].passed} / {summary['ffn'].tests}" in page
-    assert feedback.render_report([record], course, "13")
+    assert report.render_report([record], course, "13")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, feedback
+from grader import config, report
 from grader.similarity import THRESHOLD, compare, read_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def test_the_report_escapes_student_code(texts, stub):
     hostile = texts["alice"] + f"\n# {HOSTILE}\n"
     pairs = compare({"alice": texts["alice"], HOSTILE: hostile}, stub)
     course = config.load(ROOT / "course.yml")
-    html = feedback.render_similarity(pairs, 2, THRESHOLD, course, "13")
+    html = report.render_similarity(pairs, 2, THRESHOLD, course, "13")
     assert "<script>" not in html and "\u202e" not in html
     assert "&lt;/pre&gt;&lt;script&gt;" in html and html.count("<mark>") >= 2  # both sides
 
