@@ -71,4 +71,4 @@ def test_submission_budget(records):
         assert rec["parts"][part]["score"] == 0
         assert set(failed_messages(rec, part)) == {budget}
     assert rec["status"] == "timeout"
-    assert rec["elapsed_s"] < 10 + 6  # the budget, plus start-up and the last call
+    assert rec["timing"]["elapsed_s"] < 10 + 6  # the budget, plus start-up and the last call
