@@ -1,14 +1,20 @@
-"""The CPU-time limit and the per-submission time budget, with a copy of course.yml
-that tightens them (so the suite stays fast); it points at the real solution and
-hidden tests by absolute path."""
+"""The CPU-time limit and the per-submission time budget, with copies of course.yml
+that tighten them (so the suite stays fast); they point at the real solution and
+hidden tests by absolute path.
+
+The CPU limit is tested in a course of its own whose wall-time limits are far above
+it: when another job loads both cores, 1 s of CPU takes many seconds of wall time,
+and a tight test wall time or budget would fire first and hide which limit works."""
 from __future__ import annotations
 
 import pytest
 
-from conftest import (FULL, PARTS, SOLUTION, course_copy, failed_messages, grade_all,
-                      hostile, lost, open_slot, require_sandbox, wait_no_processes)
+from conftest import (FULL, PARTS, SOLUTION, course_copy, error_kinds, failed_messages,
+                      grade_all, hostile, lost, open_slot, require_sandbox,
+                      wait_no_processes)
 
 LIMITS = {"test_wall_s": 4, "submission_wall_s": 10, "cpu_s": 1}
+CPU_LIMITS = {"test_wall_s": 60, "submission_wall_s": 600, "cpu_s": 1}
 
 
 def small_course(tmp_path):
@@ -27,14 +33,26 @@ def records(tight, tmp_path_factory):
     try:
         yield grade_all(tight, slot, tmp_path_factory.mktemp("small"), {
             "honest": SOLUTION.read_text(),
-            # burns CPU in a part; the 4 s wall limit would come after the 1 s CPU one
-            "cpu-burn": hostile(dispatch="while True:\n    pass"),
             # every graded call takes 3 s: under the per-test limit, over the budget
             "slow": hostile(route="import time\ntime.sleep(3)",
                             dispatch="import time\ntime.sleep(3)",
                             load_balancing_loss="import time\ntime.sleep(3)"),
             "honest-after": SOLUTION.read_text(),
         })
+    finally:
+        slot.close()
+    assert wait_no_processes() == []
+
+
+@pytest.fixture(scope="module")
+def cpu_records(tmp_path_factory):
+    require_sandbox()
+    course = course_copy(tmp_path_factory.mktemp("cpu-course"), CPU_LIMITS)
+    slot = open_slot(course)
+    try:
+        # burns CPU in a part: the 1 s CPU limit comes long before a 60 s wall time
+        yield grade_all(course, slot, tmp_path_factory.mktemp("cpu"),
+                        {"cpu-burn": hostile(dispatch="while True:\n    pass")})
     finally:
         slot.close()
     assert wait_no_processes() == []
@@ -50,11 +68,13 @@ def test_honest_within_tight_limits(records):
     assert records["honest-after"]["score"] == FULL
 
 
-def test_cpu_limit(records):
-    rec = records["cpu-burn"]
-    assert lost(rec) == {"dispatch": PARTS["dispatch"]}
+def test_cpu_limit(cpu_records):
+    rec = cpu_records["cpu-burn"]
+    others = [m for m in failed_messages(rec) if " in dispatch (" not in m]
+    assert lost(rec) == {"dispatch": PARTS["dispatch"]}, others[:3]
     for msg in failed_messages(rec, "dispatch"):  # each test restarts it; each is killed
         assert msg.startswith("your code exceeded the CPU time limit of 1 s in dispatch ("), msg
+    assert error_kinds(rec, "dispatch") == {"crash"}  # killed by SIGXCPU, not a timeout
 
 
 def test_submission_budget(records):
