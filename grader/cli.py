@@ -76,6 +76,20 @@ RESULTS = _renamed("results", "out", "the graded folder, where `grader run --out
                    "(default: the lesson's `out` in course.yml)")
 
 
+def _class_folders(course: config.Course, lesson: config.Lesson, lesson_key: str,
+                   submissions: Path | None, out: Path | None) -> tuple[Path, Path]:
+    """The class and OUT a command reads, from its options or course.yml's defaults."""
+    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
+    out = out or (course.path(lesson.out) if lesson.out else None)
+    if submissions is None or out is None:
+        raise click.UsageError("give --submissions and --out (course.yml sets no default "
+                               f"for lesson {lesson_key})")
+    if not submissions.exists():
+        raise click.BadParameter(f"no submissions at {submissions}: no such folder or zip",
+                                 param_hint="'--submissions'")
+    return submissions, out
+
+
 def _results(course: config.Course, lesson: config.Lesson, results: Path | None) -> Path:
     """`--results`, else the lesson's `out`; with neither, a usage error."""
     if results is None and lesson.out is None:
@@ -145,14 +159,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     ctx = LessonContext(course, lesson_key)  # this run's one view of the lesson
-    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
-    out = out or (course.path(lesson.out) if lesson.out else None)
-    if submissions is None or out is None:
-        raise click.UsageError("give --submissions and --out (course.yml sets no default "
-                               f"for lesson {lesson_key})")
-    if not submissions.exists():
-        raise click.BadParameter(f"no submissions at {submissions}: no such folder or zip",
-                                 param_hint="'--submissions'")
+    submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
     # A zygote forked from this process holds a copy of its memory: where it will be a
     # fork, it is made now, before anything of the class (names, files, stored results)
     # is read. Elsewhere it is a fresh process, made only when there is work.
@@ -632,14 +639,7 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
-    out = out or (course.path(lesson.out) if lesson.out else None)
-    if submissions is None or out is None:
-        raise click.UsageError("give --submissions and --out (course.yml sets no default "
-                               f"for lesson {lesson_key})")
-    if not submissions.exists():
-        raise click.BadParameter(f"no submissions at {submissions}: no such folder or zip",
-                                 param_hint="'--submissions'")
+    submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
     taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
                            roster=rosters.load(course).students, due=lesson.due)
     texts: dict[str, str] = {}
