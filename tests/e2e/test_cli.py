@@ -115,9 +115,13 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(first_run, tmp_path):
     """Ctrl-C printed a worker's traceback and "hidden tests ... did not run"."""
     out, _, _ = first_run
     stopped = tmp_path / "stopped"
+    # as a terminal starts it: a test run launched in the background (`make test &`)
+    # ignores SIGINT, which its children would inherit, and Python then never raises
+    # KeyboardInterrupt
     proc = subprocess.Popen([*GRADER, "run", "--lesson", "13", "--out", str(stopped),
                              "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and len(list((stopped / "results").glob("*.json"))) < 2:
         time.sleep(0.05)

@@ -52,9 +52,9 @@ def graded_as_solution(course: config.Course, key: str) -> dict:
 def test_same_named_modules_of_two_lessons_both_run(course):
     for key in ("a", "b", "a"):  # and back: each keeps its own modules
         result = graded_as_solution(course, key)
-        failing = [t["message"] for t in result["tests"] if t["outcome"] != "passed"]
-        assert not failing and result["score"] == 2.0, (key, failing)
-        assert f"test_own_helper_{key}" in {t["name"] for t in result["tests"]}
+        failing = [t.message for t in result.tests if not t.passed]
+        assert not failing and result.score == 2.0, (key, failing)
+        assert f"test_own_helper_{key}" in {t.name for t in result.tests}
 
 
 def test_lesson_folders_do_not_stay_on_sys_path(course):
