@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from grader.config import Course
-from grader.record import GradeRecord
+from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
 
 # Exit status of `grader check`, documented in docs/students.md
 PASSED, FAILED, WRONG_INPUT, GRADER_FAILED = 0, 1, 2, 3
@@ -21,54 +21,51 @@ SYNTAX_HINT = ("Python could not read your file, so no test ran. The caret marks
                "bracket, colon or quote, here or on the line above).")
 
 
-def summary(record: dict, course: Course, lesson_key: str, notes: list[str]) -> dict:
+def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[str]) -> dict:
     """The record as the student's report: every field plain JSON."""
     lesson = course.lesson(lesson_key)
     lang = course.language
-    tests = record["tests"]
+    tests = record.tests
     parts = {}
-    for name, part in record["parts"].items():
-        mine = [t for t in tests if t["part"] == name]  # practice: not in the counters
-        diagnosis = part.get("diagnosis") or {}
+    for name, part in record.parts.items():
+        mine = [t for t in tests if t.part == name]  # practice: not in the counters
+        diagnosis = part.diagnosis
         parts[name] = {
             "title": lesson.parts[name].title,
-            "passed": sum(t["outcome"] == "passed" for t in mine), "total": len(mine),
-            "likely_mistake": {"id": diagnosis["id"], "title": diagnosis["title"][lang],
-                               "hint": diagnosis["hint"][lang]}
-            if diagnosis.get("id") else None,
-            "tests": [{"name": t["name"], "outcome": t["outcome"], "message": t["message"],
-                       "traceback": (t["error"] or {}).get("traceback") or "",
-                       "checks": [c for c in t["checks"] if not c.get("passed")]}
+            "passed": sum(t.passed for t in mine), "total": len(mine),
+            "likely_mistake": {"id": diagnosis.id, "title": diagnosis.title[lang],
+                               "hint": diagnosis.hint[lang]}
+            if diagnosis and diagnosis.id else None,
+            "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message,
+                       "traceback": (t.error or {}).get("traceback") or "",
+                       "checks": [c for c in t.checks if not c.get("passed")]}
                       for t in mine]}
-    return {"lesson": lesson_key, "status": record["status"], "problem": record["problem"],
-            "syntax_error": _syntax_error(tests),
-            "traceback": record.get("import_traceback") or "", "notes": notes,
-            "passed": sum(t["outcome"] == "passed" for t in tests), "total": len(tests),
-            "parts": parts, "output": record.get("output") or ""}
+    return {"lesson": lesson_key, "status": record.status, "problem": record.problem,
+            "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
+            "notes": notes, "passed": sum(t.passed for t in tests), "total": len(tests),
+            "parts": parts, "output": record.output}
 
 
-def _syntax_error(tests: list[dict]) -> bool:
-    return any((t["error"] or {}).get("type") in SYNTAX_ERRORS for t in tests)
+def _syntax_error(tests: list[TestRecord]) -> bool:
+    return any((t.error or {}).get("type") in SYNTAX_ERRORS for t in tests)
 
 
 def exit_status(report: dict) -> int:
     """0: every practice test passed; 2: there was no file to grade (missing, unreadable,
     not a notebook); 1: otherwise (some test failed)."""
-    if report["status"] in ("missing", "unreadable"):
+    if report["status"] in (MISSING, UNREADABLE):
         return WRONG_INPUT
     return PASSED if report["total"] and report["passed"] == report["total"] else FAILED
 
 
-def print_check(typed: GradeRecord, course: Course, lesson_key: str,
-                 out: Console | None = None, notes: list[str] | None = None) -> None:
-    """A record as `grader check` shows it (on `out`: `grader selftest` reads it back).
-    A file that could not be run (a syntax error, a failed import) is shown once, with
-    its traceback, not again under every part."""
+def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: str,
+                out: Console | None = None) -> None:
+    """A record as `grader check` shows it, from its `summary` (on `out`: `grader
+    selftest` reads it back). A file that could not be run (a syntax error, a failed
+    import) is shown once, with its traceback, not again under every part."""
     from grader.feedback import STRINGS, lesson_stub, missing_from_stub
 
     out = out or Console(highlight=False)
-    record = typed.to_json()
-    report = summary(record, course, lesson_key, notes or [])
     for note in (n for n in report["notes"] if n not in report["problem"]):  # said below
         out.print(f"note: {note}", markup=False)
     if report["problem"]:
@@ -97,7 +94,7 @@ def print_check(typed: GradeRecord, course: Course, lesson_key: str,
                               f"{c.get('where')}, got {c.get('got_value')}, expected "
                               f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
-        failing = [t for t in typed.tests if t.part == name and not t.passed]
+        failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
             out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),
                       markup=False)

@@ -428,12 +428,12 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         sys.exit(check_report.GRADER_FAILED)
     finally:
         slot.close()
-    report = check_report.summary(record.to_json(), course, lesson_key, notes)
+    report = check_report.summary(record, course, lesson_key, notes)
     _torch_note(ctx.refs.torch)
     if as_json:
         click.echo(json.dumps(report, ensure_ascii=False, indent=1))
     else:
-        check_report.print_check(record, course, lesson_key, notes=notes)
+        check_report.print_check(record, report, course, lesson_key)
     sys.exit(check_report.exit_status(report))
 
 

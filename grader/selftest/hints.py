@@ -8,7 +8,7 @@ import io
 from markupsafe import escape
 from rich.console import Console
 
-from grader.check_report import print_check
+from grader.check_report import print_check, summary
 from grader.config import Course
 from grader.feedback import STRINGS, clean, render_student
 from grader.record import GRADED, Diagnosis, GradeRecord, PartRecord, TestRecord
@@ -30,8 +30,8 @@ def terminal(record: GradeRecord, course: Course, key: str, language: str) -> st
     """What `grader check` prints for `record`, in `language`, one line per text."""
     out = io.StringIO()
     shown = course.model_copy(update={"language": language})
-    print_check(record, shown, key, Console(file=out, width=100_000, highlight=False,
-                                             color_system=None))
+    print_check(record, summary(record, shown, key, []), shown, key,
+                Console(file=out, width=100_000, highlight=False, color_system=None))
     return out.getvalue()
 
 

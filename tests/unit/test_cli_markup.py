@@ -19,6 +19,12 @@ def shown(print_fn, *args) -> str:
     return out.getvalue()
 
 
+def printed(record: GradeRecord, course: config.Course, out: Console) -> None:
+    """What `grader check` prints for the record (lesson 10, no notes)."""
+    check_report.print_check(record, check_report.summary(record, course, "10", []), course,
+                             "10", out)
+
+
 def test_check_output_keeps_brackets():
     course = config.load(ROOT / "course.yml")
     part = course.lesson("10").parts["norm"].model_copy(update={"title": TEXTS[1]})
@@ -29,12 +35,11 @@ def test_check_output_keeps_brackets():
             "message": TEXTS[2], "error": None, "checks": []}
     record = {"status": "graded", "problem": "", "tests": [test], "output": TEXTS[1],
               "parts": {"norm": {"diagnosis": diagnosis}}}
-    typed = GradeRecord.from_json(record)
-    text = shown(lambda *a: check_report.print_check(typed, course, "10", a[-1]))
+    text = shown(lambda *a: printed(GradeRecord.from_json(record), course, a[-1]))
     for expected in [*TEXTS, test["name"]]:
         assert expected in text, expected
     failed = {**record, "status": "import_error", "problem": "SyntaxError: [x for x in"}
-    text = shown(lambda *a: check_report.print_check(GradeRecord.from_json(failed), course, "10", a[-1]))
+    text = shown(lambda *a: printed(GradeRecord.from_json(failed), course, a[-1]))
     assert failed["problem"] in text
 
 

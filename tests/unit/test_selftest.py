@@ -71,7 +71,7 @@ def test_a_hint_with_control_characters_fails(course):
 
 def test_a_terminal_that_reads_markup_fails(course, monkeypatch):
     """If `grader check` printed hints as rich markup, the selftest would say so."""
-    def markup_on(record, course, key, out):
+    def markup_on(record, report, course, key, out):
         for part in record.parts.values():
             out.print(f"{part.diagnosis.title['en']} {part.diagnosis.hint['en']}")
 
