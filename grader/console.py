@@ -28,11 +28,11 @@ def left_out(skipped: list[str]) -> None:
 def summary_table(summary, doc: dict, out: Path) -> None:
     """This run's work, and the class as it now stands (scores.json): the errors and
     timeouts that remain are counted and named whether graded now or before."""
-    from grader.plan import ERROR_STATUSES
+    from grader.record import ERROR_STATUSES, TIMEOUT
 
     errors = [f"{s['student_id']} ({s['status']})" for s in doc["students"]
               if s["status"] in ERROR_STATUSES]
-    timeouts = [s["student_id"] for s in doc["students"] if s["status"] == "timeout"]
+    timeouts = [s["student_id"] for s in doc["students"] if s["status"] == TIMEOUT]
     table = Table(title="summary", show_header=False)
     table.add_row("students", str(len(doc["students"])))
     table.add_row("graded now", str(summary.graded))

@@ -31,11 +31,11 @@ def diagnose(tests: list[TestRecord], matches: dict[str, list[str] | None],
              mistakes: list[Mistake], signatures: dict[str, set[str]]) -> Diagnosis | None:
     """A part's diagnosis for the record: the first mistake `explaining` names, then
     set on each of the part's failing tests that could tell mistakes apart (`matches`
-    not None); such a test of an unexplained part, and a passing one, says `id=None`."""
+    not None, which only a failing test has); in an unexplained part such a test says
+    `id=None`."""
     failing = {t.name for t in tests if not t.passed}
     known = {m.id: m for m in mistakes}
-    found = explaining(failing, {name: matches.get(name) for name in failing}, signatures,
-                       known)
+    found = explaining(failing, matches, signatures, known)
     chosen = Diagnosis(found[0], known[found[0]].title, known[found[0]].hint) if found else None
     for t in tests:
         if matches.get(t.name) is not None:

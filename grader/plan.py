@@ -8,9 +8,9 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.record import ERROR_STATUSES
 from grader.store import Store, fingerprint
 
-ERROR_STATUSES = ("import_error", "missing", "unreadable")
 MAX_SOURCE = 1024 * 1024
 MAX_FILE = 32 * 1024 * 1024  # any other file of a class intake reads: a notebook, an archive entry
 

@@ -16,6 +16,7 @@ Json = dict[str, Any]
 
 GRADED, MISSING, UNREADABLE, IMPORT_ERROR, TIMEOUT = (
     "graded", "missing", "unreadable", "import_error", "timeout")
+ERROR_STATUSES = (IMPORT_ERROR, MISSING, UNREADABLE)  # the summary's "errors"
 # scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
 SCORE_TEST_KEYS = ("name", "part", "practice", "outcome", "score", "max_score",
                    "max_abs_diff", "message", "diagnosis")

@@ -10,7 +10,7 @@ import pytest
 from grader import cli, plugin, points
 from grader.compare import Checks
 from grader.config import Lesson
-from grader.plan import ERROR_STATUSES
+from grader.record import ERROR_STATUSES
 from grader.selftest import findings
 
 ROOT = Path(__file__).resolve().parents[2]
