@@ -150,7 +150,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     """Grade every submission of a lesson: scores.json and one feedback page each."""
     from grader import intake
     from grader.context import LessonContext
-    from grader.export import roster as rosters
+    from grader import roster as rosters
     from grader.report import render_report
     from grader.plan import Submission, Summary, plan
     from grader.store import Store, write_atomic
@@ -632,7 +632,7 @@ def _rewrite_report(course: config.Course, lesson_key: str, out: Path, language:
 def similarity(course_path, lesson_key, submissions, out, threshold, language) -> None:
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
     from grader import intake, similarity as alike
-    from grader.export import roster as rosters
+    from grader import roster as rosters
     from grader.report import render_similarity
     from grader.shown import clean
     from grader.store import write_atomic
@@ -753,8 +753,7 @@ def upload(course_path, lesson_key, service, results, dry_run, force, public_jwk
           "a .zip path", default=Path("."), show_default=True)
 def autograder_zip(course_path, lesson_key, out) -> None:
     """Build a Gradescope autograder zip (setup.sh, run_autograder) for one lesson."""
-    from grader.export import build_autograder_zip
-    from grader.export.autograder_zip import memory_warning
+    from grader.autograder_zip import build, memory_warning
 
     course = _course(course_path)
     _lesson(course, lesson_key)
@@ -764,7 +763,7 @@ def autograder_zip(course_path, lesson_key, out) -> None:
     console.print(f"building the autograder of lesson {lesson_key}: grading the solution and "
                   "each known mistake once, so that Gradescope's runs need neither (a minute "
                   "or more)...", markup=False)
-    console.print(f"wrote {build_autograder_zip(course.root, lesson_key, out)}", markup=False)
+    console.print(f"wrote {build(course.root, lesson_key, out)}", markup=False)
 
 
 if __name__ == "__main__":

@@ -66,9 +66,9 @@ def gradescope_setup(tmp: Path) -> tuple[Path, Path] | None:
     """The zip unpacked as Gradescope would, and one submission: (source, submissions)."""
     if os.geteuid() != 0 or not shutil.which("capsh"):
         return None
-    from grader.export import build_autograder_zip
+    from grader.autograder_zip import build
 
-    zip_path = build_autograder_zip(REPO, "13", tmp / "zip")
+    zip_path = build(REPO, "13", tmp / "zip")
     source = tmp / "gs" / "source"
     with zipfile.ZipFile(zip_path) as z:
         z.extractall(source)

@@ -2,7 +2,7 @@
 
 `export` writes each requested format from scores.json (the one source of truth, so
 every exported score equals it) and a roster report when graded students and the
-roster disagree; `build_autograder_zip` packages this grader for Gradescope.
+roster disagree.
 """
 from __future__ import annotations
 
@@ -14,23 +14,16 @@ if TYPE_CHECKING:
 
 FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
 
-__all__ = ["FORMATS", "build_autograder_zip", "export"]
-
-
-def build_autograder_zip(course_root: Path, lesson_key: str, dest: Path) -> Path:
-    """`autograder_zip.build`. Importing this package loads no format: Gradescope's
-    `run_autograder` starts in autograder_zip and must not wait for the rest."""
-    from grader.export.autograder_zip import build
-
-    return build(course_root, lesson_key, dest)
+__all__ = ["FORMATS", "export"]
 
 
 def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
            formats: list[str]) -> list[Path]:
     """Write the formats into out_dir (OUT/export: the pages scores.json names are
     OUT's); returns the files written."""
+    from grader import roster
     from grader.export import (canvas, gradescope, lti, moodle, moodle_files,
-                               nbgrader_db, roster)
+                               nbgrader_db)
 
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:

@@ -14,7 +14,7 @@ from pathlib import Path
 from grader.config import Course, Student
 from grader.export.cells import score_cell, write_rows
 from grader.export import summary
-from grader.export.roster import Match
+from grader.roster import Match
 
 WHY = {"username": "no username", "email": "no email in the roster",
        "idnumber": "no sis_user_id (Moodle's idnumber) in the roster"}

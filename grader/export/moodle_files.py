@@ -19,7 +19,7 @@ from pathlib import Path
 
 from grader.config import ConfigError, Course
 from grader.export.moodle import identifier
-from grader.export.roster import Match
+from grader.roster import Match
 from grader.store import Store, safe_name
 
 ZIP_NAME = "moodle_feedback_files.zip"

@@ -16,8 +16,9 @@ from pathlib import Path
 
 import httpx
 
+from grader import roster
 from grader.config import Course
-from grader.export import roster, summary
+from grader.export import summary
 from grader.export.lti import now, score_object
 from grader.store import write_atomic
 from grader.upload import UploadError

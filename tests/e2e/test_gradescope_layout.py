@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.export import build_autograder_zip
+from grader.autograder_zip import build
 from grader.sandbox.bwrap import unavailable_reason
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def autograder_zip() -> Path:
     """Built once per test process (it grades the solution and every known mistake)."""
     folder = Path(tempfile.mkdtemp(prefix="zip-"))
     atexit.register(shutil.rmtree, folder, True)
-    return build_autograder_zip(REPO, "13", folder)
+    return build(REPO, "13", folder)
 
 
 def gradescope_layout(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from grader import autograder_zip
 from grader.config import LimitsConfig
-from grader.export import autograder_zip
 
 ROOT = Path(__file__).resolve().parents[2]
 PIN = re.search(r'"torch==([^"]+)"', (ROOT / "pyproject.toml").read_text()).group(1)

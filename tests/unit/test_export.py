@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import points
+from grader import points, roster
 from grader.config import ConfigError, Course, Lesson, Part, Student
-from grader.export import export, roster
+from grader.export import export
 from grader.export.cells import FORMULA_START, cell
 from grader.record import GradeRecord, TestRecord
 from grader.store import Store, safe_name
@@ -532,7 +532,7 @@ def test_csv_cells_from_the_class_never_start_a_formula(tmp_path, scores):
 
 @pytest.mark.parametrize("sid", ["../../x", "/etc/passwd", "..", "s123"])
 def test_gradescope_autograder_names_the_student_folder_safely(tmp_path, sid):
-    from grader.export import autograder_zip
+    from grader import autograder_zip
 
     (tmp_path / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": sid}]}))
     name = autograder_zip._student_id(tmp_path)

@@ -35,10 +35,10 @@ def test_modules_load_on_first_need_and_once(tmp_path):
 
 @pytest.fixture(scope="module")
 def zip_root(tmp_path_factory) -> Path:
-    from grader.export import build_autograder_zip
+    from grader.autograder_zip import build
 
     tmp = tmp_path_factory.mktemp("zip")
-    with zipfile.ZipFile(build_autograder_zip(REPO, "13", tmp)) as z:
+    with zipfile.ZipFile(build(REPO, "13", tmp)) as z:
         z.extractall(tmp / "source")
     return tmp / "source"
 

@@ -63,7 +63,7 @@ set -euo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 cd "$ROOT/source"
 exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
-    -c "from grader.export.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"
+    -c "from grader.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"
 """
 # What of Gradescope's environment the grading process gets: nothing else, so that in
 # container mode its sandbox's zygote may be its fork (slot._forkable)
