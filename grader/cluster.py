@@ -110,7 +110,8 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                     f"{str(exc)[-1500:]}")
                 continue
             for record in records:
-                store.save(record, render_student(record, course, lesson_key, language))
+                store.save(record, render_student(record, course, lesson_key, language,
+                                                  ctx.pages))
                 remaining -= 1
                 summary.count(record.status)
                 progress("done", {"student_id": record.student_id, "status": record.status})

@@ -2,9 +2,10 @@
 
 A run builds one `LessonContext` and passes it down; every cache that outlives a
 single submission (the references and their results, the lesson folder's imported
-modules, the serialised probe requests, the reference's result sizes) lives here and
-nowhere else, so `reset()` forgets all of it at once: a long-lived Dask worker calls
-it when a lesson's files change, and no module keeps a stale copy.
+modules, the serialised probe requests, the reference's result sizes, the pages'
+compiled templates) lives here and nowhere else, so `reset()` forgets all that came
+from the lesson's files at once: a long-lived Dask worker calls it when they change,
+and no module keeps a stale copy.
 """
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from typing import TYPE_CHECKING
 from grader.config import Course, Lesson
 
 if TYPE_CHECKING:
+    from jinja2 import Environment
+
     from grader.reference import LessonRefs
 
 
@@ -33,6 +36,7 @@ class LessonContext:
     expected: dict[str, tuple[dict[str, int], int] | None] = field(default_factory=dict)
     _refs: LessonRefs | None = field(default=None, repr=False)
     _version: str | None = field(default=None, repr=False)
+    _pages: Environment | None = field(default=None, repr=False)
 
     @property
     def lesson(self) -> Lesson:
@@ -63,6 +67,17 @@ class LessonContext:
                 self.key, self.course.path(lesson.solution) if lesson.solution else None,
                 self.tests, self.course.path(lesson.recorded) if lesson.recorded else None)
         return self._refs
+
+    @property
+    def pages(self) -> Environment:
+        """The templates this run renders its pages with, each compiled once (forked
+        workers inherit what is compiled); templates are not the lesson's files, so
+        `reset()` keeps them."""
+        if self._pages is None:
+            from grader.feedback import templates  # Jinja2: not before a page is due
+
+            self._pages = templates()
+        return self._pages
 
     def reset(self) -> None:
         """Forget everything computed from the lesson's files (they changed), and the

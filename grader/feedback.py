@@ -10,7 +10,6 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
-from functools import lru_cache
 from pathlib import Path
 
 import yaml
@@ -50,8 +49,10 @@ def local_text(value: object, language: str) -> str:
     return clean(value or "")
 
 
-@lru_cache(maxsize=1)
-def env() -> Environment:
+def templates() -> Environment:
+    """The pages' templates (autoescaped, strict), compiled as they are first used: a
+    run makes one (`LessonContext.pages`) and renders every page with it, and a caller
+    rendering one page alone gets a fresh one."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters.update(clean=clean, num=num, points=points)
@@ -229,17 +230,18 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
 
 
 def render_student(record: GradeRecord, course: Course, lesson_key: str,
-                   language: str | None = None) -> str:
-    """One student's HTML page; `language` overrides course.yml's."""
+                   language: str | None = None, pages: Environment | None = None) -> str:
+    """One student's HTML page; `language` overrides course.yml's, `pages` is the
+    run's `templates()`."""
     lang = language_of(course, language)
-    return env().get_template("feedback.html.j2").render(
+    return (pages or templates()).get_template("feedback.html.j2").render(
         **student_context(record, course, lesson_key, lang))
 
 
 def render_summary(record: GradeRecord, course: Course, lesson_key: str,
-                   language: str | None = None) -> str:
+                   language: str | None = None, pages: Environment | None = None) -> str:
     """The page's head as an HTML fragment: total, problem, each part's score and the
     mistakes named, from the page's own view (so it says no more than the page)."""
     lang = language_of(course, language)
-    return env().get_template("summary.html.j2").render(
+    return (pages or templates()).get_template("summary.html.j2").render(
         **student_context(record, course, lesson_key, lang))

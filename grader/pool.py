@@ -77,7 +77,7 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
             yield Submission(sid, path, notes=notes, fingerprint=fp)
 
     def save(record: GradeRecord) -> None:
-        html = render_student(record, ctx.course, ctx.key, language)
+        html = render_student(record, ctx.course, ctx.key, language, ctx.pages)
         store.save(record, html)
         events.put(("done", record.student_id, record.status))
 
@@ -149,7 +149,7 @@ def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
     store = Store(out)
 
     def save(record: GradeRecord) -> None:
-        store.save(record, render_student(record, ctx.course, ctx.key, language))
+        store.save(record, render_student(record, ctx.course, ctx.key, language, ctx.pages))
         summary.count(record.status)
         progress("done", {"student_id": record.student_id, "status": record.status})
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 
+from jinja2 import Environment
+
 from grader.charts import bar_chart_svg, histogram_svg
 from grader.config import Course
-from grader.feedback import (STRINGS, env, language_of, lesson_title, local_text,
-                             part_titles)
+from grader.feedback import (STRINGS, language_of, lesson_title, local_text, part_titles,
+                             templates)
 from grader.record import GRADED, GradeRecord
 from grader.store import Store
 
@@ -103,20 +105,22 @@ def report_context(records: list[GradeRecord], course: Course, lesson_key: str, 
 
 
 def render_report(records: list[GradeRecord], course: Course, lesson_key: str,
-                  language: str | None = None, similarity: bool = False) -> str:
+                  language: str | None = None, similarity: bool = False,
+                  pages: Environment | None = None) -> str:
     """The TAs' HTML report over a whole class's records; with `similarity`, it links
-    the similarity report beside it."""
+    the similarity report beside it. `pages`: the run's `feedback.templates()`."""
     lang = language_of(course, language)
-    return env().get_template("report.html.j2").render(
+    return (pages or templates()).get_template("report.html.j2").render(
         **report_context(records, course, lesson_key, lang), similarity=similarity)
 
 
 def render_similarity(pairs: list, compared: int, threshold: float, course: Course,
-                      lesson_key: str, language: str | None = None) -> str:
+                      lesson_key: str, language: str | None = None,
+                      pages: Environment | None = None) -> str:
     """The TAs' similarity report: `pairs` (similarity.Pair) side by side, with their
     matching regions marked; the code is the students', escaped and cleaned."""
     lang = language_of(course, language)
-    return env().get_template("similarity.html.j2").render(
+    return (pages or templates()).get_template("similarity.html.j2").render(
         t=STRINGS[lang], lang=lang, course_title=course.title, lesson_key=lesson_key,
         lesson_title=lesson_title(course, lesson_key, lang), n=compared,
         threshold=f"{100 * threshold:g}", pairs=pairs)
