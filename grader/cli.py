@@ -13,17 +13,13 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.markup import escape
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
 
 from grader import config
-from grader.console import console, left_out, print_findings, print_upload, summary_table
+from grader.console import (RunConsole, console, left_out, print_findings, print_upload,
+                            stopped, summary_table, worker_failures)
 from grader.export import FORMATS
-from grader.record import GradeRecord
 from grader.similarity import THRESHOLD
 
-SIMILARITY = "similarity.html"  # beside report.html, which links it
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
 
@@ -148,146 +144,29 @@ def main() -> None:
 def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language,
         scheduler) -> None:
     """Grade every submission of a lesson: scores.json and one feedback page each."""
-    from grader import intake
-    from grader.context import LessonContext
-    from grader import roster as rosters
-    from grader.report import render_report
-    from grader.plan import Submission, Summary, plan
-    from grader.store import Store, write_atomic
+    from grader import grading
 
-    started = time.monotonic()
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    ctx = LessonContext(course, lesson_key)  # this run's one view of the lesson
     submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
-    # A zygote forked from this process holds a copy of its memory: where it will be a
-    # fork, it is made now, before anything of the class (names, files, stored results)
-    # is read. Elsewhere it is a fresh process, made only when there is work.
-    sandbox = None
-    if scheduler is None and _sandboxed_forks(unsandboxed):
-        out.mkdir(parents=True, exist_ok=True)
-        sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=True)
     try:
-        roster = rosters.load(course)
-    except config.ConfigError:
-        if sandbox is not None:
-            sandbox.close()
-        raise
-    if roster.note():
-        console.print(f"[yellow]note:[/] {escape(roster.note())}")
-    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
-                           roster=roster.students, due=lesson.due)
-    subs = [Submission(sid, path, notes=notes) for sid, path, notes in taken.found]
-    if not subs:
-        if sandbox is not None:
-            sandbox.close()
-        left_out(taken.skipped)
-        raise click.ClickException(f"no submissions found in {submissions}: "
-                                   + intake.layout_hint(submissions, lesson.exercise))
-    language = language or course.language
-    store = Store(out)
-    todo = plan(store, subs, ctx.version, force)
-    summary = Summary(skipped=len(subs) - len(todo))
-    if todo:
-        if scheduler is None and sandbox is None:
-            sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=False)
-        _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary, sandbox)
-    elif sandbox is not None:
-        sandbox.close()
-    summary.seconds = time.monotonic() - started
-    doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                       [s.student_id for s in subs])
-    records = [r for s in subs if (r := store.load(s.student_id)) is not None]
-    write_atomic(out / "report.html", render_report(records, course, lesson_key, language,
-                                                    (out / SIMILARITY).is_file()))
-    summary_table(summary, doc, out)
-    left_out(taken.skipped)
-    if summary.worker_failures:
-        for failure in summary.worker_failures:
-            console.print(f"[red]{escape(failure)}[/]")
-        sys.exit(1)
-
-
-def _available(unsandboxed: bool) -> bool:
-    """Sandbox (True), or not, where --unsandboxed allows it; else a clear refusal."""
-    from grader.sandbox import slot as slots
-
-    try:
-        return slots.available(unsandboxed)
-    except RuntimeError as exc:
+        graded = grading.grade_lesson(course, lesson_key, submissions, out, jobs=jobs,
+                                      events=RunConsole(), force=force,
+                                      unsandboxed=unsandboxed, language=language,
+                                      scheduler=scheduler)
+    except grading.NoSubmissions as exc:
+        left_out(exc.skipped)
         raise click.ClickException(str(exc)) from None
-
-
-def _sandboxed_forks(unsandboxed: bool) -> bool:
-    """Will this run's zygote be a fork of this process (no bwrap here)? Where no
-    sandbox can be had, no: the run is refused only if there is work (`_sandbox`)."""
-    from grader.sandbox import slot as slots
-
-    try:
-        return slots.forkable(slots.available(unsandboxed))
-    except RuntimeError:
-        return False
-
-
-def _sandbox(course, lesson, unsandboxed: bool, private: tuple[Path, ...], fork: bool):
-    """Boot the sandbox: it imports torch (once for every slot) while this process does
-    the same for the reference, or, as a fork, after this process has (one import for
-    both sides). `private`: the class and OUT, closed to submissions in container mode."""
-    from grader.sandbox import slot as slots
-
-    return slots.Sandbox(course.path(lesson.probes), _available(unsandboxed),
-                         tuple(lesson.preload), fork=fork, private=private)
-
-
-def _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary,
-           sandbox) -> None:
-    """Grade what changed on `sandbox` (or on the Dask cluster), with a progress bar."""
-    sandboxed = sandbox.sandboxed if sandbox is not None else _available(unsandboxed)
-    from grader import pool
-    if sandbox is not None and sandbox.memory_note:
-        console.print(f"[yellow]note:[/] {escape(sandbox.memory_note)}")
-    if sandbox is not None and sandbox.mode == "container":
-        console.print("[yellow]note:[/] container mode: no namespace can be made here, so "
-                      "the container is the boundary; each submission runs as an "
-                      "unprivileged uid, with the same limits and its own scratch folder")
-    if not sandboxed:
-        console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
-                      "student code runs with this user's rights. Every score record says so.")
-    execute = (_cluster(scheduler) if scheduler else
-               lambda *args: pool.grade_class(*args, sandbox=sandbox))
-    try:
-        with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
-                      TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
-                      TextColumn("eta"), TimeRemainingColumn(), console=console,
-                      transient=False) as bar:
-            task = bar.add_task("grade", total=len(todo), rate="")
-            started = time.monotonic()
-
-            def progress(kind: str, info: dict) -> None:
-                if kind == "done":
-                    done = bar.tasks[0].completed + 1
-                    rate = done / max(time.monotonic() - started, 1e-9)
-                    bar.update(task, completed=done, rate=f"{rate:.1f}/s")
-
-            execute(ctx, todo, out, jobs, sandboxed, language, summary, progress)
-    except (RuntimeError, ValueError) as exc:
+    except grading.GradingError as exc:
         raise click.ClickException(str(exc)) from None
-    except KeyboardInterrupt:
-        click.echo(f"stopped (Ctrl-C) with {summary.graded} of {len(todo)} graded; their "
-                   "results are kept: rerun the same command to resume.", err=True)
+    except grading.Stopped as stop:
+        stopped(stop.graded, stop.total)
         raise click.exceptions.Exit(130) from None
-
-
-def _cluster(scheduler: str):
-    """--scheduler: the same grading on a Dask cluster."""
-    try:
-        import distributed  # noqa: F401
-
-        from grader import cluster
-    except ImportError as exc:
-        raise click.ClickException(f"--scheduler needs dask distributed ({exc}): "
-                                   "pip install 'minimind-grader[cluster]'") from None
-    return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
+    summary_table(graded.summary, graded.scores, out)
+    left_out(graded.skipped)
+    if graded.summary.worker_failures:
+        worker_failures(graded.summary.worker_failures)
+        sys.exit(1)
 
 
 @main.command()
@@ -306,6 +185,7 @@ def _cluster(scheduler: str):
 def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
           unsandboxed) -> None:
     """Instructors: mutation-test the hidden tests with mutants of the solution."""
+    from grader import grading
     from grader.audit import report, run as auditing
     from grader.context import LessonContext
     from grader.plan import Summary
@@ -321,16 +201,20 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
 
     def grade(todo, graded: Path) -> None:
         summary = Summary()
-        _grade(ctx, todo, graded, jobs, unsandboxed, course.language, None, summary,
-               _sandbox(course, lesson, unsandboxed, (graded,), fork=False))
+        grading.grade(ctx, todo, graded, summary, jobs=jobs, language=course.language,
+                      sandbox=grading.boot(course, lesson, unsandboxed, (graded,), fork=False),
+                      unsandboxed=unsandboxed, scheduler=None, events=RunConsole())
         if summary.worker_failures:
             raise click.ClickException("\n".join(summary.worker_failures))
 
     try:
         found = auditing.audit(course, lesson_key, grade, auditing.operator_names(operators),
                                sample_size, started)
-    except (ValueError, RuntimeError) as exc:
+    except (ValueError, RuntimeError, grading.GradingError) as exc:
         raise click.ClickException(str(exc)) from None
+    except grading.Stopped as stop:
+        stopped(stop.graded, stop.total)
+        raise click.exceptions.Exit(130) from None
     path = report.write(found, out)
     report.show(found, Console(highlight=False), min_kill)
     console.print(f"report: {path}", markup=False)
@@ -592,28 +476,15 @@ def student_bundle(course_path, lesson_key, out) -> None:
               help="the report's language (default: course.yml's `language`)")
 def report(course_path, lesson_key, results, language) -> None:
     """Write the class report (HTML) from a graded folder, into that folder."""
+    from grader.feedback import templates
+    from grader.grading import rewrite_report
+
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     out = _results(course, lesson, results)
-    if not _rewrite_report(course, lesson_key, out, language or course.language):
+    if not rewrite_report(course, lesson_key, out, language or course.language, templates()):
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
     console.print(f"report: {out / 'report.html'}", markup=False)
-
-
-def _rewrite_report(course: config.Course, lesson_key: str, out: Path, language: str) -> bool:
-    """The class report again from OUT/results (False: nothing graded there), linking
-    the similarity report when there is one."""
-    from grader.report import render_report
-    from grader.store import write_atomic
-
-    results = sorted((out / "results").glob("*.json"))
-    if not results:
-        return False
-    records = [GradeRecord.from_json(json.loads(p.read_text(encoding="utf-8")))
-               for p in results]
-    write_atomic(out / "report.html", render_report(records, course, lesson_key, language,
-                                                    (out / SIMILARITY).is_file()))
-    return True
 
 
 @main.command()
@@ -633,6 +504,8 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
     from grader import intake, similarity as alike
     from grader import roster as rosters
+    from grader.feedback import templates
+    from grader.grading import SIMILARITY, rewrite_report
     from grader.report import render_similarity
     from grader.shown import clean
     from grader.store import write_atomic
@@ -652,8 +525,9 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     stub = alike.read_text(course.path(lesson.stub))
     pairs = alike.compare(texts, stub, threshold)
     language = language or course.language
+    pages = templates()
     write_atomic(out / SIMILARITY, render_similarity(pairs, len(texts), threshold, course,
-                                                     lesson_key, language))
+                                                     lesson_key, language, pages))
     total = len(texts) * (len(texts) - 1) // 2
     console.print(f"compared {len(texts)} submissions ({total} pairs); "
                   f"{len(pairs)} above {100 * threshold:g}%:", markup=False)
@@ -663,7 +537,7 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     if len(pairs) > PAIRS_SHOWN:
         console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in {SIMILARITY}", markup=False)
     console.print(f"similarity: {out / SIMILARITY}", markup=False, soft_wrap=True)
-    if _rewrite_report(course, lesson_key, out, language):
+    if rewrite_report(course, lesson_key, out, language, pages):
         console.print(f"report:     {out / 'report.html'} (links it)", markup=False,
                       soft_wrap=True)
 

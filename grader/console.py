@@ -4,15 +4,62 @@ are, what intake left out, selftest's findings, an upload's outcome. Student tex
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
 from grader import config
 
 console = Console(stderr=True, highlight=False)
+
+
+class RunConsole:
+    """A run's events (`grading.Events`) as the TA sees them: notes, the warning when
+    unsandboxed, and a progress bar with the rate while grading."""
+
+    def note(self, text: str) -> None:
+        console.print(f"[yellow]note:[/] {escape(text)}")
+
+    def unsandboxed(self) -> None:
+        console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
+                      "student code runs with this user's rights. Every score record says so.")
+
+    @contextmanager
+    def grading(self, total: int) -> Iterator[Callable[[str, dict], None]]:
+        with Progress(TextColumn("[bold]grading[/]"), BarColumn(), MofNCompleteColumn(),
+                      TextColumn("{task.fields[rate]}"), TimeElapsedColumn(),
+                      TextColumn("eta"), TimeRemainingColumn(), console=console,
+                      transient=False) as bar:
+            task = bar.add_task("grade", total=total, rate="")
+            started = time.monotonic()
+
+            def progress(kind: str, info: dict) -> None:
+                if kind == "done":
+                    done = bar.tasks[0].completed + 1
+                    rate = done / max(time.monotonic() - started, 1e-9)
+                    bar.update(task, completed=done, rate=f"{rate:.1f}/s")
+
+            yield progress
+
+
+def stopped(graded: int, total: int) -> None:
+    """Ctrl-C while grading: how far it got, and how to resume."""
+    click.echo(f"stopped (Ctrl-C) with {graded} of {total} graded; their results are "
+               "kept: rerun the same command to resume.", err=True)
+
+
+def worker_failures(failures: list[str]) -> None:
+    """The workers' failures (not the students'), in red, after the summary."""
+    for failure in failures:
+        console.print(f"[red]{escape(failure)}[/]")
 
 
 def left_out(skipped: list[str]) -> None:

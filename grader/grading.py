@@ -1,0 +1,220 @@
+"""A lesson's class graded, from the class folder to OUT: the sandbox, the roster,
+intake, the plan, the grading (on this machine or a Dask cluster), scores.json and the
+class report. Nothing here prints: what a TA should read goes to `Events`, what the
+run did comes back as `Graded`, and a run that cannot go on raises `GradingError`, so
+the CLI (or any other caller) decides how each is shown.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from grader import intake
+from grader import roster as rosters
+from grader.config import Course, Lesson
+from grader.context import LessonContext
+from grader.plan import Submission, Summary, plan
+from grader.record import GradeRecord
+from grader.store import Store, write_atomic
+
+if TYPE_CHECKING:
+    from jinja2 import Environment
+
+    from grader.sandbox.slot import Sandbox
+
+SIMILARITY = "similarity.html"  # beside report.html, which links it
+
+# what a grading step tells of its progress: ("done", {"student_id", "status"})
+Progress = Callable[[str, dict], None]
+CONTAINER_NOTE = ("container mode: no namespace can be made here, so the container is the "
+                  "boundary; each submission runs as an unprivileged uid, with the same "
+                  "limits and its own scratch folder")
+
+
+class GradingError(Exception):
+    """The run cannot go on (no sandbox, a solution failing its tests, no cluster): the
+    message says why, for the TA."""
+
+
+class NoSubmissions(GradingError):
+    """Intake found no one to grade; `skipped` names what it left out."""
+
+    def __init__(self, message: str, skipped: list[str]):
+        super().__init__(message)
+        self.skipped = skipped
+
+
+class Stopped(KeyboardInterrupt):
+    """Ctrl-C while grading: `graded` of `total` are saved, and a rerun resumes."""
+
+    def __init__(self, graded: int, total: int):
+        super().__init__(graded, total)
+        self.graded, self.total = graded, total
+
+
+class Events(Protocol):
+    """What a run tells while it works, in the order it happens."""
+
+    def note(self, text: str) -> None:
+        """Something the TA should know (roster rows left out, the memory cap, container
+        mode); `text` may hold the class's names: plain text."""
+
+    def unsandboxed(self) -> None:
+        """Student code is about to run without the sandbox (--unsandboxed)."""
+
+    def grading(self, total: int) -> AbstractContextManager[Progress]:
+        """The grading of `total` submissions, hearing each one done."""
+
+
+@dataclass
+class Graded:
+    """What a run did: its counts, scores.json as written, and what intake left out."""
+
+    summary: Summary
+    scores: dict
+    skipped: list[str] = field(default_factory=list)
+
+
+def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, *,
+                 jobs: int, events: Events, force: bool = False, unsandboxed: bool = False,
+                 language: str | None = None, scheduler: str | None = None) -> Graded:
+    """Grade the class in `submissions` into `out`: what changed since the last run
+    (everything with `force`), then scores.json and the class report for all."""
+    started = time.monotonic()
+    lesson = course.lesson(lesson_key)
+    ctx = LessonContext(course, lesson_key)  # this run's one view of the lesson
+    # A zygote forked from this process holds a copy of its memory: where it will be a
+    # fork, it is made now, before anything of the class (names, files, stored results)
+    # is read. Elsewhere it is a fresh process, made only when there is work.
+    sandbox = None
+    if scheduler is None and sandboxed_forks(unsandboxed):
+        out.mkdir(parents=True, exist_ok=True)
+        sandbox = boot(course, lesson, unsandboxed, (submissions, out), fork=True)
+    try:
+        roster = rosters.load(course)
+    except BaseException:
+        if sandbox is not None:
+            sandbox.close()
+        raise
+    if roster.note():
+        events.note(roster.note())
+    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
+                           roster=roster.students, due=lesson.due)
+    subs = [Submission(sid, path, notes=notes) for sid, path, notes in taken.found]
+    if not subs:
+        if sandbox is not None:
+            sandbox.close()
+        raise NoSubmissions(f"no submissions found in {submissions}: "
+                            + intake.layout_hint(submissions, lesson.exercise), taken.skipped)
+    language = language or course.language
+    store = Store(out)
+    todo = plan(store, subs, ctx.version, force)
+    summary = Summary(skipped=len(subs) - len(todo))
+    if todo:
+        if scheduler is None and sandbox is None:
+            sandbox = boot(course, lesson, unsandboxed, (submissions, out), fork=False)
+        grade(ctx, todo, out, summary, jobs=jobs, language=language, sandbox=sandbox,
+              unsandboxed=unsandboxed, scheduler=scheduler, events=events)
+    elif sandbox is not None:
+        sandbox.close()
+    summary.seconds = time.monotonic() - started
+    doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
+                       [s.student_id for s in subs])
+    records = [r for s in subs if (r := store.load(s.student_id)) is not None]
+    write_report(records, course, lesson_key, out, language, ctx.pages)
+    return Graded(summary, doc, taken.skipped)
+
+
+def available(unsandboxed: bool) -> bool:
+    """Sandbox (True), or not, where `unsandboxed` allows it; else a clear refusal."""
+    from grader.sandbox import slot as slots
+
+    try:
+        return slots.available(unsandboxed)
+    except RuntimeError as exc:
+        raise GradingError(str(exc)) from None
+
+
+def sandboxed_forks(unsandboxed: bool) -> bool:
+    """Will this run's zygote be a fork of this process (no bwrap here)? Where no
+    sandbox can be had, no: the run is refused only if there is work (`boot`)."""
+    from grader.sandbox import slot as slots
+
+    try:
+        return slots.forkable(slots.available(unsandboxed))
+    except RuntimeError:
+        return False
+
+
+def boot(course: Course, lesson: Lesson, unsandboxed: bool, private: tuple[Path, ...],
+         fork: bool) -> Sandbox:
+    """Boot the sandbox: it imports torch (once for every slot) while this process does
+    the same for the reference, or, as a fork, after this process has (one import for
+    both sides). `private`: the class and OUT, closed to submissions in container mode."""
+    from grader.sandbox import slot as slots
+
+    return slots.Sandbox(course.path(lesson.probes), available(unsandboxed),
+                         tuple(lesson.preload), fork=fork, private=private)
+
+
+def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summary, *,
+          jobs: int, language: str, sandbox: Sandbox | None, unsandboxed: bool,
+          scheduler: str | None, events: Events) -> None:
+    """Grade what changed on `sandbox` (or on the Dask cluster at `scheduler`); counts
+    go into `summary`. Ctrl-C raises `Stopped`, saying how many were saved."""
+    sandboxed = sandbox.sandboxed if sandbox is not None else available(unsandboxed)
+    from grader import pool
+    if sandbox is not None and sandbox.memory_note:
+        events.note(sandbox.memory_note)
+    if sandbox is not None and sandbox.mode == "container":
+        events.note(CONTAINER_NOTE)
+    if not sandboxed:
+        events.unsandboxed()
+    execute = (_cluster(scheduler) if scheduler else
+               lambda *args: pool.grade_class(*args, sandbox=sandbox))
+    try:
+        with events.grading(len(todo)) as progress:
+            execute(ctx, todo, out, jobs, sandboxed, language, summary, progress)
+    except (RuntimeError, ValueError) as exc:
+        raise GradingError(str(exc)) from None
+    except KeyboardInterrupt:
+        raise Stopped(summary.graded, len(todo)) from None
+
+
+def _cluster(scheduler: str) -> Callable[..., None]:
+    """The same grading on a Dask cluster."""
+    try:
+        import distributed  # noqa: F401
+
+        from grader import cluster
+    except ImportError as exc:
+        raise GradingError(f"--scheduler needs dask distributed ({exc}): "
+                           "pip install 'minimind-grader[cluster]'") from None
+    return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
+
+
+def write_report(records: list[GradeRecord], course: Course, lesson_key: str, out: Path,
+                 language: str, pages: Environment) -> None:
+    """OUT/report.html over these records, linking the similarity report if OUT has one."""
+    from grader.report import render_report
+
+    write_atomic(out / "report.html",
+                 render_report(records, course, lesson_key, language,
+                               (out / SIMILARITY).is_file(), pages))
+
+
+def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,
+                   pages: Environment) -> bool:
+    """The class report again from OUT/results (False: nothing graded there)."""
+    results = sorted((out / "results").glob("*.json"))
+    if not results:
+        return False
+    records = [GradeRecord.from_json(json.loads(p.read_text(encoding="utf-8")))
+               for p in results]
+    write_report(records, course, lesson_key, out, language, pages)
+    return True
