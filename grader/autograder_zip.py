@@ -201,8 +201,10 @@ def run(root: Path, lesson_key: str) -> int:
     # imported only now: the grading process is not kept waiting for them
     from grader.config import load
     from grader.export.gradescope import results
+    from grader.record import ClassScores
 
-    student = next((s for s in scores["students"] if s["student_id"] == sid), None)
+    student = next((s for s in ClassScores.from_json(scores).students
+                    if s.student_id == sid), None)
     if student is None:  # the grader failed on it (its output above says why)
         print(f"grader run exited {done.returncode} without grading the submission",
               file=sys.stderr)

@@ -18,6 +18,7 @@ from grader import config
 from grader.console import (RunConsole, console, left_out, print_findings, print_upload,
                             stopped, summary_table, worker_failures)
 from grader.export import FORMATS
+from grader.record import ClassScores
 from grader.similarity import THRESHOLD
 
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
@@ -542,10 +543,12 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
                       soft_wrap=True)
 
 
-def _scores(out: Path) -> dict:
-    """A graded folder's scores.json; missing or broken, a message saying what to do."""
+def _scores(out: Path) -> ClassScores:
+    """A graded folder's scores.json, as the records every export and upload reads;
+    missing or broken, a message saying what to do."""
     try:
-        return json.loads((out / "scores.json").read_text(encoding="utf-8"))
+        return ClassScores.from_json(json.loads((out / "scores.json").read_text(
+            encoding="utf-8")))
     except FileNotFoundError:
         raise click.ClickException(f"no scores.json in {out}: run `grader run` first") \
             from None

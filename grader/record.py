@@ -194,3 +194,24 @@ class GradeRecord:
                    fingerprint=str(d.get("fingerprint", "")),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
                                  float(timing.get("cpu_s") or 0.0)))
+
+
+@dataclass
+class ClassScores:
+    """scores.json as records: what every export and upload reads, built once from the
+    file, so each reads the same fields as the pages do (a student's `page` is
+    `Store.page_of` their id, and not kept here)."""
+
+    lesson: str
+    course: str
+    version: str
+    max_score: float
+    students: list[GradeRecord]
+
+    @classmethod
+    def from_json(cls, d: Json) -> ClassScores:
+        return cls(lesson=str(d.get("lesson", "")), course=str(d.get("course", "")),
+                   version=str(d.get("version", "")),
+                   max_score=float(d.get("max_score") or 0.0),
+                   students=[GradeRecord.from_json(s) for s in d.get("students") or []
+                             if isinstance(s, dict)])

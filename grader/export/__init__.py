@@ -11,34 +11,36 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from grader.config import Course
+    from grader.record import ClassScores
 
 FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
 
 __all__ = ["FORMATS", "export"]
 
 
-def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
+def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
            formats: list[str]) -> list[Path]:
     """Write the formats into out_dir (OUT/export: the pages scores.json names are
     OUT's); returns the files written."""
     from grader import roster
     from grader.export import (canvas, gradescope, lti, moodle, moodle_files,
                                nbgrader_db)
+    from grader.feedback import templates
 
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown export format(s) {unknown}; known: {', '.join(FORMATS)}")
-    if str(scores.get("lesson")) != lesson_key:
-        raise ValueError(f"these scores are for lesson {scores.get('lesson')!r}, "
+    if scores.lesson != lesson_key:
+        raise ValueError(f"these scores are for lesson {scores.lesson!r}, "
                          f"not {lesson_key!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    found = roster.match(roster.load(course), [s["student_id"] for s in scores["students"]])
+    found = roster.match(roster.load(course), [s.student_id for s in scores.students])
     people = found.entries
     written: list[Path] = []
     unwritten: list[str] = []
     for fmt in dict.fromkeys(formats):
         if fmt == "gradescope":
-            written += gradescope.write(course, lesson_key, scores, out_dir)
+            written += gradescope.write(course, lesson_key, scores, out_dir, templates())
         elif fmt == "canvas":
             written += canvas.write(course, lesson_key, scores, people, out_dir)
         elif fmt == "lti":

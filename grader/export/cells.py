@@ -11,6 +11,8 @@ import csv
 from collections.abc import Iterable
 from typing import IO
 
+from grader.record import MISSING, GradeRecord
+
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -28,10 +30,10 @@ def write_rows(f: IO[str], rows: Iterable[list[object]]) -> None:
         out.writerow([cell(v) for v in row])
 
 
-def score_cell(student: dict, missing: str) -> object:
+def score_cell(student: GradeRecord, missing: str) -> object:
     """A student's score for a gradebook cell: a missing submission is blank (the LMS
     keeps "no grade", so a late hand-in is not hidden behind a 0) or 0, as course.yml's
     `missing` says."""
-    if student["status"] == "missing":
+    if student.status == MISSING:
         return "" if missing == "blank" else 0.0
-    return student["score"]
+    return student.score

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from jinja2 import Environment
 from markupsafe import escape
 
 from grader.config import Course
 from grader.feedback import clean, render_summary
-from grader.record import GradeRecord
+from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
 
 STATUS_TEXT = {
@@ -30,62 +31,63 @@ STATUS_TEXT = {
 }
 
 
-def results(course: Course, lesson_key: str, student: dict) -> dict:
+def results(course: Course, lesson_key: str, student: GradeRecord,
+            pages: Environment | None = None) -> dict:
+    """The student's results.json; `pages`: the templates of the run or export."""
     lesson = course.lesson(lesson_key)
     order = list(lesson.parts)
     counters = dict.fromkeys(order, 0)
     tests = []
-    for t in sorted(student["tests"], key=lambda t: order.index(t["part"])):
-        part = lesson.parts[t["part"]]
-        counters[t["part"]] += 1
-        practice = bool(t.get("practice"))
+    for t in sorted(student.tests, key=lambda t: order.index(t.part)):
+        part = lesson.parts[t.part]
+        counters[t.part] += 1
         tests.append({
-            "score": t["score"], "max_score": t["max_score"],
-            "status": "passed" if t["outcome"] == "passed" else "failed",
-            "name": f"{part.title or t['part']}: {t['name']}"
-                    + (" (practice, 0 points)" if practice else ""),
-            "number": f"{order.index(t['part']) + 1}.{counters[t['part']]}",
+            "score": t.score, "max_score": t.max_score,
+            "status": "passed" if t.passed else "failed",
+            "name": f"{part.title or t.part}: {t.name}"
+                    + (" (practice, 0 points)" if t.practice else ""),
+            "number": f"{order.index(t.part) + 1}.{counters[t.part]}",
             "output": _test_output(t, course.language), "output_format": "text",
-            "tags": [t["part"], "practice"] if practice else [t["part"]],
+            "tags": [t.part, "practice"] if t.practice else [t.part],
             "visibility": part.visibility,
         })
-    head = [STATUS_TEXT.get(student["status"], student["status"]),
-            *student.get("notes", [])]
+    head = [STATUS_TEXT.get(student.status, student.status), *student.notes]
     output = "".join(f"<p>{escape(clean(line, 2000))}</p>" for line in head)
-    summary = render_summary(GradeRecord.from_json(student), course, lesson_key)
-    return {"score": student["score"], "output": output + summary,
+    summary = render_summary(student, course, lesson_key, pages=pages)
+    return {"score": student.score, "output": output + summary,
             "output_format": "html", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests}
 
 
-def _test_output(test: dict, language: str) -> str:
-    lines = [test["message"]] if test.get("message") else []
-    if test.get("max_abs_diff") is not None:
-        lines.append(f"max |difference| from the reference: {test['max_abs_diff']:.3g}")
-    diagnosis = test.get("diagnosis")
+def _test_output(test: TestRecord, language: str) -> str:
+    lines = [test.message] if test.message else []
+    if test.max_abs_diff is not None:
+        lines.append(f"max |difference| from the reference: {test.max_abs_diff:.3g}")
+    diagnosis = test.diagnosis
     if diagnosis:
-        title, hint = diagnosis.get("title", {}), diagnosis.get("hint", {})
+        title, hint = diagnosis.title or {}, diagnosis.hint or {}
         lines.append(f"Likely cause: {title.get(language) or title.get('en', '')}")
         if hint:
             lines.append(hint.get(language) or hint.get("en", ""))
     return "\n".join(lines)
 
 
-def write(course: Course, lesson_key: str, scores: dict, out_dir: Path) -> list[Path]:
+def write(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
+          pages: Environment) -> list[Path]:
     """One file per student who handed something in, named as the store names its
     results: whatever the id holds (`../`, `/`, a formula), the file lands in the
     folder and names never collide."""
     folder = out_dir / "gradescope"
     folder.mkdir(parents=True, exist_ok=True)
     paths: dict[Path, None] = {}
-    for student in scores["students"]:
-        if student["status"] == "missing":
+    for student in scores.students:
+        if student.status == MISSING:
             continue
-        path = folder / f"{safe_name(str(student['student_id']))}.json"
+        path = folder / f"{safe_name(student.student_id)}.json"
         if path.parent != folder or path in paths:
             raise ValueError(f"no safe, unique file name for student id "
-                             f"{student['student_id']!r}")
-        path.write_text(json.dumps(results(course, lesson_key, student), indent=1,
+                             f"{student.student_id!r}")
+        path.write_text(json.dumps(results(course, lesson_key, student, pages), indent=1,
                                    ensure_ascii=False), encoding="utf-8")
         paths[path] = None
     return list(paths)

@@ -17,21 +17,22 @@ from pathlib import Path
 
 from grader.config import Course, Student
 from grader.export import summary
+from grader.record import MISSING, ClassScores, GradeRecord
 
-ACTIVITY = {"missing": "Initialized"}  # every other status handed something in
+ACTIVITY = {MISSING: "Initialized"}  # every other status handed something in
 
 
-def score_object(student: dict, who: Student, timestamp: str, missing: str,
+def score_object(student: GradeRecord, who: Student, timestamp: str, missing: str,
                  comment: str) -> dict:
     """The AGS score body for one student; `comment` is `summary.text` of the record."""
     obj = {
-        "userId": who.lms_id or student["student_id"],
-        "scoreGiven": student["score"], "scoreMaximum": student["max_score"],
+        "userId": who.lms_id or student.student_id,
+        "scoreGiven": student.score, "scoreMaximum": student.max_score,
         "comment": comment, "timestamp": timestamp,
-        "activityProgress": ACTIVITY.get(student["status"], "Completed"),
+        "activityProgress": ACTIVITY.get(student.status, "Completed"),
         "gradingProgress": "FullyGraded",
     }
-    if student["status"] == "missing" and missing == "blank":
+    if student.status == MISSING and missing == "blank":
         del obj["scoreGiven"], obj["scoreMaximum"]
         obj["gradingProgress"] = "NotReady"
     return obj
@@ -43,13 +44,13 @@ def now() -> str:
         "+00:00", "Z")
 
 
-def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Student],
+def write(course: Course, lesson_key: str, scores: ClassScores, people: dict[str, Student],
           out_dir: Path) -> list[Path]:
     stamp = now()
     path = out_dir / "lti_scores.jsonl"
-    lines = [json.dumps(score_object(s, people[s["student_id"]], stamp, course.missing,
+    lines = [json.dumps(score_object(s, people[s.student_id], stamp, course.missing,
                                      summary.text(course, lesson_key, s)),
                         ensure_ascii=False)
-             for s in scores["students"]]
+             for s in scores.students]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return [path]

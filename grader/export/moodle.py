@@ -12,8 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.config import Course, Student
-from grader.export.cells import score_cell, write_rows
 from grader.export import summary
+from grader.export.cells import score_cell, write_rows
+from grader.record import ClassScores
 from grader.roster import Match
 
 WHY = {"username": "no username", "email": "no email in the roster",
@@ -35,14 +36,14 @@ def identifier(kind: str, student_id: str, who: Student) -> str:
     return who.sis_login_id or student_id
 
 
-def write(course: Course, lesson_key: str, scores: dict, found: Match,
+def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
           out_dir: Path) -> tuple[list[Path], list[str]]:
     """The file, and `moodle: student: why` for each student left out of it."""
     kind, name = course.moodle_identifier, item(course, lesson_key)
     rows: list[list[object]] = [[kind, name, f"Feedback: {name}"]]
     left_out: list[str] = []
-    for s in scores["students"]:
-        sid = s["student_id"]
+    for s in scores.students:
+        sid = s.student_id
         ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
         if not ident:
             left_out.append(f"moodle: {sid}: "

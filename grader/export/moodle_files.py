@@ -19,6 +19,7 @@ from pathlib import Path
 
 from grader.config import ConfigError, Course
 from grader.export.moodle import identifier
+from grader.record import MISSING, ClassScores
 from grader.roster import Match
 from grader.store import Store, safe_name
 
@@ -59,8 +60,8 @@ def entry_name(full_name: str, number: str, file_name: str) -> str:
     return f"{name}_{number}_assignfeedback_file_{file_name}"
 
 
-def write(course: Course, lesson_key: str, scores: dict, found: Match, out_dir: Path,
-          worksheet: Path) -> tuple[list[Path], list[str]]:
+def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
+          out_dir: Path, worksheet: Path) -> tuple[list[Path], list[str]]:
     """The zip beside moodle.csv, and `moodle files: student: why` for each left out.
     The pages are the graded folder's (out_dir is OUT/export)."""
     kind = course.moodle_identifier
@@ -70,11 +71,11 @@ def write(course: Course, lesson_key: str, scores: dict, found: Match, out_dir: 
     store = Store(out_dir.parent)
     path = out_dir / ZIP_NAME
     with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as z:
-        for s in scores["students"]:
-            sid = s["student_id"]
+        for s in scores.students:
+            sid = s.student_id
             ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
             page = store.feedback_path(sid)  # scores.json's "page", from the id itself
-            if s["status"] == "missing":
+            if s.status == MISSING:
                 continue
             if ident not in people:
                 left_out.append(f"moodle files: {sid}: not in the grading worksheet "

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 from grader.config import Course, Student
+from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
 
 
@@ -23,8 +24,8 @@ def assignment_name(lesson_key: str) -> str:
     return f"lesson_{lesson_key}"
 
 
-def cell_name(test: dict) -> str:
-    return f"{test['part']}:{test['name']}"
+def cell_name(test: TestRecord) -> str:
+    return f"{test.part}:{test.name}"
 
 
 def student_id(raw: str) -> str:
@@ -33,9 +34,9 @@ def student_id(raw: str) -> str:
     return safe_name(str(raw))
 
 
-def graded(student: dict) -> list[dict]:
+def graded(student: GradeRecord) -> list[TestRecord]:
     """The tests that carry points; practice tests (0 of 0) get no grade cell."""
-    return [t for t in student["tests"] if not t.get("practice")]
+    return [t for t in student.tests if not t.practice]
 
 
 def _split_name(name: str) -> tuple[str, str]:
@@ -47,7 +48,7 @@ def _split_name(name: str) -> tuple[str, str]:
     return (first, last) if first else (last, "")
 
 
-def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Student],
+def write(course: Course, lesson_key: str, scores: ClassScores, people: dict[str, Student],
           db: Path) -> list[Path]:
     if shutil.which("alembic") is None:  # a new database shells out to it; it sits beside us
         here = str(Path(sys.executable).parent)
@@ -60,16 +61,16 @@ def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Stude
     with Gradebook(f"sqlite:///{db.resolve()}", course_id=course.course) as gb:
         gb.update_or_create_assignment(assignment, duedate=lesson.due)
         gb.update_or_create_notebook(notebook, assignment)
-        for t in graded(scores["students"][0]) if scores["students"] else []:
+        for t in graded(scores.students[0]) if scores.students else []:
             gb.update_or_create_grade_cell(cell_name(t), notebook, assignment,
-                                           max_score=t["max_score"], cell_type="code")
-        for s in scores["students"]:
-            who, sid = people[s["student_id"]], student_id(s["student_id"])
+                                           max_score=t.max_score, cell_type="code")
+        for s in scores.students:
+            who, sid = people[s.student_id], student_id(s.student_id)
             first, last = _split_name(who.name)
             gb.update_or_create_student(sid, first_name=first, last_name=last,
                                         email=who.email or None,
                                         lms_user_id=who.lms_id or None)
-            if s["status"] == "missing" and course.missing == "blank":
+            if s.status == MISSING and course.missing == "blank":
                 continue
             # nbgrader builds the submission's objects before adding them: an autoflush
             # in between warns (SQLAlchemy's SAWarning, "not in session") and adds nothing
@@ -83,7 +84,7 @@ def write(course: Course, lesson_key: str, scores: dict, people: dict[str, Stude
                     grade = Grade(cell=gb.find_grade_cell(cell_name(t), notebook, assignment),
                                   notebook=nb)
                     gb.db.add(grade)
-                grade.auto_score = t["score"]
+                grade.auto_score = t.score
                 grade.needs_manual_grade = False
             gb.db.commit()
     return [db]

@@ -20,6 +20,7 @@ from grader import roster
 from grader.config import Course
 from grader.export import summary
 from grader.export.lti import now, score_object
+from grader.record import ClassScores
 from grader.store import write_atomic
 from grader.upload import UploadError
 from grader.upload.ags import Platform, Refused, Retry
@@ -68,13 +69,13 @@ def _load_sent(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def scores_to_send(course: Course, lesson_key: str, scores: dict,
+def scores_to_send(course: Course, lesson_key: str, scores: ClassScores,
                    outcome: Outcome) -> list[tuple[str, dict]]:
     """(student id, score body) for every student with an LTI user id."""
-    found = roster.match(roster.load(course), [s["student_id"] for s in scores["students"]])
+    found = roster.match(roster.load(course), [s.student_id for s in scores.students])
     stamp, bodies = now(), []
-    for s in scores["students"]:
-        sid, who = s["student_id"], found.entries[s["student_id"]]
+    for s in scores.students:
+        sid, who = s.student_id, found.entries[s.student_id]
         if not found.known(sid):
             outcome.skipped.append((sid, "not in the roster: no LTI user id"))
         elif found.rostered and not who.lms_id:
@@ -85,14 +86,14 @@ def scores_to_send(course: Course, lesson_key: str, scores: dict,
     return bodies
 
 
-def upload(course: Course, lesson_key: str, scores: dict, out: Path, *,
+def upload(course: Course, lesson_key: str, scores: ClassScores, out: Path, *,
            dry_run: bool = False, force: bool = False,
            client: httpx.Client | None = None, retry: Retry | None = None) -> Outcome:
     """Send what changed; with dry_run, only say what would be sent (no request)."""
     if course.lti is None:
         raise UploadError("course.yml has no `lti:` block (see docs/course-yml.md)")
-    if str(scores.get("lesson")) != lesson_key:
-        raise UploadError(f"these scores are for lesson {scores.get('lesson')!r}, "
+    if scores.lesson != lesson_key:
+        raise UploadError(f"these scores are for lesson {scores.lesson!r}, "
                           f"not {lesson_key!r}")
     outcome = Outcome()
     path = out / "export" / SENT
@@ -113,7 +114,7 @@ def upload(course: Course, lesson_key: str, scores: dict, out: Path, *,
         platform = Platform(http, course.lti, read_key(course), retry or Retry())
         outcome.lineitem = platform.lineitem(label(course, lesson_key),
                                              resource_id(course, lesson_key),
-                                             scores["max_score"])
+                                             scores.max_score)
         for sid, body in todo:
             try:
                 platform.post_score(outcome.lineitem, body)

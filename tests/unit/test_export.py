@@ -14,9 +14,9 @@ import pytest
 
 from grader import points, roster
 from grader.config import ConfigError, Course, Lesson, Part, Student
-from grader.export import export
+from grader.export import export as write_exports
 from grader.export.cells import FORMULA_START, cell
-from grader.record import GradeRecord, TestRecord
+from grader.record import ClassScores, GradeRecord, TestRecord
 from grader.store import Store, safe_name
 
 GS_TOP = {"score": (int, float), "output": str, "output_format": str, "visibility": str,
@@ -24,6 +24,14 @@ GS_TOP = {"score": (int, float), "output": str, "output_format": str, "visibilit
 GS_TEST = {"score": (int, float), "max_score": (int, float), "status": str, "name": str,
            "number": str, "output": str, "output_format": str, "tags": list, "visibility": str}
 VISIBILITY = {"hidden", "after_due_date", "after_published", "visible"}
+
+
+def export(course: Course, lesson_key: str, scores: dict, out_dir: Path,
+           formats: list[str]) -> list[Path]:
+    """The exports of a scores.json document, read as `grader export` reads it."""
+    return write_exports(course, lesson_key, ClassScores.from_json(scores), out_dir, formats)
+
+
 def opened(path: Path, **kwargs) -> io.StringIO:
     """The file's text, read and closed at once (an open file left to the collector is a
     ResourceWarning, and warnings fail the suite)."""

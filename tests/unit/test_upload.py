@@ -17,6 +17,7 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from pydantic import ValidationError
 
 from grader.config import Course, Lesson, LtiConfig, Part, Student
+from grader.record import ClassScores
 from grader.upload import UploadError, keys
 from grader.upload.ags import Retry, scores_url
 from grader.upload.lti import SENT, upload
@@ -90,7 +91,8 @@ def run(tmp_path: Path, platform: Platform, doc: dict, sleeps: list | None = Non
         **options):
     client = httpx.Client(transport=httpx.MockTransport(platform))
     retry = Retry(sleep=(sleeps if sleeps is not None else []).append)
-    return upload(options.pop("the_course", None) or course(), "13", doc, tmp_path,
+    return upload(options.pop("the_course", None) or course(), "13",
+                  ClassScores.from_json(doc), tmp_path,
                   client=client, retry=retry, **options)
 
 
