@@ -13,11 +13,10 @@ from rich.console import Console
 
 from grader import console
 from grader.config import ConfigError, Course, Lesson, Part, Student
-from grader.export import export
 from grader.export.moodle_files import ZIP_NAME
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
-from tests.unit.test_export import record
+from tests.unit.test_export import export, record
 
 
 def test_odd_ids_get_readable_names_that_never_collide():
