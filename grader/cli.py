@@ -503,34 +503,20 @@ def report(course_path, lesson_key, results, language) -> None:
 @click.option("--language", type=click.Choice(["en", "zh"]), help="report language")
 def similarity(course_path, lesson_key, submissions, out, threshold, language) -> None:
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
-    from grader import intake, similarity as alike
-    from grader import roster as rosters
-    from grader.feedback import templates
-    from grader.grading import SIMILARITY, rewrite_report
-    from grader.report import render_similarity
+    from grader.compare_class import compare_class
+    from grader.grading import SIMILARITY
     from grader.shown import clean
-    from grader.store import write_atomic
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
-    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
-                           roster=rosters.load(course).students, due=lesson.due)
-    texts: dict[str, str] = {}
-    for sid, path, _ in taken.found:
-        try:
-            if path is not None:
-                texts[sid] = alike.read_text(path)
-        except OSError as exc:
-            console.print(f"  {clean(sid, 200)}: not compared ({exc.strerror})", markup=False)
-    stub = alike.read_text(course.path(lesson.stub))
-    pairs = alike.compare(texts, stub, threshold)
-    language = language or course.language
-    pages = templates()
-    write_atomic(out / SIMILARITY, render_similarity(pairs, len(texts), threshold, course,
-                                                     lesson_key, language, pages))
-    total = len(texts) * (len(texts) - 1) // 2
-    console.print(f"compared {len(texts)} submissions ({total} pairs); "
+    found = compare_class(course, lesson_key, submissions, out, threshold,
+                          language or course.language)
+    for sid, why in found.unread:
+        console.print(f"  {clean(sid, 200)}: not compared ({why})", markup=False)
+    pairs, compared = found.pairs, found.compared
+    total = compared * (compared - 1) // 2
+    console.print(f"compared {compared} submissions ({total} pairs); "
                   f"{len(pairs)} above {100 * threshold:g}%:", markup=False)
     for pair in pairs[:PAIRS_SHOWN]:
         console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
@@ -538,7 +524,7 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     if len(pairs) > PAIRS_SHOWN:
         console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in {SIMILARITY}", markup=False)
     console.print(f"similarity: {out / SIMILARITY}", markup=False, soft_wrap=True)
-    if rewrite_report(course, lesson_key, out, language, pages):
+    if found.report:
         console.print(f"report:     {out / 'report.html'} (links it)", markup=False,
                       soft_wrap=True)
 
