@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import io
 
+from jinja2 import Environment
 from markupsafe import escape
 from rich.console import Console
 
 from grader.check_report import print_check, summary
 from grader.config import Course
-from grader.feedback import STRINGS, clean, render_student
+from grader.feedback import STRINGS, clean, render_student, templates
 from grader.record import GRADED, Diagnosis, GradeRecord, PartRecord, TestRecord
 from grader.reference import Mistake
 from grader.selftest.findings import Finding, failed, ok
@@ -35,10 +36,11 @@ def terminal(record: GradeRecord, course: Course, key: str, language: str) -> st
     return out.getvalue()
 
 
-def _problems(m: Mistake, course: Course, key: str, language: str) -> list[str]:
+def _problems(m: Mistake, course: Course, key: str, language: str,
+              pages: Environment) -> list[str]:
     record = record_naming(m)
     printed = terminal(record, course, key, language)
-    page = render_student(record, course, key, language)
+    page = render_student(record, course, key, language, pages)
     problems = []
     for what, text in (("title", m.title[language]), ("hint", m.hint[language])):
         if clean(text) != text:
@@ -51,9 +53,9 @@ def _problems(m: Mistake, course: Course, key: str, language: str) -> list[str]:
 
 
 def check(course: Course, key: str, mistakes: list[Mistake]) -> list[Finding]:
-    found = []
+    found, pages = [], templates()
     for m in mistakes:
-        problems = [p for lang in STRINGS for p in _problems(m, course, key, lang)]
+        problems = [p for lang in STRINGS for p in _problems(m, course, key, lang, pages)]
         found.append(failed("hints", m.id, "; ".join(problems)) if problems
                      else ok("hints", m.id, "title and hint render as written"))
     return found
