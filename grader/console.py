@@ -17,6 +17,9 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
 from rich.table import Table
 
 from grader import config
+from grader.plan import Summary
+from grader.record import ERROR_STATUSES, TIMEOUT, ClassScores
+from grader.store import Store
 
 console = Console(stderr=True, highlight=False)
 
@@ -72,16 +75,14 @@ def left_out(skipped: list[str]) -> None:
         console.print(f"  {line}", markup=False, highlight=False)
 
 
-def summary_table(summary, doc: dict, out: Path) -> None:
+def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:
     """This run's work, and the class as it now stands (scores.json): the errors and
     timeouts that remain are counted and named whether graded now or before."""
-    from grader.record import ERROR_STATUSES, TIMEOUT
-
-    errors = [f"{s['student_id']} ({s['status']})" for s in doc["students"]
-              if s["status"] in ERROR_STATUSES]
-    timeouts = [s["student_id"] for s in doc["students"] if s["status"] == TIMEOUT]
+    errors = [f"{s.student_id} ({s.status})" for s in scores.students
+              if s.status in ERROR_STATUSES]
+    timeouts = [s.student_id for s in scores.students if s.status == TIMEOUT]
     table = Table(title="summary", show_header=False)
-    table.add_row("students", str(len(doc["students"])))
+    table.add_row("students", str(len(scores.students)))
     table.add_row("graded now", str(summary.graded))
     table.add_row("unchanged (skipped)", str(summary.skipped))
     table.add_row("errors (missing, unreadable, import)", str(len(errors)))
@@ -92,21 +93,22 @@ def summary_table(summary, doc: dict, out: Path) -> None:
         if names:
             console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
     console.print(f"scores:   {out / 'scores.json'}", markup=False)
-    pages(doc, out)
+    pages(scores, out)
     console.print(f"report:   {out / 'report.html'}", markup=False)
 
 
-def pages(doc: dict, out: Path) -> None:
+def pages(scores: ClassScores, out: Path) -> None:
     """Where the students' pages are, under the names they really have: a page is
     `<student_id>.html` unless the id is no plain file name, and those are listed."""
     from grader.feedback import clean
 
-    renamed = [s for s in doc["students"] if s["page"] != f"feedback/{s['student_id']}.html"]
+    named = {s.student_id: Store.page_of(s.student_id) for s in scores.students}
     console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
                   "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
-    for s in renamed:
-        console.print(f"  {clean(s['student_id'], 200)}: {out / s['page']}", markup=False,
-                      highlight=False, soft_wrap=True)
+    for sid, page in named.items():
+        if page != f"feedback/{sid}.html":
+            console.print(f"  {clean(sid, 200)}: {out / page}", markup=False,
+                          highlight=False, soft_wrap=True)
 
 
 def print_findings(found, lesson_key: str, out: Console | None = None) -> None:

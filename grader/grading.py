@@ -19,7 +19,7 @@ from grader import roster as rosters
 from grader.config import Course, Lesson
 from grader.context import LessonContext
 from grader.plan import Submission, Summary, plan
-from grader.record import GradeRecord
+from grader.record import ClassScores, GradeRecord
 from grader.store import Store, write_atomic
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class Graded:
     """What a run did: its counts, scores.json as written, and what intake left out."""
 
     summary: Summary
-    scores: dict
+    scores: ClassScores
     skipped: list[str] = field(default_factory=list)
 
 
@@ -127,7 +127,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                        [s.student_id for s in subs])
     records = [r for s in subs if (r := store.load(s.student_id)) is not None]
     write_report(records, course, lesson_key, out, language, ctx.pages)
-    return Graded(summary, doc, taken.skipped)
+    return Graded(summary, ClassScores.from_json(doc), taken.skipped)
 
 
 def available(unsandboxed: bool) -> bool:
