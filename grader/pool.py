@@ -93,7 +93,7 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                 progress: Callable[[str, dict], None] = lambda kind, info: None,
                 sandbox: Sandbox | None = None) -> None:
     """Grade `todo` (already planned) on this machine; counts go into `summary`.
-    `sandbox` may already be booting (the CLI starts it before importing torch)."""
+    `sandbox` may already be booting (`grading.grade_lesson` starts it before importing torch)."""
     torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
     lesson = ctx.lesson
     jobs = min(jobs, len(todo))
