@@ -1,8 +1,8 @@
 """Scores from one `grader run` into the formats LMSs and graders import.
 
 `export` writes each requested format from scores.json (the one source of truth, so
-every exported score equals it) and a roster report when graded students and the
-roster disagree.
+every exported score equals it), read once as typed records (`record.ClassScores`), and
+a roster report when graded students and the roster disagree.
 """
 from __future__ import annotations
 
@@ -23,8 +23,7 @@ def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
     """Write the formats into out_dir (OUT/export: the pages scores.json names are
     OUT's); returns the files written."""
     from grader import roster
-    from grader.export import (canvas, gradescope, lti, moodle, moodle_files,
-                               nbgrader_db)
+    from grader.export import canvas, gradescope, lti, moodle, moodle_files, nbgrader_db
     from grader.feedback import templates
 
     unknown = sorted(set(formats) - set(FORMATS))
