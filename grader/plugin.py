@@ -5,8 +5,8 @@ It gives tests three fixtures: `student` (probe calls into the sandboxed worker)
 `check` (the soft-assertion recorder). After each test it fails the test if a
 check failed, and, for a failing part, replays the test against each known
 mistake of that part: if the student's (cached) results pass against a mistake's
-results, that mistake is the diagnosis. Everything a test records is handed to
-pytest-json-report as the test's metadata.
+results, that mistake is the diagnosis. Everything a test records (`meta`) is the
+test's metadata in its raw report (runner.GradingLoop).
 """
 from __future__ import annotations
 
@@ -383,9 +383,6 @@ class GradingPlugin:
             str(exc.value), call.when,
             [],  # no captured sections: grading runs with --capture=no and no logging
             call.duration, call.start, call.stop, user_properties=item.user_properties)
-
-    def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
-        return self.meta.get(item.nodeid, {}) if call.when == "call" else {}
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:
