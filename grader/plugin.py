@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import cases
+from grader import cases, points
 from grader.compare import Checks
 from grader.context import LessonContext
 from grader.diagnosis import explaining
@@ -232,7 +232,6 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
-        config.addinivalue_line("markers", "practice: also run by `grader check` for students")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -383,6 +382,19 @@ class GradingPlugin:
             str(exc.value), call.when,
             [],  # no captured sections: grading runs with --capture=no and no logging
             call.duration, call.start, call.stop, user_properties=item.user_properties)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "practice: a test of a test_practice_<part>.py file "
+                            "(0 points; `grader check` runs them for students)")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A practice test is one in a test_practice_<part>.py file: the file name is the one
+    definition (points, bundles and selftest go by it too), and the `practice` mark that
+    a run selects by (`-m practice`, `-m "not practice"`) follows from it here."""
+    if points.is_practice(item.path.name):
+        item.add_marker("practice")
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:

@@ -29,8 +29,9 @@ from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import Slot
 
-# Graded runs score the hidden cases only. Practice cases (marked `practice`, shipped to
-# students with their reference results) are run by `grader check`, worth 0 points.
+# Graded runs score the hidden cases only. Practice cases (test_practice_<part>.py, which
+# the grading plugin marks `practice`; shipped to students with their reference results)
+# are run by `grader check`, worth 0 points.
 GRADED, PRACTICE = "not practice", "practice"
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
 GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
