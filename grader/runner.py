@@ -73,10 +73,10 @@ class GradingLoop:
     Collection, the hidden test modules and pytest's start-up are paid once per
     worker; each submission then runs every collected test through pytest's own
     runtest protocol, and the test reports pytest hands its plugins become that
-    submission's raw report, in pytest-json-report's format, made with its public
-    `serialize` functions. Its plugin cannot do this part: it makes one report per
-    session, and a second instance cannot join a session (its hook specifications
-    would be added twice).
+    submission's raw report, in pytest-json-report's format, made with the functions
+    of its `serialize` module. Its plugin cannot do this part through its public
+    API: it makes one report per session, and a second instance cannot join a
+    session (its hook specifications would be added twice).
     """
 
     def __init__(self, plugin: GradingPlugin,
