@@ -5,7 +5,7 @@ capabilities it needs to give each slot its own pid and mount namespaces, mount 
 scratch tmpfs, drop each child to the slot's own uid and kill what the child leaves
 behind. As any other user ("userns" mode) bwrap makes an unprivileged user namespace
 in which that user is root: the zygote has the same capabilities there (and none
-outside), and each child makes a user namespace of its own (zygote.py says why).
+outside), and each child makes a user namespace of its own (confine.py says why).
 Where no namespace can be made at all but the grader is root alone in a container
 ("container" mode: Gradescope, a CI job), the worker runs without bwrap and the
 container is the boundary: each slot still has its own uid, limits and scratch.
