@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 
 GRADER_ROOT = "/grader"
@@ -217,30 +217,30 @@ def _in_container() -> bool:
         return False
 
 
-@cache
-def _probe() -> tuple[str | None, str | None]:
-    """(mode, None) when bwrap works here as this user, else (None, why not)."""
+@dataclass(frozen=True)
+class Support:
+    """Whether bwrap works here as this user (`probe`). `mode`: "root" or "userns" (how
+    `command` confines the worker here), "container" (no namespaces:
+    `plain_command(container=True)`), or None, and then `reason` says why not."""
+
+    mode: str | None
+    reason: str | None = None
+
+
+def probe() -> Support:
+    """Try bwrap here (a process, some milliseconds): whoever picks the sandbox mode
+    probes once and passes the answer on; slot.Sandbox holds it for its life."""
     if shutil.which("bwrap") is None:
-        return None, "bubblewrap (bwrap) is not installed"
+        return Support(None, "bubblewrap (bwrap) is not installed")
     userns = os.geteuid() != 0
     done = subprocess.run(["bwrap", *(["--unshare-user"] if userns else []), *PROBE],
                           capture_output=True, text=True)
     if done.returncode == 0:
-        return ("userns" if userns else "root"), None
+        return Support("userns" if userns else "root")
     err = done.stderr.strip()[:200]
     if userns:
-        return None, f"bubblewrap cannot create a user namespace ({err}): {_userns_blocked()}"
+        return Support(None, f"bubblewrap cannot create a user namespace ({err}): "
+                             f"{_userns_blocked()}")
     if _in_container():
-        return "container", None
-    return None, f"bubblewrap cannot create namespaces here: {err}"
-
-
-def mode() -> str | None:
-    """"root" or "userns" (how `command` confines the worker here), "container" (no
-    namespaces: `plain_command(container=True)`), or None."""
-    return _probe()[0]
-
-
-def unavailable_reason() -> str | None:
-    """Why the sandbox cannot be built here, or None when it can."""
-    return _probe()[1]
+        return Support("container")
+    return Support(None, f"bubblewrap cannot create namespaces here: {err}")

@@ -64,7 +64,7 @@ DOCSTRINGS = {
 
 
 def sandbox_reason() -> str | None:
-    return bwrap.unavailable_reason()
+    return bwrap.probe().reason
 
 
 def require_sandbox() -> None:
