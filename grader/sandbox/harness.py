@@ -36,7 +36,7 @@ class Harness:
         """Confine this process, then serve the submission; the exit status."""
         try:
             confine()
-            self._serve(socket.socket(fileno=data_fd), scratch)
+            self._serve_submission(socket.socket(fileno=data_fd), scratch)
         except BaseException:  # noqa: BLE001 - the harness's failure, or the student's
             return self._failed()
         return 0
@@ -55,7 +55,7 @@ class Harness:
         os.close(self.report)
         self.report = None
 
-    def _serve(self, data: socket.socket, scratch: str) -> None:
+    def _serve_submission(self, data: socket.socket, scratch: str) -> None:
         nonce, init = self.protocol.recv(data)
         path = os.path.join(scratch, init["filename"])
         with open(path, "w", encoding="utf-8") as f:
