@@ -10,6 +10,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -22,6 +23,9 @@ from grader.console import console, left_out, print_findings, print_upload, summ
 from grader.export import FORMATS
 from grader.record import GradeRecord
 from grader.similarity import THRESHOLD
+
+if TYPE_CHECKING:
+    from grader.sandbox.bwrap import Support
 
 SIMILARITY = "similarity.html"  # beside report.html, which links it
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
@@ -213,7 +217,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         sys.exit(1)
 
 
-def _available(unsandboxed: bool, support) -> bool:
+def _available(unsandboxed: bool, support: Support) -> bool:
     """Sandbox (True), or not, where --unsandboxed allows it; else a clear refusal.
     `support`: what bwrap.probe found."""
     from grader.sandbox import slot as slots
@@ -224,7 +228,7 @@ def _available(unsandboxed: bool, support) -> bool:
         raise click.ClickException(str(exc)) from None
 
 
-def _sandboxed_forks(unsandboxed: bool, support) -> bool:
+def _sandboxed_forks(unsandboxed: bool, support: Support) -> bool:
     """Will this run's zygote be a fork of this process (no bwrap here)? Where no
     sandbox can be had, no: the run is refused only if there is work (`_sandbox`)."""
     from grader.sandbox import slot as slots
@@ -236,8 +240,8 @@ def _sandboxed_forks(unsandboxed: bool, support) -> bool:
     return slots.forkable(support.mode if sandboxed else "none")
 
 
-def _sandbox(course, lesson, unsandboxed: bool, support, private: tuple[Path, ...],
-             fork: bool):
+def _sandbox(course, lesson, unsandboxed: bool, support: Support,
+             private: tuple[Path, ...], fork: bool):
     """Boot the sandbox: it imports torch (once for every slot) while this process does
     the same for the reference, or, as a fork, after this process has (one import for
     both sides). `private`: the class and OUT, closed to submissions in container mode."""
