@@ -10,6 +10,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -22,6 +23,9 @@ from grader.console import console, left_out, print_findings, print_upload, summ
 from grader.export import FORMATS
 from grader.record import GradeRecord
 from grader.similarity import THRESHOLD
+
+if TYPE_CHECKING:
+    from grader.sandbox.bwrap import Support
 
 SIMILARITY = "similarity.html"  # beside report.html, which links it
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
@@ -153,6 +157,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     from grader.export import roster as rosters
     from grader.report import render_report
     from grader.plan import Submission, Summary, plan
+    from grader.sandbox import bwrap
     from grader.store import Store, write_atomic
 
     started = time.monotonic()
@@ -163,10 +168,12 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     # A zygote forked from this process holds a copy of its memory: where it will be a
     # fork, it is made now, before anything of the class (names, files, stored results)
     # is read. Elsewhere it is a fresh process, made only when there is work.
+    support = bwrap.probe()  # whether bwrap works here: once for the run
     sandbox = None
-    if scheduler is None and _sandboxed_forks(unsandboxed):
+    if scheduler is None and _sandboxed_forks(unsandboxed, support):
         out.mkdir(parents=True, exist_ok=True)
-        sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=True)
+        sandbox = _sandbox(course, lesson, unsandboxed, support, (submissions, out),
+                           fork=True)
     try:
         roster = rosters.load(course)
     except config.ConfigError:
@@ -190,8 +197,10 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     summary = Summary(skipped=len(subs) - len(todo))
     if todo:
         if scheduler is None and sandbox is None:
-            sandbox = _sandbox(course, lesson, unsandboxed, (submissions, out), fork=False)
-        _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary, sandbox)
+            sandbox = _sandbox(course, lesson, unsandboxed, support, (submissions, out),
+                               fork=False)
+        _grade(ctx, todo, out, jobs, unsandboxed, support, language, scheduler, summary,
+               sandbox)
     elif sandbox is not None:
         sandbox.close()
     summary.seconds = time.monotonic() - started
@@ -208,41 +217,45 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         sys.exit(1)
 
 
-def _available(unsandboxed: bool) -> bool:
-    """Sandbox (True), or not, where --unsandboxed allows it; else a clear refusal."""
+def _available(unsandboxed: bool, support: Support) -> bool:
+    """Sandbox (True), or not, where --unsandboxed allows it; else a clear refusal.
+    `support`: what bwrap.probe found."""
     from grader.sandbox import slot as slots
 
     try:
-        return slots.available(unsandboxed)
+        return slots.available(unsandboxed, support)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
 
 
-def _sandboxed_forks(unsandboxed: bool) -> bool:
+def _sandboxed_forks(unsandboxed: bool, support: Support) -> bool:
     """Will this run's zygote be a fork of this process (no bwrap here)? Where no
     sandbox can be had, no: the run is refused only if there is work (`_sandbox`)."""
     from grader.sandbox import slot as slots
 
     try:
-        return slots.forkable(slots.available(unsandboxed))
+        sandboxed = slots.available(unsandboxed, support)
     except RuntimeError:
         return False
+    return slots.forkable(support.mode if sandboxed else "none")
 
 
-def _sandbox(course, lesson, unsandboxed: bool, private: tuple[Path, ...], fork: bool):
+def _sandbox(course, lesson, unsandboxed: bool, support: Support,
+             private: tuple[Path, ...], fork: bool):
     """Boot the sandbox: it imports torch (once for every slot) while this process does
     the same for the reference, or, as a fork, after this process has (one import for
     both sides). `private`: the class and OUT, closed to submissions in container mode."""
     from grader.sandbox import slot as slots
 
-    return slots.Sandbox(course.path(lesson.probes), _available(unsandboxed),
-                         tuple(lesson.preload), fork=fork, private=private)
+    return slots.Sandbox(course.path(lesson.probes), _available(unsandboxed, support),
+                         tuple(lesson.preload), fork=fork, private=private, support=support)
 
 
-def _grade(ctx, todo, out, jobs, unsandboxed, language, scheduler, summary,
+def _grade(ctx, todo, out, jobs, unsandboxed, support, language, scheduler, summary,
            sandbox) -> None:
     """Grade what changed on `sandbox` (or on the Dask cluster), with a progress bar."""
-    sandboxed = sandbox.sandboxed if sandbox is not None else _available(unsandboxed)
+    sandboxed = (sandbox.sandboxed if sandbox is not None
+                 else _available(unsandboxed, support))
     from grader import pool
     if sandbox is not None and sandbox.memory_note:
         console.print(f"[yellow]note:[/] {escape(sandbox.memory_note)}")
@@ -309,6 +322,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
     from grader.audit import report, run as auditing
     from grader.context import LessonContext
     from grader.plan import Summary
+    from grader.sandbox import bwrap
 
     started = time.monotonic()
     course = _course(course_path)
@@ -318,11 +332,13 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
         raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
 
     ctx = LessonContext(course, lesson_key)
+    support = bwrap.probe()  # whether bwrap works here: once for every batch
 
     def grade(todo, graded: Path) -> None:
         summary = Summary()
-        _grade(ctx, todo, graded, jobs, unsandboxed, course.language, None, summary,
-               _sandbox(course, lesson, unsandboxed, (graded,), fork=False))
+        _grade(ctx, todo, graded, jobs, unsandboxed, support, course.language, None,
+               summary, _sandbox(course, lesson, unsandboxed, support, (graded,),
+                                 fork=False))
         if summary.worker_failures:
             raise click.ClickException("\n".join(summary.worker_failures))
 
@@ -392,8 +408,10 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         raise WrongInput(f"not a file: {file}")
     # A student bundle hides nothing from the student's code (no solution, no graded
     # test): where bwrap works, the whole check runs inside it, one torch import for
-    # the grader and the code. A course with its solution keeps the two apart.
-    if not in_bwrap and lesson.solution is None and bwrap.mode() in ("root", "userns"):
+    # the grader and the code. A course with its solution keeps the two apart. (Inside
+    # the bundle's sandbox, whether bwrap works is not asked: no sandbox is made there.)
+    support = None if in_bwrap else bwrap.probe()
+    if support is not None and lesson.solution is None and support.mode in ("root", "userns"):
         file = file.resolve()
         argv = ["check", "--course", str(course.root.resolve() / "course.yml"),
                 "--lesson", lesson_key, *(["--json"] if as_json else []),
@@ -401,14 +419,14 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         sys.stdout.flush()
         os.execv(shutil.which("bwrap") or "bwrap",
                  bwrap.check_command(course.root.resolve(), file, argv))
-    sandboxed = in_bwrap or slots.available(allow_unsandboxed=True)
+    sandboxed = in_bwrap or slots.available(True, support)
     if not sandboxed:
         console.print(f"note: your code runs without the sandbox "
-                      f"({bwrap.unavailable_reason()})", markup=False)
+                      f"({support.reason})", markup=False)
     # The sandbox boots (torch, once) while this process imports torch for the checks;
     # without bwrap the zygote is a fork of this process: one import for both sides.
     sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
-                            tuple(lesson.preload), fork=True)
+                            tuple(lesson.preload), fork=True, support=support)
     from grader import notebook, runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault
