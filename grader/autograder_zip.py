@@ -66,7 +66,7 @@ exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
     -c "from grader.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"
 """
 # What of Gradescope's environment the grading process gets: nothing else, so that in
-# container mode its sandbox's zygote may be its fork (slot._forkable)
+# container mode its sandbox's zygote may be its fork (slot.forkable)
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 SKIP = {"__pycache__", ".pytest_cache"}

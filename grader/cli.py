@@ -190,6 +190,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
     from grader.audit import report, run as auditing
     from grader.context import LessonContext
     from grader.plan import Summary
+    from grader.sandbox import bwrap
 
     started = time.monotonic()
     course = _course(course_path)
@@ -199,12 +200,15 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
         raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
 
     ctx = LessonContext(course, lesson_key)
+    support = bwrap.probe()  # whether bwrap works here: once for every batch
 
     def grade(todo, graded: Path) -> None:
         summary = Summary()
         grading.grade(ctx, todo, graded, summary, jobs=jobs, language=course.language,
-                      sandbox=grading.boot(course, lesson, unsandboxed, (graded,), fork=False),
-                      unsandboxed=unsandboxed, scheduler=None, events=RunConsole())
+                      sandbox=grading.boot(course, lesson, unsandboxed, support, (graded,),
+                                           fork=False),
+                      unsandboxed=unsandboxed, support=support, scheduler=None,
+                      events=RunConsole())
         if summary.worker_failures:
             raise click.ClickException("\n".join(summary.worker_failures))
 
@@ -277,8 +281,10 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         raise WrongInput(f"not a file: {file}")
     # A student bundle hides nothing from the student's code (no solution, no graded
     # test): where bwrap works, the whole check runs inside it, one torch import for
-    # the grader and the code. A course with its solution keeps the two apart.
-    if not in_bwrap and lesson.solution is None and bwrap.mode() in ("root", "userns"):
+    # the grader and the code. A course with its solution keeps the two apart. (Inside
+    # the bundle's sandbox, whether bwrap works is not asked: no sandbox is made there.)
+    support = None if in_bwrap else bwrap.probe()
+    if support is not None and lesson.solution is None and support.mode in ("root", "userns"):
         file = file.resolve()
         argv = ["check", "--course", str(course.root.resolve() / "course.yml"),
                 "--lesson", lesson_key, *(["--json"] if as_json else []),
@@ -286,14 +292,14 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         sys.stdout.flush()
         os.execv(shutil.which("bwrap") or "bwrap",
                  bwrap.check_command(course.root.resolve(), file, argv))
-    sandboxed = in_bwrap or slots.available(allow_unsandboxed=True)
+    sandboxed = in_bwrap or slots.available(True, support)
     if not sandboxed:
         console.print(f"note: your code runs without the sandbox "
-                      f"({bwrap.unavailable_reason()})", markup=False)
+                      f"({support.reason})", markup=False)
     # The sandbox boots (torch, once) while this process imports torch for the checks;
     # without bwrap the zygote is a fork of this process: one import for both sides.
     sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
-                            tuple(lesson.preload), fork=True)
+                            tuple(lesson.preload), fork=True, support=support)
     from grader import notebook, runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault

@@ -283,8 +283,9 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     from grader.sandbox import bwrap
     from grader.sandbox.slot import open_slot
 
-    if sandboxed and (reason := bwrap.unavailable_reason()):
-        raise RuntimeError(f"worker cannot sandbox student code: {reason}")
+    support = bwrap.probe() if sandboxed else None  # whether bwrap works on this node
+    if support is not None and support.reason:
+        raise RuntimeError(f"worker cannot sandbox student code: {support.reason}")
     import torch
 
     # The reference runs single-threaded like the sandboxed child (and as Dask's nanny
@@ -299,7 +300,8 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     except RuntimeError as exc:
         raise SelfCheckFailed(str(exc)) from None
     lesson = ctx.lesson
-    slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload))
+    slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload),
+                     support=support)
     state.warm = _Warm(key, ctx, slot)
     return state.warm
 

@@ -25,6 +25,7 @@ from grader.store import Store, write_atomic
 if TYPE_CHECKING:
     from jinja2 import Environment
 
+    from grader.sandbox.bwrap import Support
     from grader.sandbox.slot import Sandbox
 
 SIMILARITY = "similarity.html"  # beside report.html, which links it
@@ -91,10 +92,13 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     # A zygote forked from this process holds a copy of its memory: where it will be a
     # fork, it is made now, before anything of the class (names, files, stored results)
     # is read. Elsewhere it is a fresh process, made only when there is work.
+    from grader.sandbox import bwrap
+
+    support = bwrap.probe()  # whether bwrap works here: once for the run
     sandbox = None
-    if scheduler is None and sandboxed_forks(unsandboxed):
+    if scheduler is None and sandboxed_forks(unsandboxed, support):
         out.mkdir(parents=True, exist_ok=True)
-        sandbox = boot(course, lesson, unsandboxed, (submissions, out), fork=True)
+        sandbox = boot(course, lesson, unsandboxed, support, (submissions, out), fork=True)
     try:
         roster = rosters.load(course)
     except BaseException:
@@ -117,9 +121,10 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     summary = Summary(skipped=len(subs) - len(todo))
     if todo:
         if scheduler is None and sandbox is None:
-            sandbox = boot(course, lesson, unsandboxed, (submissions, out), fork=False)
+            sandbox = boot(course, lesson, unsandboxed, support, (submissions, out),
+                           fork=False)
         grade(ctx, todo, out, summary, jobs=jobs, language=language, sandbox=sandbox,
-              unsandboxed=unsandboxed, scheduler=scheduler, events=events)
+              unsandboxed=unsandboxed, support=support, scheduler=scheduler, events=events)
     elif sandbox is not None:
         sandbox.close()
     summary.seconds = time.monotonic() - started
@@ -130,44 +135,47 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     return Graded(summary, ClassScores.from_json(doc), taken.skipped)
 
 
-def available(unsandboxed: bool) -> bool:
-    """Sandbox (True), or not, where `unsandboxed` allows it; else a clear refusal."""
+def available(unsandboxed: bool, support: Support) -> bool:
+    """Sandbox (True), or not, where `unsandboxed` allows it; else a clear refusal.
+    `support`: what bwrap.probe found."""
     from grader.sandbox import slot as slots
 
     try:
-        return slots.available(unsandboxed)
+        return slots.available(unsandboxed, support)
     except RuntimeError as exc:
         raise GradingError(str(exc)) from None
 
 
-def sandboxed_forks(unsandboxed: bool) -> bool:
+def sandboxed_forks(unsandboxed: bool, support: Support) -> bool:
     """Will this run's zygote be a fork of this process (no bwrap here)? Where no
     sandbox can be had, no: the run is refused only if there is work (`boot`)."""
     from grader.sandbox import slot as slots
 
     try:
-        return slots.forkable(slots.available(unsandboxed))
+        sandboxed = slots.available(unsandboxed, support)
     except RuntimeError:
         return False
+    return slots.forkable(support.mode if sandboxed else "none")
 
 
-def boot(course: Course, lesson: Lesson, unsandboxed: bool, private: tuple[Path, ...],
-         fork: bool) -> Sandbox:
+def boot(course: Course, lesson: Lesson, unsandboxed: bool, support: Support,
+         private: tuple[Path, ...], fork: bool) -> Sandbox:
     """Boot the sandbox: it imports torch (once for every slot) while this process does
     the same for the reference, or, as a fork, after this process has (one import for
     both sides). `private`: the class and OUT, closed to submissions in container mode."""
     from grader.sandbox import slot as slots
 
-    return slots.Sandbox(course.path(lesson.probes), available(unsandboxed),
-                         tuple(lesson.preload), fork=fork, private=private)
+    return slots.Sandbox(course.path(lesson.probes), available(unsandboxed, support),
+                         tuple(lesson.preload), fork=fork, private=private, support=support)
 
 
 def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summary, *,
           jobs: int, language: str, sandbox: Sandbox | None, unsandboxed: bool,
-          scheduler: str | None, events: Events) -> None:
+          support: Support, scheduler: str | None, events: Events) -> None:
     """Grade what changed on `sandbox` (or on the Dask cluster at `scheduler`); counts
     go into `summary`. Ctrl-C raises `Stopped`, saying how many were saved."""
-    sandboxed = sandbox.sandboxed if sandbox is not None else available(unsandboxed)
+    sandboxed = (sandbox.sandboxed if sandbox is not None
+                 else available(unsandboxed, support))
     from grader import pool
     if sandbox is not None and sandbox.memory_note:
         events.note(sandbox.memory_note)

@@ -5,8 +5,8 @@ It gives tests three fixtures: `student` (probe calls into the sandboxed worker)
 `check` (the soft-assertion recorder). After each test it fails the test if a
 check failed, and, for a failing part, replays the test against each known
 mistake of that part: if the student's (cached) results pass against a mistake's
-results, that mistake is the diagnosis. Everything a test records is handed to
-pytest-json-report as the test's metadata.
+results, that mistake is the diagnosis. Everything a test records (`meta`) is the
+test's metadata in its raw report (runner.GradingLoop).
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import cases
+from grader import cases, points
 from grader.compare import Checks
 from grader.context import LessonContext
 from grader.diagnosis import explaining
@@ -232,7 +232,6 @@ class GradingPlugin:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
-        config.addinivalue_line("markers", "practice: also run by `grader check` for students")
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -384,8 +383,18 @@ class GradingPlugin:
             [],  # no captured sections: grading runs with --capture=no and no logging
             call.duration, call.start, call.stop, user_properties=item.user_properties)
 
-    def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo) -> dict:
-        return self.meta.get(item.nodeid, {}) if call.when == "call" else {}
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "practice: a test of a test_practice_<part>.py file "
+                            "(0 points; `grader check` runs them for students)")
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """A practice test is one in a test_practice_<part>.py file: the file name is the one
+    definition (points, bundles and selftest go by it too), and the `practice` mark that
+    a run selects by (`-m practice`, `-m "not practice"`) follows from it here."""
+    if points.is_practice(item.path.name):
+        item.add_marker("practice")
 
 
 def pytest_make_parametrize_id(config: pytest.Config, val: object, argname: str) -> str | None:

@@ -1,8 +1,8 @@
 """Grades one submission: a session in the sandboxed worker, hidden tests in-process.
 
-The hidden tests run under pytest (with pytest-json-report) on the trusted side;
-the submission is reached only through probe calls on its session. The raw
-pytest-json-report is kept beside the scores, which are computed from it.
+The hidden tests run under pytest on the trusted side; the submission is reached
+only through probe calls on its session. Each submission's raw report (in
+pytest-json-report's format) is kept beside the scores, which are computed from it.
 """
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import io
 import sys
 import time
 import types
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import dataclass
@@ -18,7 +17,6 @@ from pathlib import Path
 
 import pytest
 from pytest_jsonreport import serialize
-from pytest_jsonreport.plugin import JSONReport
 
 from grader import plugin as fixtures
 from grader import points
@@ -31,8 +29,9 @@ from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import Slot
 
-# Graded runs score the hidden cases only. Practice cases (marked `practice`, shipped to
-# students with their reference results) are run by `grader check`, worth 0 points.
+# Graded runs score the hidden cases only. Practice cases (test_practice_<part>.py, which
+# the grading plugin marks `practice`; shipped to students with their reference results)
+# are run by `grader check`, worth 0 points.
 GRADED, PRACTICE = "not practice", "practice"
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
 GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
@@ -73,13 +72,20 @@ class GradingLoop:
 
     Collection, the hidden test modules and pytest's start-up are paid once per
     worker; each submission then runs every collected test through pytest's own
-    runtest protocol, and pytest-json-report's per-test records become that
-    submission's raw report.
+    runtest protocol, and the test reports pytest hands its plugins become that
+    submission's raw report, in pytest-json-report's format, made with the functions
+    of its `serialize` module. Its plugin cannot do this part through its public
+    API: it makes one report per session, and a second instance cannot join a
+    session (its hook specifications would be added twice).
     """
 
-    def __init__(self, plugin: GradingPlugin, report: JSONReport,
+    def __init__(self, plugin: GradingPlugin,
                  jobs: Iterable[tuple[object, Callable[[dict], None]]]):
-        self.plugin, self.report, self.jobs = plugin, report, jobs
+        self.plugin, self.jobs = plugin, jobs
+        self.tests: dict[str, dict] = {}  # the current submission's records, by node id
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool:
@@ -88,21 +94,39 @@ class GradingLoop:
         items = session.items
         for caller, done in self.jobs:
             self.plugin.begin(caller)
-            self.report._json_tests = OrderedDict()
+            self.tests = {}
             started = time.time()
             for i, item in enumerate(items):
                 nextitem = items[i + 1] if i + 1 < len(items) else None
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
             if self.plugin.fault is not None:  # no verdict from a broken worker
                 raise self.plugin.fault
-            tests = list(self.report._json_tests.values())
             raw = serialize.make_report(
                 created=time.time(), duration=time.time() - started, exitcode=0,
                 root=str(session.path), environment={},
-                summary=serialize.make_summary(self.report._json_tests, collected=len(items)))
-            raw["tests"] = tests
+                summary=serialize.make_summary(self.tests, collected=len(items)))
+            raw["tests"] = list(self.tests.values())
             done(raw)
         return True
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """One stage of a test (setup, call, teardown) into the test's record, as
+        pytest-json-report records it: a stage that did not pass sets the test's
+        outcome, and the grading plugin's evidence is the test's metadata. Grading
+        captures no output and no log, so the stages hold none."""
+        test = self.tests.get(report.nodeid)
+        if test is None:
+            test = self.tests[report.nodeid] = serialize.make_testitem(
+                report.nodeid, list(report.keywords), report.location)
+        meta = self.plugin.meta.get(report.nodeid)
+        if meta:
+            test["metadata"] = meta
+        outcome = self.config.hook.pytest_report_teststatus(report=report,
+                                                             config=self.config)[0]
+        if outcome not in ("passed", ""):
+            test["outcome"] = outcome
+        test[report.when] = serialize.make_teststage(report, None, None, None,
+                                                     omit_traceback=True)
 
 
 @contextmanager
@@ -154,15 +178,13 @@ def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], 
     tests = ctx.tests
     plugin = GradingPlugin(None, ctx.refs, ctx.course.tolerances(ctx.key),
                            list(ctx.lesson.parts), precompute)
-    report = JSONReport()
-    loop = GradingLoop(plugin, report, jobs)
+    loop = GradingLoop(plugin, jobs)
     errors = CollectionErrors()
     # Only what grading uses: every plugin with per-test hooks costs each student.
-    # No autoloaded plugins (anyio, xdist, ...): json-report is passed in directly.
+    # No autoloaded plugins (anyio, xdist, ...); the raw report is GradingLoop's.
     args = [str(tests), "-q", "--tb=no", "--capture=no", "--assert=plain",
             "--import-mode=importlib",
             "--disable-plugin-autoload", "--rootdir", str(tests), "-c", "/dev/null",
-            "-p", "pytest_jsonreport.plugin", "--json-report-file=none",
             *(f"-pno:{name}" for name in (
                 "cacheprovider", "unraisableexception", "threadexception", "logging",
                 "warnings", "faulthandler", "setuponly", "setupplan", "unittest",
@@ -171,7 +193,7 @@ def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], 
         args += ["-m", select]
     sink = io.StringIO()
     with redirect_stdout(sink), redirect_stderr(sink), lesson_imports(tests, ctx.modules):
-        code = pytest.main(args, plugins=[plugin, report, loop, errors, fixtures])
+        code = pytest.main(args, plugins=[plugin, loop, errors, fixtures])
     if errors.interrupted:  # Ctrl-C, which pytest caught: the run stops, nothing failed
         raise KeyboardInterrupt
     if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED):

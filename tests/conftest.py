@@ -25,7 +25,7 @@ def ctx13(course) -> LessonContext:
 
 def open_slot(course: config.Course, lesson_key: str) -> Slot:
     lesson = course.lesson(lesson_key)
-    return slots.open_slot(course.path(lesson.probes), bwrap.unavailable_reason() is None,
+    return slots.open_slot(course.path(lesson.probes), bwrap.probe().reason is None,
                            tuple(lesson.preload))
 
 

@@ -115,10 +115,7 @@ PRACTICE_COMPOSITE = Template('''"""Practice case for part "$part" (0 points), b
 graded tests it compares with `explained` too, so a student whose other parts hold
 a known mistake sees it named there, not here. Shipped to students with its
 recorded results, so its inputs come from a seed no graded case uses."""
-import pytest
 import torch
-
-pytestmark = pytest.mark.practice
 
 
 def test_practice_$part(student, reference, explained, check):
@@ -140,10 +137,7 @@ mistake, one that raises, one that times out) and say what each should score.
 
 PRACTICE = Template('''"""Practice case for part "$part" (0 points): shipped to students with its recorded
 reference result, so its inputs come from a seed no graded case uses."""
-import pytest
 import torch
-
-pytestmark = pytest.mark.practice
 
 
 def test_practice_$part(student, reference, check):

@@ -5,7 +5,7 @@ capabilities it needs to give each slot its own pid and mount namespaces, mount 
 scratch tmpfs, drop each child to the slot's own uid and kill what the child leaves
 behind. As any other user ("userns" mode) bwrap makes an unprivileged user namespace
 in which that user is root: the zygote has the same capabilities there (and none
-outside), and each child makes a user namespace of its own (zygote.py says why).
+outside), and each child makes a user namespace of its own (confine.py says why).
 Where no namespace can be made at all but the grader is root alone in a container
 ("container" mode: Gradescope, a CI job), the worker runs without bwrap and the
 container is the boundary: each slot still has its own uid, limits and scratch.
@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 
 GRADER_ROOT = "/grader"
@@ -217,30 +217,30 @@ def _in_container() -> bool:
         return False
 
 
-@cache
-def _probe() -> tuple[str | None, str | None]:
-    """(mode, None) when bwrap works here as this user, else (None, why not)."""
+@dataclass(frozen=True)
+class Support:
+    """Whether bwrap works here as this user (`probe`). `mode`: "root" or "userns" (how
+    `command` confines the worker here), "container" (no namespaces:
+    `plain_command(container=True)`), or None, and then `reason` says why not."""
+
+    mode: str | None
+    reason: str | None = None
+
+
+def probe() -> Support:
+    """Try bwrap here (a process, some milliseconds): whoever picks the sandbox mode
+    probes once and passes the answer on; slot.Sandbox holds it for its life."""
     if shutil.which("bwrap") is None:
-        return None, "bubblewrap (bwrap) is not installed"
+        return Support(None, "bubblewrap (bwrap) is not installed")
     userns = os.geteuid() != 0
     done = subprocess.run(["bwrap", *(["--unshare-user"] if userns else []), *PROBE],
                           capture_output=True, text=True)
     if done.returncode == 0:
-        return ("userns" if userns else "root"), None
+        return Support("userns" if userns else "root")
     err = done.stderr.strip()[:200]
     if userns:
-        return None, f"bubblewrap cannot create a user namespace ({err}): {_userns_blocked()}"
+        return Support(None, f"bubblewrap cannot create a user namespace ({err}): "
+                             f"{_userns_blocked()}")
     if _in_container():
-        return "container", None
-    return None, f"bubblewrap cannot create namespaces here: {err}"
-
-
-def mode() -> str | None:
-    """"root" or "userns" (how `command` confines the worker here), "container" (no
-    namespaces: `plain_command(container=True)`), or None."""
-    return _probe()[0]
-
-
-def unavailable_reason() -> str | None:
-    """Why the sandbox cannot be built here, or None when it can."""
-    return _probe()[1]
+        return Support("container")
+    return Support(None, f"bubblewrap cannot create namespaces here: {err}")

@@ -46,9 +46,10 @@ def claim_uid() -> tuple[int, int]:
     raise SandboxError(f"all {UID_COUNT} sandbox uids are in use on this host")
 
 
-def available(allow_unsandboxed: bool) -> bool:
-    """True to sandbox; False only when the caller explicitly allowed running without."""
-    reason = bwrap.unavailable_reason()
+def available(allow_unsandboxed: bool, support: bwrap.Support) -> bool:
+    """True to sandbox (`support`: what `bwrap.probe` found); False only when the
+    caller explicitly allowed running without."""
+    reason = support.reason
     if reason is None:
         return True
     if allow_unsandboxed:
@@ -87,7 +88,7 @@ def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
 
 # What a forked zygote may inherit of the environment in container mode: the memory of
 # a fork holds the parent's environment block, so any other variable (a token, a key)
-# means the zygote is started afresh instead (`_forkable`).
+# means the zygote is started afresh instead (`forkable`).
 PLAIN_ENV = frozenset({
     "PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME", "TERM", "LANG", "LANGUAGE",
     "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "VIRTUAL_ENV", "OMP_NUM_THREADS",
@@ -95,16 +96,13 @@ PLAIN_ENV = frozenset({
     "GRADER_PRIVATE", "AUTOGRADER_ROOT"})
 
 
-def forkable(sandboxed: bool) -> bool:
-    """Will a Sandbox asked to fork be a fork of this process? Its caller must then make
-    it before reading anything a submission must not see (`Sandbox`)."""
-    return _forkable(bwrap.mode() if sandboxed else "none")
-
-
-def _forkable(mode: str) -> bool:
-    """May the zygote be a fork of this process? Unsandboxed, a submission runs as this
-    user and could read all of it anyway; in a container, only while the environment
-    holds nothing beyond PLAIN_ENV (and LC_*). Under bwrap, never: it is a new exec."""
+def forkable(mode: str) -> bool:
+    """May the zygote be a fork of this process, in `mode` (a `bwrap.Support` mode, or
+    "none": unsandboxed)? A Sandbox asked to fork then is one, and its caller must make
+    it before reading anything a submission must not see (`Sandbox`). Unsandboxed, a
+    submission runs as this user and could read all of it anyway; in a container, only
+    while the environment holds nothing beyond PLAIN_ENV (and LC_*). Under bwrap,
+    never: it is a new exec."""
     if mode == "none":
         return True
     return mode == "container" and all(k in PLAIN_ENV or k.startswith("LC_")
@@ -180,13 +178,15 @@ class Sandbox:
     started it (PR_SET_PDEATHSIG). `fork`: this process holds nothing yet that a
     submission must not see (nothing of the class or the lesson read), so in the
     modes without bwrap the zygote may be its fork (`forkable`, `_fork_zygote`).
-    `private`: the class and OUT, closed to submissions in container mode."""
+    `private`: the class and OUT, closed to submissions in container mode. `support`:
+    what the caller's `bwrap.probe` found, when it has probed (else probed here)."""
 
     def __init__(self, probes: Path, sandboxed: bool = True,
                  preload: tuple[str, ...] = ("torch",), fork: bool = False,
-                 private: tuple[Path, ...] = ()):
+                 private: tuple[Path, ...] = (), support: bwrap.Support | None = None):
         self.sandboxed = sandboxed
-        self.mode = bwrap.mode() if sandboxed else "none"  # what records say ("sandbox")
+        # how this sandbox confines, for its life (what records say: "sandbox")
+        self.mode = (support or bwrap.probe()).mode if sandboxed else "none"
         # Rootless, every child runs as the one uid the user has: its uid number inside
         # (a name for its processes and cgroup) need not be claimed from other runs.
         self._inner_uids = itertools.count(BASE_UID)
@@ -201,7 +201,7 @@ class Sandbox:
             _keep_from_submissions(probes, Path(self.scratch), private)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
-        self.forked = plain and fork and _forkable(self.mode)
+        self.forked = plain and fork and forkable(self.mode)
         self.proc: subprocess.Popen | _Forked
         if self.forked:
             self.proc = _fork_zygote(child, probes, preload, self.scratch,
@@ -357,6 +357,7 @@ class Slot:
 
 
 def open_slot(probes: Path, sandboxed: bool = True,
-              preload: tuple[str, ...] = ("torch",), fork: bool = False) -> Slot:
+              preload: tuple[str, ...] = ("torch",), fork: bool = False,
+              support: bwrap.Support | None = None) -> Slot:
     """A sandbox with a single slot, closed with it (one-off uses, tests)."""
-    return Sandbox(probes, sandboxed, preload, fork).sole_slot()
+    return Sandbox(probes, sandboxed, preload, fork, support=support).sole_slot()

@@ -48,14 +48,20 @@ def grade(course: Course, key: str, files: dict[str, Path], out: Path,
           jobs: int) -> dict[str, GradeRecord]:
     """Every file graded as a class into `out`; records by submission id."""
     from grader import pool
+    from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
     store = Store(out)
     todo = plan(store, [Submission(sid, path) for sid, path in files.items()],
                 course.version(key), force=True)
     summary = Summary()
-    pool.grade_class(LessonContext(course, key), todo, out, jobs,
-                     slots.available(allow_unsandboxed=True), course.language, summary)
+    ctx = LessonContext(course, key)
+    support = bwrap.probe()
+    sandboxed = slots.available(True, support)
+    sandbox = slots.Sandbox(ctx.course.path(ctx.lesson.probes), sandboxed,
+                            tuple(ctx.lesson.preload), support=support)
+    pool.grade_class(ctx, todo, out, jobs, sandboxed, course.language, summary,
+                     sandbox=sandbox)
     if summary.worker_failures:
         raise RuntimeError("grading failed: " + "\n".join(summary.worker_failures))
     return {sid: store.load(sid) for sid in files}

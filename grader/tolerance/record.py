@@ -87,9 +87,6 @@ class _Collector:
     def __init__(self):
         self.items: list[pytest.Function] = []
 
-    def pytest_configure(self, config: pytest.Config) -> None:
-        config.addinivalue_line("markers", "practice: practice tests (0 points)")
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self.items = [i for i in session.items if isinstance(i, pytest.Function)]
 

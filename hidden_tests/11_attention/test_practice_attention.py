@@ -2,11 +2,7 @@
 graded tests it compares with `explained` too, so a student whose other parts hold a
 known mistake sees it named there, not here. Shipped with its recorded results, so its
 seed is one no graded case uses."""
-import pytest
-
 from _attn_common import attention_args, check_attention
-
-pytestmark = pytest.mark.practice
 
 
 def test_practice_output(student, reference, explained, check):

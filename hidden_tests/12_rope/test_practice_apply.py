@@ -1,10 +1,6 @@
 """Practice case for part "apply" (0 points): shipped with its recorded reference
 result, so its inputs come from a seed no graded case uses."""
-import pytest
-
 from _rope_common import apply_args, check_apply
-
-pytestmark = pytest.mark.practice
 
 
 def test_practice_rotation(student, reference, check):

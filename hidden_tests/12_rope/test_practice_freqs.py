@@ -1,10 +1,6 @@
 """Practice case for part "freqs" (0 points): shipped to students with its recorded
 reference result, so it uses a configuration no graded case uses."""
-import pytest
-
 from _rope_common import check_freqs, freqs_args
-
-pytestmark = pytest.mark.practice
 
 
 def test_practice_tables(student, reference, check):

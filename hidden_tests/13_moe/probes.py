@@ -7,10 +7,11 @@ holds no answers. The experts handed to `dispatch` are a deliberately different
 network (`ProbeExpert`, tanh-gated), which tests dispatch in isolation from the
 FFN. Errors raised here name what the student must fix.
 """
-import zlib
-
 import torch
 from torch import nn
+
+from grader.probekit import backward, build, fixed_linear, grad, load, plain
+from grader.probekit import grads as parameter_grads  # `grads` is dispatch's and moe's flag
 
 
 class ProbeExpert(nn.Module):
@@ -20,89 +21,14 @@ class ProbeExpert(nn.Module):
 
     def __init__(self, gate: torch.Tensor, up: torch.Tensor, down: torch.Tensor):
         super().__init__()
-        self.gate_proj = _fixed_linear(gate)
-        self.up_proj = _fixed_linear(up)
-        self.down_proj = _fixed_linear(down)
+        self.gate_proj = fixed_linear(gate)
+        self.up_proj = fixed_linear(up)
+        self.down_proj = fixed_linear(down)
         self.act_fn = torch.tanh
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         gated = self.act_fn(self.gate_proj(x))  # not the FFN's line: this file is shipped
         return self.down_proj(gated * self.up_proj(x))
-
-
-def _plain(value, what: str) -> torch.Tensor:
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(value).__name__}")
-    return value.detach().as_subclass(torch.Tensor).clone()
-
-
-def _grad(t: torch.Tensor):
-    return None if t.grad is None else _plain(t.grad, "a gradient")
-
-
-def _grads(module: nn.Module) -> dict:
-    return {name: _grad(p) for name, p in module.named_parameters()}
-
-
-def _module(cls, what: str, *args, **kwargs) -> nn.Module:
-    """Build a student's (or the reference's) module without random initialisation:
-    every parameter is overwritten by `_load` anyway, and init is most of the cost."""
-    if not isinstance(cls, type) or not issubclass(cls, nn.Module):
-        raise TypeError(f"{what} must be a subclass of torch.nn.Module")
-    reset = nn.Linear.reset_parameters
-    nn.Linear.reset_parameters = lambda self: None
-    try:
-        return cls(*args, **kwargs)
-    finally:
-        nn.Linear.reset_parameters = reset
-
-
-def _fixed_linear(weight: torch.Tensor) -> nn.Linear:
-    """A bias-free nn.Linear holding a copy of `weight` (no random init to pay for)."""
-    layer = _module(nn.Linear, "nn.Linear", weight.shape[1], weight.shape[0], bias=False,
-                    dtype=weight.dtype)
-    with torch.no_grad():
-        layer.weight.copy_(weight)
-    return layer
-
-
-def _noise(name: str, like: torch.Tensor) -> torch.Tensor:
-    """Fixed non-zero values for a tensor the reference lacks, the same on both sides."""
-    g = torch.Generator().manual_seed(zlib.crc32(name.encode()))
-    return (torch.randn(like.shape, generator=g, dtype=torch.float64) * 0.5).to(like.dtype)
-
-
-def _load(module: nn.Module, state: dict, what: str) -> list[str]:
-    """Load reference weights by name. A parameter or float buffer the reference lacks
-    gets fixed non-zero values, so its effect shows in the outputs (a bias, a shared
-    expert); their names are returned for the layout checks."""
-    own = dict(module.named_parameters())
-    missing = [k for k in state if k not in own]
-    if missing:
-        raise AttributeError(
-            f"{what} has no parameter named {missing[0]} (expected the reference names: "
-            f"{', '.join(sorted(state))})")
-    extra = []
-    with torch.no_grad():
-        for name, p in own.items():
-            if name in state:
-                if tuple(p.shape) != tuple(state[name].shape):
-                    raise ValueError(f"{what}.{name} has shape {list(p.shape)}, expected "
-                                     f"{list(state[name].shape)}")
-                p.copy_(state[name])
-            else:
-                p.copy_(_noise(name, p))
-                extra.append(name)
-        for name, b in module.named_buffers():
-            if name not in state and b.is_floating_point():
-                b.copy_(_noise(name, b))
-                extra.append(name)
-    return extra
-
-
-def _backward(out: torch.Tensor, upstream: torch.Tensor) -> None:
-    if out.shape == upstream.shape and out.requires_grad:
-        (out * upstream).sum().backward()
 
 
 # ---- part "ffn" -----------------------------------------------------------------
@@ -111,16 +37,16 @@ def ffn_forward(m, hidden: int, inter: int, state: dict, x: torch.Tensor,
                 gy: torch.Tensor) -> dict:
     """Output and gradients, and what the layout checks use: the names of parameters
     the reference lacks (they got non-zero values) and which layers are nn.Linear."""
-    ffn = _module(m.FeedForward, "FeedForward", hidden, inter)
+    ffn = build(m.FeedForward, "FeedForward", hidden, inter)
     ffn.to(x.dtype)
-    extra = _load(ffn, state, "FeedForward")
+    extra = load(ffn, state, "FeedForward")
     linear = {n: isinstance(getattr(ffn, n, None), nn.Linear)
               for n in ("gate_proj", "up_proj", "down_proj")}
     x = x.clone().requires_grad_(True)
     y = ffn(x)
-    _plain(y, "FeedForward.forward's result")
-    _backward(y, gy)
-    return {"y": _plain(y, "y"), "x_grad": _grad(x), "grads": _grads(ffn),
+    plain(y, "FeedForward.forward's result")
+    backward(y, gy)
+    return {"y": plain(y, "y"), "x_grad": grad(x), "grads": parameter_grads(ffn),
             "layout": {"extra": extra, "linear": linear}}
 
 
@@ -128,7 +54,7 @@ def ffn_forward(m, hidden: int, inter: int, state: dict, x: torch.Tensor,
 
 def route(m, gate_weight: torch.Tensor, x_flat: torch.Tensor, k: int, norm: bool,
           g_scores: torch.Tensor, g_weight: torch.Tensor) -> dict:
-    gate = _fixed_linear(gate_weight.to(x_flat.dtype))
+    gate = fixed_linear(gate_weight.to(x_flat.dtype))
     x = x_flat.clone().requires_grad_(True)
     out = m.route(x, gate, k, norm)
     if not isinstance(out, (tuple, list)) or len(out) != 3:
@@ -136,7 +62,7 @@ def route(m, gate_weight: torch.Tensor, x_flat: torch.Tensor, k: int, norm: bool
                         f"{type(out).__name__}" + (f" of length {len(out)}"
                                                    if isinstance(out, (tuple, list)) else ""))
     for t, n in zip(out, ("scores", "topk_weight", "topk_idx")):
-        _plain(t, n)
+        plain(t, n)
     scores, weight, idx = out
     loss = None
     if scores.shape == g_scores.shape and scores.requires_grad:
@@ -149,9 +75,9 @@ def route(m, gate_weight: torch.Tensor, x_flat: torch.Tensor, k: int, norm: bool
         loss = term if loss is None else loss + term
     if loss is not None:
         loss.backward()
-    return {"scores": _plain(scores, "scores"), "topk_weight": _plain(weight, "topk_weight"),
-            "topk_idx": _plain(idx, "topk_idx"), "x_grad": _grad(x),
-            "gate_grad": _grad(gate.weight)}
+    return {"scores": plain(scores, "scores"), "topk_weight": plain(weight, "topk_weight"),
+            "topk_idx": plain(idx, "topk_idx"), "x_grad": grad(x),
+            "gate_grad": grad(gate.weight)}
 
 
 # ---- part "dispatch" ------------------------------------------------------------
@@ -168,12 +94,12 @@ def dispatch(m, expert_weights: list, x_flat: torch.Tensor, topk_weight: torch.T
     x = x_flat.clone().requires_grad_(True)
     w = topk_weight.clone().requires_grad_(True)
     y = m.dispatch(x, experts, w, topk_idx.clone())
-    _plain(y, "dispatch's result")
+    plain(y, "dispatch's result")
     if not grads:
-        return {"y": _plain(y, "y")}
-    _backward(y, gy)
-    return {"y": _plain(y, "y"), "x_grad": _grad(x), "weight_grad": _grad(w),
-            "grads": _grads(experts)}
+        return {"y": plain(y, "y")}
+    backward(y, gy)
+    return {"y": plain(y, "y"), "x_grad": grad(x), "weight_grad": grad(w),
+            "grads": parameter_grads(experts)}
 
 
 # ---- part "aux_loss" ------------------------------------------------------------
@@ -182,20 +108,20 @@ def aux_loss(m, scores: torch.Tensor, topk_idx: torch.Tensor, num_experts: int,
              coef: float) -> dict:
     s = scores.clone().requires_grad_(True)
     aux = m.load_balancing_loss(s, topk_idx.clone(), num_experts, coef)
-    _plain(aux, "load_balancing_loss's result")
+    plain(aux, "load_balancing_loss's result")
     if aux.numel() == 1 and aux.requires_grad:
         aux.sum().backward()
-    return {"aux": _plain(aux, "aux"), "scores_grad": _grad(s)}
+    return {"aux": plain(aux, "aux"), "scores_grad": grad(s)}
 
 
 # ---- part "moe": the whole layer ---------------------------------------------
 
 def _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train):
-    layer = _module(m.MOEFeedForward, "MOEFeedForward", hidden, inter,
+    layer = build(m.MOEFeedForward, "MOEFeedForward", hidden, inter,
                     num_experts=num_experts, num_experts_per_tok=k,
                     norm_topk_prob=norm, router_aux_loss_coef=coef)
     layer.to(x.dtype)
-    extra = _load(layer, state, "MOEFeedForward")
+    extra = load(layer, state, "MOEFeedForward")
     layer.train(train)
     gate, experts = getattr(layer, "gate", None), getattr(layer, "experts", None)
     layout = {
@@ -218,12 +144,12 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
     layer, layout = _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train)
     xs = x.clone().requires_grad_(True)
     y = layer(xs)
-    _plain(y, "MOEFeedForward.forward's result")
+    plain(y, "MOEFeedForward.forward's result")
     if not hasattr(layer, "aux_loss"):
         raise AttributeError("MOEFeedForward.forward must set self.aux_loss")
     aux = layer.aux_loss
-    _plain(aux, "MOEFeedForward.aux_loss")
-    out = {"y": _plain(y, "y"), "aux": _plain(aux, "aux"), "layout": layout}
+    plain(aux, "MOEFeedForward.aux_loss")
+    out = {"y": plain(y, "y"), "aux": plain(aux, "aux"), "layout": layout}
     if not grads:
         return out
     if y.shape == gy.shape and y.requires_grad:
@@ -231,7 +157,7 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
         if train and aux.numel() == 1 and aux.requires_grad:
             loss = loss + aux.sum()
         loss.backward()
-    return {**out, "x_grad": _grad(xs), "grads": _grads(layer)}
+    return {**out, "x_grad": grad(xs), "grads": parameter_grads(layer)}
 
 
 def warm_up() -> None:

@@ -1,10 +1,6 @@
 """Practice case for part "aux_loss" (0 points). Shipped to students with its recorded
 reference result, so its inputs come from a seed no graded case uses."""
-import pytest
-
 from _moe_common import aux_args, check_aux
-
-pytestmark = pytest.mark.practice
 
 
 def test_practice_aux(student, reference, check):

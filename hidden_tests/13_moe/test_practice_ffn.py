@@ -1,10 +1,6 @@
 """Practice case for part "ffn" (0 points). Shipped to students with its recorded
 reference result, so its inputs come from a seed no graded case uses."""
-import pytest
-
 from _moe_common import check_ffn, ffn_inputs
-
-pytestmark = pytest.mark.practice
 
 
 def test_practice_ffn(student, reference, check):

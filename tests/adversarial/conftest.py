@@ -36,7 +36,9 @@ PARTS = {"ffn": 2.0, "router": 2.0, "dispatch": 2.5, "aux_loss": 1.5, "moe": 2.0
 # others may edit while the suite runs (course.yml, the grader) are only checked for
 # the attacks' "pwned" marker, by `no_marker`.
 GUARDED = [SOLUTION, *sorted(HIDDEN.glob("*.py")), HIDDEN / "mistakes.yml"]
-MARKED = [COURSE_YML, REPO / "grader" / "runner.py", REPO / "grader" / "sandbox" / "zygote.py"]
+MARKED = [COURSE_YML, REPO / "grader" / "runner.py",
+          *(REPO / "grader" / "sandbox" / f"{name}.py" for name in ("zygote", "confine",
+                                                                    "harness"))]
 
 
 def no_marker(paths=MARKED, marker: bytes = b"pwned") -> list[str]:
@@ -62,7 +64,7 @@ DOCSTRINGS = {
 
 
 def sandbox_reason() -> str | None:
-    return bwrap.unavailable_reason()
+    return bwrap.probe().reason
 
 
 def require_sandbox() -> None:

@@ -59,9 +59,9 @@ SOURCES = {
 
 import sys as _sys
 _f = _sys._getframe()
-while "protocol" not in _f.f_globals:
+while not hasattr(_f.f_locals.get("self"), "protocol"):  # the child's harness
     _f = _f.f_back
-_proto = _f.f_globals["protocol"]
+_proto = _f.f_locals["self"].protocol
 _send = _proto.send
 def _twice(sock, obj, nonce=0):
     _send(sock, obj, nonce)

@@ -48,8 +48,8 @@ def test_a_zygote_is_forked_only_where_nothing_secret_is_inherited(monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.setenv("GRADER_CONTAINER", "1")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    assert slots._forkable("container") and slots._forkable("none")
-    assert not slots._forkable("root") and not slots._forkable("userns")
+    assert slots.forkable("container") and slots.forkable("none")
+    assert not slots.forkable("root") and not slots.forkable("userns")
     monkeypatch.setenv("LTI_PRIVATE_KEY", "-----BEGIN PRIVATE KEY-----")
-    assert not slots._forkable("container")
-    assert slots._forkable("none")  # unsandboxed, the submission is this user anyway
+    assert not slots.forkable("container")
+    assert slots.forkable("none")  # unsandboxed, the submission is this user anyway

@@ -18,20 +18,19 @@ REASON = "bubblewrap (bwrap) is not installed"
 
 @pytest.fixture
 def no_bwrap(monkeypatch):
-    # unavailable_reason is functools.cache'd: replace the function object itself
-    monkeypatch.setattr(bwrap, "unavailable_reason", lambda: REASON)
+    monkeypatch.setattr(bwrap, "probe", lambda: bwrap.Support(None, REASON))
 
 
 def test_refuses_without_sandbox(no_bwrap):
     with pytest.raises(RuntimeError) as err:
-        slots.available(False)
+        slots.available(False, bwrap.probe())
     msg = str(err.value)
     assert msg.startswith(f"cannot sandbox student code: {REASON}.")
     assert "--unsandboxed" in msg
 
 
 def test_allowed_explicitly(no_bwrap):
-    assert slots.available(True) is False
+    assert slots.available(True, bwrap.probe()) is False
 
 
 def test_cli_refuses_plainly(no_bwrap, course, tmp_path):
@@ -78,8 +77,8 @@ def test_unsandboxed_records_say_so(course, tmp_path):
 
 def test_two_slots_never_share_a_uid(course):
     """RLIMIT_NPROC counts a uid machine-wide: concurrent runs must not share one."""
-    if bwrap.unavailable_reason() is not None:
-        pytest.skip(bwrap.unavailable_reason())
+    if (reason := bwrap.probe().reason) is not None:
+        pytest.skip(reason)
     first, held = claim_uid()
     try:
         second, held2 = claim_uid()

@@ -76,14 +76,14 @@ SOURCES = {
                                                    "verdict_dicts": dicts}))
     '''),
 
-    # The reply channel: find the worker's own `protocol` through the frames and make
+    # The reply channel: find the harness's own `protocol` through the frames and make
     # every error reply an "ok" with a made-up result.
     "forge-reply": hostile(dispatch='''
         import sys
         f = sys._getframe()
-        while f is not None and "protocol" not in f.f_globals:
+        while not hasattr(f.f_locals.get("self"), "protocol"):  # the child's harness
             f = f.f_back
-        proto = f.f_globals["protocol"]
+        proto = f.f_locals["self"].protocol
         real_send = proto.send
         def forged(sock, obj):
             if isinstance(obj, dict) and obj.get("ok") is False:
@@ -200,8 +200,8 @@ def test_frames_hold_no_verdict(records):
     names = [f[0] for f in seen["frames"]]
     # the student's function, the probe, and the worker's loop: nothing else
     assert names[:2] == ["dispatch", "dispatch"]
-    assert set(names[2:]) <= {"_child", "_spawn", "_serve", "_serve_slots", "start", "main",
-                              "<module>"}, names
+    assert set(names[2:]) <= {"_serve_submission", "run", "_spawn", "_serve", "_serve_slots",
+                              "start", "main", "<module>"}, names
     assert seen["modules"] == [] and seen["verdict_dicts"] == 0
 
 

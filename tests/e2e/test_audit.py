@@ -16,11 +16,11 @@ from grader.audit.mutants import generate, sample, solution_lines
 from grader.audit.operators import OPERATORS
 from grader.audit.report import STATUSES
 from grader.audit.run import operator_names
-from grader.sandbox.bwrap import unavailable_reason
+from grader.sandbox import bwrap
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]
-SANDBOX = ["--unsandboxed"] if unavailable_reason() else []
+SANDBOX = ["--unsandboxed"] if bwrap.probe().reason else []
 RMS_SOLUTION = ROOT / "solutions" / "10_rmsnorm.py"
 
 

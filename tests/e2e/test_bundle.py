@@ -75,8 +75,9 @@ def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
     bundle, writes only its own /tmp, and the check still reports every part."""
     from grader.sandbox import bwrap
 
-    if bwrap.mode() not in ("root", "userns"):
-        pytest.skip(f"bwrap not usable here: {bwrap.unavailable_reason() or bwrap.mode()}")
+    support = bwrap.probe()
+    if support.mode not in ("root", "userns"):
+        pytest.skip(f"bwrap not usable here: {support.reason or support.mode}")
     host = tmp_path / "outside" / "secret.txt"
     host.parent.mkdir()
     host.write_text("not for the student's code")

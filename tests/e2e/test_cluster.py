@@ -15,11 +15,11 @@ from grader import cluster, pool, runner  # noqa: E402
 from grader.context import LessonContext  # noqa: E402
 from grader.plan import Summary, plan  # noqa: E402
 from grader.store import Store  # noqa: E402
-from grader.sandbox.bwrap import unavailable_reason  # noqa: E402
+from grader.sandbox import bwrap  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = (REPO / "solutions" / "13_moe.py").read_text(encoding="utf-8")
-SANDBOXED = unavailable_reason() is None
+SANDBOXED = bwrap.probe().reason is None
 
 pytestmark = pytest.mark.slow
 

@@ -121,11 +121,15 @@ def test_traceback_shows_only_the_students_file(graded):
 
 
 def test_malformed_results_are_the_students_not_a_grader_error(ctx13, slot13, tmp_path):
-    """A reply of the wrong structure (forged here by patching the worker's sender so
-    route's results come back empty) is charged to the student, not to the grader."""
+    """A reply of the wrong structure (forged here by patching the sender of the child's
+    own harness, found up the import's stack, so route's results come back empty) is
+    charged to the student, not to the grader."""
     forge = (
         "import sys\n"
-        "_proto = sys.modules['__main__'].protocol\n"
+        "_f = sys._getframe()\n"
+        "while not hasattr(_f.f_locals.get('self'), 'protocol'):\n"
+        "    _f = _f.f_back\n"
+        "_proto = _f.f_locals['self'].protocol\n"
         "_send = _proto.send\n"
         "def _forged(sock, obj, *rest):\n"
         "    if isinstance(obj, dict) and 'topk_idx' in (obj.get('result') or {}):\n"

@@ -15,7 +15,7 @@ def test_preloaded_requests_are_named_not_sent(course, ctx13, monkeypatch, tmp_p
     lesson = course.lesson("13")
     requests = pool.self_check(ctx13)
     assert len(requests) > 10 and all(set(r) == {"probe", "args"} for r in requests.values())
-    sandbox = Sandbox(course.path(lesson.probes), bwrap.unavailable_reason() is None,
+    sandbox = Sandbox(course.path(lesson.probes), bwrap.probe().reason is None,
                       tuple(lesson.preload))
     slot = None
     try:

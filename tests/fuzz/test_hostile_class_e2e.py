@@ -76,7 +76,7 @@ def hostile_class(world: World) -> None:
 
 @pytest.mark.slow
 def test_hostile_class_graded_end_to_end():
-    reason = bwrap.unavailable_reason() or (None if os.geteuid() == 0 else "not root")
+    reason = bwrap.probe().reason or (None if os.geteuid() == 0 else "not root")
     if reason:
         pytest.skip(f"sandbox not available: {reason}")
     world = World()

@@ -41,9 +41,7 @@ def test_a_slot_tells_its_own_cap_from_the_machine_running_out(tmp_path, events,
                                                                expected):
     """(OOM kills, times the slot's own cap was reached): a kill with no hit of the cap
     came from outside, and is reported as the grader's problem, not the student's."""
-    from grader.sandbox import zygote
-
-    slot = zygote._Cgroup.__new__(zygote._Cgroup)
+    slot = cgroup.SlotCgroup.__new__(cgroup.SlotCgroup)
     (tmp_path / "events").write_text(events)
     slot.events = os.open(tmp_path / "events", os.O_RDONLY)
     slot.failcnt = None

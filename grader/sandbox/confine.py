@@ -1,0 +1,303 @@
+"""How the zygote, its slots and each submission's child are confined. Runs inside
+the sandbox, loaded by path (zygote.py says why); only the standard library here.
+
+The zygote sheds what it inherited (`shed_inheritance`); a slot takes its own pid,
+mount and network namespaces (`enter_slot_namespaces`); a child, in this order, takes
+its cgroup, closes every other descriptor, takes its rlimits, its own user (rootless)
+and IPC namespaces, an empty keyring, the slot's uid with no capability, and a seccomp
+filter (`become_student`). Rootless, every child runs as the one uid the user has, so
+each makes a user namespace of its own (`_own_user_namespace` says why).
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # loaded by path at run time (zygote.py says why)
+    from grader.sandbox.cgroup import SlotCgroup
+
+PR_SET_CHILD_SUBREAPER = 36
+AF_UNIX = 1
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG = 1
+MNT_DETACH = 2
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWNET = 0x40000000
+CLONE_NEWNS = 0x00020000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWUSER = 0x10000000
+PR_CAPBSET_DROP = 24
+# What the zygote and its slots use (bwrap.KEPT_CAPS less CAP_SETPCAP): CAP_KILL,
+# CAP_SETGID, CAP_SETUID, CAP_SYS_ADMIN
+ZYGOTE_CAPS = (5, 6, 7, 21)
+USERNS_CAPS = (31,)  # rootless also CAP_SETFCAP (bwrap.USERNS_CAPS says why)
+KEYCTL_JOIN_SESSION_KEYRING = 1
+CAP_VERSION_3 = 0x20080522
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
+MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
+
+# The syscall ABI (seccomp's audit arch) and the numbers the filter names, by machine
+SYSCALLS = {
+    "x86_64": {"audit": 0xC000003E, "unshare": 272, "clone": 56, "clone3": 435,
+               "add_key": 248, "request_key": 249, "keyctl": 250, "socket": 41},
+    "aarch64": {"audit": 0xC00000B7, "unshare": 97, "clone": 220, "clone3": 435,
+                "add_key": 217, "request_key": 218, "keyctl": 219, "socket": 198},
+}
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
+LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
+X32_BIT = 0x40000000
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+
+def shed_inheritance(caps: tuple[int, ...]) -> None:
+    """Drop what the zygote got from the TA's process and does not need: the TA's
+    session keyring (a login session's keys), and every capability beyond the ones it
+    uses (bwrap leaves the bounding set nearly full and the kept ones inheritable).
+    The bounding set can go only while CAP_SETPCAP is held, so bwrap keeps that one
+    for this alone and it is dropped here too."""
+    _join_fresh_keyring()
+    _empty_bounding_set()
+    kept = sum(1 << cap for cap in caps)
+    _set_capabilities(kept, kept, 0)
+
+
+def _empty_bounding_set() -> None:
+    with open("/proc/sys/kernel/cap_last_cap") as f:
+        last = int(f.read())
+    for cap in range(last + 1):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            raise OSError(ctypes.get_errno(), f"dropping capability {cap} failed")
+
+
+def _join_fresh_keyring(required: bool = True) -> None:
+    """Leave the inherited session keyring for a new, empty one of our own."""
+    nr = SYSCALLS.get(os.uname().machine, {}).get("keyctl")
+    if nr is not None and libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and required:
+        raise OSError(ctypes.get_errno(), "joining a fresh session keyring failed")
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32),
+                ("inheritable", ctypes.c_uint32)]
+
+
+def _set_capabilities(effective: int, permitted: int, inheritable: int) -> None:
+    """capset(2) for this thread (caps 0-63; the sets above 31 are the second word)."""
+    data = (_CapData * 2)(*[_CapData((effective >> s) & 0xFFFFFFFF,
+                                     (permitted >> s) & 0xFFFFFFFF,
+                                     (inheritable >> s) & 0xFFFFFFFF) for s in (0, 32)])
+    if libc.capset(ctypes.byref(_CapHeader(CAP_VERSION_3, 0)), data) != 0:
+        raise OSError(ctypes.get_errno(), "capset failed")
+
+
+def become_subreaper() -> None:
+    """Container mode: orphans come to the slot, to be reaped."""
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def enter_slot_namespaces(scratch: str) -> None:
+    """Make this process pid 1 of a new pid namespace with its own mounts and network:
+    `kill -1` then reaches exactly this slot's submissions, its scratch mount and /proc
+    are its own, students graded at once in two slots share no loopback or abstract
+    socket (lo stays down), and when it ends the kernel kills whatever they left."""
+    if libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID | NEWNS | NEWNET) failed")
+    if os.fork() != 0:
+        os._exit(0)  # the slot lives on in the child: pid 1 of the new namespace
+    os.setsid()  # its own group, visible in its namespace: killpg(getpgid(1)) is refused
+    if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "making the slot's mounts private failed")
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+        raise OSError(ctypes.get_errno(), "mounting the slot's /proc failed")
+    # Rootless, a student's process has the user's own uid outside, so the kernel would
+    # list that user's keys (their names) in /proc/keys: the slot's are empty.
+    for path in (b"/proc/keys", b"/proc/key-users"):
+        if os.path.exists(path) and libc.mount(b"/dev/null", path, None, MS_BIND, None) != 0:
+            raise OSError(ctypes.get_errno(), f"hiding {path.decode()} failed")
+    # bwrap's root, /tmp and /dev are one tmpfs each for every slot, owned by the
+    # sandbox's root: rootless, that is the student's own uid outside, so they would be
+    # a place to leave files for the next student or another slot. Read-only here (the
+    # scratch is mounted on /tmp/work; /dev's device nodes are mounts of their own).
+    os.makedirs(scratch, exist_ok=True)
+    for path in (b"/", b"/tmp", b"/dev"):
+        if libc.mount(None, path, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID
+                      | MS_NODEV, None) != 0:
+            raise OSError(ctypes.get_errno(), f"making the slot's {path.decode()} read-only failed")
+
+
+def detach_cgroup(path: str) -> None:
+    """Unmount the cgroup tree from the slot once its files are open: rootless, they
+    belong to the student's own uid outside, and a child could raise its cap."""
+    if libc.umount2(path.encode(), MNT_DETACH) != 0:
+        raise OSError(ctypes.get_errno(), "unmounting the cgroup tree from the slot failed")
+
+
+def fresh_scratch(path: str, uid: int, size_mb: int) -> None:
+    """A new size-capped tmpfs per child: nothing of the previous student survives."""
+    unmount(path)
+    os.makedirs(path, exist_ok=True)
+    opts = f"size={size_mb}m,nr_inodes=4096,mode=0700,uid={uid},gid={uid}".encode()
+    if libc.mount(b"tmpfs", path.encode(), b"tmpfs", 0, opts) != 0:
+        raise OSError(ctypes.get_errno(), "mounting the scratch tmpfs failed")
+
+
+def unmount(path: str) -> None:
+    """Detach whatever is mounted at `path` (nothing there is fine)."""
+    libc.umount2(path.encode(), MNT_DETACH)
+
+
+def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: int | None,
+                   cgroup: SlotCgroup | None, scratch: str, userns: bool,
+                   container: bool) -> None:
+    """Confine this freshly forked child before the harness imports the submission: it
+    keeps only the data socket and the harness's report pipe, and its stdout and stderr
+    go to the output pipe. `uid` None: unsandboxed, nothing to drop to."""
+    os.setsid()
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    if cgroup is not None:  # while privileged: the cgroup's files are root's
+        cgroup.enter()
+    _close_all_but(data_fd, report)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    base = _vm_size()
+    mib = 1024 * 1024
+    for res, value in (
+        (resource.RLIMIT_AS, base + limits["memory_mb"] * mib),
+        (resource.RLIMIT_CPU, limits["cpu_s"]),
+        (resource.RLIMIT_FSIZE, limits["file_size_mb"] * mib),
+        (resource.RLIMIT_NPROC, limits["processes"]),
+        (resource.RLIMIT_CORE, 0),
+    ):
+        resource.setrlimit(res, (value, value))
+    if uid is not None and userns:
+        _own_user_namespace(uid)
+    if uid is not None:
+        # A fresh IPC namespace per child: SysV shared memory and message queues
+        # outlive their creator, so in the zygote's namespace one submission could
+        # leave data (or memory held outside RLIMIT_AS) for the next. This one dies
+        # with the child and everything it started.
+        if not container and libc.unshare(CLONE_NEWIPC) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWIPC) failed")
+        # nothing a student leaves there outlives it (a container's own filter may
+        # refuse keyrings: ours refuses them to the student anyway)
+        _join_fresh_keyring(required=not container)
+        if not userns:
+            os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        _set_capabilities(0, 0, 0)  # (rootless, setresuid to the same uid keeps them)
+    os.chdir(scratch)
+    if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError("prctl(NO_NEW_PRIVS) failed")
+    if uid is not None:
+        _deny_user_namespaces(container)
+
+
+def _own_user_namespace(uid: int) -> None:
+    """Rootless, every child runs as the one uid the user has, so each enters a user
+    namespace of its own, as `uid` mapped to that one. Its process count (RLIMIT_NPROC,
+    set just before) is then counted in that namespace alone: per child, not shared
+    with the user's other processes or the other slots; and its capabilities, which it
+    drops next, reach only what that namespace owns."""
+    if libc.unshare(CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) failed")
+    for name, text in (("uid_map", f"{uid} 0 1"), ("setgroups", "deny"),
+                       ("gid_map", f"{uid} 0 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    _empty_bounding_set()  # a new namespace's creator starts with a full one
+
+
+def _close_all_but(*keep: int) -> None:
+    """Close every descriptor above stderr except `keep`."""
+    low = 3
+    for fd in sorted(keep):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, 1 << 16)
+
+
+def _vm_size() -> int:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmSize:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+class _Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte),
+                ("k", ctypes.c_uint)]
+
+
+class _Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Insn))]
+
+
+def _deny_user_namespaces(container: bool) -> None:
+    """A seccomp filter: no new user namespace (unshare or clone with CLONE_NEWUSER,
+    which would give the student capabilities in a namespace of its own and the
+    kernel surface that comes with them), clone3 answered ENOSYS (its flags are out
+    of reach of a filter; libc then uses clone), no kernel keyrings (keys outlive
+    their process: the next student under the same uid would read them), and no
+    other syscall ABI. In container mode, where no network namespace is to be had,
+    also no socket but a Unix one."""
+    nr = SYSCALLS.get(os.uname().machine)
+    if nr is None:
+        return  # an unknown machine: the other limits still hold
+    program = _assemble([
+        (LD_ABS, None, None, 4),                    # the syscall's ABI
+        (JEQ, None, "enosys", nr["audit"]),         # any other ABI (i386; x32 below)
+        (LD_ABS, None, None, 0),                    # the syscall number
+        (JGE, "enosys", None, X32_BIT),
+        (JEQ, "flags", None, nr["unshare"]),
+        (JEQ, "flags", None, nr["clone"]),
+        (JEQ, "enosys", None, nr["clone3"]),
+        (JEQ, "eperm", None, nr["add_key"]),
+        (JEQ, "eperm", None, nr["request_key"]),
+        (JEQ, "eperm", None, nr["keyctl"]),
+        *([(JEQ, "domain", None, nr["socket"])] if container else []),
+        (RET, None, None, RET_ALLOW),
+        *(["domain", (LD_ABS, None, None, 16),      # socket's address family
+            (JEQ, "allow", "eperm", AF_UNIX)] if container else []),
+        "flags", (LD_ABS, None, None, 16),          # the first argument's low word
+        (JSET, "eperm", "allow", CLONE_NEWUSER),
+        "eperm", (RET, None, None, RET_ERRNO | 1),
+        "allow", (RET, None, None, RET_ALLOW),
+        "enosys", (RET, None, None, RET_ERRNO | 38),
+    ])
+    insns = (_Insn * len(program))(*[_Insn(*i) for i in program])
+    prog = _Prog(len(program), insns)
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
+
+
+def _assemble(lines: list) -> list[tuple[int, int, int, int]]:
+    """BPF instructions from (code, jump-if-true, jump-if-false, k) with jumps named
+    by the labels (strings) placed before their targets; None falls through."""
+    where, at = {}, 0
+    for line in lines:
+        if isinstance(line, str):
+            where[line] = at
+        else:
+            at += 1
+    program = []
+    for line in lines:
+        if isinstance(line, str):
+            continue
+        code, jt, jf, k = line
+        here = len(program) + 1
+        program.append((code, where[jt] - here if jt else 0, where[jf] - here if jf else 0, k))
+    return program
