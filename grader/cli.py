@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from grader import config
+from grader import config, interrupts
 from grader.console import (RunConsole, console, left_out, print_findings, print_upload,
                             stopped, summary_table, worker_failures)
 from grader.export import FORMATS
@@ -298,9 +298,10 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
                       f"({support.reason})", markup=False)
     # The sandbox boots (torch, once) while this process imports torch for the checks;
     # without bwrap the zygote is a fork of this process: one import for both sides.
-    sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
-                            tuple(lesson.preload), fork=True, support=support)
-    from grader import notebook, runner
+    with interrupts.held():  # torch is imported here: a Ctrl-C in it must not be lost
+        sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
+                                tuple(lesson.preload), fork=True, support=support)
+        from grader import notebook, runner
     from grader.context import LessonContext
     from grader.plugin import GraderFault
     from grader.sandbox.limits import SandboxError

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from grader import intake
+from grader import intake, interrupts
 from grader import roster as rosters
 from grader.config import Course, Lesson
 from grader.context import LessonContext
@@ -165,8 +165,10 @@ def boot(course: Course, lesson: Lesson, unsandboxed: bool, support: Support,
     both sides). `private`: the class and OUT, closed to submissions in container mode."""
     from grader.sandbox import slot as slots
 
-    return slots.Sandbox(course.path(lesson.probes), available(unsandboxed, support),
-                         tuple(lesson.preload), fork=fork, private=private, support=support)
+    with interrupts.held():  # a fork imports torch here: a Ctrl-C in it must not be lost
+        return slots.Sandbox(course.path(lesson.probes), available(unsandboxed, support),
+                             tuple(lesson.preload), fork=fork, private=private,
+                             support=support)
 
 
 def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summary, *,
@@ -176,7 +178,8 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
     go into `summary`. Ctrl-C raises `Stopped`, saying how many were saved."""
     sandboxed = (sandbox.sandboxed if sandbox is not None
                  else available(unsandboxed, support))
-    from grader import pool
+    with interrupts.held():  # torch's first import, where a Ctrl-C would be lost
+        from grader import pool
     if sandbox is not None and sandbox.memory_note:
         events.note(sandbox.memory_note)
     if sandbox is not None and sandbox.mode == "container":
