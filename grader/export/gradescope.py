@@ -64,7 +64,7 @@ def _test_output(test: TestRecord, language: str) -> str:
     if test.max_abs_diff is not None:
         lines.append(f"max |difference| from the reference: {test.max_abs_diff:.3g}")
     diagnosis = test.diagnosis
-    if diagnosis:
+    if diagnosis and diagnosis.id is not None:  # id None: no known mistake fits
         title, hint = diagnosis.title or {}, diagnosis.hint or {}
         lines.append(f"Likely cause: {title.get(language) or title.get('en', '')}")
         if hint:

@@ -123,6 +123,18 @@ def test_gradescope_results_match_format_and_scores(tmp_path, scores):
     assert alice["output"].index("Dense FFN") < alice["output"].index("Router")
 
 
+def test_gradescope_names_a_likely_cause_only_when_a_known_mistake_fits(tmp_path, scores):
+    """A diagnosis with no mistake (`{"id": None}`: diagnosable, none fits) names none:
+    no empty "Likely cause:" line under the test."""
+    alice = by_id(scores)["alice"]
+    failed = next(t for t in alice["tests"] if t["outcome"] == "failed")
+    failed["diagnosis"] = {"id": None}
+    paths = export(make_course(), "13", scores, tmp_path, ["gradescope"])
+    res = json.loads(next(p for p in paths if p.stem == "alice").read_text())
+    out = next(t for t in res["tests"] if t["status"] == "failed")["output"]
+    assert out.startswith("output differs") and "Likely cause" not in out
+
+
 def test_canvas_csv_matches_format_and_scores(tmp_path, scores):
     course = make_course(canvas_assignment_id=901234)
     (path,) = [p for p in export(course, "13", scores, tmp_path, ["canvas"])
