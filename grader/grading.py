@@ -200,7 +200,7 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
 def _cluster(scheduler: str) -> Callable[..., None]:
     """The same grading on a Dask cluster."""
     try:
-        import distributed  # noqa: F401
+        import distributed  # noqa: F401 - only whether it is installed
 
         from grader import cluster
     except ImportError as exc:

@@ -80,7 +80,7 @@ class Harness:
                     request = self.inputs[request["key"]]
                 result = getattr(self.probes, request["probe"])(module, **request["args"])
                 reply = {"ok": True, "result": result}
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:  # noqa: BLE001 - the student's to see
                 reply = {"ok": False, "error": self._describe(exc, path)}
             self._answer(data, reply, nonce, path)
 

@@ -11,11 +11,11 @@ import pytest
 distributed = pytest.importorskip(
     "distributed", reason="dask distributed is not installed (pip install '.[cluster]')")
 
-from grader import cluster, pool, runner  # noqa: E402
-from grader.context import LessonContext  # noqa: E402
-from grader.plan import Summary, plan  # noqa: E402
-from grader.store import Store  # noqa: E402
-from grader.sandbox import bwrap  # noqa: E402
+from grader import cluster, pool, runner  # noqa: E402 - after importorskip
+from grader.context import LessonContext  # noqa: E402 - after importorskip
+from grader.plan import Summary, plan  # noqa: E402 - after importorskip
+from grader.store import Store  # noqa: E402 - after importorskip
+from grader.sandbox import bwrap  # noqa: E402 - after importorskip
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = (REPO / "solutions" / "13_moe.py").read_text(encoding="utf-8")

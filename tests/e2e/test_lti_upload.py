@@ -29,11 +29,11 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 lti1p3 = pytest.importorskip("lti1p3platform")
 from jwcrypto.jwk import JWK  # noqa: E402  (lti1p3platform's own dependency)
-from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract  # noqa: E402
-from lti1p3platform.registration import Registration  # noqa: E402
-from lti1p3platform.request import Request  # noqa: E402
-from lti1p3platform.score import UpdateScoreStatus  # noqa: E402
-from lti1p3platform.service_connector import AssignmentsGradesService  # noqa: E402
+from lti1p3platform.ltiplatform import LTI1P3PlatformConfAbstract  # noqa: E402 - after importorskip
+from lti1p3platform.registration import Registration  # noqa: E402 - after importorskip
+from lti1p3platform.request import Request  # noqa: E402 - after importorskip
+from lti1p3platform.score import UpdateScoreStatus  # noqa: E402 - after importorskip
+from lti1p3platform.service_connector import AssignmentsGradesService  # noqa: E402 - after importorskip
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_ID = "minimind-grader-tool"
