@@ -6,8 +6,8 @@ test. One bundle build and one graded run per lesson.
 
 The bundle's check runs as a student runs it (its own `grader check` process); the
 project's two are that command's steps run here, on one warm slot per lesson
-(`check_here`): a process per file paid for a torch import and a sandbox boot each,
-two thirds of this file's time, and the bundle's command checks the same steps."""
+(`check_here`): a process per file paid a torch import and a sandbox boot each, most
+of this file's time, and the bundle's command checks the same steps."""
 import json
 import os
 import subprocess
