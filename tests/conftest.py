@@ -1,4 +1,7 @@
-"""Shared fixtures: the course, and a warm worker slot (sandboxed where possible)."""
+"""Shared fixtures: the course, a warm worker slot (sandboxed where possible), and
+the student bundles and autograder zip, each built once for the whole suite."""
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -34,3 +37,34 @@ def slot13(course):
     slot = open_slot(course, "13")
     yield slot
     slot.close()
+
+
+@pytest.fixture(scope="session")
+def student_bundle(tmp_path_factory):
+    """`grader student-bundle --lesson KEY`, built once per lesson for the whole suite:
+    a build grades the solution and records the practice results (half a minute and
+    more each), and three files tested the same bundles. A test that changes a bundle
+    works on its own copy."""
+    built: dict[str, Path] = {}
+
+    def get(key: str) -> Path:
+        if key not in built:
+            dest = tmp_path_factory.mktemp(f"bundle{key}") / f"lesson{key}"
+            done = subprocess.run([sys.executable, "-m", "grader.cli", "student-bundle",
+                                   "--lesson", key, "--dest", str(dest)], cwd=ROOT,
+                                  capture_output=True, text=True, timeout=900)
+            assert done.returncode == 0, done.stderr
+            built[key] = dest
+        return built[key]
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def autograder_zip13(tmp_path_factory) -> Path:
+    """Lesson 13's Gradescope autograder zip, built once for the suite: a build grades
+    the solution and every known mistake, and three files read the same zip (none
+    changes it)."""
+    from grader import autograder_zip
+
+    return autograder_zip.build(ROOT, "13", tmp_path_factory.mktemp("autograder"))

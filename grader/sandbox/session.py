@@ -248,7 +248,7 @@ def _death_cause(status: dict, limits: Limits, where: str) -> str:
         if template:
             return f"your code {template.format(**limits.__dict__)} {where}"
         if sig == signal.SIGKILL and (status.get("cpu_s") or 0) >= 0.9 * limits.cpu_s:
-            # RLIMIT_CPU with soft == hard: the kernel sends SIGKILL, not SIGXCPU
+            # SIGXCPU caught or ignored: the hard limit, a second later, sends SIGKILL
             # (and rusage may read a little under the limit)
             return f"your code {SIGNAL_CAUSES[signal.SIGXCPU].format(**limits.__dict__)} {where}"
         if sig == signal.SIGKILL:

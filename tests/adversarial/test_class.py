@@ -11,6 +11,7 @@ import pytest
 
 from conftest import (FULL, PARTS, REPO, SOLUTION, course_copy, hostile, require_sandbox,
                       wait_no_processes)
+from test_limits import MEMORY_HOG
 from test_limits import SOURCES as LIMIT_ATTACKS
 
 WRONG_DISPATCH = hostile(dispatch="return torch.zeros_like(x_flat)")
@@ -27,7 +28,7 @@ CLASS = {
     "gus-daemon": (LIMIT_ATTACKS["daemon"], FULL),
     "hal-segv": (LIMIT_ATTACKS["segfault"], FULL - PARTS["dispatch"]),
     "ivy-kill": (LIMIT_ATTACKS["kill-parent"], FULL),
-    "jon-mem": (LIMIT_ATTACKS["memory-hog"], PARTS["ffn"] + PARTS["moe"]),
+    "jon-mem": (MEMORY_HOG, PARTS["ffn"] + PARTS["moe"]),
     "kim-flood": (LIMIT_ATTACKS["stdout-flood"], FULL),
     "lea-exit": (LIMIT_ATTACKS["os-exit"], FULL - PARTS["dispatch"]),
 }

@@ -102,7 +102,7 @@ def slot(course, host):
     s = open_slot(course)
     yield s
     s.close()
-    assert wait_no_processes() == []
+    assert wait_no_processes(uids=[s.uid]) == []
 
 
 def _sources(host: dict, subs_root: Path) -> dict[str, str]:

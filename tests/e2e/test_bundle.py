@@ -11,13 +11,9 @@ SOLUTION = (ROOT / "solutions" / "13_moe.py").read_text()
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("bundle") / "lesson13"
-    proc = subprocess.run([sys.executable, "-m", "grader.cli", "student-bundle", "--lesson", "13",
-                           "--dest", str(dest)], cwd=ROOT, capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr
-    return dest
+def bundle(student_bundle) -> Path:
+    """Lesson 13's bundle, built once for the suite (tests/conftest.py)."""
+    return student_bundle("13")
 
 
 def check(bundle: Path, source: str, tmp_path: Path) -> subprocess.CompletedProcess:

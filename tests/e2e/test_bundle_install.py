@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -50,14 +49,11 @@ def torch_site(python: str, version: str) -> Path | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def bundle(tmp_path_factory) -> Path:
-    dest = tmp_path_factory.mktemp("bundle") / "lesson10"
-    done = subprocess.run([sys.executable, "-m", "grader.cli", "student-bundle", "--lesson",
-                           "10", "--dest", str(dest)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode == 0, done.stderr
-    return dest
+@pytest.fixture
+def bundle(student_bundle, tmp_path) -> Path:
+    """Lesson 10's bundle, built once for the suite (tests/conftest.py), copied: the
+    install runs in it and may leave its build files there."""
+    return Path(shutil.copytree(student_bundle("10"), tmp_path / "lesson10"))
 
 
 @pytest.mark.parametrize("version", PYTHONS)

@@ -2,8 +2,6 @@
 Canvas zips and notebooks are graded like plain files."""
 from __future__ import annotations
 
-import atexit
-import functools
 import json
 import os
 import shutil
@@ -17,7 +15,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.autograder_zip import build
 from grader.sandbox import bwrap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,17 +35,9 @@ def as_notebook(source: str) -> str:
          "source": c} for c in cells]})
 
 
-@functools.cache
-def autograder_zip() -> Path:
-    """Built once per test process (it grades the solution and every known mistake)."""
-    folder = Path(tempfile.mkdtemp(prefix="zip-"))
-    atexit.register(shutil.rmtree, folder, True)
-    return build(REPO, "13", folder)
-
-
-def gradescope_layout(tmp_path: Path, files: dict[str, str]) -> Path:
+def gradescope_layout(zip_path: Path, tmp_path: Path, files: dict[str, str]) -> Path:
+    """The zip (the suite's, tests/conftest.py) laid out as Gradescope lays it out."""
     root = tmp_path / "autograder"
-    zip_path = autograder_zip()
     with zipfile.ZipFile(zip_path) as z:
         names = z.namelist()
         assert "setup.sh" in names and "run_autograder" in names
@@ -86,8 +75,8 @@ def check_results(res: dict) -> None:
     ("13_moe.py", SOLUTION.read_text()),
     ("13_moe.ipynb", as_notebook(SOLUTION.read_text())),
 ], ids=["py", "ipynb"])
-def test_autograder_grades_the_solution_in_full(tmp_path, name, text):
-    res = run_autograder(gradescope_layout(tmp_path, {name: text}))
+def test_autograder_grades_the_solution_in_full(autograder_zip13, tmp_path, name, text):
+    res = run_autograder(gradescope_layout(autograder_zip13, tmp_path, {name: text}))
     check_results(res)
     assert res["score"] == pytest.approx(10.0)
     assert all(t["status"] == "passed" for t in res["tests"])
@@ -95,8 +84,9 @@ def test_autograder_grades_the_solution_in_full(tmp_path, name, text):
         assert "Left out 2 IPython" in res["output"]
 
 
-def test_autograder_grades_the_stub_at_zero(tmp_path):
-    res = run_autograder(gradescope_layout(tmp_path, {"13_moe.py": STUB.read_text()}))
+def test_autograder_grades_the_stub_at_zero(autograder_zip13, tmp_path):
+    res = run_autograder(gradescope_layout(autograder_zip13, tmp_path,
+                                           {"13_moe.py": STUB.read_text()}))
     check_results(res)
     assert res["score"] == 0 and any(t["status"] == "failed" for t in res["tests"])
 
@@ -166,7 +156,7 @@ def container_reason() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def gradescope_setup(tmp_path_factory):
+def gradescope_setup(autograder_zip13, tmp_path_factory):
     """setup.sh run once (stubbed installs; the submission's user made for real)."""
     if reason := container_reason():
         pytest.skip(reason)
@@ -175,7 +165,7 @@ def gradescope_setup(tmp_path_factory):
     (stubs / "python").write_text(FAKE_PYTHON)
     for stub in stubs.iterdir():
         stub.chmod(0o755)
-    root = gradescope_layout(tmp_path_factory.mktemp("gs"), {})
+    root = gradescope_layout(autograder_zip13, tmp_path_factory.mktemp("gs"), {})
     existed = subprocess.run(["id", "-u", GS_USER], capture_output=True).returncode == 0
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "SETUP_PYTHON": str(stubs / "python"),
            "PATH": f"{stubs}:{os.environ['PATH']}"}

@@ -2,17 +2,26 @@
 through `grader check` three ways (the .py in the project, the same code as a
 notebook, and in a freshly built student bundle) gives the same per-part practice
 results, and every student with full marks in the graded run passes every practice
-test. One bundle build and one graded run per lesson."""
+test. One bundle build and one graded run per lesson.
+
+The bundle's check runs as a student runs it (its own `grader check` process); the
+project's two are that command's steps run here, on one warm slot per lesson
+(`check_here`): a process per file paid a torch import and a sandbox boot each, most
+of this file's time, and the bundle's command checks the same steps."""
 import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
+from grader import check_report, runner
+from grader.context import LessonContext
 from grader.notebook import load as load_submission
+from tests.conftest import open_slot
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]
@@ -36,18 +45,15 @@ CASES = [(key, sid, path) for key in LESSONS for sid, path in students(key)]
 
 
 @pytest.fixture(scope="module")
-def lesson_runs(tmp_path_factory) -> dict:
-    """Per lesson, built lazily, once: a student bundle and the graded run's scores."""
+def lesson_runs(tmp_path_factory, course, student_bundle):
+    """Per lesson, made lazily, once: its student bundle (the suite's), the graded
+    run's scores, and a warm slot with the lesson's context for the project's checks."""
     made: dict = {}
 
     def get(key: str) -> dict:
         if key not in made:
             tmp = tmp_path_factory.mktemp(f"lesson{key}")
-            bundle = tmp / "bundle"
-            done = subprocess.run([*GRADER, "student-bundle", "--lesson", key, "--dest",
-                                   str(bundle)], cwd=ROOT, capture_output=True, text=True,
-                                  timeout=900)
-            assert done.returncode == 0, done.stderr
+            bundle = student_bundle(key)
             out = tmp / "out"
             done = subprocess.run([*GRADER, "run", "--lesson", key, "--submissions",
                                    str(ROOT / "examples" / key), "--out", str(out)],
@@ -56,9 +62,13 @@ def lesson_runs(tmp_path_factory) -> dict:
             scores = json.loads((out / "scores.json").read_text())
             made[key] = {"bundle": bundle, "scores": {s["student_id"]: s
                                                       for s in scores["students"]}}
+            made[key]["ctx"] = LessonContext(course, key)
+            made[key]["slot"] = open_slot(course, key)
         return made[key]
 
-    return get
+    yield get
+    for runs in made.values():
+        runs["slot"].close()
 
 
 def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
@@ -77,6 +87,20 @@ def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
             nbformat.v4.new_code_cell(path.read_text())])
         nbformat.write(notebook, nb)
     return py, nb
+
+
+def check_here(file: Path, runs: dict) -> tuple[int, dict]:
+    """`grader check --json FILE` as grader/cli.py's `check` does it (the graded run's
+    loading, the practice tests, the one summary), in this process on the lesson's
+    warm slot: its exit status and its JSON."""
+    ctx = runs["ctx"]
+    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+        path, notes = load_submission(file, file.name, Path(tmp) / ctx.lesson.exercise)
+        record = runner.grade(ctx, runner.Submission("you", path, notes=notes),
+                              runs["slot"], select=runner.PRACTICE)
+    report = json.loads(json.dumps(check_report.summary(record, ctx.course, ctx.key, notes),
+                                   ensure_ascii=False))
+    return check_report.exit_status(report), report
 
 
 def check(file: Path, key: str, cwd: Path, env: dict | None = None) -> tuple[int, dict]:
@@ -101,8 +125,8 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
     runs = lesson_runs(key)
     exercise = f"{LESSONS[key]}.py"
     py, nb = as_both(path, tmp_path / "work", exercise)
-    project_code, project = check(py, key, ROOT)
-    notebook_code, notebook = check(nb, key, ROOT)
+    project_code, project = check_here(py, runs)
+    notebook_code, notebook = check_here(nb, runs)
     bundle_env = {**os.environ, "PYTHONPATH": str(runs["bundle"])}
     bundle_code, bundle = check(py, key, runs["bundle"], bundle_env)
     assert practice(notebook) == practice(project), "the notebook's check differs"

@@ -40,9 +40,9 @@ chmod +x "$3/bin/pip"
 
 
 @pytest.fixture(scope="module")
-def setup_sh(tmp_path_factory) -> str:
-    dest = autograder_zip.build(ROOT, "13", tmp_path_factory.mktemp("zip"))
-    with zipfile.ZipFile(dest) as z:
+def setup_sh(autograder_zip13) -> str:
+    """setup.sh of the suite's lesson-13 zip (tests/conftest.py)."""
+    with zipfile.ZipFile(autograder_zip13) as z:
         assert z.getinfo("setup.sh").external_attr >> 16 & 0o111
         return z.read("setup.sh").decode()
 

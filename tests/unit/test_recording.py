@@ -34,11 +34,10 @@ def test_modules_load_on_first_need_and_once(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def zip_root(tmp_path_factory) -> Path:
-    from grader.autograder_zip import build
-
+def zip_root(autograder_zip13, tmp_path_factory) -> Path:
+    """The suite's lesson-13 zip (tests/conftest.py), unpacked."""
     tmp = tmp_path_factory.mktemp("zip")
-    with zipfile.ZipFile(build(REPO, "13", tmp)) as z:
+    with zipfile.ZipFile(autograder_zip13) as z:
         z.extractall(tmp / "source")
     return tmp / "source"
 
