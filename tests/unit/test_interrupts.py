@@ -46,7 +46,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("delay", [0.05, 0.3, 1.0])
+@pytest.mark.parametrize("delay", [0.5])  # torch takes seconds to import: well inside it
 def test_a_sigint_during_torchs_import_stops_after_it(delay):
     done = subprocess.run([sys.executable, "-c", CHILD.format(delay=delay)],
                           capture_output=True, text=True, timeout=120)
