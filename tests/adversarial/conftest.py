@@ -239,6 +239,18 @@ def open_slot(course) -> Slot:
     return slots.open_slot(course.path(lesson.probes), sandboxed=True, preload=tuple(lesson.preload))
 
 
+def grade_alone(course, root: Path, sources: dict[str, str]) -> dict[str, dict]:
+    """Grade `sources` on a slot of their own, for a course copy with limits of its own
+    (a limit test's), then check that none of their processes outlived the slot."""
+    slot = open_slot(course)
+    try:
+        records = grade_all(course, slot, root, sources)
+    finally:
+        slot.close()
+    assert wait_no_processes(uids=[slot.uid]) == [], "a student process got out of its sandbox"
+    return records
+
+
 @pytest.fixture(scope="module")
 def slot(course):
     require_sandbox()

@@ -19,7 +19,7 @@ import re
 import pytest
 
 from conftest import (FULL, PARTS, SOLUTION, assert_honest_still_full, course_copy,
-                      error_kinds, failed_messages, grade_all, hostile, lost, open_slot,
+                      error_kinds, failed_messages, grade_alone, grade_all, hostile, lost,
                       require_sandbox, wait_no_processes)
 
 FIND_SOCKET = '''
@@ -179,13 +179,7 @@ def records(course, slot, tmp_path_factory, guarded_before):
 def memory_records(tmp_path_factory):
     require_sandbox()
     course = course_copy(tmp_path_factory.mktemp("memory-course"), FAR_WALLS)
-    slot = open_slot(course)
-    try:
-        yield grade_all(course, slot, tmp_path_factory.mktemp("memory"),
-                        {"memory-hog": MEMORY_HOG})
-    finally:
-        slot.close()
-    assert wait_no_processes(uids=[slot.uid]) == []
+    return grade_alone(course, tmp_path_factory.mktemp("memory"), {"memory-hog": MEMORY_HOG})
 
 
 def only_lost(record: dict, **parts: float) -> None:

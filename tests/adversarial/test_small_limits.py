@@ -13,8 +13,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import (FULL, PARTS, SOLUTION, course_copy, error_kinds, failed_messages,
-                      grade_all, hostile, lost, open_slot, require_sandbox,
-                      wait_no_processes)
+                      grade_alone, hostile, lost, require_sandbox)
 
 LIMITS = {"test_wall_s": 60, "submission_wall_s": 10, "cpu_s": 1}
 CPU_LIMITS = {"test_wall_s": 60, "submission_wall_s": 600, "cpu_s": 1}
@@ -35,34 +34,24 @@ def tight(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def records(tight, tmp_path_factory):
-    slot = open_slot(tight)
-    try:
-        yield grade_all(tight, slot, tmp_path_factory.mktemp("small"), {
-            "honest": SOLUTION.read_text(),
-            # every graded call takes 3 s: far under the per-test limit, over the budget
-            "slow": hostile(route=SLEEP, dispatch=SLEEP, load_balancing_loss=SLEEP),
-            "honest-after": SOLUTION.read_text(),
-        })
-    finally:
-        slot.close()
-    assert wait_no_processes(uids=[slot.uid]) == []
+    return grade_alone(tight, tmp_path_factory.mktemp("small"), {
+        "honest": SOLUTION.read_text(),
+        # every graded call takes 3 s: far under the per-test limit, over the budget
+        "slow": hostile(route=SLEEP, dispatch=SLEEP, load_balancing_loss=SLEEP),
+        "honest-after": SOLUTION.read_text(),
+    })
 
 
 @pytest.fixture(scope="module")
 def cpu_records(tmp_path_factory):
     require_sandbox()
     course = course_copy(tmp_path_factory.mktemp("cpu-course"), CPU_LIMITS)
-    slot = open_slot(course)
-    try:
-        # burns CPU in a part: the 1 s CPU limit comes long before a 60 s wall time
-        yield grade_all(course, slot, tmp_path_factory.mktemp("cpu"), {
-            "cpu-burn": hostile(dispatch="while True:\n    pass"),
-            "cpu-burn-ignoring": hostile(dispatch="import signal\n"
-                                         "signal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
-                                         "while True:\n    pass")})
-    finally:
-        slot.close()
-    assert wait_no_processes(uids=[slot.uid]) == []
+    # burns CPU in a part: the 1 s CPU limit comes long before a 60 s wall time
+    return grade_alone(course, tmp_path_factory.mktemp("cpu"), {
+        "cpu-burn": hostile(dispatch="while True:\n    pass"),
+        "cpu-burn-ignoring": hostile(dispatch="import signal\n"
+                                     "signal.signal(signal.SIGXCPU, signal.SIG_IGN)\n"
+                                     "while True:\n    pass")})
 
 
 def test_limits_loaded(tight):
