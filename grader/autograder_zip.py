@@ -17,11 +17,12 @@ import json
 import os
 import re
 import shlex
-import shutil
+import stat
 import subprocess
 import sys
 import tempfile
 import zipfile
+from collections import deque
 from pathlib import Path
 
 import yaml
@@ -176,12 +177,88 @@ def _student_id(root: Path) -> str:
         return "student"
 
 
+# Opening what a submission holds, as root: never through a link (the last component
+# is opened relative to its folder's descriptor, so no folder on the way is one), and
+# never blocking (a FIFO would hang the run).
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def copy_submission(src: Path, dest: Path) -> None:
+    """Copy the student's folder to `dest` for `grader run`, reading nothing a link
+    points to: this runs as root, so a link to the solution or to /etc/shadow, followed,
+    would be graded as the student's file. A link is copied as a link (its target's
+    text only) and a FIFO, socket or device as an empty FIFO, so that intake names each
+    in the student's feedback and the run's summary, as it does for any class; a file
+    over intake's size limit is copied as a sparse file of its size, which intake
+    refuses in the same words. Folders and entries stop just past intake's own caps."""
+    from grader.intake import MAX_DEPTH, MAX_ENTRIES
+    from grader.plan import MAX_FILE
+
+    try:
+        top = os.open(src, _OPEN | os.O_DIRECTORY)
+    except OSError:
+        if stat.S_ISLNK(os.lstat(src).st_mode):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), dest)
+            return
+        raise
+    dest.mkdir(parents=True)
+    queue: deque[tuple[int, Path, int]] = deque([(top, dest, 0)])
+    left = MAX_ENTRIES + 1
+    try:
+        while queue:
+            folder, out, depth = queue.popleft()
+            try:
+                for name in sorted(os.listdir(folder))[:max(left, 0)]:
+                    left -= 1
+                    _copy_entry(folder, name, out / name, depth, queue,
+                                depth < MAX_DEPTH + 1, MAX_FILE)
+            finally:
+                os.close(folder)
+    finally:
+        for folder, _, _ in queue:
+            os.close(folder)
+
+
+def _copy_entry(folder: int, name: str, target: Path, depth: int,
+                queue: deque[tuple[int, Path, int]], deeper: bool, max_file: int) -> None:
+    """One entry of the folder open as `folder`, copied to `target` (see above)."""
+    st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=folder), target)
+    elif stat.S_ISDIR(st.st_mode):
+        target.mkdir()
+        if deeper:
+            queue.append((os.open(name, _OPEN | os.O_DIRECTORY, dir_fd=folder), target,
+                          depth + 1))
+    elif stat.S_ISREG(st.st_mode):
+        fd = os.open(name, _OPEN, dir_fd=folder)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # swapped since: not the file it was
+                os.mkfifo(target)
+                return
+            with open(target, "wb") as dst:
+                if st.st_size > max_file:
+                    dst.truncate(st.st_size)
+                else:  # at most one byte over, should it grow meanwhile
+                    left = max_file + 1
+                    while left and (chunk := os.read(fd, min(left, 1 << 20))):
+                        dst.write(chunk)
+                        left -= len(chunk)
+        finally:
+            os.close(fd)
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # intake's "newest"
+    else:
+        os.mkfifo(target)
+
+
 def run(root: Path, lesson_key: str) -> int:
     source = root / "source"
     sid = _student_id(root)
     with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
         subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
-        shutil.copytree(root / "submission", subs / sid)
+        copy_submission(root / "submission", subs / sid)
         cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run",
                "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
                *shlex.split(os.environ.get("GRADER_ARGS", ""))]

@@ -224,7 +224,7 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
             "lesson_key": lesson_key, "lesson_title": lesson_title(course, lesson_key, lang),
             "student_id": record.student_id, "status": record.status,
             "problem": record.problem, "sandboxed": record.sandboxed,
-            "import_traceback": record.import_traceback,
+            "import_traceback": record.import_traceback, "notes": record.notes,
             "output": record.output, "score": record.score,
             "max_score": record.max_score, "parts": parts}
 

@@ -42,8 +42,6 @@ from grader.store import safe_name
 UTC = timezone.utc  # datetime.UTC is 3.11+
 Found = tuple[str, Path | None, list[str]]
 
-CANVAS_NAME = re.compile(
-    r"^(?P<name>[^_/]+?)(?P<late>_late)?_(?P<uid>\d+)_(?P<subid>\d+)_(?P<original>.+)$")
 GRADABLE = (".py", ".ipynb")
 METADATA = "submission_metadata.yml"
 MAX_DEPTH = 16                      # folders below where a walk starts
@@ -60,6 +58,54 @@ TOO_LARGE = f"over the {MAX_FILE}-byte limit for one file"
 ESCAPES = "a path that leaves the archive"
 OVER_TOTAL = f"the archive would unpack to more than {MAX_UNZIPPED} bytes"
 NOT_IN_EXPORT = "the metadata names a folder that is not in the export"
+NOT_CANVAS = "not named as Canvas names a submission's file"
+NOT_GRADABLE = "only .py and .ipynb files are graded"
+NOT_A_FOLDER = "not a student's folder"
+CANVAS_ENTRY = {"text.html": "a text entry, not a file", "link.html": "a URL, not a file"}
+
+
+@dataclass
+class CanvasName:
+    """What a Canvas bulk download's file name says. Canvas builds it (canvas-lms
+    lib/content_zipper.rb, `get_filename` and `add_upload_submission`) as
+    `<name>[_LATE]_<user id>_<file id>_<file's name>`, or `anon_<anonymous id>` in place
+    of name and user id when grading is anonymous; the name is lower-cased with every
+    `_<digits>_` and non-word character taken out, so, as Canvas's own reader of these
+    names does (`infer_comment_context_from_filename`), the first two all-digit parts
+    are the user and the file. A text entry or URL has no file id: `..._<user id>_text.html`."""
+    name: str
+    late: bool
+    uid: str
+    file_id: int            # 0 for a text entry or URL (`original` is then CANVAS_ENTRY's)
+    original: str           # the file's name as the student uploaded it
+
+
+def canvas_name(filename: str) -> CanvasName | None:
+    """The parts of a Canvas bulk download's file name, or None if it is not one."""
+    parts = filename.split("_")
+    for i, part in enumerate(parts):
+        if part == "anon" and i + 2 < len(parts) and parts[i + 1].isalnum() \
+                and _digits(parts[i + 2]):
+            uid, file_id, rest = f"anon_{parts[i + 1]}", parts[i + 2], parts[i + 3:]
+        elif _digits(part) and i + 1 < len(parts) and _digits(parts[i + 1]):
+            uid, file_id, rest = part, parts[i + 1], parts[i + 2:]
+        elif _digits(part) and "_".join(parts[i + 1:]) in CANVAS_ENTRY:
+            uid, file_id, rest = part, "0", parts[i + 1:]
+        else:
+            continue
+        head = parts[:i]
+        # Canvas writes LATE in capitals; `_late_` is an older download's (and ours).
+        late = bool(head) and (head[-1] == "LATE" or (head[-1] == "late" and len(head) > 1))
+        original = "_".join(rest)
+        if not original:
+            return None
+        return CanvasName("_".join(head[:-1] if late else head), late, uid, int(file_id),
+                          original)
+    return None
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
 
 
 @dataclass
@@ -186,19 +232,22 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
     # tell what it is (links among the students' folders are noted as theirs).
     files = [e for e in entries if e.is_file(follow_symlinks=False)]
     if any(e.name == METADATA for e in files):
-        return _gradescope(directory, exercise, run)
+        return _gradescope(directory, exercise, run, entries)
     if zips := [e for e in files if e.name.endswith(".zip")]:
         shutil.rmtree(unzipped, ignore_errors=True)
         groups: dict[str, Group] = {}
+        for e in entries:
+            if not (e.is_file(follow_symlinks=False) and e.name.endswith(".zip")):
+                run.add("beside a Canvas zip, only zips are read", printable(e.name))
         for i, z in enumerate(zips):
             for sid, g in _canvas_zip(Path(z.path), unzipped / str(i), exercise, run).items():
                 mine = groups.setdefault(sid, Group())
                 mine.cands += g.cands
                 mine.skips.extend(g.skips)
         return groups
-    if any(CANVAS_NAME.match(printable(e.name)) for e in files):
+    if any(canvas_name(printable(e.name)) for e in files):
         return _canvas(directory, exercise, run)
-    return _folders(entries, exercise)
+    return _folders(entries, exercise, run)
 
 
 def _ident(name: str) -> str:
@@ -288,39 +337,58 @@ def _files(folder: Path, exercise: str, skips: Skips) -> list[_File]:
     return [f for f in files if _wanted(f.path.name, exercise)] or files
 
 
-def _folders(entries: list[os.DirEntry], exercise: str) -> dict[str, Group]:
-    """One student per folder; a student's folder that is a link is noted, not entered."""
+def _folders(entries: list[os.DirEntry], exercise: str, run: Skips) -> dict[str, Group]:
+    """One student per folder; a student's folder that is a link is noted, not entered.
+    Anything else at the top (a loose file, a hidden folder) is named in the run's
+    summary, since it is no one's."""
     groups: dict[str, Group] = {}
     for e in entries:
-        if e.name.startswith("."):
+        if e.name.startswith(".") or not (e.is_symlink() or e.is_dir(follow_symlinks=False)):
+            run.add(NOT_A_FOLDER, printable(e.name))
             continue
         group = Group()
         if e.is_symlink():
             group.skips.add(LINK, f"the folder {printable(e.name)}")
-        elif e.is_dir(follow_symlinks=False):
+        else:
             group.cands = [Candidate(f.path, f.when, label=f.label)
                            for f in _files(Path(e.path), exercise, group.skips)]
-        else:
-            continue
         groups[e.name] = group
     return groups
 
 
 def _canvas(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
-    """Group Canvas files by user id; the original name is what the student uploaded."""
+    """Group Canvas files by user id; the original name is what the student uploaded.
+    A file whose name is not Canvas's is named in the run's summary."""
     groups: dict[str, Group] = {}
     walked = Skips()
     for f in _walk(directory, walked, MAX_CLASS):
-        m = CANVAS_NAME.match(printable(f.path.name))
-        if m and Path(m["original"]).suffix in GRADABLE:
-            groups.setdefault(m["uid"], Group()).cands.append(
-                Candidate(f.path, f.when, late=bool(m["late"]), label=m["original"],
-                          order=int(m["subid"])))
+        c = canvas_name(printable(f.path.name))
+        if (group := _place(groups, c, f.label, run)) is not None:
+            group.cands.append(Candidate(f.path, f.when, late=c.late, label=c.original,
+                                         order=c.file_id))
     for reason, names in walked.names.items():
         for name in names:
-            m = CANVAS_NAME.match(name.rsplit("/", 1)[-1])
-            (groups.setdefault(m["uid"], Group()).skips if m else run).add(reason, name)
+            c = canvas_name(name.rsplit("/", 1)[-1])
+            (groups.setdefault(c.uid, Group()).skips if c else run).add(reason, name)
     return _prefer_wanted(groups, exercise)
+
+
+def _place(groups: dict[str, Group], c: CanvasName | None, label: str,
+           run: Skips) -> Group | None:
+    """The student's group a Canvas file is a candidate of, or None when it is not one:
+    then it is named in their notes (a PDF, a text entry), or, when its name is not
+    as Canvas names a submission's file, in the run's summary."""
+    if c is None:
+        run.add(NOT_CANVAS, label)
+        return None
+    group = groups.setdefault(c.uid, Group())
+    if c.file_id == 0 and c.original in CANVAS_ENTRY:
+        group.skips.add(CANVAS_ENTRY[c.original], c.original)
+    elif Path(c.original).suffix not in GRADABLE:
+        group.skips.add(NOT_GRADABLE, c.original)
+    else:
+        return group
+    return None
 
 
 def _prefer_wanted(groups: dict[str, Group], exercise: str) -> dict[str, Group]:
@@ -344,7 +412,8 @@ def _entry_refusal(info: zipfile.ZipInfo) -> str | None:
 def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, Group]:
     """Canvas candidates from a bulk-download zip. Only entries that could be graded are
     unpacked, each under a name of our own (`<index><suffix>` in `dest`); an entry that
-    escapes, is a link or is too large is skipped and named, never the whole archive."""
+    escapes, is a link or is too large is skipped and named, never the whole archive,
+    and so is every entry not named as Canvas names a submission's file."""
     name = printable(archive.name)
     try:
         z = zipfile.ZipFile(archive)
@@ -354,16 +423,17 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
     groups: dict[str, Group] = {}
     total = 0
     dest.mkdir(parents=True, exist_ok=True)
+
     with z:
         for i, info in enumerate(z.infolist()):
             label = printable(info.filename)
-            m = CANVAS_NAME.match(label.replace("\\", "/").rsplit("/", 1)[-1])
-            skips = groups.setdefault(m["uid"], Group()).skips if m else run
+            c = canvas_name(label.replace("\\", "/").rsplit("/", 1)[-1])
+            skips = groups.setdefault(c.uid, Group()).skips if c else run
             if i >= MAX_CLASS:
                 run.add(f"only the first {MAX_CLASS} entries are looked at",
                         f"{name}: {label} and later entries")
                 break
-            shown = label if m else f"{name}: {label}"
+            shown = label if c else f"{name}: {label}"
             if not info.filename:  # a name of a NUL byte, which zipfile cuts to nothing
                 skips.add("an entry without a name", f"{name}: entry {i + 1}")
                 continue
@@ -372,22 +442,20 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
             if why := _entry_refusal(info):
                 skips.add(why, shown)
                 continue
-            suffix = Path(m["original"]).suffix if m else ""
-            if suffix not in GRADABLE:
+            if (group := _place(groups, c, shown, run)) is None:
                 continue
             if total + info.file_size > MAX_UNZIPPED:
                 skips.add(OVER_TOTAL, shown)
                 continue
-            target = dest / f"{i}{suffix}"
+            target = dest / f"{i}{Path(c.original).suffix}"
             try:
                 total += _unpack(z, info, target)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError,
                     EOFError, ValueError, zlib.error) as exc:
                 skips.add(f"could not be unpacked: {reason_of(exc)}", shown)
                 continue
-            groups[m["uid"]].cands.append(Candidate(
-                target, _zip_time(info), late=bool(m["late"]), label=m["original"],
-                order=int(m["subid"])))
+            group.cands.append(Candidate(target, _zip_time(info), late=c.late,
+                                         label=c.original, order=c.file_id))
     return _prefer_wanted({uid: g for uid, g in groups.items() if g.cands or g.skips.names},
                           exercise)
 
@@ -463,9 +531,16 @@ def _submission_folder(directory: Path, folder: str, skips: Skips) -> Path | Non
     return path if stat.S_ISDIR(mode) else None
 
 
-def _gradescope(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
+def _gradescope(directory: Path, exercise: str, run: Skips,
+                entries: list[os.DirEntry]) -> dict[str, Group]:
+    """One group per submitter; whatever the metadata does not name is named in the
+    run's summary."""
     groups: dict[str, Group] = {}
-    for folder, info in _metadata(directory / METADATA, run).items():
+    meta = _metadata(directory / METADATA, run)
+    for e in entries:
+        if e.name != METADATA and e.name not in {str(k) for k in meta}:
+            run.add(f"not named in {METADATA}", printable(e.name))
+    for folder, info in meta.items():
         folder, info = str(folder), _keyed(info)
         when = info.get("created_at")
         when = (when if when.tzinfo else when.replace(tzinfo=UTC)) \

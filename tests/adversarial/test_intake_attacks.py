@@ -391,3 +391,71 @@ def test_broken_notebook_is_that_students_clear_error(world, case):
     problem.encode("utf-8")
     assert any(line.startswith("mallory: 13_moe.ipynb is not a readable") for line in taken.skipped)
     assert_honest(taken)
+
+
+# Issue 24 item 1: the Gradescope run copies the submission, as root, before intake ----
+
+def gradescope_copy(world: World, build) -> intake.Intake:
+    """/autograder/submission made by `build(folder)`, copied as `autograder_zip.run`
+    copies it, and collected as `grader run` then collects it."""
+    from grader.autograder_zip import copy_submission
+
+    submission = world.root / "autograder" / "submission"
+    submission.mkdir(parents=True)
+    build(submission)
+    world.honest_folder()
+    copy_submission(submission, world.subs / "s1")
+    return world.collect()
+
+
+def root_only(path: Path, text: str) -> Path:
+    """A file only its owner may read (root, in the Gradescope run)."""
+    write(path, text).chmod(0o600)
+    return path
+
+
+@pytest.mark.parametrize("shape", ["file", "folder", "top"])
+def test_gradescope_copy_follows_no_link_to_a_root_only_file(world, shape):
+    """On main, `shutil.copytree` followed these links as root: a link to the solution
+    scored 10/10 and one to /etc/shadow was graded. Now each link is named, not read,
+    whether it is the exercise file, a folder on the way to it, or the whole folder."""
+    secret = root_only(world.root / "host/root-only" / EX, "SECRET = 'root only'\n")
+
+    def build(submission: Path) -> None:
+        if shape == "file":
+            (submission / EX).symlink_to(secret)
+        elif shape == "folder":
+            (submission / "work").symlink_to(secret.parent)
+        else:
+            submission.rmdir()
+            submission.symlink_to(secret.parent)
+
+    taken = gradescope_copy(world, build)
+    path, notes = found(taken)["s1"]
+    assert path is None
+    named = {"file": EX, "folder": "work", "top": "the folder s1"}[shape]
+    assert notes == [f"Left out {named} (links are never followed)."]
+    assert f"s1: Left out {named} (links are never followed)." in taken.skipped
+    copied = [p for p in (world.subs / "s1").rglob("*")] if shape != "top" else []
+    assert all(p.is_symlink() for p in copied), copied
+    assert "root only" not in json.dumps(snapshot(world.subs, world.out))
+    assert_honest(taken)
+
+
+def test_gradescope_copy_keeps_files_times_and_names_what_it_cannot_copy(world):
+    """Regular files are copied with their times (intake grades the newest); a FIFO and
+    a file over intake's size limit reach intake as what they are, and are named."""
+    def build(submission: Path) -> None:
+        write(submission / "old" / EX, "x = 'old'\n")
+        write(submission / EX, "x = 'new'\n")
+        os.utime(submission / "old" / EX, (1_000_000, 1_000_000))
+        os.mkfifo(submission / "pipe.py")
+        with open(submission / "big.py", "wb") as f:
+            f.truncate(64 << 20)
+
+    taken = gradescope_copy(world, build)
+    path, notes = found(taken)["s1"]
+    assert graded_source(path).source == "x = 'new'\n"
+    assert os.stat(world.subs / "s1" / "old" / EX).st_mtime == 1_000_000
+    assert "s1: Left out pipe.py (not a regular file)." in taken.skipped
+    assert os.stat(world.subs / "s1" / "big.py").st_blocks == 0  # sparse: nothing read

@@ -91,6 +91,33 @@ def test_autograder_grades_the_stub_at_zero(autograder_zip13, tmp_path):
     assert res["score"] == 0 and any(t["status"] == "failed" for t in res["tests"])
 
 
+@pytest.mark.parametrize("via", ["file", "folder"])
+def test_autograder_grades_no_link_to_the_solution_or_a_root_only_file(
+        autograder_zip13, tmp_path, via):
+    """Issue 24: a submission that was only `13_moe.py -> <source>/solutions/13_moe.py`
+    scored 10/10, the run copying it as root through the link (so a link to /etc/shadow
+    was read too). Now it scores 0 and the student is told why; a link to a file only
+    root may read (holding the solution) and a link to a folder on the way to the
+    exercise are not read either."""
+    root = gradescope_layout(autograder_zip13, tmp_path, {})
+    hidden = tmp_path / "root-only"
+    hidden.mkdir(mode=0o700)
+    (hidden / "13_moe.py").write_text(SOLUTION.read_text() + "\nROOT_ONLY = 1\n")
+    (hidden / "13_moe.py").chmod(0o600)
+    (root / "submission").mkdir()
+    if via == "file":
+        (root / "submission" / "13_moe.py").symlink_to(
+            root / "source" / "solutions" / "13_moe.py")
+        named = "13_moe.py"
+    else:
+        (root / "submission" / "work").symlink_to(hidden)
+        named = "work"
+    res = run_autograder(root)
+    assert res["score"] == 0, res
+    assert f"Left out {named} (links are never followed)." in res["output"], res["output"]
+    assert "ROOT_ONLY" not in json.dumps(res)
+
+
 def test_canvas_zip_is_graded_like_plain_files(tmp_path):
     subs = tmp_path / "subs"
     subs.mkdir()

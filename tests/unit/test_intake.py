@@ -197,3 +197,91 @@ def test_fingerprint_changes_with_the_notes_and_reads_no_link(tmp_path):
     link.symlink_to(write(tmp_path / "real.py", "x = 1\n"))
     assert a != b
     assert fingerprint_of(Submission("s", link), "v") == fingerprint_of(Submission("s", None), "v")
+
+
+# Canvas downloads as canvas-lms names them (tests/vendors.py cites the source) ---------
+
+def test_canvas_names_parse_as_canvas_builds_them():
+    from tests.vendors import CanvasFile, canvas_name
+
+    cases = [  # (file as Canvas holds it, name, late, uid, file id, original)
+        (CanvasFile("Brandt, Bob", 12346, 6789013, "13_moe.py", late=True),
+         "brandtbob", True, "12346", 6789013, "13_moe.py"),
+        (CanvasFile("Student, Test", 12399, 6789020, "13_moe.py"),
+         "studenttest", False, "12399", 6789020, "13_moe.py"),
+        (CanvasFile("Team Red", 12350, 6789030, "13_moe-1.py"),       # a group's file
+         "teamred", False, "12350", 6789030, "13_moe-1.py"),
+        (CanvasFile("O_Brien_2_, Pat", 12351, 6789031, "my_13_moe.py"),  # _2_ -> 2
+         "o_brien2pat", False, "12351", 6789031, "my_13_moe.py"),
+        (CanvasFile("张, 伟", 12352, 6789032, "13_moe.ipynb", late=True),
+         "张伟", True, "12352", 6789032, "13_moe.ipynb"),
+        (CanvasFile("", 0, 6789033, "13_moe.py", late=True, anonymous_id="bG7xq"),
+         "", True, "anon_bG7xq", 6789033, "13_moe.py"),
+        (CanvasFile("", 0, 6789034, "13_moe.py", anonymous_id="40312"),  # digits only
+         "", False, "anon_40312", 6789034, "13_moe.py"),
+        (CanvasFile("Lee, Ann", 12353, 6789035, 'a:b*"c".py'),
+         "leeann", False, "12353", 6789035, "a_b_c_.py"),
+    ]
+    for f, name, late, uid, file_id, original in cases:
+        got = intake.canvas_name(canvas_name(f))
+        assert got == intake.CanvasName(name, late, uid, file_id, original), canvas_name(f)
+    assert intake.canvas_name("brownbob_late_4002_77002_13_moe.py").late  # older downloads
+    assert intake.canvas_name("leeann_12353_text.html").file_id == 0
+    assert intake.canvas_name("13_moe.py") is None
+    assert intake.canvas_name("notes_2026.txt") is None
+
+
+def test_canvas_late_students_are_graded_and_noted(tmp_path):
+    """Issue 25: Canvas writes LATE in capitals; intake matched `_late_` only, so a late
+    student had no page, no score and no line, and a zip of late files only gave
+    "no submissions found"."""
+    from tests.vendors import CanvasFile, canvas_zip
+
+    z = canvas_zip(tmp_path / "late.zip", [
+        CanvasFile("Brandt, Bob", 12346, 6789013, "13_moe.py", late=True, text="bob\n"),
+        CanvasFile("Cruz, Cy", 12347, 6789014, "13_moe.py", late=True, text="cy\n"),
+    ])
+    taken = intake.collect(z, EX, cache=tmp_path / "cache")
+    got = as_dict(taken.found)
+    assert set(got) == {"12346", "12347"}
+    assert got["12346"][0].read_text() == "bob\n"
+    assert got["12346"][1] == ["This submission was late."]
+    assert taken.skipped == []
+
+
+def test_canvas_download_places_or_names_every_file(tmp_path):
+    """Every file of a Canvas download is a student's candidate, named in that student's
+    notes, or named in the run's summary: none is dropped without a word. A resubmitted
+    file (`-1`, from Attachment.make_unique_filename) is the newest."""
+    from tests.vendors import CanvasFile, canvas_zip
+
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    canvas_zip(subs / "submissions.zip", [
+        CanvasFile("Anders, Alice", 12345, 6789001, "13_moe.py", text="first\n"),
+        # re-uploaded: Canvas's make_unique_filename names it in the student's folder
+        CanvasFile("Anders, Alice", 12345, 6789002, "13_moe-1.py", text="second\n"),
+        CanvasFile("Brandt, Bob", 12346, 6789013, "13_moe.py", late=True, text="late\n"),
+        CanvasFile("Brandt, Bob", 12346, 6789014, "report.pdf", late=True, text="pdf"),
+        CanvasFile("Student, Test", 12399, 6789020, "13_moe.py", text="test\n"),
+        CanvasFile("Team Red", 12350, 6789030, "13_moe.py", text="team\n"),
+        CanvasFile("", 0, 6789040, "13_moe.py", anonymous_id="bG7xq", text="anon\n"),
+    ])
+    with zipfile.ZipFile(subs / "submissions.zip", "a") as z:
+        z.writestr("README.txt", "not a submission\n")
+    (subs / "notes.md").write_text("beside the zip\n")
+    taken = intake.collect(subs, EX, cache=tmp_path / "cache")
+    got = as_dict(taken.found)
+    assert set(got) == {"12345", "12346", "12399", "12350", "anon_bG7xq"}
+    path, notes = got["12345"]
+    assert path.read_text() == "second\n" and "graded 13_moe-1.py, the newest" in notes[0]
+    path, notes = got["12346"]
+    assert path.read_text() == "late\n"
+    assert notes == ["This submission was late.",
+                     "Left out report.pdf (only .py and .ipynb files are graded)."]
+    assert got["anon_bG7xq"][0].read_text() == "anon\n"
+    assert sorted(taken.skipped) == sorted([
+        "12346: Left out report.pdf (only .py and .ipynb files are graded).",
+        "Left out submissions.zip: README.txt (not named as Canvas names a submission's "
+        "file).",
+        "Left out notes.md (beside a Canvas zip, only zips are read)."])

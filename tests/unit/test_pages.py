@@ -3,6 +3,7 @@ and each LMS gets the page or its summary beside the score (issue 19, item 2).""
 from __future__ import annotations
 
 import csv
+import html
 import json
 import unicodedata
 import zipfile
@@ -146,3 +147,25 @@ def test_the_class_report_links_each_students_page():
                                    for sid in ("alice", "José Núñez")], course, "13")
     assert 'href="feedback/alice.html"' in html
     assert f'href="feedback/{safe_name("José Núñez")}.html"' in html
+
+
+@pytest.mark.parametrize("language, heading", [("en", "What was graded"), ("zh", "评分了哪份文件")])
+def test_intakes_notes_are_on_the_students_page(language, heading):
+    """Issue 25 item 2: lateness, a converted notebook and its dropped lines, and which of
+    several files was graded were in scores.json only, though the docs promise them on
+    the page."""
+    from grader.feedback import render_student
+
+    notes = ["Several files were submitted; graded 13_moe-1.py, the newest (also found: "
+             "13_moe.py).", "This submission was late.",
+             "Left out 1 IPython magic or shell line(s), which plain Python cannot run: "
+             "`!pip install torch`."]
+    doc = record("alice", "graded", [True] * 5)
+    doc["notes"] = notes
+    page = render_student(GradeRecord.from_json(doc), course_in_order(), "13", language)
+    assert heading in page
+    for note in notes:
+        assert html.escape(note, quote=False) in page, note
+    doc["notes"] = []
+    assert heading not in render_student(GradeRecord.from_json(doc), course_in_order(), "13",
+                                         language)

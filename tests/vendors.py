@@ -1,0 +1,125 @@
+"""LMS downloads built the way the vendors' own code names them, for intake's tests.
+
+Each builder follows the vendor's source, read for these tests (cited per function),
+not our idea of it: a rule not in that source is not here.
+"""
+from __future__ import annotations
+
+import re
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+# canvas-lms lib/content_zipper.rb at 05e9653c12ef7afc65815ca84e5da7aa2e4c3bd3
+CANVAS_SOURCE = "instructure/canvas-lms lib/content_zipper.rb"
+
+
+@dataclass
+class CanvasFile:
+    """One uploaded file of one Canvas submission."""
+    sortable_name: str      # User#sortable_name ("Brandt, Bob"); a group's name for a group
+    user_id: int            # the submission's user (a group's representative)
+    file_id: int            # the Attachment's id
+    display_name: str       # the file's name as uploaded ("13_moe.py", "13_moe-1.py")
+    late: bool = False
+    anonymous_id: str = ""  # set when the assignment grades anonymously
+    text: str = ""
+
+
+def canvas_user_name(sortable_name: str) -> str:
+    """`sanitize_user_name`: every `_<digits>_` loses its underscores (so the ids can be
+    told apart), then lower case."""
+    return re.sub(r"_(\d+)_", r"\1", sortable_name).lower()
+
+
+def canvas_name(f: CanvasFile) -> str:
+    """`get_filename` then `add_upload_submission`:
+    `[users_name, ("LATE" if late), id].compact.join("_")` with every non-word
+    character removed (`sanitize_file_name`, [[:word:]]), where id is the user id or
+    `anon_<anonymous_id>` and users_name is left out when grading is anonymous; then
+    `_<file id>_<display name>` with `\\0 / \\ : * ? " < > |` runs made `_`
+    (`sanitize_attachment_filename`)."""
+    ident = f"anon_{f.anonymous_id}" if f.anonymous_id else str(f.user_id)
+    head = [None if f.anonymous_id else canvas_user_name(f.sortable_name),
+            "LATE" if f.late else None, ident]
+    filename = re.sub(r"[^\w]", "", "_".join(p for p in head if p is not None))
+    display = re.sub(r'[\x00/\\:*?"<>|]+', "_", f.display_name)
+    return f"{filename}_{f.file_id}_{display}"
+
+
+def canvas_unique(name: str, taken: set[str]) -> str:
+    """`add_attachment_to_zip` through `Attachment.make_unique_filename`: a name already
+    in the zip gets `-1`, `-2`... before its extension."""
+    if name not in taken:
+        return name
+    stem, dot, ext = name.partition(".")
+    n = 1
+    while f"{stem}-{n}{dot}{ext}" in taken:
+        n += 1
+    return f"{stem}-{n}{dot}{ext}"
+
+
+def canvas_zip(path: Path, files: list[CanvasFile]) -> Path:
+    """The "Download Submissions" zip: one entry per uploaded file, flat."""
+    taken: set[str] = set()
+    with zipfile.ZipFile(path, "w") as z:
+        for i, f in enumerate(files):
+            name = canvas_unique(canvas_name(f), taken)
+            taken.add(name)
+            z.writestr(zipfile.ZipInfo(name, (2026, 9, 1, 10, i, 0)), f.text)
+    return path
+
+
+# moodle mod/assign/classes/downloader.php (`get_student_prefix`,
+# `load_submissionplugin_filelist`) and, before Moodle 4.1, mod/assign/locallib.php
+# `download_submissions`, which ended the folder name with an extra `_`.
+MOODLE_SOURCE = "moodle/moodle mod/assign/classes/downloader.php"
+
+
+@dataclass
+class MoodleFile:
+    full_name: str          # fullname($student), or "Participant" when marking blind
+    participant: int        # get_uniqueid_for_user: the worksheet's "Participant N"
+    file_name: str
+    text: str = ""
+
+
+def moodle_prefix(full_name: str, participant: int) -> str:
+    """`get_student_prefix`: underscores in the name become spaces, then
+    `_<participant number>` (clean_filename keeps spaces and letters)."""
+    return f"{full_name.replace('_', ' ')}_{participant}"
+
+
+def moodle_entry(f: MoodleFile, *, folders: bool = True, old: bool = False) -> str:
+    """`load_submissionplugin_filelist` for the file plugin: with "download as folders"
+    (the default) `<prefix>_assignsubmission_file` + the file's path ("/") + its name,
+    else `<prefix>_assignsubmission_file_<name>`; Moodle before 4.1 put a `_` after
+    `file` in the folder's name too."""
+    prefix = f"{moodle_prefix(f.full_name, f.participant)}_assignsubmission_file"
+    if not folders:
+        return f"{prefix}_{f.file_name}"
+    return f"{prefix}{'_' if old else ''}/{f.file_name}"
+
+
+def moodle_zip(path: Path, files: list[MoodleFile], *, folders: bool = True,
+               old: bool = False) -> Path:
+    with zipfile.ZipFile(path, "w") as z:
+        for i, f in enumerate(files):
+            z.writestr(zipfile.ZipInfo(moodle_entry(f, folders=folders, old=old),
+                                       (2026, 9, 1, 10, i, 0)), f.text)
+    return path
+
+
+def moodle_worksheet(path: Path, rows: list[tuple[int, str, str]]) -> Path:
+    """The grading worksheet (Download grading worksheet): its columns as
+    mod/assign/gradingtable.php writes them for an offline-grading download."""
+    header = ["Identifier", "Full name", "Email address", "Status", "Grade",
+              "Maximum Grade", "Grade can be changed", "Last modified (submission)",
+              "Last modified (grade)", "Feedback comments"]
+    lines = [",".join(header)]
+    for number, name, email in rows:
+        lines.append(",".join([f"Participant {number}", f'"{name}"', email,
+                               "Submitted for grading", "", "10.00", "Yes",
+                               "Tuesday, 1 September 2026, 10:00 AM", "-", ""]))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
