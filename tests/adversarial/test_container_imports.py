@@ -54,7 +54,7 @@ def test_lazy_imports_of_a_venv_in_the_course_folder_work_in_container_mode(clas
            "--lesson", "13", "--course", str(course / "course.yml"), "--submissions",
            str(top / "class"), "--out", str(top / "out"), "--jobs", "1"]
     done = subprocess.run(
-        ["capsh", "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)],
+        [shutil.which("capsh"), "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)],
         env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "GRADER_CONTAINER": "1"},
         capture_output=True, text=True, timeout=600, cwd=top)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
