@@ -11,8 +11,8 @@ reap and kill.
 
 Started two ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
 this folder, grader/__init__.py and grader/probekit.py are bound and the `grader` on
-sys.path is the host's probekit-only package; or as a fork of the trusted process
-(`start`, slot.py's `fork`). So the siblings it needs (confine, harness, cgroup,
+sys.path is the host's probekit-only package, or without bwrap in container mode; or,
+unsandboxed only, as a fork of the trusted process (`start`, slot.py's `fork`). So the siblings it needs (confine, harness, cgroup,
 protocol) are loaded by path from this file's folder (`_load`), which works the same
 both ways, and are handed down in the run's `Zygote` state: no module state here.
 
@@ -104,8 +104,8 @@ def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool
           userns: bool = False, container: bool = False, cgroup: str = CGROUP,
           scratch: str = SCRATCH) -> None:
     """Warm up, say ready, serve slots until the trusted side hangs up. Run by `main`
-    in a fresh interpreter, or in a fork of the trusted process that has imported
-    torch and nothing else yet (slot.Sandbox's `fork`: one import for both sides)."""
+    in a fresh interpreter, or, unsandboxed only, in a fork of the trusted process that
+    has imported torch (slot.Sandbox's `fork`: one import for both sides)."""
     confine = _load("grader_confine", "confine.py")
     if sandboxed:
         confine.shed_inheritance(confine.ZYGOTE_CAPS + (confine.USERNS_CAPS if userns else ()))
