@@ -66,8 +66,8 @@ cd "$ROOT/source"
 exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
     -c "from grader.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"
 """
-# What of Gradescope's environment the grading process gets: nothing else, so that in
-# container mode its sandbox's zygote may be its fork (slot.forkable)
+# What of Gradescope's environment the grading process gets: nothing else (a token in
+# it is no business of the grader's)
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 SKIP = {"__pycache__", ".pytest_cache"}

@@ -297,7 +297,7 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         console.print(f"note: your code runs without the sandbox "
                       f"({support.reason})", markup=False)
     # The sandbox boots (torch, once) while this process imports torch for the checks;
-    # without bwrap the zygote is a fork of this process: one import for both sides.
+    # unsandboxed (no bwrap) the zygote is a fork of this process: one import for both.
     with interrupts.held():  # torch is imported here: a Ctrl-C in it must not be lost
         sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
                                 tuple(lesson.preload), fork=True, support=support)

@@ -89,9 +89,9 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     started = time.monotonic()
     lesson = course.lesson(lesson_key)
     ctx = LessonContext(course, lesson_key)  # this run's one view of the lesson
-    # A zygote forked from this process holds a copy of its memory: where it will be a
-    # fork, it is made now, before anything of the class (names, files, stored results)
-    # is read. Elsewhere it is a fresh process, made only when there is work.
+    # Unsandboxed, the zygote is a fork of this process (one torch import for both), made
+    # now, before the class is read (no promise there: the code runs as this user and
+    # may read it all). Sandboxed, it is a fresh exec, made only when there is work.
     from grader.sandbox import bwrap
 
     support = bwrap.probe()  # whether bwrap works here: once for the run
@@ -147,8 +147,9 @@ def available(unsandboxed: bool, support: Support) -> bool:
 
 
 def sandboxed_forks(unsandboxed: bool, support: Support) -> bool:
-    """Will this run's zygote be a fork of this process (no bwrap here)? Where no
-    sandbox can be had, no: the run is refused only if there is work (`boot`)."""
+    """Will this run's zygote be a fork of this process (unsandboxed, allowed)? Where no
+    sandbox can be had and none was allowed, no: the run is refused only if there is
+    work (`boot`)."""
     from grader.sandbox import slot as slots
 
     try:
@@ -161,8 +162,9 @@ def sandboxed_forks(unsandboxed: bool, support: Support) -> bool:
 def boot(course: Course, lesson: Lesson, unsandboxed: bool, support: Support,
          private: tuple[Path, ...], fork: bool) -> Sandbox:
     """Boot the sandbox: it imports torch (once for every slot) while this process does
-    the same for the reference, or, as a fork, after this process has (one import for
-    both sides). `private`: the class and OUT, closed to submissions in container mode."""
+    the same for the reference, or, unsandboxed and as a fork, after this process has
+    (one import for both sides). `private`: the class and OUT, closed to submissions
+    in container mode."""
     from grader.sandbox import slot as slots
 
     with interrupts.held():  # a fork imports torch here: a Ctrl-C in it must not be lost

@@ -50,13 +50,10 @@ class StudentCaller:
         key = request_key(probe, args)
         if key not in self.cache:
             try:
-                if key in self.session.slot.sandbox.preloaded:
-                    frame = protocol.dumps({"probe": probe, "key": key})
-                else:
-                    frames = self.ctx.frames
-                    if key not in frames:
-                        frames[key] = protocol.dumps({"probe": probe, "args": args})
-                    frame = frames[key]
+                frames = self.ctx.frames
+                if key not in frames:
+                    frames[key] = protocol.dumps({"probe": probe, "args": args})
+                frame = frames[key]
                 try:
                     result = self.session.call(probe, args, where=self.current_test,
                                                frame=frame)

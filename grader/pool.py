@@ -102,10 +102,9 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
     slots: list[Slot] = []
     try:
         # One submission of a lesson recorded when its zip was built (a Gradescope run):
-        # the solution was checked then, and its inputs are better sent than preloaded.
+        # the solution was checked then.
         if len(todo) > 1 or not ctx.refs.recorded:
-            requests = self_check(ctx)  # while the sandbox boots
-            sandbox.preload(requests)
+            self_check(ctx)  # while the sandbox boots
         if len(todo) == 1:
             slots = [_FirstUse(sandbox)]
             _grade_here(ctx, todo[0], out, slots[0], language, summary, progress)

@@ -36,7 +36,7 @@ KEPT_CAPS = ("CAP_SYS_ADMIN", "CAP_SETUID", "CAP_SETGID", "CAP_KILL", "CAP_SETPC
 USERNS_CAPS = ("CAP_SETFCAP",)
 
 
-def _interpreter_paths() -> list[str]:
+def interpreter_paths() -> list[str]:
     """Real paths the venv's interpreter needs: the venv and the base install."""
     paths = {sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix)}
     paths.add(os.path.realpath(os.path.dirname(os.path.realpath(sys.executable))))
@@ -108,7 +108,7 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
         "--setenv", "OMP_NUM_THREADS", "1",
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "PYTHONHASHSEED", "0",
-        *_system(_interpreter_paths()),
+        *_system(interpreter_paths()),
     ]
     args += _probekit()
     args += [
@@ -151,7 +151,7 @@ def check_command(course_root: Path, file: Path, argv: list[str]) -> list[str]:
     for name in CHECK_ENV:
         if name in os.environ:
             args += ["--setenv", name, os.environ[name]]
-    args += _system(sorted(set(_interpreter_paths()) | binds))
+    args += _system(sorted(set(interpreter_paths()) | binds))
     cwd = os.getcwd()
     inside = any(cwd == b or cwd.startswith(b.rstrip("/") + "/") for b in binds)
     args += ["--chdir", cwd if inside else str(course_root),

@@ -24,12 +24,11 @@ HARNESS_FAILED = 70  # a child's exit status when the harness failed (also repor
 
 class Harness:
     """One child's harness. `report`: the pipe for its own failure, held until the
-    submission runs; `inputs`: the requests the zygote was given in advance, by key."""
+    submission runs."""
 
-    def __init__(self, report: int, protocol: ModuleType, probes: ModuleType,
-                 inputs: dict[str, dict]):
+    def __init__(self, report: int, protocol: ModuleType, probes: ModuleType):
         self.report: int | None = report
-        self.protocol, self.probes, self.inputs = protocol, probes, inputs
+        self.protocol, self.probes = protocol, probes
         self.pid = os.getpid()  # the harness's own process (see `_answer`)
 
     def run(self, confine: Callable[[], None], data_fd: int, scratch: str) -> int:
@@ -76,8 +75,6 @@ class Harness:
             except EOFError:
                 return
             try:
-                if "key" in request:  # a request the zygote was given in advance
-                    request = self.inputs[request["key"]]
                 result = getattr(self.probes, request["probe"])(module, **request["args"])
                 reply = {"ok": True, "result": result}
             except BaseException as exc:  # noqa: BLE001 - the student's to see

@@ -4,8 +4,9 @@ A Sandbox is one zygote: one bubblewrap boot (or, when explicitly allowed, a
 plain process) that pays for torch and the lesson's imports once. Each Slot is a
 fork of it with its own uid and namespaces, serving one submission at a time
 (a `session.Session` runs one submission on a slot). Nothing here imports torch, so the sandbox boots
-while the grader's own process is still importing it; except where the zygote is a
-fork of this process (`_fork_zygote`), which imports it first, once for both.
+while the grader's own process is still importing it; except unsandboxed, where the
+zygote may be a fork of this process (`_fork_zygote`), which imports it first, once
+for both.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,20 +32,59 @@ BASE_UID = 61000
 UID_COUNT = 4096
 
 
-def claim_uid() -> tuple[int, int]:
+LOCK_DIR = Path("/run/minimind-grader")  # root's alone: no one else can plant a file
+
+
+def claim_uid(lock_dir: Path = LOCK_DIR) -> tuple[int, int]:
     """The lowest sandbox uid no live grader process on this host holds, and the
     locked file that holds it (released when the holder exits, however it exits).
-    RLIMIT_NPROC counts a uid machine-wide: two runs must never share one."""
-    lock_dir = Path("/run/lock" if os.access("/run/lock", os.W_OK) else "/tmp")
-    for uid in range(BASE_UID, BASE_UID + UID_COUNT):
-        fd = os.open(lock_dir / f"minimind-grader-uid-{uid}.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            continue
-        return uid, fd
+    RLIMIT_NPROC counts a uid machine-wide: two runs must never share one. As root,
+    in a folder only root may write: a lock that is not a plain file of ours (a link,
+    a folder, a fifo) is passed over, and nothing is ever made through a link."""
+    folder = _lock_folder(lock_dir)
+    try:
+        for uid in range(BASE_UID, BASE_UID + UID_COUNT):
+            fd = _lock(folder, f"uid-{uid}.lock")
+            if fd is not None:
+                return uid, fd
+    finally:
+        os.close(folder)
     raise SandboxError(f"all {UID_COUNT} sandbox uids are in use on this host")
+
+
+def _lock_folder(path: Path) -> int:
+    """The lock folder, opened (made if missing): a real folder of this user's that
+    no one else may write, else a clear refusal."""
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SandboxError(f"cannot use the sandbox's lock folder {path}: {exc}") from None
+    st = os.fstat(fd)
+    if st.st_uid != os.geteuid() or st.st_mode & 0o022:
+        os.close(fd)
+        raise SandboxError(f"the sandbox's lock folder {path} is not this user's alone "
+                           "(others may write it): remove it, and the grader makes it again")
+    return fd
+
+
+def _lock(folder: int, name: str) -> int | None:
+    """The lock `name` in `folder`, made if missing and held (None: taken by a live
+    run, or not a plain file of ours)."""
+    try:
+        fd = os.open(name, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+                     | os.O_NONBLOCK, 0o600, dir_fd=folder)
+    except OSError:  # a link (ELOOP), a folder (EISDIR), ...
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid() or st.st_nlink != 1:
+            raise BlockingIOError
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd
 
 
 def available(allow_unsandboxed: bool, support: bwrap.Support) -> bool:
@@ -58,18 +99,61 @@ def available(allow_unsandboxed: bool, support: bwrap.Support) -> bool:
                        "grade trusted work without isolation")
 
 
-def _keep_from_submissions(probes: Path, scratch: Path, private: tuple[Path, ...]) -> None:
+def _keep_from_submissions(probes: Path, scratch: Path,
+                           private: tuple[Path, ...]) -> list[tuple[Path, int]]:
     """Container mode: no mount namespace hides the grader's files, so the course's
     folder (solutions, hidden tests), the class and OUT the run was given (`private`:
     classmates' files, results and pages) and the paths in GRADER_PRIVATE (the
-    autograder's submission and results folders) are made readable by their owner only;
-    the run's scratch folder may be crossed, not listed, to reach a child's own."""
+    autograder's submission and results folders) are made readable by their owner only,
+    but for what the interpreter may import while a submission runs (a virtualenv in
+    the course's folder: torch imports parts of itself lazily); the run's scratch
+    folder may be crossed, not listed, to reach a child's own. What it opened on the
+    way to the interpreter (`_open_way`), with the modes to put back at the end."""
     course = next((p for p in probes.resolve().parents if (p / "course.yml").exists()), None)
     named = [Path(p) for p in os.environ.get("GRADER_PRIVATE", "").split(os.pathsep) if p]
-    for path in filter(None, [course, *private, *named]):
-        if path.exists():
-            path.chmod(path.stat().st_mode & 0o700)
+    closed = [p.resolve() for p in filter(None, [course, *private, *named]) if p.exists()]
+    kept = {Path(p) for p in bwrap.interpreter_paths()}
+    kept |= {p.resolve() for p in kept}
+    opened = _open_way(kept, closed)
+    for path in closed:
+        _close(path, kept)
     scratch.chmod(0o711)
+    return opened
+
+
+def _open_way(kept: set[Path], closed: list[Path]) -> list[tuple[Path, int]]:
+    """Every folder above the `kept` paths that others may not cross (a Python
+    installed under /root) made crossable, not listable, so that the submission's uid
+    reaches the interpreter's modules; folders in `closed` paths are `_close`'s. The
+    folders changed and their modes before."""
+    opened = []
+    for path in sorted(kept):
+        for folder in reversed(path.parents):
+            if any(folder == c or c in folder.parents for c in closed):
+                break
+            mode = stat.S_IMODE(folder.stat().st_mode)
+            if not mode & 0o001:
+                folder.chmod(mode | 0o001)
+                opened.append((folder, mode))
+    return opened
+
+
+def _close(path: Path, kept: set[Path]) -> None:
+    """`path` made its owner's alone, but for the ways down to the `kept` paths in it:
+    a folder on one may be crossed, not listed, and all else in it is closed the same
+    way. (A link is never followed: what it leads to is closed where it lies, or not
+    the run's to close.)"""
+    inside = {k for k in kept if path in k.parents}
+    if path in kept:
+        return
+    mode = path.stat().st_mode & 0o700
+    if not inside:
+        path.chmod(mode)
+        return
+    path.chmod(mode | 0o011)
+    for entry in path.iterdir():
+        if not entry.is_symlink():
+            _close(entry, inside)
 
 
 def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
@@ -86,27 +170,13 @@ def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
     return msg
 
 
-# What a forked zygote may inherit of the environment in container mode: the memory of
-# a fork holds the parent's environment block, so any other variable (a token, a key)
-# means the zygote is started afresh instead (`forkable`).
-PLAIN_ENV = frozenset({
-    "PATH", "HOME", "PWD", "OLDPWD", "SHLVL", "_", "HOSTNAME", "TERM", "LANG", "LANGUAGE",
-    "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL", "VIRTUAL_ENV", "OMP_NUM_THREADS",
-    "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", "PYTHONUNBUFFERED", "GRADER_CONTAINER",
-    "GRADER_PRIVATE", "AUTOGRADER_ROOT"})
-
-
 def forkable(mode: str) -> bool:
     """May the zygote be a fork of this process, in `mode` (a `bwrap.Support` mode, or
-    "none": unsandboxed)? A Sandbox asked to fork then is one, and its caller must make
-    it before reading anything a submission must not see (`Sandbox`). Unsandboxed, a
-    submission runs as this user and could read all of it anyway; in a container, only
-    while the environment holds nothing beyond PLAIN_ENV (and LC_*). Under bwrap,
-    never: it is a new exec."""
-    if mode == "none":
-        return True
-    return mode == "container" and all(k in PLAIN_ENV or k.startswith("LC_")
-                                       for k in os.environ)
+    "none": unsandboxed)? Only unsandboxed, where a submission runs as this user and
+    could read all of this process anyway. Everywhere else it is a fresh exec: a fork
+    would hold whatever this process ever held (the course, its roster, the class),
+    even where no reference to it is left."""
+    return mode == "none"
 
 
 class _Forked:
@@ -133,11 +203,10 @@ class _Forked:
 
 
 def _fork_zygote(child: socket.socket, probes: Path, preload: tuple[str, ...],
-                 scratch: str, container: bool, cgroup_path: Path | None) -> _Forked:
-    """Start the zygote as a fork of this process once it has imported torch: one
-    import serves both sides (half the CPU on one core, and the pages are shared).
-    Call it before this process reads anything a submission must not see, from the
-    main thread, with no other thread running."""
+                 scratch: str) -> _Forked:
+    """Start the unsandboxed zygote as a fork of this process once it has imported
+    torch: one import serves both sides (half the CPU on one core, and the pages are
+    shared). Call it from the main thread, with no other thread running."""
     import torch  # noqa: F401 - the point of forking: imported once, for both sides
 
     err_r, err_w = os.pipe()
@@ -160,9 +229,7 @@ def _fork_zygote(child: socket.socket, probes: Path, preload: tuple[str, ...],
             os.environ.update({"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
             from grader.sandbox import zygote
 
-            zygote.start(str(probes), child.fileno(), list(preload), container=container,
-                         cgroup=str(cgroup_path) if cgroup_path else zygote.CGROUP,
-                         scratch=scratch)
+            zygote.start(str(probes), child.fileno(), list(preload), scratch=scratch)
         except BaseException:  # noqa: BLE001 - reported on the stderr pipe
             traceback.print_exc()
             sys.stderr.flush()
@@ -175,9 +242,8 @@ def _fork_zygote(child: socket.socket, probes: Path, preload: tuple[str, ...],
 class Sandbox:
     """The warm zygote. It starts booting at once; `slot()` waits for it to be ready.
     Start it from the thread that will outlive it: bwrap dies with the thread that
-    started it (PR_SET_PDEATHSIG). `fork`: this process holds nothing yet that a
-    submission must not see (nothing of the class or the lesson read), so in the
-    modes without bwrap the zygote may be its fork (`forkable`, `_fork_zygote`).
+    started it (PR_SET_PDEATHSIG). `fork`: unsandboxed, the zygote may be a fork of
+    this process (`forkable`, `_fork_zygote`); sandboxed, it never is.
     `private`: the class and OUT, closed to submissions in container mode. `support`:
     what the caller's `bwrap.probe` found, when it has probed (else probed here)."""
 
@@ -197,15 +263,15 @@ class Sandbox:
         # enter, made for this run (a fixed path is another user's, or a symlink).
         plain = self.mode in ("none", "container")
         self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
+        self._opened: list[tuple[Path, int]] = []  # folders to close again at the end
         if self.mode == "container":
-            _keep_from_submissions(probes, Path(self.scratch), private)
+            self._opened = _keep_from_submissions(probes, Path(self.scratch), private)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
         self.forked = plain and fork and forkable(self.mode)
         self.proc: subprocess.Popen | _Forked
         if self.forked:
-            self.proc = _fork_zygote(child, probes, preload, self.scratch,
-                                     self.mode == "container", self.cgroup_path)
+            self.proc = _fork_zygote(child, probes, preload, self.scratch)
         else:
             cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
                                        self.mode == "container", self.cgroup_path) if plain
@@ -218,7 +284,6 @@ class Sandbox:
         child.close()
         self.ctrl = parent
         self._ready = False
-        self.preloaded: frozenset[str] = frozenset()  # request keys the zygote holds
 
     def wait_ready(self) -> None:
         if self._ready:
@@ -231,26 +296,6 @@ class Sandbox:
             self.close()
             raise SandboxError(f"the worker did not start: {exc} {err}") from None
         self._ready = True
-
-    def preload(self, requests: dict[str, dict]) -> None:
-        """Give the zygote the probe requests of a run ({key: {"probe", "args"}}) before
-        any slot forks: each submission's calls then name a key, and megabytes of the
-        same inputs are not sent (and decoded) again for every student."""
-        from grader.sandbox import protocol  # torch: not needed to boot the sandbox
-
-        self.wait_ready()
-        fd = os.memfd_create("grader-inputs")
-        try:
-            with open(fd, "wb", closefd=False) as f:
-                for part in protocol.encode(requests):
-                    f.write(part)
-            socket.send_fds(self.ctrl, [b'{"op": "inputs"}'], [fd])
-        finally:
-            os.close(fd)
-        count = _expect(self.ctrl, "inputs", 60)["count"]
-        if count != len(requests):
-            raise SandboxError(f"the worker took {count} of {len(requests)} inputs")
-        self.preloaded = frozenset(requests)
 
     def slot(self) -> "Slot":
         """A new slot: a fork of the warm zygote, under a uid no other slot holds."""
@@ -303,6 +348,9 @@ class Sandbox:
             if self.scratch is not None:
                 shutil.rmtree(self.scratch, ignore_errors=True)
                 self.scratch = None
+            for folder, mode in reversed(self._opened):
+                folder.chmod(mode)
+            self._opened = []
 
 
 class Slot:

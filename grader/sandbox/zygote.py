@@ -11,16 +11,14 @@ reap and kill.
 
 Started two ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
 this folder, grader/__init__.py and grader/probekit.py are bound and the `grader` on
-sys.path is the host's probekit-only package; or as a fork of the trusted process
-(`start`, slot.py's `fork`). So the siblings it needs (confine, harness, cgroup,
+sys.path is the host's probekit-only package, or without bwrap in container mode; or,
+unsandboxed only, as a fork of the trusted process (`start`, slot.py's `fork`). So the siblings it needs (confine, harness, cgroup,
 protocol) are loaded by path from this file's folder (`_load`), which works the same
 both ways, and are handed down in the run's `Zygote` state: no module state here.
 
 Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
 SCM_RIGHTS). To the zygote (--ctrl-fd):
   <- {"event": "ready"}
-  -> {"op": "inputs"}                  + [a memfd holding one frame: {key: request}]
-  <- {"event": "inputs", "count": int}
   -> {"op": "slot", "uid": int}        + [the new slot's control socket]
   <- {"event": "slot"}
 To a slot:
@@ -48,7 +46,7 @@ import socket
 import sys
 import tempfile
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -63,9 +61,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 @dataclass(frozen=True)
 class Zygote:
     """What the zygote holds for its run, built once in `start` and inherited by every
-    slot and child: the sibling modules, the probe module, the mode, and the hidden
-    tests' probe requests (inputs only, never results) by request key, sent once per
-    run so that a request to a child names its key instead of carrying megabytes."""
+    slot and child: the sibling modules, the probe module and the mode. Nothing of the
+    hidden tests: a child receives each probe request as it is asked, and holds only
+    the one it is answering."""
 
     protocol: ModuleType
     confine: ModuleType
@@ -77,7 +75,6 @@ class Zygote:
     container: bool  # no namespaces to be had: the container is the boundary
     cgroup: str
     scratch: str
-    inputs: dict[str, dict] = field(default_factory=dict)
 
 
 def main() -> None:
@@ -107,8 +104,8 @@ def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool
           userns: bool = False, container: bool = False, cgroup: str = CGROUP,
           scratch: str = SCRATCH) -> None:
     """Warm up, say ready, serve slots until the trusted side hangs up. Run by `main`
-    in a fresh interpreter, or in a fork of the trusted process that has imported
-    torch and nothing else yet (slot.Sandbox's `fork`: one import for both sides)."""
+    in a fresh interpreter, or, unsandboxed only, in a fork of the trusted process that
+    has imported torch (slot.Sandbox's `fork`: one import for both sides)."""
     confine = _load("grader_confine", "confine.py")
     if sandboxed:
         confine.shed_inheritance(confine.ZYGOTE_CAPS + (confine.USERNS_CAPS if userns else ()))
@@ -150,14 +147,6 @@ def _serve_slots(ctrl: socket.socket, state: Zygote) -> None:
         if not msg:
             return
         request = json.loads(msg)
-        if request["op"] == "inputs":
-            with open(fds[0], "rb") as f:
-                f.seek(0)  # the offset is shared with the sender, who left it at the end
-                state.inputs.update(state.protocol.loads(f.read()))
-            gc.collect()
-            gc.freeze()  # the slots forked from here share these pages untouched
-            ctrl.send(json.dumps({"event": "inputs", "count": len(state.inputs)}).encode())
-            continue
         uid = request["uid"]
         (slot_fd,) = fds
         if os.fork() == 0:
@@ -266,8 +255,7 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
     if pid == 0:
         code = 0  # (what it stays if even reporting a failure fails)
         try:
-            harness = state.harness.Harness(report_w, state.protocol, state.probes,
-                                            state.inputs)
+            harness = state.harness.Harness(report_w, state.protocol, state.probes)
 
             def confine() -> None:
                 ctrl.close()

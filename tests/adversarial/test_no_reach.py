@@ -1,12 +1,13 @@
 """No student reaches another, in any sandbox mode: a submission's code looks for a
-classmate's marker (in the classmate's source), id and score in its own memory (gc
-objects, the frames above it, /proc/self/mem) and on disk (the class folder and OUT
-the TA passed, and /tmp), and reports what it found in its own error message.
+classmate's marker (in the classmate's source), id and score, and an email of the
+roster written inline in course.yml, in its own memory (gc objects, the frames above
+it, /proc/self/mem) and on disk (the class folder and OUT the TA passed, and /tmp),
+and reports what it found in its own error message.
 
 The class is graded twice with `grader run`, as a TA would: first the victim and the
 spy's innocent first version, then the spy's second version alone (one changed
-submission and no roster: in container mode the zygote may then be a fork of the
-grader's process, which has by then read the class and the stored results).
+submission: the grader's process has by then read the course, the class and the
+stored results, none of which its zygote may hold).
 
 The spy never builds what it looks for: it holds a common prefix and the rest XORed,
 and compares character by character, so whatever it finds came from somewhere else.
@@ -43,17 +44,27 @@ _WANT = {want!r}
 # /tmp must not use up the walk before the class, OUT or the control are read
 _ROOTS = list(dict.fromkeys([_os.getcwd()] + {roots!r}))
 
-def _found(s, enc):
-    """Does s hold _P followed by the decoded suffix? (The suffix is never built.)"""
+def _count(s, enc, p=_P):
+    """How often s holds p followed by the decoded suffix (which is never built)."""
     get = (lambda i: s[i]) if isinstance(s, bytes) else (lambda i: ord(s[i]))
-    p = _P.encode() if isinstance(s, bytes) else _P
-    at = s.find(p)
+    p = p.encode() if isinstance(s, bytes) else p
+    n, at = 0, s.find(p)
     while at >= 0:
         j = at + len(p)
         if j + len(enc) <= len(s) and all(get(j + k) ^ {key} == e for k, e in enumerate(enc)):
-            return True
+            n += 1
         at = s.find(p, at + 1)
-    return False
+    return n
+
+def _found(s, enc):
+    return _count(s, enc) > 0
+
+# a probe request's header as the trusted side encodes it (a JSON object whose first
+# key is "probe"): its first characters, and the rest XORed (never written whole here)
+_REQ, _REQ_REST = '{{"pro', {request_rest!r}
+
+def _is_request(obj):
+    return isinstance(obj, dict) and "probe" in obj and ("args" in obj or "key" in obj)
 
 def _kinds(text):
     return {{name for name, enc in _WANT.items() if _found(text, enc)}}
@@ -71,6 +82,7 @@ def _in_memory():
     while frame is not None:
         objects.append(dict(frame.f_locals))
         frame = frame.f_back
+    requests = len({{id(obj) for obj in objects if _is_request(obj)}})
     for obj in objects:
         hits = set()
         for v in strings(obj):
@@ -79,25 +91,39 @@ def _in_memory():
         if "id" in hits and isinstance(obj, dict) and "score" in obj:
             hits.add("score")
         seen |= hits
-    mem = "unreadable"
+    # every writable mapping, read through /proc/self/mem where it opens, else (a child
+    # that is not dumpable) with ctypes, as any code may read its own memory
+    mem, in_mem, raw = "unreadable", 0, set()
     try:
-        with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as m:
-            mem = "read"
-            for line in maps:
-                span, perms = line.split()[:2]
-                if not perms.startswith("rw"):
-                    continue
-                lo, hi = (int(x, 16) for x in span.split("-"))
-                while lo < hi:
-                    try:
-                        m.seek(lo)
-                        seen |= _kinds(m.read(min(hi - lo, 1 << 24)))
-                    except (OSError, OverflowError, ValueError):
-                        break
-                    lo += 1 << 24
+        with open("/proc/self/maps") as maps:
+            spans = [tuple(int(x, 16) for x in line.split()[0].split("-"))
+                     for line in maps if line.split()[1].startswith("rw")]
     except OSError:
-        pass
-    return seen, len(objects), mem
+        spans = []
+    try:
+        m = open("/proc/self/mem", "rb", 0)
+        mem = "read"
+        def read(lo, n):
+            m.seek(lo)
+            return m.read(n)
+    except OSError:
+        import ctypes as _ct
+        m, mem = None, "ctypes" if spans else "unreadable"
+        read = _ct.string_at
+    for lo, hi in spans:
+        while lo < hi:
+            try:
+                chunk = read(lo, min(hi - lo, 1 << 22))
+            except (OSError, OverflowError, ValueError):
+                break
+            raw |= _kinds(chunk)
+            in_mem += _count(chunk, _REQ_REST, _REQ)
+            del chunk
+            lo += 1 << 22
+    if m is not None:
+        m.close()
+    seen |= raw
+    return seen, len(objects), mem + ":" + ",".join(sorted(raw)), requests, in_mem
 
 def _on_disk():
     seen, files = set(), 0
@@ -125,11 +151,12 @@ def _walk(root, seen, files):
             seen |= hits
     return seen, files
 
-_mem, _objects, _mem_state = _in_memory()
+_mem, _objects, _mem_state, _requests, _requests_mem = _in_memory()
 _disk, _files = _on_disk()
 raise RuntimeError("REACH memory=" + ",".join(sorted(_mem)) + " disk=" + ",".join(sorted(_disk))
                    + f" objects={{_objects}} files={{_files}} mem={{_mem_state}}"
-                   + f" forked={{int('click' in _sys.modules)}} END")
+                   + f" forked={{int('click' in _sys.modules)}}"
+                   + f" requests={{_requests}} requests_in_memory={{_requests_mem}} END")
 '''
 
 
@@ -139,7 +166,8 @@ def _encode(text: str) -> list[int]:
 
 def _spy(roots: list[str], own: str, want: dict[str, str]) -> str:
     code = SPY.format(own=PREFIX + own, prefix=PREFIX, key=KEY, roots=roots,
-                      want={name: _encode(rest) for name, rest in want.items()})
+                      want={name: _encode(rest) for name, rest in want.items()},
+                      request_rest=_encode('be": "'))
     return SOLUTION.read_text(encoding="utf-8") + "\n" + code
 
 
@@ -167,9 +195,20 @@ def class_folder():
     for key, value in (("test_wall_s", 120), ("submission_wall_s", 300), ("cpu_s", 300)):
         text, n = re.subn(rf"^(\s+{key}:) *[0-9.]+", rf"\g<1> {value}", text, flags=re.M)
         assert n == 1, key
-    yml.write_text(text, encoding="utf-8")
+    yml.write_text(text + ROSTER.format(prefix=PREFIX, tag=ROSTER_TAG), encoding="utf-8")
     yield top
     shutil.rmtree(top)
+
+
+# an inline roster, which the grader parses with course.yml before it grades anyone
+ROSTER_TAG = secrets.token_hex(4)
+ROSTER = """
+roster:
+  someone:
+    name: Ada Roster
+    email: {prefix}roster{tag}@example.edu
+    sis_user_id: "990001"
+"""
 
 
 def _grade(top: Path, mode: str) -> str:
@@ -212,21 +251,29 @@ def test_a_submission_reaches_no_classmate(class_folder, mode):
     first = _grade(top, mode)
     assert _record(top, victim)["score"] == pytest.approx(10.0), first[-2000:]
     roots = [str(top / "class"), str(top / "out"), tempfile.gettempdir(), "/tmp"]
-    spy = _spy(roots, own, {"marker": marker, "id": f"vic{tag}", "own": own})
+    spy = _spy(roots, own, {"marker": marker, "id": f"vic{tag}", "own": own,
+                            "roster": f"roster{ROSTER_TAG}@example.edu"})
     (top / "class" / "spy" / "13_moe.py").write_text(spy, encoding="utf-8")
     second = _grade(top, mode)
     record = _record(top, "spy")
-    said = re.search(r"REACH (memory=\S* disk=\S* objects=\d+ files=\d+ mem=\w+ forked=\d) END",
+    said = re.search(r"REACH (memory=\S* disk=\S* objects=\d+ files=\d+ mem=\S+ forked=\d "
+                     r"requests=\d+ requests_in_memory=\d+) END",
                      record["problem"] or "")
     assert said, (record["status"], record["problem"], second[-3000:])
     print(f"\n{mode} ({record['sandbox']}): {said.group(1)}")
     found = dict(kv.split("=", 1) for kv in said.group(1).split())
     assert record["sandbox"] == ("container" if mode == "container" else bwrap.probe().mode)
     assert "own" in found["memory"] and "own" in found["disk"], said.group(1)  # scans work
-    # in container mode the zygote is a fork of the grader's process (one torch import)
-    assert found["forked"] == ("1" if mode == "container" else "0"), said.group(1)
-    for what in ("marker", "id", "score"):
+    how, _, raw = found["mem"].partition(":")  # the raw memory's scan works too
+    assert how in ("read", "ctypes") and "own" in raw.split(","), said.group(1)
+    # sandboxed, the zygote is never a fork of the grader's process: it never held the
+    # course (its roster), the class or a result
+    assert found["forked"] == "0", said.group(1)
+    for what in ("marker", "id", "score", "roster"):
         assert what not in found["memory"] and what not in found["disk"], said.group(1)
+    # at import, no probe request has been sent yet: the child holds none of the graded
+    # requests, not even in memory a fork inherited
+    assert found["requests"] == "0" and found["requests_in_memory"] == "0", said.group(1)
     # the run still grades and writes everything
     assert record["score"] == 0
     assert _record(top, victim)["score"] == pytest.approx(10.0)

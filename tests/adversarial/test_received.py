@@ -168,17 +168,8 @@ def test_honest_is_unaffected(graded):
 
 # -- StudentCaller keeps only what the reference's result says it may -------------
 
-class _Sandbox:
-    preloaded = frozenset()
-
-
-class _Slot:
-    sandbox = _Sandbox()
-
-
 class _Session:
     """Stands in for a sandboxed session: answers with a given result."""
-    slot = _Slot()
 
     def __init__(self, result: dict, reply_bytes: int):
         self.result, self.last_reply_bytes = result, reply_bytes
