@@ -4,23 +4,24 @@ the sandbox, loaded by path (zygote.py says why); only the standard library here
 The zygote sheds what it inherited (`shed_inheritance`); a slot takes its own pid,
 mount and network namespaces (`enter_slot_namespaces`); a child, in this order, takes
 its cgroup, closes every other descriptor, takes its rlimits, its own user (rootless)
-and IPC namespaces, an empty keyring, the slot's uid with no capability, and a seccomp
-filter (`become_student`). Rootless, every child runs as the one uid the user has, so
+and IPC namespaces, an empty keyring, the slot's uid with no capability, and the
+syscall allowlist of syscalls.py, the same in every mode (`become_student`). Rootless, every child runs as the one uid the user has, so
 each makes a user namespace of its own (`_own_user_namespace` says why).
 """
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import resource
 import signal
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # loaded by path at run time (zygote.py says why)
     from grader.sandbox.cgroup import SlotCgroup
 
 PR_SET_CHILD_SUBREAPER = 36
-AF_UNIX = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 MNT_DETACH = 2
@@ -39,19 +40,22 @@ CAP_VERSION_3 = 0x20080522
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 MS_RDONLY, MS_REMOUNT, MS_BIND = 1, 32, 4096
 
-# The syscall ABI (seccomp's audit arch) and the numbers the filter names, by machine
-SYSCALLS = {
-    "x86_64": {"audit": 0xC000003E, "unshare": 272, "clone": 56, "clone3": 435,
-               "add_key": 248, "request_key": 249, "keyctl": 250, "socket": 41},
-    "aarch64": {"audit": 0xC00000B7, "unshare": 97, "clone": 220, "clone3": 435,
-                "add_key": 217, "request_key": 218, "keyctl": 219, "socket": 198},
-}
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
-RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
-LD_ABS, JEQ, JGE, JSET, RET = 0x20, 0x15, 0x35, 0x45, 0x06
-X32_BIT = 0x40000000
 
 libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _load_syscalls() -> ModuleType:
+    """The allowlist's module, a sibling loaded by path (as this one is)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "syscalls.py")
+    spec = importlib.util.spec_from_file_location("grader_syscalls", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+syscalls = _load_syscalls()
+MACHINE = os.uname().machine
 
 
 def shed_inheritance(caps: tuple[int, ...]) -> None:
@@ -76,7 +80,8 @@ def _empty_bounding_set() -> None:
 
 def _join_fresh_keyring(required: bool = True) -> None:
     """Leave the inherited session keyring for a new, empty one of our own."""
-    nr = SYSCALLS.get(os.uname().machine, {}).get("keyctl")
+    column = syscalls.MACHINES.get(MACHINE, (None,))[0]
+    nr = None if column is None else syscalls.DENIED["keyctl"][column]
     if nr is not None and libc.syscall(nr, KEYCTL_JOIN_SESSION_KEYRING, None) < 0 and required:
         raise OSError(ctypes.get_errno(), "joining a fresh session keyring failed")
 
@@ -206,7 +211,7 @@ def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: in
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(NO_NEW_PRIVS) failed")
     if uid is not None:
-        _deny_user_namespaces(container)
+        _allow_only_listed_syscalls()
 
 
 def _own_user_namespace(uid: int) -> None:
@@ -250,58 +255,23 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Insn))]
 
 
-def _deny_user_namespaces(container: bool) -> None:
-    """A seccomp filter: no new user namespace (unshare or clone with CLONE_NEWUSER,
-    which would give the student capabilities in a namespace of its own and the
-    kernel surface that comes with them), clone3 answered ENOSYS (its flags are out
-    of reach of a filter; libc then uses clone), no kernel keyrings (keys outlive
-    their process: the next student under the same uid would read them), and no
-    other syscall ABI. In container mode, where no network namespace is to be had,
-    also no socket but a Unix one."""
-    nr = SYSCALLS.get(os.uname().machine)
-    if nr is None:
-        return  # an unknown machine: the other limits still hold
-    program = _assemble([
-        (LD_ABS, None, None, 4),                    # the syscall's ABI
-        (JEQ, None, "enosys", nr["audit"]),         # any other ABI (i386; x32 below)
-        (LD_ABS, None, None, 0),                    # the syscall number
-        (JGE, "enosys", None, X32_BIT),
-        (JEQ, "flags", None, nr["unshare"]),
-        (JEQ, "flags", None, nr["clone"]),
-        (JEQ, "enosys", None, nr["clone3"]),
-        (JEQ, "eperm", None, nr["add_key"]),
-        (JEQ, "eperm", None, nr["request_key"]),
-        (JEQ, "eperm", None, nr["keyctl"]),
-        *([(JEQ, "domain", None, nr["socket"])] if container else []),
-        (RET, None, None, RET_ALLOW),
-        *(["domain", (LD_ABS, None, None, 16),      # socket's address family
-            (JEQ, "allow", "eperm", AF_UNIX)] if container else []),
-        "flags", (LD_ABS, None, None, 16),          # the first argument's low word
-        (JSET, "eperm", "allow", CLONE_NEWUSER),
-        "eperm", (RET, None, None, RET_ERRNO | 1),
-        "allow", (RET, None, None, RET_ALLOW),
-        "enosys", (RET, None, None, RET_ERRNO | 38),
-    ])
-    insns = (_Insn * len(program))(*[_Insn(*i) for i in program])
-    prog = _Prog(len(program), insns)
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+def _compile(machine: str) -> _Prog | None:
+    """The child's filter for this machine, built once in the zygote (each child
+    inherits it and only installs it); None on a machine the table does not know."""
+    if machine not in syscalls.MACHINES:
+        return None
+    program = syscalls.program(machine)
+    return _Prog(len(program), (_Insn * len(program))(*[_Insn(*i) for i in program]))
+
+
+FILTER = _compile(MACHINE)
+
+
+def _allow_only_listed_syscalls() -> None:
+    """Install syscalls.py's allowlist on this process and all it starts (for good:
+    NO_NEW_PRIVS is set). A machine the table does not know (neither x86_64 nor
+    aarch64) keeps the other limits only."""
+    if FILTER is None:
+        return
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(FILTER), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
-
-
-def _assemble(lines: list) -> list[tuple[int, int, int, int]]:
-    """BPF instructions from (code, jump-if-true, jump-if-false, k) with jumps named
-    by the labels (strings) placed before their targets; None falls through."""
-    where, at = {}, 0
-    for line in lines:
-        if isinstance(line, str):
-            where[line] = at
-        else:
-            at += 1
-    program = []
-    for line in lines:
-        if isinstance(line, str):
-            continue
-        code, jt, jf, k = line
-        here = len(program) + 1
-        program.append((code, where[jt] - here if jt else 0, where[jf] - here if jf else 0, k))
-    return program
