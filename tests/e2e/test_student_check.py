@@ -5,21 +5,19 @@ results, and every student with full marks in the graded run passes every practi
 test. One bundle build and one graded run per lesson.
 
 The bundle's check runs as a student runs it (its own `grader check` process); the
-project's two are that command's steps run here, on one warm slot per lesson
-(`check_here`): a process per file paid a torch import and a sandbox boot each, most
-of this file's time, and the bundle's command checks the same steps."""
+project's two are that command's steps (`grader.checking`) run here, on one warm
+slot per lesson (`check_here`): a process per file paid a torch import and a sandbox
+boot each, most of this file's time, and the bundle's command checks the same steps."""
 import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from grader import check_report, runner
-from grader.context import LessonContext
+from grader import checking
 from grader.notebook import load as load_submission
 from tests.conftest import open_slot
 
@@ -62,7 +60,7 @@ def lesson_runs(tmp_path_factory, course, student_bundle):
             scores = json.loads((out / "scores.json").read_text())
             made[key] = {"bundle": bundle, "scores": {s["student_id"]: s
                                                       for s in scores["students"]}}
-            made[key]["ctx"] = LessonContext(course, key)
+            made[key]["ctx"] = checking.context(course, key)
             made[key]["slot"] = open_slot(course, key)
         return made[key]
 
@@ -90,17 +88,11 @@ def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
 
 
 def check_here(file: Path, runs: dict) -> tuple[int, dict]:
-    """`grader check --json FILE` as grader/cli.py's `check` does it (the graded run's
-    loading, the practice tests, the one summary), in this process on the lesson's
-    warm slot: its exit status and its JSON."""
-    ctx = runs["ctx"]
-    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
-        path, notes = load_submission(file, file.name, Path(tmp) / ctx.lesson.exercise)
-        record = runner.grade(ctx, runner.Submission("you", path, notes=notes),
-                              runs["slot"], select=runner.PRACTICE)
-    report = json.loads(json.dumps(check_report.summary(record, ctx.course, ctx.key, notes),
-                                   ensure_ascii=False))
-    return check_report.exit_status(report), report
+    """`grader check --json FILE` through the steps grader/cli.py's `check` calls
+    (`grader.checking`), in this process on the lesson's warm slot: its exit status
+    and its JSON."""
+    checked = checking.check_file(runs["ctx"], file, runs["slot"])
+    return checked.status, json.loads(json.dumps(checked.report, ensure_ascii=False))
 
 
 def check(file: Path, key: str, cwd: Path, env: dict | None = None) -> tuple[int, dict]:
