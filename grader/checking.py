@@ -98,13 +98,14 @@ def _recording_path(course: config.Course, lesson_key: str) -> Path:
     return cache / "minimind-grader" / "practice" / f"{name}.bin"
 
 
-def remember(ctx: LessonContext, known: int) -> None:
+def remember(ctx: LessonContext, known: int) -> int:
     """Keep what this check computed from the solution (`known`: what
     `LessonRefs.computed` said before), for the next check; nothing to do in a
-    bundle, or when all came from the recording."""
+    bundle, or when all came from the recording. What is known now."""
     lesson = ctx.lesson
-    if lesson.solution is None or lesson.recorded is None or ctx.refs.computed() == known:
-        return
+    now = ctx.refs.computed()
+    if lesson.solution is None or lesson.recorded is None or now == known:
+        return now
     from grader.reference import lesson_digest, recording
     from grader.store import write_atomic
 
@@ -113,6 +114,7 @@ def remember(ctx: LessonContext, known: int) -> None:
             ctx.course.path(lesson.solution), ctx.tests)))
     except OSError:
         pass  # a read-only home: the next check computes them again, no worse
+    return now
 
 
 @dataclass

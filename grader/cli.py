@@ -301,9 +301,11 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     # piped, a line is not wrapped at 80 columns mid-phrase
     out = Console(highlight=False, file=stdout, soft_wrap=not stdout.isatty())
     shown: list[checking.Checked] = []
+    ctx = checking.context(course, lesson_key)
+    known = [ctx.refs.computed()]  # the practice results a recording had
 
     def show(checked: checking.Checked) -> None:
-        if watch and shown:
+        if watch and shown and not as_json:
             out.print(f"[dim]── {file.name} saved: checked again ──[/]")
         shown.append(checked)
         if as_json:
@@ -313,9 +315,9 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
             check_report.print_check(checked.record, checked.report, course, lesson_key,
                                      out)
         stdout.flush()
+        if watch:  # what this check had to compute, kept now: a watch ends by Ctrl-C
+            known[0] = checking.remember(ctx, known[0])
 
-    ctx = checking.context(course, lesson_key)
-    known = ctx.refs.computed()  # the practice results a recording had
     slot = sandbox.sole_slot()
     status = check_report.GRADER_FAILED
     try:
@@ -340,7 +342,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
         status = 130
     finally:
         slot.close()
-    checking.remember(ctx, known)
+    checking.remember(ctx, known[0])
     checking.finish(status)
 
 

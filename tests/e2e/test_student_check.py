@@ -138,6 +138,14 @@ def test_a_missing_file_is_named_and_exits_2(tmp_path):
     assert "practice tests" not in done.stdout + done.stderr
 
 
+def test_a_missing_file_is_named_before_any_lesson_is_guessed():
+    """Without --lesson, a file that is not there is named, not asked about."""
+    done = subprocess.run([*GRADER, "check", "nope.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert "no such file: nope.py" in done.stderr and "which lesson" not in done.stderr
+
+
 def test_a_syntax_error_is_shown_once_with_its_caret_and_a_hint():
     done = subprocess.run([*GRADER, "check", "--lesson", "13",
                            "examples/13/carol/13_moe.py"], cwd=ROOT, capture_output=True,
