@@ -18,7 +18,7 @@ PASSED, FAILED, WRONG_INPUT, GRADER_FAILED = 0, 1, 2, 3
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 # What the check itself says, per language (`grader check --language`)
 WORDS = {
-    "en": {"note": "note", "hint": "hint", "likely": "likely mistake",
+    "en": {"note": "note:", "hint": "hint:", "likely": "likely mistake:",
            "practice": "practice tests", "printed": "your code printed:",
            "total": "practice tests: {passed}/{total} passed. The graded run has more "
                     "tests, hidden.",
@@ -27,7 +27,7 @@ WORDS = {
            "syntax": "Python could not read your file, so no test ran. The caret marks "
                      "where it stopped; the mistake is often just before it (a missing "
                      "comma, bracket, colon or quote, here or on the line above)."},
-    "zh": {"note": "说明", "hint": "提示", "likely": "最可能的错误",
+    "zh": {"note": "说明：", "hint": "提示：", "likely": "最可能的错误：",
            "practice": "练习测试通过", "printed": "你的代码打印了：",
            "total": "练习测试：{passed}/{total} 通过。正式评分还有更多隐藏的测试。",
            "diff": "{name}：最大绝对误差 {diff:.3g}，位置 {where}，你的值 {got}，期望值 {ref}"
@@ -87,13 +87,13 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
     out = out or Console(highlight=False)
     words = WORDS[report.get("language") or course.language]
     for note in (n for n in report["notes"] if n not in report["problem"]):  # said below
-        out.print(f"{words['note']}: {note}", markup=False)
+        out.print(f"{words['note']} {note}", markup=False)
     if report["problem"]:
         out.print(f"[bold red]{escape(report['problem'])}[/]")
         if report["traceback"]:
             out.print(report["traceback"].rstrip("\n"), markup=False)
         if report["syntax_error"]:
-            out.print(f"[yellow]{words['hint']}:[/] ", end="")
+            out.print(f"[yellow]{words['hint']}[/] ", end="")
             out.print(words["syntax"], markup=False)
     stub = lesson_stub(course, lesson_key)
     for name, part in report["parts"].items():
@@ -120,9 +120,9 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
                 "missing_in_stub"].format(**where), markup=False)
         if part["likely_mistake"]:
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
-            out.print(f"    [yellow]{words['likely']}:[/] ", end="")
+            out.print(f"    [yellow]{words['likely']}[/] ", end="")
             out.print(part["likely_mistake"]["title"], markup=False)
-            out.print(f"    [yellow]{words['hint']}:[/] ", end="")
+            out.print(f"    [yellow]{words['hint']}[/] ", end="")
             out.print(part["likely_mistake"]["hint"], markup=False)
     if report["output"]:
         out.print(f"[dim]{words['printed']}[/]")
