@@ -341,7 +341,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     except KeyboardInterrupt:
         status = 130
     finally:
-        slot.close()
+        checking.close(slot)
     checking.remember(ctx, known[0])
     checking.finish(status)
 
