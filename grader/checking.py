@@ -99,6 +99,14 @@ def _recording_path(course: config.Course, lesson_key: str) -> Path:
     return cache / "minimind-grader" / "practice" / f"{name}.bin"
 
 
+def prepare(ctx: LessonContext) -> int:
+    """Load what a check needs (the practice results, pytest and the runner) while the
+    sandbox boots; how many results the recording had (for `remember`)."""
+    from grader import notebook, runner  # noqa: F401 - imported now, not after the boot
+
+    return ctx.refs.computed()
+
+
 def remember(ctx: LessonContext, known: int) -> int:
     """Keep what this check computed from the solution (`known`: what
     `LessonRefs.computed` said before), for the next check; nothing to do in a

@@ -302,7 +302,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     out = Console(highlight=False, file=stdout, soft_wrap=not stdout.isatty())
     shown: list[checking.Checked] = []
     ctx = checking.context(course, lesson_key)
-    known = [ctx.refs.computed()]  # the practice results a recording had
+    known = [checking.prepare(ctx)]  # while the sandbox boots
 
     def show(checked: checking.Checked) -> None:
         if watch and shown and not as_json:
