@@ -59,6 +59,9 @@ def lesson_for(course_path: Path, lesson_key: str | None,
         raise WrongInput(f"no such file: {file}")
     if file is not None and not file.is_file():
         raise WrongInput(f"not a file: {file}")
+    if not course_path.exists():
+        raise WrongInput(f"no course file {course_path} here: run this in the course's (or "
+                         "the student bundle's) folder, or give --course PATH")
     try:
         course = config.load(course_path)
         if lesson_key is None:

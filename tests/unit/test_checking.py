@@ -43,3 +43,8 @@ def test_watch_inside_a_sandbox_receives_each_version_until_the_pipe_closes(tmp_
     dest = tmp_path / "13_moe.py"
     got = [path.read_bytes() for path in checking.received(pipe, dest)]
     assert got == versions
+
+
+def test_no_course_file_says_where_to_run_it(tmp_path):
+    with pytest.raises(checking.WrongInput, match="give --course PATH"):
+        checking.lesson_for(tmp_path / "course.yml", None, None)
