@@ -107,7 +107,15 @@ def prepare(ctx: LessonContext) -> int:
     sandbox boots; how many results the recording had (for `remember`)."""
     from grader import notebook, runner  # noqa: F401 - imported now, not after the boot
 
-    return ctx.refs.computed()
+    try:
+        return ctx.refs.computed()
+    except Exception:  # noqa: BLE001 - a damaged recording in the cache, whatever it raised
+        recorded = ctx.lesson.recorded
+        if ctx.lesson.solution is None or recorded is None:
+            raise  # a bundle's own recording: nothing to compute it from
+        ctx.course.path(recorded).unlink(missing_ok=True)
+        ctx.reset()
+        return ctx.refs.computed()
 
 
 def remember(ctx: LessonContext, known: int) -> int:

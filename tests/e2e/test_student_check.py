@@ -146,6 +146,22 @@ def test_a_missing_file_is_named_before_any_lesson_is_guessed():
     assert "no such file: nope.py" in done.stderr and "which lesson" not in done.stderr
 
 
+def test_the_projects_check_keeps_its_practice_results_and_survives_a_damaged_copy(tmp_path):
+    """In the project, a check keeps the practice results it computed from the solution
+    in the user's cache (the next one need not load the solution); a damaged copy
+    there is computed afresh, not an error."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    for damage in (False, True):
+        if damage:
+            (kept,) = (tmp_path / "minimind-grader" / "practice").glob("*-13-*.bin")
+            kept.write_bytes(kept.read_bytes()[:1000])
+        done = subprocess.run([*GRADER, "check", "solutions/13_moe.py"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    (kept,) = (tmp_path / "minimind-grader" / "practice").glob("*-13-*.bin")
+    assert kept.stat().st_size > 1000
+
+
 def test_a_syntax_error_is_shown_once_with_its_caret_and_a_hint():
     done = subprocess.run([*GRADER, "check", "--lesson", "13",
                            "examples/13/carol/13_moe.py"], cwd=ROOT, capture_output=True,
