@@ -42,7 +42,9 @@ Fill in `{exercise}` (or hand in a notebook, `{stem}.ipynb`); `grader check` run
 the practice tests on it and prints each part's result, the numbers where yours
 differ, and the likely mistake. The graded run has more tests, which are hidden.
 Exit status: 0 all practice tests pass, 1 some fail, 2 the file or the command is
-wrong. `grader check --json` prints the same as JSON.
+wrong. `grader check --json` prints the same as JSON, `--language zh` in Chinese;
+`grader check --watch {exercise}` checks again each time you save the file (Ctrl-C
+ends it). The installed `grader` works from any folder.
 """
 # What a bundle's pyproject.toml keeps of the project's dependencies: the check's own.
 # torch is any 2.x the student has (install.py installs the CPU build where none is),

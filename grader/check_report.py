@@ -16,22 +16,41 @@ from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
 # Exit status of `grader check`, documented in docs/students.md
 PASSED, FAILED, WRONG_INPUT, GRADER_FAILED = 0, 1, 2, 3
 SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
-SYNTAX_HINT = ("Python could not read your file, so no test ran. The caret marks where "
-               "it stopped; the mistake is often just before it (a missing comma, "
-               "bracket, colon or quote, here or on the line above).")
+# What the check itself says, per language (`grader check --language`)
+WORDS = {
+    "en": {"note": "note:", "hint": "hint:", "likely": "likely mistake:",
+           "practice": "practice tests", "printed": "your code printed:",
+           "total": "practice tests: {passed}/{total} passed. The graded run has more "
+                    "tests, hidden.",
+           "diff": "{name}: max abs diff {diff:.3g} at {where}, got {got}, expected {ref} "
+                   "(tolerance {atol} + {rtol}·|ref|)",
+           "syntax": "Python could not read your file, so no test ran. The caret marks "
+                     "where it stopped; the mistake is often just before it (a missing "
+                     "comma, bracket, colon or quote, here or on the line above)."},
+    "zh": {"note": "说明：", "hint": "提示：", "likely": "最可能的错误：",
+           "practice": "练习测试通过", "printed": "你的代码打印了：",
+           "total": "练习测试：{passed}/{total} 通过。正式评分还有更多隐藏的测试。",
+           "diff": "{name}：最大绝对误差 {diff:.3g}，位置 {where}，你的值 {got}，期望值 {ref}"
+                   "（容差 {atol} + {rtol}·|ref|）",
+           "syntax": "Python 无法读取你的文件，所以没有运行任何测试。^ 标出了它停下的位置；"
+                     "错误往往就在它前面（这一行或上一行少了逗号、括号、冒号或引号）。"},
+}
 
 
-def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[str]) -> dict:
-    """The record as the student's report: every field plain JSON."""
+def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[str],
+            language: str | None = None) -> dict:
+    """The record as the student's report, in `language` (default: course.yml's):
+    every field plain JSON."""
     lesson = course.lesson(lesson_key)
-    lang = course.language
+    lang = language or course.language
     tests = record.tests
     parts = {}
     for name, part in record.parts.items():
         mine = [t for t in tests if t.part == name]  # practice: not in the counters
         diagnosis = part.diagnosis
         parts[name] = {
-            "title": lesson.parts[name].title,
+            "title": (lesson.parts[name].title_zh if lang == "zh" else "")
+            or lesson.parts[name].title,
             "passed": sum(t.passed for t in mine), "total": len(mine),
             "likely_mistake": {"id": diagnosis.id, "title": diagnosis.title[lang],
                                "hint": diagnosis.hint[lang]}
@@ -40,7 +59,7 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
                        "traceback": (t.error or {}).get("traceback") or "",
                        "checks": [c for c in t.checks if not c.get("passed")]}
                       for t in mine]}
-    return {"lesson": lesson_key, "status": record.status, "problem": record.problem,
+    return {"lesson": lesson_key, "language": lang, "status": record.status, "problem": record.problem,
             "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
             "notes": notes, "passed": sum(t.passed for t in tests), "total": len(tests),
             "parts": parts, "output": record.output}
@@ -66,20 +85,21 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
     from grader.feedback import STRINGS, lesson_stub, missing_from_stub
 
     out = out or Console(highlight=False)
+    words = WORDS[report.get("language") or course.language]
     for note in (n for n in report["notes"] if n not in report["problem"]):  # said below
-        out.print(f"note: {note}", markup=False)
+        out.print(f"{words['note']} {note}", markup=False)
     if report["problem"]:
         out.print(f"[bold red]{escape(report['problem'])}[/]")
         if report["traceback"]:
             out.print(report["traceback"].rstrip("\n"), markup=False)
         if report["syntax_error"]:
-            out.print("[yellow]hint:[/] ", end="")
-            out.print(SYNTAX_HINT, markup=False)
+            out.print(f"[yellow]{words['hint']}[/] ", end="")
+            out.print(words["syntax"], markup=False)
     stub = lesson_stub(course, lesson_key)
     for name, part in report["parts"].items():
         mark = "[green]✓[/]" if part["passed"] == part["total"] else "[red]✗[/]"
-        out.print(f"{mark} {escape(name):9} {part['passed']}/{part['total']} practice tests  "
-                  f"[dim]{escape(part['title'])}[/]")
+        out.print(f"{mark} {escape(name):9} {part['passed']}/{part['total']} "
+                  f"{words['practice']}  [dim]{escape(part['title'])}[/]")
         if report["problem"]:
             continue  # said once, above
         for t in (t for t in part["tests"] if t["outcome"] != "passed"):
@@ -88,24 +108,23 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
             if t["traceback"]:
                 out.print("      " + t["traceback"].strip().replace("\n", "\n      "),
                           markup=False)
-            for c in t["checks"]:
+            for c in t["checks"]:  # a practice case's: its reference ships with the bundle
                 if c.get("max_abs_diff") is not None:
-                    out.print(f"      {c['name']}: max abs diff {c['max_abs_diff']:.3g} at "
-                              f"{c.get('where')}, got {c.get('got_value')}, expected "
-                              f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
-                              f"{c.get('rtol')}·|ref|)", markup=False)
+                    out.print("      " + words["diff"].format(
+                        name=c["name"], diff=c["max_abs_diff"], where=c.get("where"),
+                        got=c.get("got_value"), ref=c.get("ref_value"), atol=c.get("atol"),
+                        rtol=c.get("rtol")), markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
-            out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),
-                      markup=False)
+            out.print("    " + STRINGS[report.get("language") or course.language][
+                "missing_in_stub"].format(**where), markup=False)
         if part["likely_mistake"]:
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
-            out.print("    [yellow]likely mistake:[/] ", end="")
+            out.print(f"    [yellow]{words['likely']}[/] ", end="")
             out.print(part["likely_mistake"]["title"], markup=False)
-            out.print("    [yellow]hint:[/] ", end="")
+            out.print(f"    [yellow]{words['hint']}[/] ", end="")
             out.print(part["likely_mistake"]["hint"], markup=False)
     if report["output"]:
-        out.print("[dim]your code printed:[/]")
+        out.print(f"[dim]{words['printed']}[/]")
         out.print(report["output"][:2000], markup=False)
-    out.print(f"practice tests: {report['passed']}/{report['total']} passed. "
-              "The graded run has more tests, hidden.")
+    out.print(words["total"].format(passed=report["passed"], total=report["total"]))

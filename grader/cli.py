@@ -4,7 +4,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from grader import config, interrupts
 from grader.console import (RunConsole, console, left_out, print_findings, print_upload,
@@ -232,53 +232,42 @@ class WrongInput(click.ClickException):
     exit_code = 2
 
 
-def _check_lesson(course_path: str, lesson_key: str | None,
-                  file: Path | None) -> tuple[config.Course, str]:
-    """The course and the lesson a check is for: named, or the one whose exercise file
-    has this file's name, or the course's only one."""
-    try:
-        course = config.load(course_path)
-        if lesson_key is None:
-            keys = [k for k, les in course.lessons.items()
-                    if file is None or Path(les.exercise).stem == file.stem
-                    or len(course.lessons) == 1]
-            if len(keys) != 1:
-                raise WrongInput("which lesson? give --lesson (one of "
-                                 f"{', '.join(sorted(course.lessons))})")
-            lesson_key = keys[0]
-        course.lesson(lesson_key)
-    except config.ConfigError as exc:
-        raise WrongInput(str(exc)) from None
-    return course, lesson_key
-
-
 @click.command()
-@COURSE
+@click.option("--course", "course_path", type=click.Path(dir_okay=False),
+              help="the course file (default: course.yml here, else the one of the "
+                   "student bundle this command was installed from)")
 @click.option("--lesson", "lesson_key", help="the lesson (default: the one whose exercise "
                                              "file has this name)")
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True,
               help="print the results as JSON (per part: practice tests, messages, "
                    "the likely mistake)")
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="the check's language (default: course.yml's `language`)")
+@click.option("--watch", is_flag=True,
+              help="keep checking: again each time the file is saved (Ctrl-C ends)")
 @click.option("--in-bwrap", is_flag=True, hidden=True,
               help="already inside the bundle's bubblewrap sandbox (bwrap.check_command)")
-def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
+def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> None:
     """Students: run the practice tests on your file (.py or .ipynb) and see each
     part's result.
 
     Exit status: 0 every practice test passed, 1 some failed, 2 the file or the
-    command is wrong, 3 the grader itself failed (tell the course staff)."""
-    from grader import check_report
+    command is wrong, 3 the grader itself failed (tell the course staff); with
+    --watch, 130 when Ctrl-C ends it."""
+    from grader import check_report, checking
     from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
-    course, lesson_key = _check_lesson(course_path, lesson_key, file)
+    try:
+        course, lesson_key = checking.lesson_for(checking.course_file(course_path),
+                                                 lesson_key, file)
+    except checking.WrongInput as exc:
+        raise WrongInput(str(exc)) from None
     lesson = course.lesson(lesson_key)
     file = file or course.path(lesson.stub)
-    if not file.exists():
-        raise WrongInput(f"no such file: {file}")
     if not file.is_file():
-        raise WrongInput(f"not a file: {file}")
+        raise WrongInput(f"no such file: {file}")
     # A student bundle hides nothing from the student's code (no solution, no graded
     # test): where bwrap works, the whole check runs inside it, one torch import for
     # the grader and the code. A course with its solution keeps the two apart. (Inside
@@ -288,10 +277,13 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         file = file.resolve()
         argv = ["check", "--course", str(course.root.resolve() / "course.yml"),
                 "--lesson", lesson_key, *(["--json"] if as_json else []),
-                "--in-bwrap", str(file)]
+                *(["--language", language] if language else []),
+                *(["--watch"] if watch else []), "--in-bwrap", str(file)]
+        command = bwrap.check_command(course.root.resolve(), file, argv)
         sys.stdout.flush()
-        os.execv(shutil.which("bwrap") or "bwrap",
-                 bwrap.check_command(course.root.resolve(), file, argv))
+        if not watch:
+            os.execv(command[0], command)
+        checking.finish(_watch_in_bwrap(command, file))
     sandboxed = in_bwrap or slots.available(True, support)
     if not sandboxed:
         console.print(f"note: your code runs without the sandbox "
@@ -301,32 +293,86 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
     with interrupts.held():  # torch is imported here: a Ctrl-C in it must not be lost
         sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
                                 tuple(lesson.preload), fork=True, support=support)
-        from grader import notebook, runner
-    from grader.context import LessonContext
+        import torch  # noqa: F401 - held: see above
     from grader.plugin import GraderFault
     from grader.sandbox.limits import SandboxError
 
+    stdout = sys.stdout  # the tests' runs send sys.stdout elsewhere while they run
+    # piped, a line is not wrapped at 80 columns mid-phrase
+    out = Console(highlight=False, file=stdout, soft_wrap=not stdout.isatty())
+    shown: list[checking.Checked] = []
+    ctx = checking.context(course, lesson_key)
+    known = [checking.prepare(ctx)]  # while the sandbox boots
+
+    def show(checked: checking.Checked) -> None:
+        if watch and shown and not as_json:
+            out.print(f"[dim]── {file.name} saved: checked again ──[/]")
+        shown.append(checked)
+        if as_json:
+            click.echo(json.dumps(checked.report, ensure_ascii=False,
+                                  indent=None if watch else 1), file=stdout)
+        else:
+            check_report.print_check(checked.record, checked.report, course, lesson_key,
+                                     out)
+        stdout.flush()
+        if watch:  # what this check had to compute, kept now: a watch ends by Ctrl-C
+            known[0] = checking.remember(ctx, known[0])
+
     slot = sandbox.sole_slot()
-    ctx = LessonContext(course, lesson_key)
+    status = check_report.GRADER_FAILED
     try:
-        with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
-            # the graded run's own loading: a notebook's code cells, the same notes
-            path, notes = notebook.load(file, file.name, Path(tmp) / lesson.exercise)
-            record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
-                                  select=runner.PRACTICE)
+        _torch_note(ctx.refs.torch)
+        if not watch:
+            checked = checking.check_file(ctx, file, slot, language)
+            show(checked)
+            status = checked.status
+        else:
+            if not as_json:
+                out.print(f"[dim]watching {escape(str(file))}: checked again each time "
+                          "it is saved (Ctrl-C ends)[/]")
+            with tempfile.TemporaryDirectory(prefix="grader-watch-") as tmp:
+                versions = (checking.received(sys.stdin.buffer, Path(tmp) / file.name)
+                            if in_bwrap else checking.saves(file))
+                checking.watch(ctx, versions, file.name, slot, show, language)
+            status = 0  # the file's versions ended: the process outside bwrap stopped
     except (GraderFault, SandboxError) as exc:  # ours, never the student's
         console.print(f"Error: the grader failed (not your code; tell the course staff): "
                       f"{exc}", markup=False)
-        sys.exit(check_report.GRADER_FAILED)
+    except KeyboardInterrupt:
+        status = 130
     finally:
-        slot.close()
-    report = check_report.summary(record, course, lesson_key, notes)
-    _torch_note(ctx.refs.torch)
-    if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False, indent=1))
-    else:
-        check_report.print_check(record, report, course, lesson_key)
-    sys.exit(check_report.exit_status(report))
+        checking.close(slot)
+    checking.remember(ctx, known[0])
+    checking.finish(status)
+
+
+def _watch_in_bwrap(command: list[str], file: Path) -> int:
+    """`check --watch` inside a bundle's sandbox: this process, outside, watches the
+    file and sends each saved version in; Ctrl-C here ends both cleanly (the sandbox
+    is in a session of its own, which the terminal's Ctrl-C does not reach)."""
+    import subprocess
+
+    from grader import checking
+
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, start_new_session=True)
+    stopped = False
+    try:
+        checking.send(file, proc.stdin)
+    except KeyboardInterrupt:
+        stopped = True
+    except BrokenPipeError:  # the check inside ended (it failed): its status says why
+        pass
+    finally:
+        try:
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass
+    try:
+        code = proc.wait(timeout=60)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        proc.kill()
+        code = proc.wait()
+    return 130 if stopped else code
 
 
 main.add_command(check)

@@ -189,6 +189,18 @@ class LessonRefs:
     # solution carrying known mistakes (`plugin._Explained`), for `record_combined`
     asked: dict[str, dict[str, tuple[str, dict]]] = field(default_factory=dict)
     _combined: dict[tuple[str, ...], Caller] = field(default_factory=dict)
+    # combination -> results a recording holds, where the solution is here too: its
+    # module is then loaded only for a request the recording cannot answer
+    recorded_combined: dict[tuple[str, ...], dict] = field(default_factory=dict)
+
+    def computed(self) -> int:
+        """How many results the callers hold, and whether signatures are known: it
+        grows when a run computes what its recording lacked."""
+        return (len(self.reference.cache) + sum(len(v.caller.cache) for v in self.variants)
+                + sum(len(results) for results in {
+                    **self.recorded_combined,
+                    **{ids: c.cache for ids, c in self._combined.items()}}.values())
+                + (self.signatures is not None))
 
     def combined(self, ids: tuple[str, ...]) -> Caller:
         """The solution with several known mistakes at once (in different parts):
@@ -204,8 +216,9 @@ class LessonRefs:
             source = self.source
             for mistake_id in ids:
                 source = by_id[mistake_id].apply(source)
-            module = load_module(f"_mistakes_{self.key}_{'_'.join(ids)}", source, "solution")
-            self._combined[ids] = Caller(module, self.probes)
+            name = f"_mistakes_{self.key}_{'_'.join(ids)}"
+            self._combined[ids] = Caller(None, self.probes, self.recorded_combined.get(ids),
+                                         cache(lambda: load_module(name, source, "solution")))
         return self._combined[ids]
 
 
@@ -239,7 +252,9 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
             reference, variants, probes, source=source, key=key,
             signatures=None if signatures is None else {
                 k: set(v) for k, v in signatures.items()},
-            recorded=bool(data["reference"]))
+            recorded=bool(data["reference"]),
+            recorded_combined={tuple(ids.split("+")): results
+                               for ids, results in data.get("combined", {}).items()})
     if data is not None:
         return _from_recording(data, probes)
     raise FileNotFoundError(f"lesson {key}: neither the solution nor a recording")
@@ -288,7 +303,9 @@ def recording(refs: LessonRefs, digest: str = "") -> bytes:
     return protocol.dumps({
         "reference": refs.reference.cache,
         "variants": {v.mistake.id: v.caller.cache for v in refs.variants},
-        "combined": {"+".join(ids): caller.cache for ids, caller in refs._combined.items()},
+        "combined": {"+".join(ids): results for ids, results in {
+            **refs.recorded_combined,
+            **{ids: caller.cache for ids, caller in refs._combined.items()}}.items()},
         "torch": torch.__version__,
         "mistakes": [{"id": v.mistake.id, "part": v.mistake.part,
                       "title": v.mistake.title, "hint": v.mistake.hint}

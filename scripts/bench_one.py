@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/bench_one.py            # 3 rounds, on 2 cores and on 1
     .venv/bin/python scripts/bench_one.py --rounds 5 --cores 1
+    .venv/bin/python scripts/bench_one.py --old ../main --no-gradescope  # old beside new
 
 What a student waits for is `grader check` and a Gradescope run. Their yardstick is
 what the student's own file costs before it computes anything:
@@ -16,9 +17,18 @@ same cores and one after the other (so a busy moment hits them alike):
   machine has it (the whole check runs inside it, its zygote a fork of the grader);
 * check, no bwrap: the same where bubblewrap is not installed (most students' laptops):
   the sandbox's zygote is a fork of the grader's process, one import for both;
+* watch re-check: with `grader check --watch`, from a save to its report (each
+  round saves twice: a known mistake, then the fix); target: under 0.5 s;
 * gradescope: the autograder zip's `grader run` on one submission, in container mode
   (as root: CAP_SYS_ADMIN dropped with capsh, as Gradescope's Docker profile does),
   in its own memory cgroup, whose peak is the whole process tree's memory.
+
+With `--old DIR` (another checkout of the grader, e.g. the main branch), each round
+also runs the three checks with that checkout's code, beside this one's: its bundle is
+this one's with its own grader package and templates (the recorded practice results
+are the same data). Every command runs once, untimed, before the rounds: what a
+student's second check costs (the project's check keeps the practice results it
+computed in the user's cache, `grader.checking`).
 
 It prints each one's median wall time and its ratio to the imports' median of the same
 rounds (target: 1.25 or less), and the peak memory (target: under 600 MB). Exit 0:
@@ -29,6 +39,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -102,10 +113,52 @@ def gradescope_run(source: Path, subs: Path, out: Path, cores: int) -> tuple[flo
     return seconds, peak
 
 
+def watch_rechecks(cmd: list[str], file: Path, cores: int, rounds: int, cwd: Path,
+                   env: dict | None = None) -> list[float]:
+    """`grader check --watch --json FILE`: seconds from each save (a known mistake and
+    the fix, in turn, renamed over the file as editors do) to its report."""
+    cpus = sorted(os.sched_getaffinity(0))[:cores]
+    solution = (REPO / "solutions" / "13_moe.py").read_text()
+    versions = [solution.replace("dim=-1)", "dim=0)", 1), solution]
+    file.write_text(solution)
+    proc = subprocess.Popen([*cmd[:-1], "--watch", "--json", str(file)], cwd=cwd, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+    seconds = []
+    try:
+        proc.stdout.readline()  # the first check
+        for i in range(2 * rounds):
+            tmp = file.with_name(".swp")
+            tmp.write_text(versions[i % 2])
+            started = time.monotonic()
+            os.replace(tmp, file)
+            if not proc.stdout.readline():
+                sys.exit(f"{cmd[:4]} --watch ended")
+            seconds.append(time.monotonic() - started)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait()
+    return seconds
+
+
+def old_bundle(bundle: Path, old: Path, dest: Path) -> Path:
+    """This checkout's bundle with the old checkout's grader package and templates."""
+    shutil.copytree(bundle, dest)
+    for folder in ("grader", "templates"):
+        shutil.rmtree(dest / folder)
+        shutil.copytree(old / folder, dest / folder,
+                        ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--cores", type=int, nargs="*", default=[2, 1])
+    ap.add_argument("--old", type=Path, metavar="DIR",
+                    help="another checkout whose checks run beside this one's")
+    ap.add_argument("--no-gradescope", action="store_true",
+                    help="leave out the Gradescope run (it builds the autograder zip)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-one-"))
     tmp.chmod(0o755)  # container mode's submission user crosses it to its scratch
@@ -116,7 +169,19 @@ def main() -> None:
         shutil.copy(REPO / "solutions" / "13_moe.py", bundle / "13_moe.py")
         check = [PY, "-m", "grader.cli", "check", "--lesson", "13", "13_moe.py"]
         plain_env = {**os.environ, "PATH": no_bwrap_path(tmp)}
-        gs = gradescope_setup(tmp)
+        trees = [("", REPO, bundle)]
+        if args.old:
+            old = args.old.resolve()
+            trees.append(("old ", old, old_bundle(bundle, old, tmp / "old-bundle")))
+        commands = [(f"{tag}check, {name}", cmd, cwd, env) for tag, repo, bun in trees
+                    for name, cmd, cwd, env in (
+                        ("project", [*check[:-1], "solutions/13_moe.py"], repo, None),
+                        ("sandboxed", check, bun, None),
+                        ("no bwrap", check, bun, plain_env))]
+        commands.sort(key=lambda c: c[0].removeprefix("old "))  # old beside new
+        for _, cmd, cwd, env in commands:  # warm: the disk cache, the practice results
+            timed(cmd, max(args.cores), cwd=cwd, env=env)
+        gs = None if args.no_gradescope else gradescope_setup(tmp)
         print(f"python {sys.version.split()[0]}, {args.rounds} rounds, medians "
               f"(ratio to the imports of the same rounds)")
         for cores in args.cores:
@@ -124,16 +189,20 @@ def main() -> None:
             peaks: list[int] = []
             for _ in range(args.rounds):
                 times.setdefault("imports", []).append(timed(IMPORTS, cores))
-                times.setdefault("check, project", []).append(
-                    timed([*check[:-1], "solutions/13_moe.py"], cores, cwd=REPO))
-                times.setdefault("check, sandboxed", []).append(
-                    timed(check, cores, cwd=bundle))
-                times.setdefault("check, no bwrap", []).append(
-                    timed(check, cores, cwd=bundle, env=plain_env))
+                for name, cmd, cwd, env in commands:
+                    times.setdefault(name, []).append(timed(cmd, cores, cwd=cwd, env=env))
                 if gs:
                     seconds, peak = gradescope_run(*gs, tmp / "out", cores)
                     times.setdefault("gradescope (container mode)", []).append(seconds)
                     peaks.append(peak)
+            for tag, repo, bun in trees:
+                if (repo / "grader" / "checking.py").exists():  # the old one has no --watch
+                    work = tmp / f"watch-{cores}"
+                    work.mkdir(exist_ok=True)
+                    times[f"{tag}watch re-check, project"] = watch_rechecks(
+                        check, work / "13_moe.py", cores, args.rounds, repo)
+                    times[f"{tag}watch re-check, sandboxed"] = watch_rechecks(
+                        check, bun / "13_moe.py", cores, args.rounds, bun)
             base = statistics.median(times["imports"])
             print(f"\n{cores} core(s):")
             for name, values in times.items():
@@ -143,7 +212,8 @@ def main() -> None:
             if peaks and any(peaks):
                 print(f"  gradescope peak memory, whole tree: {max(peaks) / 2**20:.0f} MiB")
         if not gs:
-            print("\n(gradescope run skipped: it needs root and capsh)")
+            print("\n(gradescope run skipped: " + ("--no-gradescope)" if args.no_gradescope
+                                                   else "it needs root and capsh)"))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

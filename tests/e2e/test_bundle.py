@@ -1,4 +1,5 @@
 """The student bundle: `grader check` works at home, diagnoses, and holds no solution."""
+import json
 import os
 import subprocess
 import sys
@@ -16,12 +17,15 @@ def bundle(student_bundle) -> Path:
     return student_bundle("13")
 
 
-def check(bundle: Path, source: str, tmp_path: Path) -> subprocess.CompletedProcess:
+def check(bundle: Path, source: str, tmp_path: Path, *options: str) -> subprocess.CompletedProcess:
+    """The bundle's `grader check` run as a student who installed it runs it: from
+    their own work folder, which holds no course.yml (the bundle's is found beside
+    its grader)."""
     work = tmp_path / "13_moe.py"
     work.write_text(source)
     env = {**os.environ, "PYTHONPATH": str(bundle)}
-    return subprocess.run([sys.executable, "-m", "grader.cli", "check", str(work)], cwd=bundle,
-                          env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run([sys.executable, "-m", "grader.cli", "check", *options, str(work)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
 
 
 def test_bundle_holds_no_solution(bundle):
@@ -50,6 +54,20 @@ def test_check_at_home_names_the_mistake(bundle, tmp_path):
     # bundle recorded what `explained` asks there
     assert [line.split()[:3] for line in proc.stdout.splitlines() if " moe " in line] == [
         ["✓", "moe", "1/1"]], proc.stdout
+
+
+def test_check_at_home_speaks_chinese(bundle, tmp_path):
+    wrong = SOLUTION.replace("F.softmax(gate(x_flat), dim=-1)", "F.softmax(gate(x_flat), dim=0)")
+    proc = check(bundle, wrong, tmp_path, "--language", "zh")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "softmax 沿 token 维而不是 expert 维计算" in proc.stdout  # the mistake's title_zh
+    assert "路由：softmax 与 top-k" in proc.stdout  # the part's title_zh
+    assert "练习测试：4/5 通过" in proc.stdout and "practice tests" not in proc.stdout
+    proc = check(bundle, wrong, tmp_path, "--language", "zh", "--json")
+    report = json.loads(proc.stdout)
+    assert report["language"] == "zh"
+    assert report["parts"]["router"]["likely_mistake"]["title"] == (
+        "softmax 沿 token 维而不是 expert 维计算")
 
 
 PEEK = """

@@ -91,7 +91,8 @@ def test_bundle_installs_keeping_the_torch_there(version, bundle, tmp_path):
     # outside the venv, would not be there (tests/e2e/test_bundle.py checks in bwrap)
     no_bwrap = tmp_path / "bin"
     no_bwrap.mkdir()
-    checked = subprocess.run([bin_dir / "grader", "check", "--json", str(work)], cwd=bundle,
+    # from the student's work folder, as install.py's last line says (no course.yml there)
+    checked = subprocess.run([bin_dir / "grader", "check", "--json", str(work)], cwd=tmp_path,
                              capture_output=True, text=True, timeout=600,
                              env={**os.environ, "PATH": str(no_bwrap)})
     assert checked.returncode == 0, checked.stdout + checked.stderr

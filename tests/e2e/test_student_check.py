@@ -5,21 +5,19 @@ results, and every student with full marks in the graded run passes every practi
 test. One bundle build and one graded run per lesson.
 
 The bundle's check runs as a student runs it (its own `grader check` process); the
-project's two are that command's steps run here, on one warm slot per lesson
-(`check_here`): a process per file paid a torch import and a sandbox boot each, most
-of this file's time, and the bundle's command checks the same steps."""
+project's two are that command's steps (`grader.checking`) run here, on one warm
+slot per lesson (`check_here`): a process per file paid a torch import and a sandbox
+boot each, most of this file's time, and the bundle's command checks the same steps."""
 import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
 
-from grader import check_report, runner
-from grader.context import LessonContext
+from grader import checking
 from grader.notebook import load as load_submission
 from tests.conftest import open_slot
 
@@ -62,7 +60,7 @@ def lesson_runs(tmp_path_factory, course, student_bundle):
             scores = json.loads((out / "scores.json").read_text())
             made[key] = {"bundle": bundle, "scores": {s["student_id"]: s
                                                       for s in scores["students"]}}
-            made[key]["ctx"] = LessonContext(course, key)
+            made[key]["ctx"] = checking.context(course, key)
             made[key]["slot"] = open_slot(course, key)
         return made[key]
 
@@ -90,17 +88,11 @@ def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
 
 
 def check_here(file: Path, runs: dict) -> tuple[int, dict]:
-    """`grader check --json FILE` as grader/cli.py's `check` does it (the graded run's
-    loading, the practice tests, the one summary), in this process on the lesson's
-    warm slot: its exit status and its JSON."""
-    ctx = runs["ctx"]
-    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
-        path, notes = load_submission(file, file.name, Path(tmp) / ctx.lesson.exercise)
-        record = runner.grade(ctx, runner.Submission("you", path, notes=notes),
-                              runs["slot"], select=runner.PRACTICE)
-    report = json.loads(json.dumps(check_report.summary(record, ctx.course, ctx.key, notes),
-                                   ensure_ascii=False))
-    return check_report.exit_status(report), report
+    """`grader check --json FILE` through the steps grader/cli.py's `check` calls
+    (`grader.checking`), in this process on the lesson's warm slot: its exit status
+    and its JSON."""
+    checked = checking.check_file(runs["ctx"], file, runs["slot"])
+    return checked.status, json.loads(json.dumps(checked.report, ensure_ascii=False))
 
 
 def check(file: Path, key: str, cwd: Path, env: dict | None = None) -> tuple[int, dict]:
@@ -144,6 +136,30 @@ def test_a_missing_file_is_named_and_exits_2(tmp_path):
     assert done.returncode == 2
     assert f"no such file: {tmp_path / 'missing.py'}" in done.stderr
     assert "practice tests" not in done.stdout + done.stderr
+
+
+def test_a_missing_file_is_named_before_any_lesson_is_guessed():
+    """Without --lesson, a file that is not there is named, not asked about."""
+    done = subprocess.run([*GRADER, "check", "nope.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2
+    assert "no such file: nope.py" in done.stderr and "which lesson" not in done.stderr
+
+
+def test_the_projects_check_keeps_its_practice_results_and_survives_a_damaged_copy(tmp_path):
+    """In the project, a check keeps the practice results it computed from the solution
+    in the user's cache (the next one need not load the solution); a damaged copy
+    there is computed afresh, not an error."""
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
+    for damage in (False, True):
+        if damage:
+            (kept,) = (tmp_path / "minimind-grader" / "practice").glob("*-13-*.bin")
+            kept.write_bytes(kept.read_bytes()[:1000])
+        done = subprocess.run([*GRADER, "check", "solutions/13_moe.py"], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stdout + done.stderr
+    (kept,) = (tmp_path / "minimind-grader" / "practice").glob("*-13-*.bin")
+    assert kept.stat().st_size > 1000
 
 
 def test_a_syntax_error_is_shown_once_with_its_caret_and_a_hint():

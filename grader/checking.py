@@ -1,0 +1,265 @@
+"""`grader check`'s steps, in one place: which course and lesson a file is for, the
+practice results the trusted side compares with, one check of one file on a warm slot,
+and `--watch`'s re-checks on that same slot. The CLI's `check` and the tests call
+these functions, so what the tests assert is what a student runs.
+
+Where the course has its solution (the project), the practice results are kept in a
+recording in the user's cache, named by the lesson's version and torch's: after the
+first check of a kind, the trusted side answers from it and never loads the solution
+(whose `import transformers` was a second one beside the sandbox's). A student bundle
+ships its recording (`grader.bundle`).
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from grader import config
+
+if TYPE_CHECKING:
+    from grader.context import LessonContext
+    from grader.record import GradeRecord
+    from grader.sandbox.slot import Slot
+
+COURSE_FILE = "course.yml"
+POLL_S = 0.1  # how often --watch looks at the file: a save is seen within this
+
+
+class WrongInput(ValueError):
+    """The file or the command is wrong: `grader check` exits 2 (docs/students.md)."""
+
+
+def course_file(given: str | None) -> Path:
+    """The course.yml a check reads: the one given, else this folder's, else the one
+    beside the grader package (a student bundle installed into a venv of the
+    student's own, run from their work folder)."""
+    if given is not None:
+        return Path(given)
+    here = Path(COURSE_FILE)
+    if here.is_file():
+        return here
+    beside = Path(__file__).resolve().parent.parent / COURSE_FILE
+    return beside if beside.is_file() else here
+
+
+def lesson_for(course_path: Path, lesson_key: str | None,
+               file: Path | None) -> tuple[config.Course, str]:
+    """The course and the lesson a check is for: named, or the one whose exercise file
+    has this file's name, or the course's only one. A file that is not there is said
+    first: no lesson can be guessed from it."""
+    if file is not None and not file.exists():
+        raise WrongInput(f"no such file: {file}")
+    if file is not None and not file.is_file():
+        raise WrongInput(f"not a file: {file}")
+    if not course_path.exists():
+        raise WrongInput(f"no course file {course_path} here: run this in the course's (or "
+                         "the student bundle's) folder, or give --course PATH")
+    try:
+        course = config.load(course_path)
+        if lesson_key is None:
+            keys = [k for k, les in course.lessons.items()
+                    if file is None or Path(les.exercise).stem == file.stem
+                    or len(course.lessons) == 1]
+            if len(keys) != 1:
+                raise WrongInput("which lesson? give --lesson (one of "
+                                 f"{', '.join(sorted(course.lessons))})")
+            lesson_key = keys[0]
+        course.lesson(lesson_key)
+    except config.ConfigError as exc:
+        raise WrongInput(str(exc)) from None
+    return course, lesson_key
+
+
+def context(course: config.Course, lesson_key: str) -> LessonContext:
+    """The lesson as a check sees it. With the solution here, its practice results
+    come from the user's cache where an earlier check recorded them (`remember`)."""
+    from grader.context import LessonContext
+
+    lesson = course.lesson(lesson_key)
+    if lesson.solution is None:
+        return LessonContext(course, lesson_key)
+    recording = _recording_path(course, lesson_key)
+    lessons = {**course.lessons, lesson_key: lesson.model_copy(update={"recorded": recording})}
+    return LessonContext(course.model_copy(update={"lessons": lessons}), lesson_key)
+
+
+def _recording_path(course: config.Course, lesson_key: str) -> Path:
+    """Where the practice results of this very lesson (solution, tests, course.yml
+    entry) computed with this very torch are kept."""
+    import torch
+
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    name = re.sub(r"[^\w.-]", "_", f"{course.course}-{lesson_key}-{course.version(lesson_key)}"
+                                   f"-torch{torch.__version__}")
+    return cache / "minimind-grader" / "practice" / f"{name}.bin"
+
+
+def prepare(ctx: LessonContext) -> int:
+    """Load what a check needs (the practice results, pytest and the runner) while the
+    sandbox boots; how many results the recording had (for `remember`)."""
+    from grader import notebook, runner  # noqa: F401 - imported now, not after the boot
+
+    try:
+        return ctx.refs.computed()
+    except Exception:  # noqa: BLE001 - a damaged recording in the cache, whatever it raised
+        recorded = ctx.lesson.recorded
+        if ctx.lesson.solution is None or recorded is None:
+            raise  # a bundle's own recording: nothing to compute it from
+        ctx.course.path(recorded).unlink(missing_ok=True)
+        ctx.reset()
+        return ctx.refs.computed()
+
+
+def remember(ctx: LessonContext, known: int) -> int:
+    """Keep what this check computed from the solution (`known`: what
+    `LessonRefs.computed` said before), for the next check; nothing to do in a
+    bundle, or when all came from the recording. What is known now."""
+    lesson = ctx.lesson
+    now = ctx.refs.computed()
+    if lesson.solution is None or lesson.recorded is None or now == known:
+        return now
+    from grader.reference import lesson_digest, recording
+    from grader.store import write_atomic
+
+    try:
+        write_atomic(ctx.course.path(lesson.recorded), recording(ctx.refs, lesson_digest(
+            ctx.course.path(lesson.solution), ctx.tests)))
+    except OSError:
+        pass  # a read-only home: the next check computes them again, no worse
+    return now
+
+
+@dataclass
+class Checked:
+    """One check: the graded run's record of the practice tests, and the summary both
+    outputs show (`check_report.summary`)."""
+
+    record: GradeRecord
+    report: dict
+
+    @property
+    def status(self) -> int:
+        from grader.check_report import exit_status
+
+        return exit_status(self.report)
+
+
+def _checked(ctx: LessonContext, record: GradeRecord, language: str | None) -> Checked:
+    from grader.check_report import summary
+
+    return Checked(record, summary(record, ctx.course, ctx.key, record.notes, language))
+
+
+def check_file(ctx: LessonContext, file: Path, slot: Slot,
+               language: str | None = None) -> Checked:
+    """Check one file: loaded as the graded run loads it (a notebook's code cells, the
+    same notes), then its practice tests, on `slot`."""
+    from grader import notebook, runner
+
+    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+        path, notes = notebook.load(file, file.name, Path(tmp) / ctx.lesson.exercise)
+        record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
+                              select=runner.PRACTICE)
+    return _checked(ctx, record, language)
+
+
+def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
+          show: Callable[[Checked], None], language: str | None = None) -> None:
+    """Check each version of the file as it comes (`saves`, or `received` inside a
+    bundle's sandbox), in one pytest session on one warm slot: a re-check costs the
+    practice tests alone. `shown`: the file's name as the student knows it. Ends when
+    the versions do (Ctrl-C raises KeyboardInterrupt)."""
+    from grader import notebook, runner
+
+    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+        def submissions() -> Iterator:
+            for version in versions:
+                path, notes = notebook.load(version, shown, Path(tmp) / ctx.lesson.exercise)
+                yield runner.Submission("you", path, notes=notes)
+
+        runner.grade_many(ctx, submissions(), slot,
+                          lambda record: show(_checked(ctx, record, language)),
+                          select=runner.PRACTICE)
+
+
+def _stamp(file: Path) -> tuple[int, int, int] | None:
+    try:
+        st = file.stat()
+    except OSError:
+        return None  # an editor replacing it: not there for a moment
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def saves(file: Path, poll: float = POLL_S) -> Iterator[Path]:
+    """The file now, then again after each save: its modification time, size or inode
+    changed and then held for one poll (an editor's write is over)."""
+    last = None
+    while True:
+        stamp = _stamp(file)
+        if stamp is not None and stamp != last:
+            time.sleep(poll)
+            if _stamp(file) != stamp:
+                continue
+            last = stamp
+            yield file
+        else:
+            time.sleep(poll)
+
+
+# Inside a bundle's sandbox the file is a bind mount of the inode it had when the
+# sandbox started (an editor's save makes a new one): the process outside watches the
+# file and sends each version's bytes down a pipe (`send`, `received`).
+def send(file: Path, pipe: IO[bytes]) -> None:
+    """Each saved version of `file` down `pipe`, as a length line and the bytes."""
+    from grader.plan import MAX_FILE, read_capped
+
+    for version in saves(file):
+        try:
+            data, _ = read_capped(version, MAX_FILE)
+        except OSError:
+            continue
+        pipe.write(b"%d\n" % len(data) + data)
+        pipe.flush()
+
+
+def received(pipe: IO[bytes], dest: Path) -> Iterator[Path]:
+    """Each version `send` sent, written to `dest`; ends when the pipe closes."""
+    while True:
+        line = pipe.readline()
+        if not line.strip().isdigit():
+            return
+        data = pipe.read(int(line))
+        dest.write_bytes(data)
+        yield dest
+
+
+def close(slot: Slot) -> None:
+    """Close the check's sandbox at once: its zygote's own exit tears torch and
+    transformers down object by object (a second, which the student would wait for),
+    and nothing in it is worth keeping once the check's results are in. Its process
+    group is killed, then the slot closed as usual (its cgroup and scratch removed)."""
+    try:
+        os.killpg(slot.sandbox.proc.pid, signal.SIGKILL)
+    except OSError:
+        pass  # already gone
+    slot.close()
+
+
+def finish(status: int) -> None:
+    """Exit with `status` as soon as the output is out: what a check leaves (torch's
+    modules, the lesson's) need not be torn down one object at a time, which took a
+    second. The sandbox is closed and temporary files are gone before this."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)

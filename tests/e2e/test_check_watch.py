@@ -1,0 +1,93 @@
+"""`grader check --watch`: the warm sandbox stays up and checks the file again on each
+save, in the project (the trusted side outside, the code in its sandbox) and in a
+student bundle (where bwrap works, the whole check inside it, fed each saved version
+by the process outside); Ctrl-C ends it cleanly. Saves are made as editors make them:
+a new file renamed over the old one."""
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SOLUTION = (ROOT / "solutions" / "13_moe.py").read_text()
+# a known mistake in router: softmax over the tokens
+MISTAKE = SOLUTION.replace("F.softmax(gate(x_flat), dim=-1)", "F.softmax(gate(x_flat), dim=0)")
+WAIT_S = 600  # far above what a loaded machine takes: a hung watch fails, a slow one not
+
+pytestmark = pytest.mark.slow
+
+
+def save(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.swp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def lines(proc: subprocess.Popen) -> "queue.Queue[str]":
+    """The process's stdout, line by line, read by a thread (a hung watch fails the
+    test after WAIT_S instead of hanging it)."""
+    found: queue.Queue[str] = queue.Queue()
+
+    def read() -> None:
+        for line in proc.stdout:
+            found.put(line)
+        found.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+    return found
+
+
+def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[list[dict], str]:
+    """The reports of a watch on a correct file, saved with a mistake, saved fixed;
+    then Ctrl-C: the reports and what it wrote on stderr."""
+    file = work / "13_moe.py"
+    save(file, SOLUTION)
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--watch",
+                             "--json", str(file)], cwd=cwd, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out = lines(proc)
+    reports = []
+    try:
+        for version in (MISTAKE, SOLUTION, None):
+            line = out.get(timeout=WAIT_S)
+            assert line, proc.stderr.read()
+            reports.append(json.loads(line))
+            if version is not None:
+                save(file, version)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=WAIT_S)
+    assert code == 130  # ended by Ctrl-C
+    return reports, proc.stderr.read()
+
+
+def outcome(report: dict) -> dict:
+    return {name: (part["passed"], (part["likely_mistake"] or {}).get("id"))
+            for name, part in report["parts"].items()}
+
+
+def assert_rechecked(reports: list[dict], stderr: str) -> None:
+    first, mistaken, fixed = reports
+    assert first["passed"] == first["total"] == 5
+    assert outcome(mistaken)["router"] == (0, "softmax_token_dim"), mistaken
+    assert mistaken["passed"] < 5
+    assert outcome(fixed) == outcome(first)
+    assert "Traceback" not in stderr, stderr
+
+
+def test_watch_in_the_project_checks_again_on_each_save(tmp_path):
+    assert_rechecked(*watch_two_saves(tmp_path, ROOT))
+
+
+def test_watch_in_a_bundle_checks_again_on_each_save(student_bundle, tmp_path):
+    """Run from the student's work folder, as an installed bundle's command is: the
+    bundle's course.yml is found beside its grader."""
+    bundle = student_bundle("13")
+    env = {**os.environ, "PYTHONPATH": str(bundle)}
+    assert_rechecked(*watch_two_saves(tmp_path, tmp_path, env))
