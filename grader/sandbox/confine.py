@@ -15,6 +15,9 @@ import importlib.util
 import os
 import resource
 import signal
+import stat
+import struct
+import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -150,9 +153,67 @@ def fresh_scratch(path: str, uid: int, size_mb: int) -> None:
     """A new size-capped tmpfs per child: nothing of the previous student survives."""
     unmount(path)
     os.makedirs(path, exist_ok=True)
-    opts = f"size={size_mb}m,nr_inodes=4096,mode=0700,uid={uid},gid={uid}".encode()
+    opts = f"size={size_mb}m,nr_inodes={SCRATCH_FILES},mode=0700,uid={uid},gid={uid}".encode()
     if libc.mount(b"tmpfs", path.encode(), b"tmpfs", 0, opts) != 0:
         raise OSError(ctypes.get_errno(), "mounting the scratch tmpfs failed")
+
+
+SCRATCH_FILES = 4096  # files and folders a scratch may hold, in every mode
+IN_NONBLOCK_CLOEXEC = os.O_NONBLOCK | os.O_CLOEXEC
+IN_WRITES = 0x2 | 0x8 | 0x80 | 0x100  # IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE
+
+
+class ScratchWatch:
+    """Container mode, where no tmpfs can be mounted: the scratch cap, kept by the
+    slot. Its descriptor wakes the slot whenever the child writes in its scratch
+    folder (Landlock keeps it from writing anywhere else); `over` then measures the
+    folder. The child is killed at once when over, so it may have written a little
+    more than the cap by then, never much more (each file is capped by
+    RLIMIT_FSIZE too)."""
+
+    def __init__(self, path: str, size_mb: int):
+        self.path, self.cap = path, size_mb * 1024 * 1024
+        self.fd = libc.inotify_init1(IN_NONBLOCK_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        self.watched: set[str] = set()
+        self._watch(path)
+
+    def _watch(self, path: str) -> None:
+        if path not in self.watched and libc.inotify_add_watch(
+                self.fd, path.encode(), IN_WRITES) >= 0:
+            self.watched.add(path)
+
+    def over(self) -> bool:
+        """Does the scratch hold more than its cap, in bytes or in files? (Every
+        folder found is watched from now on.)"""
+        try:
+            while os.read(self.fd, 65536):
+                pass
+        except BlockingIOError:
+            pass
+        used, files, todo = 0, 0, [self.path]
+        while todo:
+            try:
+                entries = list(os.scandir(todo.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                files += 1
+                if files > SCRATCH_FILES:
+                    return True
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                used += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):
+                    self._watch(entry.path)
+                    todo.append(entry.path)
+        return used > self.cap
+
+    def close(self) -> None:
+        os.close(self.fd)
 
 
 def unmount(path: str) -> None:
@@ -208,10 +269,170 @@ def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: in
         os.setresuid(uid, uid, uid)
         _set_capabilities(0, 0, 0)  # (rootless, setresuid to the same uid keeps them)
     os.chdir(scratch)
+    # temporary files go to the scratch (the only place a child may write, Landlock
+    # permitting); tempfile may have cached another folder in the zygote
+    os.environ["TMPDIR"] = scratch
+    if "tempfile" in sys.modules:
+        sys.modules["tempfile"].tempdir = None
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(NO_NEW_PRIVS) failed")
     if uid is not None:
+        write_only_beneath(scratch)
         _allow_only_listed_syscalls()
+
+
+# Landlock (an unprivileged LSM, Linux 5.13+): what a child may write, wherever it runs
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+# write a file, remove a dir or file, make a char device, dir, file, socket, fifo,
+# block device or symlink (ABI 1); rename or link across dirs (2); truncate (3)
+LANDLOCK_WRITES = {1: sum(1 << bit for bit in (1, *range(4, 13))), 2: 1 << 13, 3: 1 << 14}
+LANDLOCK_FILE_WRITES = (1 << 1) | (1 << 14)  # on a file: write, truncate
+LANDLOCK_NET_TCP = 0b11  # bind, connect (ABI 4)
+LANDLOCK_SCOPES = 0b11  # abstract Unix sockets and signals outside the child (ABI 6)
+WRITABLE_FILES = ("/dev/null",)
+NR_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (every machine)
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI this kernel offers, 0 when none (not built, disabled, or a
+    container's seccomp profile refuses it)."""
+    abi = libc.syscall(NR_LANDLOCK[0], None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    return max(abi, 0)
+
+
+def write_only_beneath(scratch: str) -> None:
+    """Let this process (and all it starts) write, create or remove files only beneath
+    `scratch`, and write to /dev/null: in container mode nothing else keeps a student
+    from leaving files in the machine's shared folders (/tmp, /dev/shm, ...), or from
+    writing past its scratch cap there. Also no TCP (ABI 4), and no abstract Unix
+    socket or signal reaching a process outside (ABI 6). Without Landlock nothing is
+    done here; the trusted side says so (slot.Sandbox's `confine_note`) and the slot
+    removes what the uid left (`remove_leftovers`)."""
+    abi = landlock_abi()
+    if abi < 1:
+        return
+    handled = sum(bits for version, bits in LANDLOCK_WRITES.items() if version <= abi)
+    net = LANDLOCK_NET_TCP if abi >= 4 else 0
+    scoped = LANDLOCK_SCOPES if abi >= 6 else 0
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    attr = struct.pack("QQQ", handled, net, scoped)[:size]
+    ruleset = libc.syscall(NR_LANDLOCK[0], attr, size, 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "creating the Landlock ruleset failed")
+    try:
+        for path, access in ((scratch, handled),
+                             *((f, LANDLOCK_FILE_WRITES & handled) for f in WRITABLE_FILES)):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = struct.pack("=Qi", access, fd)  # struct landlock_path_beneath_attr
+                if libc.syscall(NR_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH,
+                                rule, 0) != 0:
+                    raise OSError(ctypes.get_errno(), f"a Landlock rule for {path} failed")
+            finally:
+                os.close(fd)
+        if libc.syscall(NR_LANDLOCK[2], ruleset, 0) != 0:
+            raise OSError(ctypes.get_errno(), "entering the Landlock domain failed")
+    finally:
+        os.close(ruleset)
+
+
+# Container mode: the machine's folders any uid may write to (a student's files there
+# would outlive it), and its SysV IPC objects' tables
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
+SYSV_TABLES = {"shm": "shmctl", "sem": "semctl", "msg": "msgctl"}  # table: its ctl call
+IPC_RMID = 0
+
+
+def remove_leftovers(uid: int, folders: tuple[str, ...] = SHARED_FOLDERS) -> None:
+    """Container mode, once the uid's processes are gone: remove every file and folder
+    the uid owns in the shared folders (at any depth it could reach) and every SysV
+    IPC object it owns. Done as the uid, in a fork: it can remove exactly what it
+    could have made, and no link it planted leads a privileged process elsewhere."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for folder in folders:
+                _remove_owned(folder, uid)
+            _remove_ipc(uid)
+            code = 0
+        finally:
+            os._exit(code)
+    os.waitpid(pid, 0)
+
+
+def _remove_owned(folder: str, uid: int) -> None:
+    """Below `folder`: remove what `uid` owns, and look into whatever else it may enter
+    (a world-writable folder may sit deeper)."""
+    todo = [folder]
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_uid == uid:
+                _rmtree(entry.path) if stat.S_ISDIR(st.st_mode) else _unlink(entry.path)
+            elif stat.S_ISDIR(st.st_mode):
+                todo.append(entry.path)
+
+
+def _rmtree(top: str) -> None:
+    """A folder of the uid's, whatever modes it gave its insides and however deep."""
+    todo = [(top, False)]
+    while todo:
+        path, emptied = todo.pop()
+        if emptied:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+            continue
+        try:
+            os.chmod(path, 0o700)
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        todo.append((path, True))
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                todo.append((entry.path, False))
+            else:
+                _unlink(entry.path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _remove_ipc(uid: int) -> None:
+    column = syscalls.MACHINES.get(MACHINE, (None,))[0]
+    if column is None:
+        return
+    for table, call in SYSV_TABLES.items():
+        nr = syscalls.DENIED[call][column]
+        try:
+            with open(f"/proc/sysvipc/{table}") as f:
+                header, *rows = f.read().splitlines()
+        except OSError:
+            continue
+        names = header.split()
+        for row in rows:
+            fields = dict(zip(names, row.split()))
+            if int(fields.get("uid", -1)) == uid or int(fields.get("cuid", -1)) == uid:
+                ident = int(fields.get("shmid") or fields.get("semid") or fields["msqid"])
+                libc.syscall(nr, ident, IPC_RMID, 0, 0)
 
 
 def _own_user_namespace(uid: int) -> None:
