@@ -4,8 +4,11 @@ the sandbox, loaded by path (zygote.py says why); only the standard library here
 The zygote sheds what it inherited (`shed_inheritance`); a slot takes its own pid,
 mount and network namespaces (`enter_slot_namespaces`); a child, in this order, takes
 its cgroup, closes every other descriptor, takes its rlimits, its own user (rootless)
-and IPC namespaces, an empty keyring, the slot's uid with no capability, and the
-syscall allowlist of syscalls.py, the same in every mode (`become_student`). Rootless, every child runs as the one uid the user has, so
+and IPC namespaces, an empty keyring, the slot's uid with no capability, writes
+beneath its scratch only (Landlock), and the syscall allowlist of syscalls.py, the
+same in every mode (`become_student`). In container mode, where no tmpfs or namespace
+can be had, the slot keeps the scratch cap (`ScratchWatch`) and removes what a
+child's uid left in the machine's shared folders (`remove_leftovers`). Rootless, every child runs as the one uid the user has, so
 each makes a user namespace of its own (`_own_user_namespace` says why).
 """
 from __future__ import annotations
@@ -166,8 +169,8 @@ IN_WRITES = 0x2 | 0x8 | 0x80 | 0x100  # IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, 
 class ScratchWatch:
     """Container mode, where no tmpfs can be mounted: the scratch cap, kept by the
     slot. Its descriptor wakes the slot whenever the child writes in its scratch
-    folder (Landlock keeps it from writing anywhere else); `over` then measures the
-    folder. The child is killed at once when over, so it may have written a little
+    folder (elsewhere Landlock keeps it from writing, or where there is none, the
+    slot removes what it wrote once it ends); `over` then measures the folder. The child is killed at once when over, so it may have written a little
     more than the cap by then, never much more (each file is capped by
     RLIMIT_FSIZE too)."""
 

@@ -87,7 +87,7 @@ def _said(record: dict, word: str) -> str:
     return found.group(1)
 
 
-@pytest.mark.parametrize("mode", ["own", "container"])
+@pytest.mark.parametrize("mode", modes.MODES)
 def test_nothing_of_a_student_survives(mode):
     """`plant` then `pick` on one slot, then `pick` again in a later run: nothing is
     found, and after the runs nothing of theirs is left on the machine."""
@@ -187,7 +187,7 @@ def test_the_slot_removes_what_a_uid_left():
             subprocess.run(["ipcrm", "-S", str(key)], capture_output=True)
 
 
-@pytest.mark.parametrize("mode", ["own", "container"])
+@pytest.mark.parametrize("mode", modes.MODES)
 def test_the_scratch_cap_holds(mode):
     """A child writing past `scratch_mb` in its scratch is stopped, with a message that
     names the scratch limit (tmpfs full under bwrap; killed by the slot in container
