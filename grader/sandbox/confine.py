@@ -17,6 +17,7 @@ import ctypes
 import importlib.util
 import os
 import resource
+import shutil
 import signal
 import stat
 import struct
@@ -168,33 +169,48 @@ IN_WRITES = 0x2 | 0x8 | 0x80 | 0x100  # IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, 
 
 class ScratchWatch:
     """Container mode, where no tmpfs can be mounted: the scratch cap, kept by the
-    slot. Its descriptor wakes the slot whenever the child writes in its scratch
-    folder (elsewhere Landlock keeps it from writing, or where there is none, the
-    slot removes what it wrote once it ends); `over` then measures the folder. The child is killed at once when over, so it may have written a little
-    more than the cap by then, never much more (each file is capped by
-    RLIMIT_FSIZE too)."""
+    slot, one child at a time (`start`, `stop`). Its descriptor wakes the slot whenever
+    the child writes in its scratch folder (elsewhere Landlock keeps it from writing,
+    or where there is none, the slot removes what it wrote once it ends); `over` then
+    measures the folder. The child is killed at once when over, so it may have
+    written a little more than the cap by then, never much more (each file is capped
+    by RLIMIT_FSIZE too). One inotify descriptor serves the slot's life: closing one
+    waits for the kernel (milliseconds), removing a watch does not."""
 
-    def __init__(self, path: str, size_mb: int):
-        self.path, self.cap = path, size_mb * 1024 * 1024
+    def __init__(self) -> None:
         self.fd = libc.inotify_init1(IN_NONBLOCK_CLOEXEC)
         if self.fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1 failed")
-        self.watched: set[str] = set()
+        self.path, self.cap = "", 0
+        self.watches: dict[str, int] = {}
+
+    def start(self, path: str, size_mb: int) -> None:
+        self.path, self.cap = path, size_mb * 1024 * 1024
         self._watch(path)
 
-    def _watch(self, path: str) -> None:
-        if path not in self.watched and libc.inotify_add_watch(
-                self.fd, path.encode(), IN_WRITES) >= 0:
-            self.watched.add(path)
+    def stop(self) -> None:
+        for wd in self.watches.values():
+            libc.inotify_rm_watch(self.fd, wd)
+        self.watches.clear()
+        self._drain()
 
-    def over(self) -> bool:
-        """Does the scratch hold more than its cap, in bytes or in files? (Every
-        folder found is watched from now on.)"""
+    def _watch(self, path: str) -> None:
+        if path not in self.watches:
+            wd = libc.inotify_add_watch(self.fd, path.encode(), IN_WRITES)
+            if wd >= 0:
+                self.watches[path] = wd
+
+    def _drain(self) -> None:
         try:
             while os.read(self.fd, 65536):
                 pass
         except BlockingIOError:
             pass
+
+    def over(self) -> bool:
+        """Does the scratch hold more than its cap, in bytes or in files? (Every
+        folder found is watched from now on.)"""
+        self._drain()
         used, files, todo = 0, 0, [self.path]
         while todo:
             try:
@@ -214,9 +230,6 @@ class ScratchWatch:
                     self._watch(entry.path)
                     todo.append(entry.path)
         return used > self.cap
-
-    def close(self) -> None:
-        os.close(self.fd)
 
 
 def unmount(path: str) -> None:
@@ -304,6 +317,9 @@ def landlock_abi() -> int:
     return max(abi, 0)
 
 
+LANDLOCK_ABI = landlock_abi()  # asked once, in the zygote (or the trusted process)
+
+
 def write_only_beneath(scratch: str) -> None:
     """Let this process (and all it starts) write, create or remove files only beneath
     `scratch`, and write to /dev/null: in container mode nothing else keeps a student
@@ -312,7 +328,7 @@ def write_only_beneath(scratch: str) -> None:
     socket or signal reaching a process outside (ABI 6). Without Landlock nothing is
     done here; the trusted side says so (slot.Sandbox's `confine_note`) and the slot
     removes what the uid left (`remove_leftovers`)."""
-    abi = landlock_abi()
+    abi = LANDLOCK_ABI
     if abi < 1:
         return
     handled = sum(bits for version, bits in LANDLOCK_WRITES.items() if version <= abi)
@@ -347,30 +363,36 @@ SYSV_TABLES = {"shm": "shmctl", "sem": "semctl", "msg": "msgctl"}  # table: its 
 IPC_RMID = 0
 
 
-def remove_leftovers(uid: int, folders: tuple[str, ...] = SHARED_FOLDERS) -> None:
-    """Container mode, once the uid's processes are gone: remove every file and folder
-    the uid owns in the shared folders (at any depth it could reach) and every SysV
-    IPC object it owns. Done as the uid, in a fork: it can remove exactly what it
-    could have made, and no link it planted leads a privileged process elsewhere."""
-    pid = os.fork()
-    if pid == 0:
-        code = 1
-        try:
-            os.setgroups([])
-            os.setresgid(uid, uid, uid)
-            os.setresuid(uid, uid, uid)
-            for folder in folders:
-                _remove_owned(folder, uid)
-            _remove_ipc(uid)
-            code = 0
-        finally:
-            os._exit(code)
-    os.waitpid(pid, 0)
+def remove_leftovers(uid: int, files: bool = True,
+                     folders: tuple[str, ...] = SHARED_FOLDERS) -> None:
+    """Container mode, once the uid's processes are all killed and reaped (nothing of
+    the student moves any more): remove every file and folder the uid owns in the
+    shared folders, at any depth it could reach (`files`: after a child Landlock kept
+    to its scratch there can be none, and the walk is skipped), and every SysV IPC
+    object it owns. No link is followed (each entry is looked at, never through); IPC
+    objects are removed as the uid, in a fork (root without CAP_SYS_ADMIN may not), and
+    only when it owns one: a fork of the slot costs tens of milliseconds."""
+    for folder in folders if files else ():
+        _remove_owned(folder, uid)
+    if _ipc_of(uid):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                for table, ident in _ipc_of(uid):
+                    libc.syscall(_ipc_ctl(table), ident, IPC_RMID, 0, 0)
+                code = 0
+            finally:
+                os._exit(code)
+        os.waitpid(pid, 0)
 
 
 def _remove_owned(folder: str, uid: int) -> None:
-    """Below `folder`: remove what `uid` owns, and look into whatever else it may enter
-    (a world-writable folder may sit deeper)."""
+    """Below `folder`: remove what `uid` owns, and look into every other folder it
+    could have crossed (others may search it: a world-writable one may sit deeper)."""
     todo = [folder]
     while todo:
         try:
@@ -383,33 +405,12 @@ def _remove_owned(folder: str, uid: int) -> None:
             except OSError:
                 continue
             if st.st_uid == uid:
-                _rmtree(entry.path) if stat.S_ISDIR(st.st_mode) else _unlink(entry.path)
-            elif stat.S_ISDIR(st.st_mode):
+                if stat.S_ISDIR(st.st_mode):  # by descriptors: no link is followed
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    _unlink(entry.path)
+            elif stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IXOTH:
                 todo.append(entry.path)
-
-
-def _rmtree(top: str) -> None:
-    """A folder of the uid's, whatever modes it gave its insides and however deep."""
-    todo = [(top, False)]
-    while todo:
-        path, emptied = todo.pop()
-        if emptied:
-            try:
-                os.rmdir(path)
-            except OSError:
-                pass
-            continue
-        try:
-            os.chmod(path, 0o700)
-            entries = list(os.scandir(path))
-        except OSError:
-            continue
-        todo.append((path, True))
-        for entry in entries:
-            if entry.is_dir(follow_symlinks=False):
-                todo.append((entry.path, False))
-            else:
-                _unlink(entry.path)
 
 
 def _unlink(path: str) -> None:
@@ -419,23 +420,27 @@ def _unlink(path: str) -> None:
         pass
 
 
-def _remove_ipc(uid: int) -> None:
-    column = syscalls.MACHINES.get(MACHINE, (None,))[0]
-    if column is None:
-        return
-    for table, call in SYSV_TABLES.items():
-        nr = syscalls.DENIED[call][column]
+def _ipc_of(uid: int) -> list[tuple[str, int]]:
+    """The SysV IPC objects `uid` owns or made: (table, id)."""
+    found = []
+    for table in SYSV_TABLES:
         try:
             with open(f"/proc/sysvipc/{table}") as f:
                 header, *rows = f.read().splitlines()
-        except OSError:
+        except (OSError, ValueError):
             continue
         names = header.split()
         for row in rows:
             fields = dict(zip(names, row.split()))
-            if int(fields.get("uid", -1)) == uid or int(fields.get("cuid", -1)) == uid:
-                ident = int(fields.get("shmid") or fields.get("semid") or fields["msqid"])
-                libc.syscall(nr, ident, IPC_RMID, 0, 0)
+            if uid in (int(fields.get("uid", -1)), int(fields.get("cuid", -1))):
+                found.append((table, int(fields.get("shmid") or fields.get("semid")
+                                         or fields["msqid"])))
+    return found
+
+
+def _ipc_ctl(table: str) -> int:
+    column = syscalls.MACHINES[MACHINE][0]
+    return syscalls.DENIED[SYSV_TABLES[table]][column]
 
 
 def _own_user_namespace(uid: int) -> None:

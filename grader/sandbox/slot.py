@@ -112,7 +112,7 @@ def forkable(mode: str) -> bool:
 def _confine_note(mode: str) -> str:
     """What a TA must know of how far a child is kept to its scratch folder in `mode`:
     in container mode that takes Landlock (confine.write_only_beneath)."""
-    if mode != "container" or confine.landlock_abi() >= 1:
+    if mode != "container" or confine.LANDLOCK_ABI >= 1:
         return ""
     return ("container mode without Landlock (this kernel, or the container's seccomp "
             "profile, refuses it): while a submission runs it may write wherever its uid "

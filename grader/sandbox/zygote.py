@@ -213,17 +213,19 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    watch = None
     if state.container:  # whatever this uid left on the machine earlier is not kept
         state.confine.remove_leftovers(uid)
+        watch = state.confine.ScratchWatch()
     child = None
     while True:
-        watch = child.watch if child is not None else None
-        ready, _, _ = select.select([ctrl, wake_r, *([watch.fd] if watch else [])], [], [],
-                                    0.25 if watch else 1.0)
+        watched = child is not None and child.watch is not None
+        ready, _, _ = select.select([ctrl, wake_r, *([watch.fd] if watched else [])], [], [],
+                                    0.25 if watched else 1.0)
         if wake_r in ready:
             os.read(wake_r, 4096)
             ready.remove(wake_r)
-        if watch is not None:  # woken by a write, or a quarter second passed
+        if watched:  # woken by a write, or a quarter second passed
             if watch.fd in ready:
                 ready.remove(watch.fd)
             if not child.over_scratch and watch.over():
@@ -263,14 +265,14 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
                 _cleanup(child, state)
             if cgroup is not None:
                 counts_before = cgroup.cap(request["limits"]["memory_mb"])
-            child = _spawn(ctrl, fds, request["limits"], state, uid, cgroup)
+            child = _spawn(ctrl, fds, request["limits"], state, uid, cgroup, watch)
             ctrl.send(b'{"event": "spawned"}')
         elif request["op"] == "kill" and child is not None:
             _kill_all(child, state)
 
 
 def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
-           uid: int | None, cgroup: SlotCgroup | None) -> _Child:
+           uid: int | None, cgroup: SlotCgroup | None, watch: ScratchWatch | None) -> _Child:
     """Fork the child that runs one submission: confined, then its harness."""
     data_fd, out_fd = fds
     if state.sandboxed:  # rootless, the child's own uid is root's of the sandbox, mapped
@@ -278,10 +280,9 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
         scratch = SCRATCH
     else:  # the run's private directory (0700, made by the trusted side): one per child
         scratch = tempfile.mkdtemp(prefix="submission-", dir=state.scratch)
-    watch = None
-    if state.container:
+    if watch is not None:  # container mode
         os.chown(scratch, uid, uid)
-        watch = state.confine.ScratchWatch(scratch, limits["scratch_mb"])
+        watch.start(scratch, limits["scratch_mb"])
     report_r, report_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -349,14 +350,14 @@ def _cleanup(child: _Child, state: Zygote) -> None:
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
+    if child.watch is not None:
+        child.watch.stop()
     if state.sandboxed:
         state.confine.unmount(SCRATCH)
     else:
         shutil.rmtree(child.scratch, ignore_errors=True)
-    if child.watch is not None:
-        child.watch.close()
     if state.container:  # its files in the machine's shared folders, its IPC objects
-        state.confine.remove_leftovers(child.uid)
+        state.confine.remove_leftovers(child.uid, files=state.confine.LANDLOCK_ABI < 1)
 
 
 if __name__ == "__main__":
