@@ -184,6 +184,8 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
         from grader import pool
     if sandbox is not None and sandbox.memory_note:
         events.note(sandbox.memory_note)
+    if sandbox is not None and sandbox.confine_note:
+        events.note(sandbox.confine_note)
     if sandbox is not None and sandbox.mode == "container":
         events.note(CONTAINER_NOTE)
     if not sandboxed:

@@ -4,8 +4,11 @@ the sandbox, loaded by path (zygote.py says why); only the standard library here
 The zygote sheds what it inherited (`shed_inheritance`); a slot takes its own pid,
 mount and network namespaces (`enter_slot_namespaces`); a child, in this order, takes
 its cgroup, closes every other descriptor, takes its rlimits, its own user (rootless)
-and IPC namespaces, an empty keyring, the slot's uid with no capability, and the
-syscall allowlist of syscalls.py, the same in every mode (`become_student`). Rootless, every child runs as the one uid the user has, so
+and IPC namespaces, an empty keyring, the slot's uid with no capability, writes
+beneath its scratch only (Landlock), and the syscall allowlist of syscalls.py, the
+same in every mode (`become_student`). In container mode, where no tmpfs or namespace
+can be had, the slot keeps the scratch cap (`ScratchWatch`) and removes what a
+child's uid left in the machine's shared folders (`remove_leftovers`). Rootless, every child runs as the one uid the user has, so
 each makes a user namespace of its own (`_own_user_namespace` says why).
 """
 from __future__ import annotations
@@ -14,7 +17,11 @@ import ctypes
 import importlib.util
 import os
 import resource
+import shutil
 import signal
+import stat
+import struct
+import sys
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -150,9 +157,79 @@ def fresh_scratch(path: str, uid: int, size_mb: int) -> None:
     """A new size-capped tmpfs per child: nothing of the previous student survives."""
     unmount(path)
     os.makedirs(path, exist_ok=True)
-    opts = f"size={size_mb}m,nr_inodes=4096,mode=0700,uid={uid},gid={uid}".encode()
+    opts = f"size={size_mb}m,nr_inodes={SCRATCH_FILES},mode=0700,uid={uid},gid={uid}".encode()
     if libc.mount(b"tmpfs", path.encode(), b"tmpfs", 0, opts) != 0:
         raise OSError(ctypes.get_errno(), "mounting the scratch tmpfs failed")
+
+
+SCRATCH_FILES = 4096  # files and folders a scratch may hold, in every mode
+IN_NONBLOCK_CLOEXEC = os.O_NONBLOCK | os.O_CLOEXEC
+IN_WRITES = 0x2 | 0x8 | 0x80 | 0x100  # IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE
+
+
+class ScratchWatch:
+    """Container mode, where no tmpfs can be mounted: the scratch cap, kept by the
+    slot, one child at a time (`start`, `stop`). Its descriptor wakes the slot whenever
+    the child writes in its scratch folder (elsewhere Landlock keeps it from writing,
+    or where there is none, the slot removes what it wrote once it ends); `over` then
+    measures the folder. The child is killed at once when over, so it may have
+    written a little more than the cap by then, never much more (each file is capped
+    by RLIMIT_FSIZE too). One inotify descriptor serves the slot's life: closing one
+    waits for the kernel (milliseconds), removing a watch does not."""
+
+    def __init__(self) -> None:
+        self.fd = libc.inotify_init1(IN_NONBLOCK_CLOEXEC)
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_init1 failed")
+        self.path, self.cap = "", 0
+        self.watches: dict[str, int] = {}
+
+    def start(self, path: str, size_mb: int) -> None:
+        self.path, self.cap = path, size_mb * 1024 * 1024
+        self._watch(path)
+
+    def stop(self) -> None:
+        for wd in self.watches.values():
+            libc.inotify_rm_watch(self.fd, wd)
+        self.watches.clear()
+        self._drain()
+
+    def _watch(self, path: str) -> None:
+        if path not in self.watches:
+            wd = libc.inotify_add_watch(self.fd, path.encode(), IN_WRITES)
+            if wd >= 0:
+                self.watches[path] = wd
+
+    def _drain(self) -> None:
+        try:
+            while os.read(self.fd, 65536):
+                pass
+        except BlockingIOError:
+            pass
+
+    def over(self) -> bool:
+        """Does the scratch hold more than its cap, in bytes or in files? (Every
+        folder found is watched from now on.)"""
+        self._drain()
+        used, files, todo = 0, 0, [self.path]
+        while todo:
+            try:
+                entries = list(os.scandir(todo.pop()))
+            except OSError:
+                continue
+            for entry in entries:
+                files += 1
+                if files > SCRATCH_FILES:
+                    return True
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                used += st.st_blocks * 512
+                if stat.S_ISDIR(st.st_mode):
+                    self._watch(entry.path)
+                    todo.append(entry.path)
+        return used > self.cap
 
 
 def unmount(path: str) -> None:
@@ -208,10 +285,162 @@ def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: in
         os.setresuid(uid, uid, uid)
         _set_capabilities(0, 0, 0)  # (rootless, setresuid to the same uid keeps them)
     os.chdir(scratch)
+    # temporary files go to the scratch (the only place a child may write, Landlock
+    # permitting); tempfile may have cached another folder in the zygote
+    os.environ["TMPDIR"] = scratch
+    if "tempfile" in sys.modules:
+        sys.modules["tempfile"].tempdir = None
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(NO_NEW_PRIVS) failed")
     if uid is not None:
+        write_only_beneath(scratch)
         _allow_only_listed_syscalls()
+
+
+# Landlock (an unprivileged LSM, Linux 5.13+): what a child may write, wherever it runs
+LANDLOCK_CREATE_RULESET_VERSION = 1
+LANDLOCK_RULE_PATH_BENEATH = 1
+# write a file, remove a dir or file, make a char device, dir, file, socket, fifo,
+# block device or symlink (ABI 1); rename or link across dirs (2); truncate (3)
+LANDLOCK_WRITES = {1: sum(1 << bit for bit in (1, *range(4, 13))), 2: 1 << 13, 3: 1 << 14}
+LANDLOCK_FILE_WRITES = (1 << 1) | (1 << 14)  # on a file: write, truncate
+LANDLOCK_NET_TCP = 0b11  # bind, connect (ABI 4)
+LANDLOCK_SCOPES = 0b11  # abstract Unix sockets and signals outside the child (ABI 6)
+WRITABLE_FILES = ("/dev/null",)
+NR_LANDLOCK = (444, 445, 446)  # create_ruleset, add_rule, restrict_self (every machine)
+
+
+def landlock_abi() -> int:
+    """The Landlock ABI this kernel offers, 0 when none (not built, disabled, or a
+    container's seccomp profile refuses it)."""
+    abi = libc.syscall(NR_LANDLOCK[0], None, 0, LANDLOCK_CREATE_RULESET_VERSION)
+    return max(abi, 0)
+
+
+LANDLOCK_ABI = landlock_abi()  # asked once, in the zygote (or the trusted process)
+
+
+def write_only_beneath(scratch: str) -> None:
+    """Let this process (and all it starts) write, create or remove files only beneath
+    `scratch`, and write to /dev/null: in container mode nothing else keeps a student
+    from leaving files in the machine's shared folders (/tmp, /dev/shm, ...), or from
+    writing past its scratch cap there. Also no TCP (ABI 4), and no abstract Unix
+    socket or signal reaching a process outside (ABI 6). Without Landlock nothing is
+    done here; the trusted side says so (slot.Sandbox's `confine_note`) and the slot
+    removes what the uid left (`remove_leftovers`)."""
+    abi = LANDLOCK_ABI
+    if abi < 1:
+        return
+    handled = sum(bits for version, bits in LANDLOCK_WRITES.items() if version <= abi)
+    net = LANDLOCK_NET_TCP if abi >= 4 else 0
+    scoped = LANDLOCK_SCOPES if abi >= 6 else 0
+    size = 24 if abi >= 6 else 16 if abi >= 4 else 8
+    attr = struct.pack("QQQ", handled, net, scoped)[:size]
+    ruleset = libc.syscall(NR_LANDLOCK[0], attr, size, 0)
+    if ruleset < 0:
+        raise OSError(ctypes.get_errno(), "creating the Landlock ruleset failed")
+    try:
+        for path, access in ((scratch, handled),
+                             *((f, LANDLOCK_FILE_WRITES & handled) for f in WRITABLE_FILES)):
+            fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            try:
+                rule = struct.pack("=Qi", access, fd)  # struct landlock_path_beneath_attr
+                if libc.syscall(NR_LANDLOCK[1], ruleset, LANDLOCK_RULE_PATH_BENEATH,
+                                rule, 0) != 0:
+                    raise OSError(ctypes.get_errno(), f"a Landlock rule for {path} failed")
+            finally:
+                os.close(fd)
+        if libc.syscall(NR_LANDLOCK[2], ruleset, 0) != 0:
+            raise OSError(ctypes.get_errno(), "entering the Landlock domain failed")
+    finally:
+        os.close(ruleset)
+
+
+# Container mode: the machine's folders any uid may write to (a student's files there
+# would outlive it), and its SysV IPC objects' tables
+SHARED_FOLDERS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock", "/dev/mqueue")
+SYSV_TABLES = {"shm": "shmctl", "sem": "semctl", "msg": "msgctl"}  # table: its ctl call
+IPC_RMID = 0
+
+
+def remove_leftovers(uid: int, files: bool = True,
+                     folders: tuple[str, ...] = SHARED_FOLDERS) -> None:
+    """Container mode, once the uid's processes are all killed and reaped (nothing of
+    the student moves any more): remove every file and folder the uid owns in the
+    shared folders, at any depth it could reach (`files`: after a child Landlock kept
+    to its scratch there can be none, and the walk is skipped), and every SysV IPC
+    object it owns. No link is followed (each entry is looked at, never through); IPC
+    objects are removed as the uid, in a fork (root without CAP_SYS_ADMIN may not), and
+    only when it owns one: a fork of the slot costs tens of milliseconds."""
+    for folder in folders if files else ():
+        _remove_owned(folder, uid)
+    if _ipc_of(uid):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
+                for table, ident in _ipc_of(uid):
+                    libc.syscall(_ipc_ctl(table), ident, IPC_RMID, 0, 0)
+                code = 0
+            finally:
+                os._exit(code)
+        os.waitpid(pid, 0)
+
+
+def _remove_owned(folder: str, uid: int) -> None:
+    """Below `folder`: remove what `uid` owns, and look into every other folder it
+    could have crossed (others may search it: a world-writable one may sit deeper)."""
+    todo = [folder]
+    while todo:
+        try:
+            entries = list(os.scandir(todo.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if st.st_uid == uid:
+                if stat.S_ISDIR(st.st_mode):  # by descriptors: no link is followed
+                    shutil.rmtree(entry.path, ignore_errors=True)
+                else:
+                    _unlink(entry.path)
+            elif stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IXOTH:
+                todo.append(entry.path)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _ipc_of(uid: int) -> list[tuple[str, int]]:
+    """The SysV IPC objects `uid` owns or made: (table, id)."""
+    found = []
+    for table in SYSV_TABLES:
+        try:
+            with open(f"/proc/sysvipc/{table}") as f:
+                header, *rows = f.read().splitlines()
+        except (OSError, ValueError):
+            continue
+        names = header.split()
+        for row in rows:
+            fields = dict(zip(names, row.split()))
+            if uid in (int(fields.get("uid", -1)), int(fields.get("cuid", -1))):
+                found.append((table, int(fields.get("shmid") or fields.get("semid")
+                                         or fields["msqid"])))
+    return found
+
+
+def _ipc_ctl(table: str) -> int:
+    column = syscalls.MACHINES[MACHINE][0]
+    return syscalls.DENIED[SYSV_TABLES[table]][column]
 
 
 def _own_user_namespace(uid: int) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grader.sandbox import protocol
+from grader.sandbox.confine import SCRATCH_FILES
 from grader.sandbox.limits import Limits, SandboxError, StudentError
 
 if TYPE_CHECKING:
@@ -240,6 +241,9 @@ class Session:
 
 def _death_cause(status: dict, limits: Limits, where: str) -> str:
     sig, code = status.get("signal"), status.get("code")
+    if status.get("scratch"):
+        return (f"your code's files exceeded the scratch limit of {limits.scratch_mb} MiB "
+                f"(or {SCRATCH_FILES} files) {where}")
     if status.get("oom"):
         return (f"your code's processes together exceeded the {limits.memory_mb} MiB "
                 f"memory limit {where}")
@@ -282,4 +286,6 @@ def _error_from(err: dict, limits: Limits) -> StudentError:
         message = "not implemented yet (NotImplementedError)" + (f": {message}" if message else "")
     else:
         message = f"{type_}: {message}" if type_ else message
+    if "[Errno 28]" in message:  # ENOSPC: in the sandbox only the scratch fills up
+        message += f" (the scratch limit of {limits.scratch_mb} MiB)"
     return StudentError(kind, message, _text(err.get("traceback")), type_)

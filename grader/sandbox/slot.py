@@ -25,7 +25,7 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.sandbox import bwrap, cgroup
+from grader.sandbox import bwrap, cgroup, confine
 from grader.sandbox.limits import Limits, SandboxError
 
 BASE_UID = 61000
@@ -179,6 +179,18 @@ def forkable(mode: str) -> bool:
     return mode == "none"
 
 
+def _confine_note(mode: str) -> str:
+    """What a TA must know of how far a child is kept to its scratch folder in `mode`:
+    in container mode that takes Landlock (confine.write_only_beneath)."""
+    if mode != "container" or confine.LANDLOCK_ABI >= 1:
+        return ""
+    return ("container mode without Landlock (this kernel, or the container's seccomp "
+            "profile, refuses it): while a submission runs it may write wherever its uid "
+            "may (/tmp, /dev/shm, ...), outside its scratch cap; after each submission the "
+            "grader removes every file and IPC object of that uid in the machine's shared "
+            "folders (/tmp, /var/tmp, /dev/shm, /run/lock)")
+
+
 class _Forked:
     """A zygote forked from this process: the part of Popen that Sandbox uses."""
 
@@ -259,6 +271,7 @@ class Sandbox:
         # The sum of a submission's processes is capped by a memory cgroup where the
         # machine has one to give; `memory_note` says when it has not.
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
+        self.confine_note = _confine_note(self.mode)
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
         plain = self.mode in ("none", "container")

@@ -26,10 +26,11 @@ To a slot:
   <- {"event": "spawned"}
   -> {"op": "kill"}                    kill the child and all it started
   <- {"event": "exit", "code": int|None, "signal": int|None, "cpu_s": float,
-       "oom": bool, "oom_outside": bool, "harness": str}
-       ("oom_outside": killed for memory the machine lacked while under its own cap;
+       "oom": bool, "oom_outside": bool, "scratch": bool, "harness": str}
+       ("scratch": container mode, killed for writing past the scratch cap;
+       "oom_outside": killed for memory the machine lacked while under its own cap;
        "harness": what the harness reported on a side pipe if it failed before the
-       submission ran. Both are grader errors, never the student's.)
+       submission ran. These two are grader errors, never the student's.)
 Only the standard library, torch and the probe module are imported here.
 """
 from __future__ import annotations
@@ -52,6 +53,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # loaded by path at run time (see above)
     from grader.sandbox.cgroup import SlotCgroup
+    from grader.sandbox.confine import ScratchWatch
 
 SCRATCH = "/tmp/work"  # sandboxed: a fresh tmpfs per child, in the slot's own mounts
 CGROUP = "/grader/cgroup"  # the run's memory cgroup, where the trusted side made one
@@ -171,8 +173,11 @@ class _Child:
     own (closed before the submission runs: what comes through it is never the
     student's doing), and its scratch directory."""
 
-    def __init__(self, pid: int, report: int, scratch: str, uid: int | None):
+    def __init__(self, pid: int, report: int, scratch: str, uid: int | None,
+                 watch: ScratchWatch | None):
         self.pid, self.report, self.scratch, self.uid = pid, report, scratch, uid
+        self.watch = watch  # container mode: its scratch cap (confine.ScratchWatch)
+        self.over_scratch = False  # killed for writing past it
 
     def harness_failure(self, max_text: int) -> str:
         """What the harness reported before it died (read once the child is gone)."""
@@ -197,16 +202,29 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda *_: None)
+    watch = None
+    if state.container:  # whatever this uid left on the machine earlier is not kept
+        state.confine.remove_leftovers(uid)
+        watch = state.confine.ScratchWatch()
     child = None
     while True:
-        ready, _, _ = select.select([ctrl, wake_r], [], [], 1.0)
+        watched = child is not None and child.watch is not None
+        ready, _, _ = select.select([ctrl, wake_r, *([watch.fd] if watched else [])], [], [],
+                                    0.25 if watched else 1.0)
         if wake_r in ready:
             os.read(wake_r, 4096)
             ready.remove(wake_r)
+        if watched:  # woken by a write, or a quarter second passed
+            if watch.fd in ready:
+                ready.remove(watch.fd)
+            if not child.over_scratch and watch.over():
+                child.over_scratch = True
+                _kill_all(child, state)
         if child is not None:
             pid, status, usage = os.wait4(child.pid, os.WNOHANG)
             if pid:
                 harness = child.harness_failure(state.protocol.MAX_TEXT)
+                over_scratch = child.over_scratch
                 _cleanup(child, state)
                 child = None
                 kills, hits = cgroup.counts() if cgroup is not None else counts_before
@@ -218,6 +236,7 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
                     "cpu_s": usage.ru_utime + usage.ru_stime,
                     "oom": killed and hits > counts_before[1],
                     "oom_outside": killed and hits == counts_before[1],
+                    "scratch": over_scratch,
                     "harness": harness,
                 }).encode())
         if not ready:
@@ -226,6 +245,8 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
         if not msg:
             if child is not None:
                 _cleanup(child, state)
+            elif state.container:
+                state.confine.remove_leftovers(uid)
             return
         request = json.loads(msg)
         if request["op"] == "spawn":
@@ -233,14 +254,14 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
                 _cleanup(child, state)
             if cgroup is not None:
                 counts_before = cgroup.cap(request["limits"]["memory_mb"])
-            child = _spawn(ctrl, fds, request["limits"], state, uid, cgroup)
+            child = _spawn(ctrl, fds, request["limits"], state, uid, cgroup, watch)
             ctrl.send(b'{"event": "spawned"}')
         elif request["op"] == "kill" and child is not None:
             _kill_all(child, state)
 
 
 def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
-           uid: int | None, cgroup: SlotCgroup | None) -> _Child:
+           uid: int | None, cgroup: SlotCgroup | None, watch: ScratchWatch | None) -> _Child:
     """Fork the child that runs one submission: confined, then its harness."""
     data_fd, out_fd = fds
     if state.sandboxed:  # rootless, the child's own uid is root's of the sandbox, mapped
@@ -248,8 +269,9 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
         scratch = SCRATCH
     else:  # the run's private directory (0700, made by the trusted side): one per child
         scratch = tempfile.mkdtemp(prefix="submission-", dir=state.scratch)
-        if state.container:
-            os.chown(scratch, uid, uid)
+    if watch is not None:  # container mode
+        os.chown(scratch, uid, uid)
+        watch.start(scratch, limits["scratch_mb"])
     report_r, report_w = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -269,7 +291,7 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
     os.close(data_fd)
     os.close(out_fd)
     os.close(report_w)
-    return _Child(pid, report_r, scratch, uid)
+    return _Child(pid, report_r, scratch, uid, watch)
 
 
 def _kill_all(child: _Child, state: Zygote) -> None:
@@ -316,10 +338,14 @@ def _cleanup(child: _Child, state: Zygote) -> None:
                 os.waitpid(-1, 0)
             except ChildProcessError:
                 break
+    if child.watch is not None:
+        child.watch.stop()
     if state.sandboxed:
         state.confine.unmount(SCRATCH)
     else:
         shutil.rmtree(child.scratch, ignore_errors=True)
+    if state.container:  # its files in the machine's shared folders, its IPC objects
+        state.confine.remove_leftovers(child.uid, files=state.confine.LANDLOCK_ABI < 1)
 
 
 if __name__ == "__main__":

@@ -112,7 +112,11 @@ deadline = time.monotonic() + 3
 while time.monotonic() < deadline and not report["reached"]:
     for family, address, name in ((socket.AF_UNIX, "\\0minimind-chat", "abstract"),
                                   (socket.AF_INET, ("127.0.0.1", {PORT}), "tcp")):
-        s = socket.socket(family)
+        try:  # socket() itself is refused for any family but AF_UNIX
+            s = socket.socket(family)
+        except OSError as e:
+            report[name] = f"errno {{e.errno}}"
+            continue
         try:
             s.connect(address)
             report["reached"].append(name)

@@ -16,23 +16,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import shutil
 import socket
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-import unprivileged
-from conftest import REPO, SOLUTION, require_sandbox
+import modes
+from conftest import SOLUTION, require_sandbox
 from grader.sandbox import syscalls
 
-COURSE_PARTS = ("course.yml", "solutions", "exercises", "hidden_tests", "templates")
 MACHINE = os.uname().machine
 ENOSYS_EXPECTED = {"clone3", "x32", "i386", "newer"}
 
@@ -340,67 +335,16 @@ class Listener:
         self.thread.join()
 
 
-def _mode_reason(mode: str) -> str | None:
-    if mode == "own":
-        return None
-    if os.geteuid() != 0:
-        return f"{mode} mode is run from root here (rootless, `own` is userns)"
-    if mode == "container":
-        return None if shutil.which("capsh") else "capsh is missing"
-    return unprivileged.usable()
-
-
-def class_folder() -> Path:
-    """A course copy under a folder any uid may cross, where the class and OUT go."""
-    top = Path(tempfile.mkdtemp(prefix="mmg-syscalls-"))
-    top.chmod(0o755)
-    (top / "course").mkdir()
-    for name in COURSE_PARTS:
-        src = REPO / name
-        (shutil.copytree if src.is_dir() else shutil.copy)(src, top / "course" / name)
-    return top
-
-
-def grade(top: Path, mode: str, sources: dict[str, str]) -> tuple[dict[str, dict], str]:
-    """`grader run` on `sources` in `mode`: {student_id: record}, and its output."""
-    for sid, text in sources.items():
-        (top / "class" / sid).mkdir(parents=True)
-        (top / "class" / sid / "13_moe.py").write_text(text, encoding="utf-8")
-    argv = [sys.executable, "-c", "from grader.cli import main; main()", "run", "--lesson",
-            "13", "--course", str(top / "course" / "course.yml"), "--submissions",
-            str(top / "class"), "--out", str(top / "out"), "--jobs", "1"]
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(top),
-           "PYTHONDONTWRITEBYTECODE": "1"}
-    if mode == "userns":
-        with unprivileged.user("sys") as who:
-            subprocess.run(["chown", "-R", f"{who.pw_uid}:{who.pw_gid}", str(top)], check=True)
-            done = subprocess.run(unprivileged.command(who, argv, env, top),
-                                  capture_output=True, text=True, timeout=900)
-            subprocess.run(["chown", "-R", "0:0", str(top)], check=True)
-    else:
-        cmd = argv
-        if mode == "container":  # a Docker-like container: root without CAP_SYS_ADMIN
-            env["GRADER_CONTAINER"] = "1"
-            cmd = [shutil.which("capsh") or "capsh", "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(argv)]
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
-                              cwd=top)
-    said = done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.returncode == 0, said
-    records = {sid: json.loads((top / "out" / "results" / f"{sid}.json").read_text())
-               for sid in sources}
-    return records, said
-
-
-@pytest.mark.parametrize("mode", ["own", "userns", "container"])
+@pytest.mark.parametrize("mode", modes.MODES)
 def test_a_child_is_refused_the_listed_calls(mode):
-    if reason := _mode_reason(mode):
+    if reason := modes.reason(mode):
         pytest.skip(reason)
     if mode == "own":
         require_sandbox()
     listener = Listener()
-    top = class_folder()
+    top = modes.class_folder()
     try:
-        records, said = grade(top, mode, {"calls": attack(listener.port),
+        records, said = modes.grade(top, mode, {"calls": attack(listener.port),
                                           "honest": SOLUTION.read_text(encoding="utf-8")})
     finally:
         listener.stop()

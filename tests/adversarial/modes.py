@@ -1,0 +1,84 @@
+"""`grader run` on a small class in a chosen sandbox mode, as a TA runs it: `own` (this
+user's: root, or userns when the suite runs as another user), `userns` (a user created
+for the run) or `container` (root without CAP_SYS_ADMIN, as in Docker and on
+Gradescope). Each run gets a course copy under a folder any uid may cross."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import unprivileged
+
+REPO = Path(__file__).resolve().parents[2]
+COURSE_PARTS = ("course.yml", "solutions", "exercises", "hidden_tests", "templates")
+MODES = ("own", "userns", "container")
+
+
+def reason(mode: str) -> str | None:
+    """Why `mode` cannot be run here (None: it can)."""
+    if mode == "own":
+        return None
+    if os.geteuid() != 0:
+        return f"{mode} mode is run from root here (rootless, `own` is userns)"
+    if mode == "container":
+        return None if shutil.which("capsh") else "capsh is missing"
+    return unprivileged.usable()
+
+
+def class_folder(limits: dict[str, int] | None = None) -> Path:
+    """A course copy (with `limits` changed) under a fresh folder, where the class and
+    OUT go; the caller removes it."""
+    top = Path(tempfile.mkdtemp(prefix="mmg-modes-"))
+    top.chmod(0o755)
+    (top / "course").mkdir()
+    for name in COURSE_PARTS:
+        src = REPO / name
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, top / "course" / name)
+    yml = top / "course" / "course.yml"
+    text = yml.read_text(encoding="utf-8")
+    for key, value in (limits or {}).items():
+        text, n = re.subn(rf"^(\s+{key}:) *[0-9.]+", rf"\g<1> {value}", text, count=1,
+                          flags=re.M)
+        assert n == 1, key
+    yml.write_text(text, encoding="utf-8")
+    return top
+
+
+def grade(top: Path, mode: str, sources: dict[str, str],
+          out: str = "out") -> tuple[dict[str, dict], str]:
+    """`grader run --jobs 1` (one slot: the submissions one after another, in the order
+    of their ids) on `sources` in `mode`: {student_id: record}, and its output."""
+    for sid, text in sources.items():
+        (top / "class" / sid).mkdir(parents=True, exist_ok=True)
+        (top / "class" / sid / "13_moe.py").write_text(text, encoding="utf-8")
+    argv = [sys.executable, "-c", "from grader.cli import main; main()", "run", "--lesson",
+            "13", "--course", str(top / "course" / "course.yml"), "--submissions",
+            str(top / "class"), "--out", str(top / out), "--jobs", "1", "--force"]
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(top),
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    if mode == "userns":
+        with unprivileged.user("modes") as who:
+            subprocess.run(["chown", "-R", f"{who.pw_uid}:{who.pw_gid}", str(top)], check=True)
+            done = subprocess.run(unprivileged.command(who, argv, env, top),
+                                  capture_output=True, text=True, timeout=900)
+            subprocess.run(["chown", "-R", "0:0", str(top)], check=True)
+    else:
+        cmd = argv
+        if mode == "container":
+            env["GRADER_CONTAINER"] = "1"
+            cmd = [shutil.which("capsh") or "capsh", "--drop=cap_sys_admin", "--", "-c",
+                   "exec " + shlex.join(argv)]
+        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
+                              cwd=top)
+    said = done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode == 0, said
+    records = {sid: json.loads((top / out / "results" / f"{sid}.json").read_text())
+               for sid in sources}
+    return records, said
