@@ -2,6 +2,7 @@
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -24,11 +25,9 @@ def grade(out: Path, *extra: str, check: bool = True) -> subprocess.CompletedPro
 
 
 @pytest.fixture(scope="module")
-def first_run(tmp_path_factory):
-    out = tmp_path_factory.mktemp("out")
-    started = time.monotonic()
-    proc = grade(out)
-    return out, time.monotonic() - started, proc
+def first_run(sample_class):
+    """The sample class graded once for the run (tests/conftest.py): OUT, stderr."""
+    return sample_class("13")
 
 
 def by_id(out: Path) -> dict[str, dict]:
@@ -37,7 +36,7 @@ def by_id(out: Path) -> dict[str, dict]:
 
 
 def test_sample_class_scores(first_run):
-    out, _, proc = first_run
+    out, stderr = first_run
     students = by_id(out)
     assert set(students) == set(EXPECTED) | {"bob", "frank", "grace"}
     for sid, score in EXPECTED.items():
@@ -55,11 +54,11 @@ def test_sample_class_scores(first_run):
     assert "SyntaxError" in students["carol"]["problem"]
     assert any("magic" in n or "shell" in n for n in students["ivan"]["notes"])
     assert all(s["sandboxed"] for s in students.values())
-    assert "scores.json" in proc.stderr and "feedback" in proc.stderr
+    assert "scores.json" in stderr and "feedback" in stderr
 
 
 def test_every_student_gets_a_page_and_a_raw_report(first_run):
-    out, _, _ = first_run
+    out, _ = first_run
     for sid in by_id(out):
         page = (out / "feedback" / f"{sid}.html").read_text()
         assert sid in page and "<script>" not in page
@@ -74,8 +73,9 @@ def written(folder: Path) -> dict[str, tuple[int, int]]:
     return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in folder.iterdir()}
 
 
-def test_unchanged_rerun_skips_everything(first_run):
-    out, _, _ = first_run
+def test_unchanged_rerun_skips_everything(first_run, tmp_path):
+    out = tmp_path / "out"  # a copy (times kept): the run's sample class is shared
+    shutil.copytree(first_run[0], out)
     before = {p.name: p.read_bytes() for p in (out / "feedback").iterdir()}
     results, raw = written(out / "results"), written(out / "raw")
     proc = grade(out)
@@ -92,7 +92,7 @@ def test_unchanged_rerun_skips_everything(first_run):
 
 
 def test_forced_regrade_is_byte_for_byte_identical(first_run, tmp_path):
-    out, _, _ = first_run
+    out, _ = first_run
     again = tmp_path / "again"
     grade(again, "--force")
     assert (again / "scores.json").read_bytes().replace(bytes(again), b"") == \
@@ -102,7 +102,7 @@ def test_forced_regrade_is_byte_for_byte_identical(first_run, tmp_path):
 
 
 def test_killed_run_resumes_to_the_same_scores(first_run, tmp_path):
-    out, _, _ = first_run
+    out, _ = first_run
     killed = tmp_path / "killed"
     proc = subprocess.Popen([*GRADER, "run", "--lesson", "13", "--out", str(killed),
                              "--jobs", "2"], cwd=ROOT, stdout=subprocess.DEVNULL,
@@ -120,7 +120,7 @@ def test_killed_run_resumes_to_the_same_scores(first_run, tmp_path):
 
 def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(first_run, tmp_path):
     """Ctrl-C printed a worker's traceback and "hidden tests ... did not run"."""
-    out, _, _ = first_run
+    out, _ = first_run
     stopped = tmp_path / "stopped"
     # as a terminal starts it: a test run launched in the background (`make test &`)
     # ignores SIGINT, which its children would inherit, and Python then never raises
