@@ -13,6 +13,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
+import yaml
 from filelock import FileLock
 
 from grader import config
@@ -38,12 +39,18 @@ OUTSIDE_BWRAP = ("tests/adversarial/test_class.py", "tests/adversarial/test_no_r
 
 def pytest_collection_modifyitems(items) -> None:
     """Under pytest-xdist (`--dist loadgroup`), a file's tests run on one worker, so its
-    module fixtures are made once; the `OUTSIDE_BWRAP` files share one."""
+    module fixtures are made once; the `OUTSIDE_BWRAP` files share one. A long file
+    whose module fixture is made per lesson, lazily, names the parameter to split it
+    by (`XDIST_GROUP_BY = "key"`): each lesson's tests then run on one worker."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         return
     for item in items:
         path = item.nodeid.split("::")[0]
         group = "outside-bwrap" if path in OUTSIDE_BWRAP else path
+        by = getattr(item.module, "XDIST_GROUP_BY", None)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if by in params:
+            group += f"[{params[by]}]"
         item.add_marker(pytest.mark.xdist_group(group))
 
 
@@ -101,6 +108,33 @@ def build_cache(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def course() -> config.Course:
     return config.load(ROOT / "course.yml")
+
+
+# Wall and CPU limits far above what a loaded machine makes a submission take (a
+# correct call takes ~10 ms): for tests that are not about a limit.
+FAR_LIMITS = {"test_wall_s": 120, "submission_wall_s": 1200, "cpu_s": 600}
+LESSON_PATHS = ("solution", "recorded", "stub", "tests", "submissions", "moodle_worksheet")
+
+
+@pytest.fixture(scope="session")
+def far_course(tmp_path_factory) -> Path:
+    """course.yml with `FAR_LIMITS` for every lesson, its paths made absolute (so it
+    may live in a temp folder), each lesson's OUT in that folder."""
+    folder = tmp_path_factory.mktemp("far-course")
+    data = yaml.safe_load((ROOT / "course.yml").read_text(encoding="utf-8"))
+    data.setdefault("defaults", {}).setdefault("limits", {}).update(FAR_LIMITS)
+    for key, lesson in data["lessons"].items():
+        for name in LESSON_PATHS:
+            if lesson.get(name):
+                lesson[name] = str(ROOT / lesson[name])
+        lesson["out"] = str(folder / "out" / str(key))
+        for name in FAR_LIMITS:
+            (lesson.get("limits") or {}).pop(name, None)
+    if isinstance(data.get("roster"), str):
+        data["roster"] = str(ROOT / data["roster"])
+    path = folder / "course.yml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -10,6 +10,9 @@ import time
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
+
+from grader import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]
@@ -143,30 +146,44 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(first_run, tmp_path):
         {k: v["score"] for k, v in by_id(out).items()}
 
 
-def run_on(tmp_path: Path, submissions: Path, *extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([*GRADER, "run", "--lesson", "13", "--submissions", str(submissions),
-                           "--out", str(tmp_path / "o"), *extra], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+@pytest.fixture
+def here(monkeypatch):
+    """`grader ARGS` run in this process, from the project's folder (no signal is tested
+    with it: a process each paid a torch import): its exit status and output."""
+    monkeypatch.chdir(ROOT)
+
+    def invoke(*args: str) -> subprocess.CompletedProcess:
+        done = CliRunner().invoke(cli.main, list(args))
+        if done.exception is not None and not isinstance(done.exception, SystemExit):
+            raise done.exception
+        return subprocess.CompletedProcess(args, done.exit_code, done.stdout, done.stderr)
+
+    return invoke
 
 
-def test_a_flat_folder_or_one_students_folder_names_the_layout(tmp_path):
+def run_on(here, tmp_path: Path, submissions: Path, *extra: str) -> subprocess.CompletedProcess:
+    return here("run", "--lesson", "13", "--submissions", str(submissions),
+                "--out", str(tmp_path / "o"), *extra)
+
+
+def test_a_flat_folder_or_one_students_folder_names_the_layout(here, tmp_path):
     flat = tmp_path / "flat"
     flat.mkdir()
     for sid in ("alice", "bob"):
         (flat / f"{sid}.py").write_text((ROOT / "examples" / "13" / sid / "13_moe.py").read_text())
-    proc = run_on(tmp_path, flat)
+    proc = run_on(here, tmp_path, flat)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert (f"no submissions found in {flat}: expected {flat}/<student_id>/13_moe.py (one "
             "folder per student)") in " ".join(proc.stderr.split())
     assert (f"It holds alice.py, bob.py directly: put each student's file in a folder named "
             f"after them, e.g. {flat}/alice/13_moe.py") in " ".join(proc.stderr.split())
-    proc = run_on(tmp_path, ROOT / "examples" / "13" / "alice")
+    proc = run_on(here, tmp_path, ROOT / "examples" / "13" / "alice")
     assert proc.returncode == 1
     assert ("It holds 13_moe.py itself, as one student's folder does: give the folder that "
             "holds each student's folder") in " ".join(proc.stderr.split())
 
 
-def test_a_canvas_gradebook_export_is_a_roster(tmp_path):
+def test_a_canvas_gradebook_export_is_a_roster(here, tmp_path):
     """Its test student used to end `grader run` in a 30-line traceback."""
     text = (ROOT / "course.yml").read_text()
     for folder in ("solutions", "exercises", "hidden_tests", "examples"):
@@ -179,44 +196,38 @@ def test_a_canvas_gradebook_export_is_a_roster(tmp_path):
         "\"Student, Test\",4999,,,SEC-001,\n")
     flat = tmp_path / "flat"
     flat.mkdir()
-    proc = run_on(tmp_path, flat, "--course", str(tmp_path / "course.yml"))
+    proc = run_on(here, tmp_path, flat, "--course", str(tmp_path / "course.yml"))
     assert "Traceback" not in proc.stderr
     assert ('note: 1 roster row(s) without a student id left out of the roster: '
             'gradebook.csv:4 "Student, Test"') in " ".join(proc.stderr.split())
 
 
-def test_check_for_students():
-    ok = subprocess.run([*GRADER, "check", "solutions/13_moe.py"], cwd=ROOT,
-                        capture_output=True, text=True, timeout=300)
+def test_check_for_students(here, far_course):
+    ok = here("check", "--course", str(far_course), "solutions/13_moe.py")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "router" in ok.stdout and "practice tests" in ok.stdout
-    stub = subprocess.run([*GRADER, "check", "exercises/13_moe.py"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    stub = here("check", "--course", str(far_course), "exercises/13_moe.py")
     assert stub.returncode == 1 and "not implemented" in stub.stdout
 
 
-def test_check_names_a_mistake(tmp_path):
+def test_check_names_a_mistake(here, far_course, tmp_path):
     wrong = tmp_path / "13_moe.py"
     wrong.write_text((ROOT / "solutions" / "13_moe.py").read_text().replace(
         "F.softmax(gate(x_flat), dim=-1)", "F.softmax(gate(x_flat), dim=0)"))
-    proc = subprocess.run([*GRADER, "check", str(wrong)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=300)
+    proc = here("check", "--course", str(far_course), str(wrong))
     assert proc.returncode == 1 and "softmax runs over the tokens" in proc.stdout
 
 
-def test_bad_course_file_and_missing_folder_are_clear(tmp_path):
+def test_bad_course_file_and_missing_folder_are_clear(here, tmp_path):
     bad = tmp_path / "course.yml"
     bad.write_text((ROOT / "course.yml").read_text().replace("points: 2,", "points: two,", 1))
-    proc = subprocess.run([*GRADER, "run", "--course", str(bad), "--lesson", "13"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = here("run", "--course", str(bad), "--lesson", "13")
     assert proc.returncode != 0 and "points" in proc.stderr and "course.yml:" in proc.stderr
-    proc = subprocess.run([*GRADER, "run", "--lesson", "13", "--submissions",
-                           str(tmp_path / "none"), "--out", str(tmp_path / "o")], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    proc = here("run", "--lesson", "13", "--submissions", str(tmp_path / "none"),
+                "--out", str(tmp_path / "o"))
     assert proc.returncode != 0 and "no submissions at" in proc.stderr
 
 
-def test_release_check():
-    proc = subprocess.run([*GRADER, "release", "--lesson", "13", "--check"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+def test_release_check(here):
+    proc = here("release", "--lesson", "13", "--check")
     assert proc.returncode == 0, proc.stderr

@@ -1,0 +1,154 @@
+"""No claim on a correct variant, no wrong claim on a known mistake.
+
+Every lesson's graded tests run in-process with each known mistake of mistakes.yml,
+each correct variant (the lesson's folder and the generated ones) in the student's
+place. Every structure claim is checked again against the tensors it was made on, by
+this file's own reading of what it says; every contrast rule against the tests'
+outcomes. A correct variant must get no claim at all.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from grader import cases, config, contrast
+from grader.compare import Checks
+from grader.context import LessonContext
+from grader.plugin import part_of, replay
+from grader.selftest import default_correct
+from grader.tolerance import record, variants
+
+ROOT = Path(__file__).resolve().parents[2]
+LESSONS = sorted(config.load(ROOT / "course.yml").lessons)
+
+
+def _ok(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> bool:
+    return got.shape == want.shape and bool(
+        (np.abs(got - want) <= atol + rtol * np.abs(want)).all())
+
+
+def _rows(a: np.ndarray) -> np.ndarray:
+    return a.reshape(-1, a.shape[-1]) if a.ndim >= 2 else a.reshape(-1, 1)
+
+
+def true_claim(claim: dict, got: np.ndarray, ref: np.ndarray, atol: float, rtol: float,
+               labels: dict | None = None) -> bool:
+    """What the claim says, applied to the reference, is what the student returned."""
+    kind = claim["kind"]
+    if kind == "nonfinite":
+        bad = ~np.isfinite(got) & np.isfinite(ref)
+        first = got[tuple(claim["where"])]
+        return int(bad.sum()) == claim["count"] and bool(bad[tuple(claim["where"])]) and (
+            np.isnan(first) == (claim["value"] == "NaN"))
+    if kind == "zeros":
+        return _ok(got, np.zeros_like(ref), atol, rtol)
+    if kind == "sign":
+        return _ok(got, -ref, atol, rtol)
+    if kind == "factor":
+        return _ok(got, claim["factor"] * ref, atol, rtol)
+    if kind == "shift":
+        return _ok(got, ref + claim["shift"], atol, rtol)
+    if kind == "transpose":
+        return _ok(got, np.swapaxes(ref, -1, -2), atol, rtol)
+    g, r = _rows(got), _rows(ref)
+    if kind == "permutation":
+        moved = dict(map(tuple, claim["moved"]))
+        return all(_ok(g[i], r[j], atol, rtol) for i, j in moved.items()) and all(
+            _ok(g[i], r[i], atol, rtol) for i in range(len(r)) if i not in moved) \
+            if claim["count"] == len(moved) else all(
+                _ok(g[i], r[j], atol, rtol) for i, j in moved.items())
+    if kind == "rows":
+        wrong = [i for i in range(len(r)) if not _ok(g[i], r[i], atol, rtol)]
+        shared = [contrast.Rule(**rule) for rule in claim.get("shared", [])]
+        rows = [({k: v[i] for k, v in (labels or {}).items()}, i in wrong) for i in range(len(r))]
+        return wrong[:len(claim["rows"])] == claim["rows"] and len(wrong) == claim["count"] \
+            and all(_rule_true(rule, rows) for rule in shared)
+    raise AssertionError(f"unknown claim {claim}")
+
+
+class Verifying(Checks):
+    """`Checks` that keep every structure claim with its verdict."""
+
+    def __init__(self, tolerances: dict):
+        super().__init__(tolerances)
+        self.claims: list[tuple[str, dict, bool]] = []
+
+    def close(self, name, got, ref, tol=None, alt=None, alt_note="", rows=None) -> bool:
+        passed = super().close(name, got, ref, tol, alt, alt_note, rows)
+        claim = self.items[-1].structure
+        if claim is not None:
+            t = self._tol(tol, ref.dtype)
+            g, r = got.detach().double().numpy(), ref.detach().double().numpy()
+            labels = {k: v.tolist() for k, v in (rows or {}).items()}
+            self.claims.append((name, claim, true_claim(claim, g, r, t.atol, t.rtol, labels)))
+        return passed
+
+
+def run(items, student, reference, tolerances) -> tuple[list, dict]:
+    """Structure claims (test, check, claim, true?) and per part the cases' outcomes."""
+    claims, by_part = [], defaultdict(list)
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        checks = Verifying(tolerances)
+        try:
+            with torch.random.fork_rng():
+                replay(item, {"student": student, "reference": reference, "check": checks})
+            failed = bool(checks.failures)
+        except Exception:  # noqa: BLE001 - a mistake may break a test: that test failed
+            failed = True
+        claims += [(item.name, *c) for c in checks.claims]
+        by_part[part_of(item.path)].append(
+            ({"test": item.originalname, **cases.fields(params)}, failed))
+    return claims, by_part
+
+
+def _rule_true(rule: contrast.Rule, outcomes: list[tuple[dict, bool]]) -> bool:
+    """This file's own reading of a rule: every failing case satisfies it, no passing one."""
+    ops = {"eq": lambda v: v == rule.value, "ne": lambda v: v != rule.value,
+           "ge": lambda v: v >= rule.value, "le": lambda v: v <= rule.value,
+           "has": lambda v: rule.value in v}
+    for fields, failed in outcomes:
+        if rule.field not in fields:
+            if failed:
+                return False
+            continue
+        if bool(ops[rule.op](fields[rule.field])) != failed:
+            return False
+    return True
+
+
+@pytest.fixture(scope="module", params=LESSONS)
+def lesson(request, course):
+    key = request.param
+    refs = LessonContext(course, key).refs
+    return key, refs, record.graded_tests(course, key), course.tolerances(key)
+
+
+def test_no_claim_on_a_correct_variant(course, lesson):
+    key, refs, items, tolerances = lesson
+    made, _ = variants.generated(refs.source, refs.reference, refs.probes, key)
+    chosen = variants.from_folder(default_correct(course, key), refs.probes) + made
+    assert len(chosen) >= 2
+    for v in chosen:
+        claims, by_part = run(items, v.caller, refs.reference, tolerances)
+        assert claims == [], f"{v.name}: {claims[:3]}"
+        for part, outcomes in by_part.items():
+            assert not any(f for _, f in outcomes), f"{v.name} fails in {part}"
+            assert contrast.rules(outcomes) == []
+
+
+def test_no_wrong_claim_on_a_known_mistake(lesson):
+    key, refs, items, tolerances = lesson
+    made = 0
+    for v in refs.variants:
+        claims, by_part = run(items, v.caller, refs.reference, tolerances)
+        wrong = [c for c in claims if not c[3]]
+        assert not wrong, f"{v.mistake.id}: wrong claims {wrong[:3]}"
+        rules = contrast.rules(by_part[v.mistake.part])
+        assert all(_rule_true(r, by_part[v.mistake.part]) for r in rules), (v.mistake.id, rules)
+        made += len(claims) + len(rules)
+    assert made, f"lesson {key}: no known mistake got any claim: is anything detected?"
