@@ -28,6 +28,7 @@ GRADER = [sys.executable, "-m", "grader.cli"]
 CACHE = Path(os.environ.get("GRADER_TEST_CACHE") or Path(
     os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "minimind-grader-tests")
 KEEP_DAYS = 3  # a cached build unused this long is removed
+HANG = 3600  # s: a build or a graded class that takes longer hangs (15 min was met at load 20)
 
 
 # Files whose runs put student processes under sandbox uids outside any bwrap (the
@@ -76,16 +77,25 @@ def run_folder(tmp_path_factory) -> Path:
     return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
+FAILED: dict[Path, Exception] = {}
+
+
 def made_once(folder: Path, make: Callable[[Path], object]) -> Path:
     """`folder`, filled by `make(folder)` unless a finished one is there: made by one
     process at a time (a lock), so a run's workers and concurrent runs make it once."""
     done = folder / ".made"
+    if folder in FAILED:  # one failed make per process: the rest of its tests fail fast
+        raise FAILED[folder]
     folder.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(f"{folder}.lock"):
         if not done.exists():
             shutil.rmtree(folder, ignore_errors=True)  # an unfinished make's
             folder.mkdir()
-            make(folder)
+            try:
+                make(folder)
+            except Exception as exc:
+                FAILED[folder] = exc
+                raise
             done.touch()
     os.utime(done)  # in use: not pruned
     return folder
@@ -166,7 +176,7 @@ def student_bundle(build_cache):
     def make(key: str, folder: Path) -> None:
         done = subprocess.run([*GRADER, "student-bundle", "--lesson", key, "--dest",
                                str(folder / f"lesson{key}")], cwd=ROOT,
-                              capture_output=True, text=True, timeout=900)
+                              capture_output=True, text=True, timeout=HANG)
         assert done.returncode == 0, done.stderr
 
     def get(key: str) -> Path:
@@ -198,7 +208,7 @@ def sample_class(tmp_path_factory):
         done = subprocess.run([*GRADER, "run", "--lesson", key, "--submissions",
                                str(ROOT / "examples" / key), "--out", str(folder / "out"),
                                "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=900)
+                              timeout=HANG)
         assert done.returncode == 0, done.stderr[-3000:]
         (folder / "stderr.txt").write_text(done.stderr)
 
