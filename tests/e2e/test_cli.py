@@ -202,19 +202,26 @@ def test_a_canvas_gradebook_export_is_a_roster(here, tmp_path):
             'gradebook.csv:4 "Student, Test"') in " ".join(proc.stderr.split())
 
 
-def test_check_for_students(here, far_course):
-    ok = here("check", "--course", str(far_course), "solutions/13_moe.py")
+def check(course: Path, file: str) -> subprocess.CompletedProcess:
+    """`grader check` as a student runs it, its own process (in this one, a run was seen
+    to kill the solution's first router test, unexplained yet: see the suite's notes)."""
+    return subprocess.run([*GRADER, "check", "--course", str(course), file], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_check_for_students(far_course):
+    ok = check(far_course, "solutions/13_moe.py")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     assert "router" in ok.stdout and "practice tests" in ok.stdout
-    stub = here("check", "--course", str(far_course), "exercises/13_moe.py")
+    stub = check(far_course, "exercises/13_moe.py")
     assert stub.returncode == 1 and "not implemented" in stub.stdout
 
 
-def test_check_names_a_mistake(here, far_course, tmp_path):
+def test_check_names_a_mistake(far_course, tmp_path):
     wrong = tmp_path / "13_moe.py"
     wrong.write_text((ROOT / "solutions" / "13_moe.py").read_text().replace(
         "F.softmax(gate(x_flat), dim=-1)", "F.softmax(gate(x_flat), dim=0)"))
-    proc = here("check", "--course", str(far_course), str(wrong))
+    proc = check(far_course, str(wrong))
     assert proc.returncode == 1 and "softmax runs over the tokens" in proc.stdout
 
 
