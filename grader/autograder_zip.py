@@ -105,6 +105,12 @@ def memory_warning(course, lesson_key: str) -> str:
             "autograder more memory in Gradescope's settings (docs/lms.md).")
 
 
+def setup_script(course_root: Path) -> str:
+    """The zip's setup.sh (its tests run it without building a zip)."""
+    return SETUP.format(cpu_index=CPU_INDEX, torch=_torch_pin(course_root),
+                        user=SUBMISSION_USER, uid=BASE_UID)
+
+
 def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     """Write the zip to dest (a .zip path, or a folder to put `autograder_<lesson>.zip` in)."""
     from grader.config import load
@@ -128,9 +134,7 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
         dest = dest / f"autograder_{lesson_key}.zip"
     dest.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
-        setup = SETUP.format(cpu_index=CPU_INDEX, torch=_torch_pin(course_root),
-                             user=SUBMISSION_USER, uid=BASE_UID)
-        for name, text in (("setup.sh", setup), ("run_autograder", RUN.format(
+        for name, text in (("setup.sh", setup_script(course_root)), ("run_autograder", RUN.format(
                 lesson=shlex.quote(lesson_key)))):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o100755 << 16

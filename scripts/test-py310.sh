@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The unit suite on Python 3.10, the oldest Python the package supports (Gradescope's
-# default image has it), in its own venv made by scripts/setup.sh; then the autograder
+# default image has it), in its own venv made by scripts/setup.sh, with the zip's recording
+# (tests/e2e/test_recording.py); then the autograder
 # zip run as Gradescope runs it, on that same 3.10: CAP_SYS_ADMIN dropped, a 768 MB
 # memory cgroup, setup.sh then run_autograder (the container tests of
 # tests/e2e/test_gradescope_layout.py; they skip themselves where not root).
@@ -50,7 +51,7 @@ if [ -x "$venv/bin/python" ] &&
   rm -f "$venv/.installed"
 fi
 PYTHON=$py VENV=$venv scripts/setup.sh
-exec "$venv/bin/python" -m pytest -q -s tests/unit \
+exec "$venv/bin/python" -m pytest -q -s tests/unit tests/e2e/test_recording.py \
   "tests/e2e/test_gradescope_layout.py::test_container_mode_grades_the_solution_in_full" \
   "tests/e2e/test_gradescope_layout.py::test_container_mode_costs_a_known_mistake_its_part" \
   "tests/e2e/test_gradescope_layout.py::test_container_mode_keeps_the_graders_files_from_the_submission"

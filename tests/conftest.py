@@ -1,10 +1,20 @@
 """Shared fixtures: the course, a warm worker slot (sandboxed where possible), and
-the student bundles and autograder zip, each built once for the whole suite."""
+what is slow to make: the student bundles and the autograder zip (built once per
+version of the project's sources, and kept between runs), and each sample class
+graded once per run. Under pytest-xdist (`make test`) the workers of a run share them."""
+import hashlib
+import os
+import shutil
 import subprocess
 import sys
+import time
+from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+import yaml
+from filelock import FileLock
 
 from grader import config
 from grader.context import LessonContext
@@ -13,11 +23,128 @@ from grader.sandbox import slot as slots
 from grader.sandbox.slot import Slot
 
 ROOT = Path(__file__).resolve().parent.parent
+GRADER = [sys.executable, "-m", "grader.cli"]
+# Bundles and zips kept between runs, one folder per version of what builds them
+CACHE = Path(os.environ.get("GRADER_TEST_CACHE") or Path(
+    os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "minimind-grader-tests")
+KEEP_DAYS = 3  # a cached build unused this long is removed
+HANG = 3600  # s: a build or a graded class that takes longer hangs (15 min was met at load 20)
+
+
+# Files whose runs put student processes under sandbox uids outside any bwrap (the
+# container mode, as on Gradescope), and the one that asserts that no such process is
+# left after its run (it cannot tell whose they are): never at once on two xdist workers.
+OUTSIDE_BWRAP = ("tests/adversarial/test_class.py", "tests/adversarial/test_no_reach.py",
+                 "tests/e2e/test_gradescope_layout.py")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """Under pytest-xdist (`--dist loadgroup`), a file's tests run on one worker, so its
+    module fixtures are made once; the `OUTSIDE_BWRAP` files share one. A long file
+    whose module fixture is made per lesson, lazily, names the parameter to split it
+    by (`XDIST_GROUP_BY = "key"`): each lesson's tests then run on one worker."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for item in items:
+        path = item.nodeid.split("::")[0]
+        group = "outside-bwrap" if path in OUTSIDE_BWRAP else path
+        by = getattr(item.module, "XDIST_GROUP_BY", None)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        if by in params:
+            group += f"[{params[by]}]"
+        item.add_marker(pytest.mark.xdist_group(group))
+
+
+def source_key() -> str | None:
+    """A digest of every file of the project a build may read (what git lists, tracked
+    or not, but tests/), of Python's and torch's versions; None outside git."""
+    try:
+        listed = subprocess.run(["git", "ls-files", "-z", "-co", "--exclude-standard"],
+                                cwd=ROOT, capture_output=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    digest = hashlib.sha256(f"{sys.version}|{metadata.version('torch')}".encode())
+    for name in sorted(set(listed.split(b"\0")) - {b""}):
+        path = ROOT / os.fsdecode(name)
+        if not name.startswith(b"tests/") and path.is_file():
+            digest.update(name + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    return digest.hexdigest()[:20]
+
+
+def run_folder(tmp_path_factory) -> Path:
+    """A folder of this run's, shared by its xdist workers."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+FAILED: dict[Path, Exception] = {}
+
+
+def made_once(folder: Path, make: Callable[[Path], object]) -> Path:
+    """`folder`, filled by `make(folder)` unless a finished one is there: made by one
+    process at a time (a lock), so a run's workers and concurrent runs make it once."""
+    done = folder / ".made"
+    if folder in FAILED:  # one failed make per process: the rest of its tests fail fast
+        raise FAILED[folder]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(f"{folder}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)  # an unfinished make's
+            folder.mkdir()
+            try:
+                make(folder)
+            except Exception as exc:
+                FAILED[folder] = exc
+                raise
+            done.touch()
+    os.utime(done)  # in use: not pruned
+    return folder
+
+
+@pytest.fixture(scope="session")
+def build_cache(tmp_path_factory) -> Path:
+    """Where built bundles and zips are kept: the user's cache, one folder per source
+    key (old ones pruned); this run's own folder outside git."""
+    key = source_key()
+    if key is None:
+        return run_folder(tmp_path_factory) / "builds"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    for old in CACHE.glob("*/.made"):
+        if time.time() - old.stat().st_mtime > KEEP_DAYS * 86400:
+            shutil.rmtree(old.parent, ignore_errors=True)
+    return CACHE / key
 
 
 @pytest.fixture(scope="session")
 def course() -> config.Course:
     return config.load(ROOT / "course.yml")
+
+
+# Wall and CPU limits far above what a loaded machine makes a submission take (a
+# correct call takes ~10 ms): for tests that are not about a limit.
+FAR_LIMITS = {"test_wall_s": 120, "submission_wall_s": 1200, "cpu_s": 600}
+LESSON_PATHS = ("solution", "recorded", "stub", "tests", "submissions", "moodle_worksheet")
+
+
+@pytest.fixture(scope="session")
+def far_course(tmp_path_factory) -> Path:
+    """course.yml with `FAR_LIMITS` for every lesson, its paths made absolute (so it
+    may live in a temp folder), each lesson's OUT in that folder."""
+    folder = tmp_path_factory.mktemp("far-course")
+    data = yaml.safe_load((ROOT / "course.yml").read_text(encoding="utf-8"))
+    data.setdefault("defaults", {}).setdefault("limits", {}).update(FAR_LIMITS)
+    for key, lesson in data["lessons"].items():
+        for name in LESSON_PATHS:
+            if lesson.get(name):
+                lesson[name] = str(ROOT / lesson[name])
+        lesson["out"] = str(folder / "out" / str(key))
+        for name in FAR_LIMITS:
+            (lesson.get("limits") or {}).pop(name, None)
+    if isinstance(data.get("roster"), str):
+        data["roster"] = str(ROOT / data["roster"])
+    path = folder / "course.yml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -40,31 +167,53 @@ def slot13(course):
 
 
 @pytest.fixture(scope="session")
-def student_bundle(tmp_path_factory):
-    """`grader student-bundle --lesson KEY`, built once per lesson for the whole suite:
-    a build grades the solution and records the practice results (half a minute and
-    more each), and three files tested the same bundles. A test that changes a bundle
+def student_bundle(build_cache):
+    """`grader student-bundle --lesson KEY`, built once per lesson and source key: a
+    build grades the solution and records the practice results (half a minute and
+    more each), and three files test the same bundles. A test that changes a bundle
     works on its own copy."""
-    built: dict[str, Path] = {}
+
+    def make(key: str, folder: Path) -> None:
+        done = subprocess.run([*GRADER, "student-bundle", "--lesson", key, "--dest",
+                               str(folder / f"lesson{key}")], cwd=ROOT,
+                              capture_output=True, text=True, timeout=HANG)
+        assert done.returncode == 0, done.stderr
 
     def get(key: str) -> Path:
-        if key not in built:
-            dest = tmp_path_factory.mktemp(f"bundle{key}") / f"lesson{key}"
-            done = subprocess.run([sys.executable, "-m", "grader.cli", "student-bundle",
-                                   "--lesson", key, "--dest", str(dest)], cwd=ROOT,
-                                  capture_output=True, text=True, timeout=900)
-            assert done.returncode == 0, done.stderr
-            built[key] = dest
-        return built[key]
+        return made_once(build_cache / f"bundle{key}", lambda f: make(key, f)) / f"lesson{key}"
 
     return get
 
 
 @pytest.fixture(scope="session")
-def autograder_zip13(tmp_path_factory) -> Path:
-    """Lesson 13's Gradescope autograder zip, built once for the suite: a build grades
-    the solution and every known mistake, and three files read the same zip (none
-    changes it)."""
+def autograder_zip13(build_cache) -> Path:
+    """Lesson 13's Gradescope autograder zip, built once per source key: a build
+    grades the solution and every known mistake, and three files read the same zip
+    (none changes it)."""
     from grader import autograder_zip
 
-    return autograder_zip.build(ROOT, "13", tmp_path_factory.mktemp("autograder"))
+    folder = made_once(build_cache / "autograder13",
+                       lambda f: autograder_zip.build(ROOT, "13", f))
+    return folder / "autograder_13.zip"
+
+
+@pytest.fixture(scope="session")
+def sample_class(tmp_path_factory):
+    """`grader run --lesson KEY` on the lesson's sample class (examples/KEY), once per
+    run: several files read the same scores and pages (a test that grades again, or
+    changes the folder, does it on its own copy). Returns OUT and the run's stderr."""
+    shared = run_folder(tmp_path_factory)
+
+    def make(key: str, folder: Path) -> None:
+        done = subprocess.run([*GRADER, "run", "--lesson", key, "--submissions",
+                               str(ROOT / "examples" / key), "--out", str(folder / "out"),
+                               "--jobs", "2"], cwd=ROOT, capture_output=True, text=True,
+                              timeout=HANG)
+        assert done.returncode == 0, done.stderr[-3000:]
+        (folder / "stderr.txt").write_text(done.stderr)
+
+    def get(key: str) -> tuple[Path, str]:
+        folder = made_once(shared / f"sample{key}", lambda f: make(key, f))
+        return folder / "out", (folder / "stderr.txt").read_text()
+
+    return get

@@ -205,7 +205,7 @@ def error_kinds(record: dict, part: str) -> set[str]:
 
 def course_copy(tmp_path: Path, limits: dict | None = None) -> config.Course:
     """course.yml with lesson 13 only, pointing at the real solution and hidden tests
-    by absolute path, optionally with tighter limits; written to `tmp_path`."""
+    by absolute path, optionally with limits of its own; written to `tmp_path`."""
     data = yaml.safe_load(COURSE_YML.read_text(encoding="utf-8"))
     lesson = data["lessons"]["13"]
     data["lessons"] = {"13": lesson}  # only this lesson: others may name relative paths
@@ -222,11 +222,18 @@ def course_copy(tmp_path: Path, limits: dict | None = None) -> config.Course:
     return config.load(path)
 
 
+# Wall and CPU limits far above what a loaded machine makes any submission here take
+# (a correct one takes ~10 ms a call): a test that is not about a limit never meets one.
+# A test about a limit grades under limits of its own (the course's, or smaller).
+FAR_LIMITS = {"test_wall_s": 120, "submission_wall_s": 1200, "cpu_s": 600}
+
+
 @pytest.fixture(scope="session")
 def course(tmp_path_factory):
-    """The course's lesson 13 with its real limits (a copy: other lessons in course.yml
+    """The course's lesson 13 with wall and CPU limits far above load's reach
+    (`FAR_LIMITS`), its other limits as they are (a copy: other lessons in course.yml
     may be mid-edit while this suite runs)."""
-    return course_copy(tmp_path_factory.mktemp("course"))
+    return course_copy(tmp_path_factory.mktemp("course"), FAR_LIMITS)
 
 
 @pytest.fixture(scope="session")

@@ -171,6 +171,12 @@ FAR_WALLS = {"test_wall_s": 120, "submission_wall_s": 1200}
 
 
 @pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    """The course's own limits (the ones under test), for this file's `slot` too."""
+    return course_copy(tmp_path_factory.mktemp("course"))
+
+
+@pytest.fixture(scope="module")
 def records(course, slot, tmp_path_factory, guarded_before):
     return grade_all(course, slot, tmp_path_factory.mktemp("limits"), SOURCES)
 

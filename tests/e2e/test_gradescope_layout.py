@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from grader import autograder_zip
 from grader.sandbox import bwrap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,6 +42,8 @@ def gradescope_layout(zip_path: Path, tmp_path: Path, files: dict[str, str]) -> 
     with zipfile.ZipFile(zip_path) as z:
         names = z.namelist()
         assert "setup.sh" in names and "run_autograder" in names
+        assert all(z.getinfo(n).external_attr >> 16 & 0o111 for n in ("setup.sh", "run_autograder"))
+        assert z.read("setup.sh").decode() == autograder_zip.setup_script(REPO)
         z.extractall(root / "source")
     for name in ("setup.sh", "run_autograder"):
         (root / "source" / name).chmod(0o755)

@@ -26,6 +26,7 @@ GRADER = [sys.executable, "-m", "grader.cli"]
 LESSONS = {"10": "10_rmsnorm", "12": "12_rope", "13": "13_moe"}
 
 pytestmark = pytest.mark.slow
+XDIST_GROUP_BY = "key"  # a lesson's cases on one xdist worker (tests/conftest.py)
 
 
 def students(key: str) -> list[tuple[str, Path]]:
@@ -43,20 +44,15 @@ CASES = [(key, sid, path) for key in LESSONS for sid, path in students(key)]
 
 
 @pytest.fixture(scope="module")
-def lesson_runs(tmp_path_factory, course, student_bundle):
-    """Per lesson, made lazily, once: its student bundle (the suite's), the graded
-    run's scores, and a warm slot with the lesson's context for the project's checks."""
+def lesson_runs(course, student_bundle, sample_class):
+    """Per lesson, made lazily, once: its student bundle and its graded sample class
+    (the suite's), and a warm slot with the lesson's context for the project's checks."""
     made: dict = {}
 
     def get(key: str) -> dict:
         if key not in made:
-            tmp = tmp_path_factory.mktemp(f"lesson{key}")
             bundle = student_bundle(key)
-            out = tmp / "out"
-            done = subprocess.run([*GRADER, "run", "--lesson", key, "--submissions",
-                                   str(ROOT / "examples" / key), "--out", str(out)],
-                                  cwd=ROOT, capture_output=True, text=True, timeout=900)
-            assert done.returncode == 0, done.stderr
+            out, _ = sample_class(key)
             scores = json.loads((out / "scores.json").read_text())
             made[key] = {"bundle": bundle, "scores": {s["student_id"]: s
                                                       for s in scores["students"]}}
