@@ -99,34 +99,31 @@ def available(allow_unsandboxed: bool, support: bwrap.Support) -> bool:
                        "grade trusted work without isolation")
 
 
-def _keep_from_submissions(probes: Path, scratch: Path,
-                           private: tuple[Path, ...]) -> list[tuple[Path, int]]:
+def _keep_from_submissions(probes: Path, scratch: Path, private: tuple[Path, ...]) -> None:
     """Container mode: no mount namespace hides the grader's files, so the course's
     folder (solutions, hidden tests), the class and OUT the run was given (`private`:
     classmates' files, results and pages) and the paths in GRADER_PRIVATE (the
     autograder's submission and results folders) are made readable by their owner only,
     but for what the interpreter may import while a submission runs (a virtualenv in
     the course's folder: torch imports parts of itself lazily); the run's scratch
-    folder may be crossed, not listed, to reach a child's own. What it opened on the
-    way to the interpreter (`_open_way`), with the modes to put back at the end."""
+    folder may be crossed, not listed, to reach a child's own."""
     course = next((p for p in probes.resolve().parents if (p / "course.yml").exists()), None)
     named = [Path(p) for p in os.environ.get("GRADER_PRIVATE", "").split(os.pathsep) if p]
     closed = [p.resolve() for p in filter(None, [course, *private, *named]) if p.exists()]
     kept = {Path(p) for p in bwrap.interpreter_paths()}
     kept |= {p.resolve() for p in kept}
-    opened = _open_way(kept, closed)
+    _open_way(kept, closed)
     for path in closed:
         _close(path, kept)
     scratch.chmod(0o711)
-    return opened
 
 
-def _open_way(kept: set[Path], closed: list[Path]) -> list[tuple[Path, int]]:
+def _open_way(kept: set[Path], closed: list[Path]) -> None:
     """Every folder above the `kept` paths that others may not cross (a Python
     installed under /root) made crossable, not listable, so that the submission's uid
-    reaches the interpreter's modules; folders in `closed` paths are `_close`'s. The
-    folders changed and their modes before."""
-    opened = []
+    reaches the interpreter's modules; folders in `closed` paths are `_close`'s. Left
+    so: a run that closed them again at its end would break the lazy imports of
+    another run still grading in the same container."""
     for path in sorted(kept):
         for folder in reversed(path.parents):
             if any(folder == c or c in folder.parents for c in closed):
@@ -134,8 +131,6 @@ def _open_way(kept: set[Path], closed: list[Path]) -> list[tuple[Path, int]]:
             mode = stat.S_IMODE(folder.stat().st_mode)
             if not mode & 0o001:
                 folder.chmod(mode | 0o001)
-                opened.append((folder, mode))
-    return opened
 
 
 def _close(path: Path, kept: set[Path]) -> None:
@@ -276,9 +271,8 @@ class Sandbox:
         # enter, made for this run (a fixed path is another user's, or a symlink).
         plain = self.mode in ("none", "container")
         self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
-        self._opened: list[tuple[Path, int]] = []  # folders to close again at the end
         if self.mode == "container":
-            self._opened = _keep_from_submissions(probes, Path(self.scratch), private)
+            _keep_from_submissions(probes, Path(self.scratch), private)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
         self.forked = plain and fork and forkable(self.mode)
@@ -361,9 +355,6 @@ class Sandbox:
             if self.scratch is not None:
                 shutil.rmtree(self.scratch, ignore_errors=True)
                 self.scratch = None
-            for folder, mode in reversed(self._opened):
-                folder.chmod(mode)
-            self._opened = []
 
 
 class Slot:
