@@ -164,7 +164,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         stopped(stop.graded, stop.total)
         raise click.exceptions.Exit(130) from None
     summary_table(graded.summary, graded.scores, out)
-    left_out(graded.skipped)
+    left_out(graded.skipped, graded.absent)
     if graded.summary.worker_failures:
         worker_failures(graded.summary.worker_failures)
         sys.exit(1)

@@ -65,14 +65,18 @@ def worker_failures(failures: list[str]) -> None:
         console.print(f"[red]{escape(failure)}[/]")
 
 
-def left_out(skipped: list[str]) -> None:
+def left_out(skipped: list[str], absent: list[str] = ()) -> None:
     """Name everything intake left out (links, oversized or escaping entries, broken
-    notebooks), so the TA sees it without opening each page. Printed as plain text:
-    the names are the class's, not rich markup."""
+    notebooks, files no student's), and the roster's students it found nothing of, so
+    the TA sees them without opening each page. Printed as plain text: the names are
+    the class's, not rich markup."""
     if skipped:
         console.print(f"[yellow]left out by intake ({len(skipped)}):[/]")
     for line in skipped:
         console.print(f"  {line}", markup=False, highlight=False)
+    if absent:
+        console.print(f"[yellow]missing: on the roster, nothing handed in ({len(absent)}):[/]")
+        console.print(f"  {', '.join(absent)}", markup=False, highlight=False)
 
 
 def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:

@@ -222,7 +222,8 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
              for i, p in enumerate(order)]
     return {"t": t, "lang": lang, "course_title": course.title,
             "lesson_key": lesson_key, "lesson_title": lesson_title(course, lesson_key, lang),
-            "student_id": record.student_id, "status": record.status,
+            "student_id": record.student_id, "student_name": record.name,
+            "status": record.status,
             "problem": record.problem, "sandboxed": record.sandboxed,
             "import_traceback": record.import_traceback, "notes": record.notes,
             "output": record.output, "score": record.score,

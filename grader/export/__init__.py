@@ -33,7 +33,8 @@ def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
         raise ValueError(f"these scores are for lesson {scores.lesson!r}, "
                          f"not {lesson_key!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    found = roster.match(roster.load(course), [s.student_id for s in scores.students])
+    found = roster.match(roster.load(course, lesson_key),
+                         [s.student_id for s in scores.students])
     people = found.entries
     written: list[Path] = []
     unwritten: list[str] = []

@@ -169,13 +169,14 @@ def test_a_canvas_gradebook_export_is_a_roster(tmp_path):
         "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 13 (5)\n"
         "    Points Possible,,,,,10.00\n"
         "\"Liddell, Alice\",4001,30000001,alice,SEC-001,\n"
-        "\"Student, Test\",4999,,,SEC-001,\n")
+        "\"Student, Test\",4999,,,SEC-001,\n"
+        "\"Nobody, No\",,,,SEC-001,\n")
     flat = tmp_path / "flat"
     flat.mkdir()
     proc = run_on(tmp_path, flat, "--course", str(tmp_path / "course.yml"))
     assert "Traceback" not in proc.stderr
     assert ('note: 1 roster row(s) without a student id left out of the roster: '
-            'gradebook.csv:4 "Student, Test"') in " ".join(proc.stderr.split())
+            'gradebook.csv:5 "Nobody, No"') in " ".join(proc.stderr.split())
 
 
 def test_check_for_students():
