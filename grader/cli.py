@@ -24,9 +24,29 @@ from grader.similarity import THRESHOLD
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
 
-def _course(path: str) -> config.Course:
+def _course_file(path: str) -> str:
+    """`--course` as given; when it is the default and this folder has none, the
+    course.yml beside the grader's own package (a student bundle installed into the
+    student's venv), so `grader check` works from the student's work folder."""
+    if path != "course.yml" or Path(path).exists():
+        return path
+    beside = Path(__file__).resolve().parents[1] / "course.yml"
+    return str(beside) if beside.is_file() else path
+
+
+def _load(path: str) -> config.Course:
+    """The course file; one that is not there names --course."""
     try:
         return config.load(path)
+    except config.ConfigError as exc:
+        hint = (" (run this in the course's folder, or give --course path/to/course.yml)"
+                if not Path(path).exists() else "")
+        raise config.ConfigError(f"{exc}{hint}") from None
+
+
+def _course(path: str) -> config.Course:
+    try:
+        return _load(path)
     except config.ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -236,8 +256,10 @@ def _check_lesson(course_path: str, lesson_key: str | None,
                   file: Path | None) -> tuple[config.Course, str]:
     """The course and the lesson a check is for: named, or the one whose exercise file
     has this file's name, or the course's only one."""
+    if file is not None and not file.exists():  # before guessing a lesson from its name
+        raise WrongInput(f"no such file: {file}")
     try:
-        course = config.load(course_path)
+        course = _load(_course_file(course_path))
         if lesson_key is None:
             keys = [k for k, les in course.lessons.items()
                     if file is None or Path(les.exercise).stem == file.stem
@@ -568,14 +590,14 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str
 @RESULTS
 def export(course_path, lesson_key, formats, results) -> None:
     """Write the graded scores in the formats LMSs import, into RESULTS/export."""
-    from grader.export import export as write_exports
+    from grader.export import export_all
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     out = _results(course, lesson, results)
     scores = _scores(out)
     try:
-        paths = write_exports(course, lesson_key, scores, out / "export", formats)
+        paths, unwritten = export_all(course, lesson_key, scores, out / "export", formats)
     except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
@@ -583,6 +605,9 @@ def export(course_path, lesson_key, formats, results) -> None:
     report = out / "export" / "roster_report.txt"
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
+    if unwritten:  # an import would leave these students without a score: not a success
+        raise click.ClickException(f"{len(unwritten)} graded student(s) have no row in "
+                                   f"the files above; {report} says why")
 
 
 @main.command()

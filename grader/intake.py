@@ -1,8 +1,10 @@
 """Find each student's file in a folder of submissions, however the LMS laid it out.
 
 Accepted: `DIR/<student_id>/<exercise>` (or `<stem>.ipynb`), a Canvas bulk download
-(zip or unzipped, files named `<name>[_late]_<userid>_<submissionid>_<original>`), and
-a Gradescope export (`submission_metadata.yml` and `submission_<id>/` folders).
+(zip or unzipped, files named `<name>[_LATE]_<user id>_<file id>_<original>`), a Moodle
+"Download all submissions" (zip or unzipped, `<full name>_<participant
+number>_assignsubmission_file[_]/<original>`), and a Gradescope export
+(`submission_metadata.yml` and `submission_<id>/` folders).
 Notebooks are converted to a .py file in a cache folder (`load`, which `grader check`
 uses too). Whatever was decided on the student's behalf (which of several files, a
 converted notebook, lateness) becomes a note for their feedback, so they can see what
@@ -13,7 +15,8 @@ path only through `safe_name`; intake writes only under its cache folder. Links 
 never followed (lstat, O_NOFOLLOW); walks are breadth first with a depth and a count
 cap; sizes are checked before anything is read; an archive entry that is too large or
 escapes is skipped, never the whole archive. Everything left out is named in that
-student's notes and in the run's summary (`Intake.skipped`).
+student's notes and in the run's summary (`Intake.skipped`), and so is every file given
+to no student.
 """
 from __future__ import annotations
 

@@ -210,6 +210,31 @@ def test_bad_course_file_and_missing_folder_are_clear(tmp_path):
     assert proc.returncode != 0 and "no submissions at" in proc.stderr
 
 
+def test_messages_name_the_file_and_the_course_option(tmp_path):
+    """Issue 25 item 8: `grader check nope.py` said "which lesson? give --lesson", and a
+    command run outside the course's folder gave no hint of --course."""
+    proc = subprocess.run([*GRADER, "check", "nope.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "no such file: nope.py" in proc.stderr, proc.stderr
+    proc = subprocess.run([*GRADER, "run", "--lesson", "13"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode != 0 and "give --course path/to/course.yml" in said, said
+
+
+def test_check_finds_the_course_beside_the_grader_from_any_folder(tmp_path):
+    """Issue 25 item 7: a student who installed the bundle into their own venv ran
+    `grader check` in their work folder and got "cannot read course.yml". The course
+    beside the grader's package is used: here it answers about its lessons."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "13_moe.py").write_text("x = 1\n")
+    proc = subprocess.run([*GRADER, "check", "--lesson", "99", "13_moe.py"], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "cannot read" not in said and "99" in said, said
+
+
 def test_release_check():
     proc = subprocess.run([*GRADER, "release", "--lesson", "13", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
