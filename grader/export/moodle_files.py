@@ -48,7 +48,9 @@ def participant_rows(path: Path, column: str) -> list[dict[str, str]]:
                               f"moodle_identifier matches students on {column!r}")
     found = []
     for row in rows:
-        row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
+        # a row longer than the header puts the rest under None, as a list: not a column
+        row = {k.strip(): (v or "").strip() for k, v in row.items() if isinstance(k, str)
+               and isinstance(v, str | None)}
         number = _NUMBER.search(row.get("Identifier", ""))
         if number:
             found.append({**row, "number": number.group(1)})

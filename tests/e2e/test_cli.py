@@ -235,6 +235,31 @@ def test_check_finds_the_course_beside_the_grader_from_any_folder(tmp_path):
     assert proc.returncode == 2 and "cannot read" not in said and "99" in said, said
 
 
+def test_an_export_without_a_row_for_a_graded_student_fails(tmp_path):
+    """Issue 25: `grader export --to moodle` wrote a moodle.csv with its header only
+    and exited 0. A graded student without a row is now named and the export fails."""
+    text = "\n".join(line for line in (ROOT / "course.yml").read_text().splitlines()
+                     if not line.strip().startswith("moodle_worksheet:"))
+    for folder in ("solutions", "exercises", "hidden_tests", "examples"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    (tmp_path / "course.yml").write_text(
+        "moodle_identifier: email\nroster:\n  alice: {email: alice@u.edu}\n" + text)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "scores.json").write_text(json.dumps({
+        "lesson": "13", "course": "minimind-llm", "version": "v", "max_score": 10.0,
+        "students": [{"student_id": sid, "lesson": "13", "status": "graded", "score": 5.0,
+                      "max_score": 10.0, "parts": {}, "tests": []}
+                     for sid in ("alice", "bob")]}))
+    proc = subprocess.run([*GRADER, "export", "--course", str(tmp_path / "course.yml"),
+                           "--lesson", "13", "--to", "moodle", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 1 and "1 graded student(s) have no row" in said, said
+    assert "moodle: bob: not in the roster" in said
+    assert (out / "export" / "moodle.csv").read_text().count("alice@u.edu") == 1
+
+
 def test_release_check():
     proc = subprocess.run([*GRADER, "release", "--lesson", "13", "--check"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)

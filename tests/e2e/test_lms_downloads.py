@@ -33,7 +33,7 @@ def course(tmp_path: Path, head: str = "", lesson: str = "") -> Path:
     (its own Moodle worksheet line dropped); the lesson's folders linked."""
     folder = tmp_path / "course"
     folder.mkdir()
-    for name in ("solutions", "exercises", "hidden_tests"):
+    for name in ("solutions", "exercises", "hidden_tests", "examples"):
         (folder / name).symlink_to(ROOT / name)
     lines = [line for line in (ROOT / "course.yml").read_text().splitlines()
              if not line.strip().startswith("moodle_worksheet:")]
