@@ -4,6 +4,7 @@ are, what intake left out, selftest's findings, an upload's outcome. Student tex
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +22,9 @@ from grader.plan import Summary
 from grader.record import ERROR_STATUSES, TIMEOUT, ClassScores
 from grader.store import Store
 
-console = Console(stderr=True, highlight=False)
+# Into a file or a pipe, a line is never wrapped mid-phrase (rich would wrap at 80
+# columns): whatever reads it gets each message whole.
+console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 
 
 class RunConsole:
@@ -119,7 +122,7 @@ def print_findings(found, lesson_key: str, out: Console | None = None) -> None:
     """One line per finding; the messages quote the lesson's text: never markup."""
     from collections import Counter
 
-    out = out or Console(highlight=False)
+    out = out or Console(highlight=False, soft_wrap=not sys.stdout.isatty())
     colour = {"ok": "green", "failed": "bold red", "skipped": "dim"}
     for f in found:
         out.print(f"[{colour.get(f.status, 'yellow')}]{f.status:17}[/] {f.check:9} ", end="")
