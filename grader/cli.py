@@ -282,9 +282,11 @@ def _check_lesson(course_path: str, lesson_key: str | None,
 @click.option("--json", "as_json", is_flag=True,
               help="print the results as JSON (per part: practice tests, messages, "
                    "the likely mistake)")
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="the language of the likely mistakes and hints (default: the course's)")
 @click.option("--in-bwrap", is_flag=True, hidden=True,
               help="already inside the bundle's bubblewrap sandbox (bwrap.check_command)")
-def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
+def check(course_path, lesson_key, file, as_json, language, in_bwrap) -> None:
     """Students: run the practice tests on your file (.py or .ipynb) and see each
     part's result.
 
@@ -295,6 +297,8 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
     from grader.sandbox import slot as slots
 
     course, lesson_key = _check_lesson(course_path, lesson_key, file)
+    if language:
+        course = course.model_copy(update={"language": language})
     lesson = course.lesson(lesson_key)
     file = file or course.path(lesson.stub)
     if not file.exists():
@@ -310,7 +314,7 @@ def check(course_path, lesson_key, file, as_json, in_bwrap) -> None:
         file = file.resolve()
         argv = ["check", "--course", str(course.root.resolve() / "course.yml"),
                 "--lesson", lesson_key, *(["--json"] if as_json else []),
-                "--in-bwrap", str(file)]
+                *(["--language", language] if language else []), "--in-bwrap", str(file)]
         sys.stdout.flush()
         os.execv(shutil.which("bwrap") or "bwrap",
                  bwrap.check_command(course.root.resolve(), file, argv))

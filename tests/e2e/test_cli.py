@@ -196,6 +196,10 @@ def test_check_names_a_mistake(tmp_path):
     proc = subprocess.run([*GRADER, "check", str(wrong)], cwd=ROOT, capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 1 and "softmax runs over the tokens" in proc.stdout
+    zh = subprocess.run([*GRADER, "check", "--language", "zh", str(wrong)], cwd=ROOT,
+                        capture_output=True, text=True, timeout=300)
+    assert zh.returncode == 1 and "softmax 沿 token 维而不是 expert 维计算" in zh.stdout, \
+        zh.stdout + zh.stderr  # issue 25 item 9: check had no --language
 
 
 def test_bad_course_file_and_missing_folder_are_clear(tmp_path):
