@@ -140,6 +140,7 @@ class LtiConfig(Strict):
 class Course(Strict):
     course: str
     title: str = ""
+    title_zh: str = ""       # the title on Chinese pages (else `title`)
     language: Literal["en", "zh"] = "en"
     defaults: Defaults = Defaults()
     lessons: dict[str, Lesson]

@@ -272,7 +272,7 @@ def layout_hint(directory: Path, exercise: str) -> str:
     this folder looks like instead (one student's own folder, or a flat folder of files).
     Only the top level is looked at, and no link followed."""
     expected = (f"expected {directory}/<student_id>/{exercise} (one folder per student), "
-                "a Canvas bulk download (zip or folder) or a Gradescope export")
+                "a Canvas or Moodle download (zip or folder) or a Gradescope export")
     if not directory.is_dir():
         return expected
     try:
