@@ -33,7 +33,8 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
         mine = [t for t in tests if t.part == name]  # practice: not in the counters
         diagnosis = part.diagnosis
         parts[name] = {
-            "title": lesson.parts[name].title,
+            "title": (lesson.parts[name].title_zh if lang == "zh" else "")
+            or lesson.parts[name].title,
             "passed": sum(t.passed for t in mine), "total": len(mine),
             "likely_mistake": {"id": diagnosis.id, "title": diagnosis.title[lang],
                                "hint": diagnosis.hint[lang]}
