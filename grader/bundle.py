@@ -136,7 +136,8 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
                                        *EXPORT_KEYS})  # staff's LMS keys stay home
     entry.update(stub=lesson.exercise, tests=f"tests/{tests.name}",
                  recorded=f"tests/{tests.name}/{RECORDING}")
-    doc = {"course": course.course, "title": course.title, "language": course.language,
+    doc = {"course": course.course, "title": course.title, "title_zh": course.title_zh,
+           "language": course.language,
            "defaults": course.defaults.model_dump(mode="json"),
            "lessons": {lesson_key: entry}}
     (dest / "course.yml").write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False),

@@ -7,6 +7,8 @@ checks give the same summary.
 """
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.markup import escape
 
@@ -84,7 +86,7 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
     import) is shown once, with its traceback, not again under every part."""
     from grader.feedback import STRINGS, lesson_stub, missing_from_stub
 
-    out = out or Console(highlight=False)
+    out = out or Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # no mid-phrase wrap
     words = WORDS[report.get("language") or course.language]
     for note in (n for n in report["notes"] if n not in report["problem"]):  # said below
         out.print(f"{words['note']} {note}", markup=False)

@@ -24,9 +24,19 @@ from grader.similarity import THRESHOLD
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
 
-def _course(path: str) -> config.Course:
+def _load(path: str) -> config.Course:
+    """The course file; one that is not there names --course."""
     try:
         return config.load(path)
+    except config.ConfigError as exc:
+        hint = (" (run this in the course's folder, or give --course path/to/course.yml)"
+                if not Path(path).exists() else "")
+        raise config.ConfigError(f"{exc}{hint}") from None
+
+
+def _course(path: str) -> config.Course:
+    try:
+        return _load(path)
     except config.ConfigError as exc:
         raise click.ClickException(str(exc)) from None
 
@@ -164,7 +174,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         stopped(stop.graded, stop.total)
         raise click.exceptions.Exit(130) from None
     summary_table(graded.summary, graded.scores, out)
-    left_out(graded.skipped)
+    left_out(graded.skipped, graded.absent)
     if graded.summary.worker_failures:
         worker_failures(graded.summary.worker_failures)
         sys.exit(1)
@@ -614,14 +624,14 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str
 @RESULTS
 def export(course_path, lesson_key, formats, results) -> None:
     """Write the graded scores in the formats LMSs import, into RESULTS/export."""
-    from grader.export import export as write_exports
+    from grader.export import export_all
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     out = _results(course, lesson, results)
     scores = _scores(out)
     try:
-        paths = write_exports(course, lesson_key, scores, out / "export", formats)
+        paths, unwritten = export_all(course, lesson_key, scores, out / "export", formats)
     except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
@@ -629,6 +639,9 @@ def export(course_path, lesson_key, formats, results) -> None:
     report = out / "export" / "roster_report.txt"
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
+    if unwritten:  # an import would leave these students without a score: not a success
+        raise click.ClickException(f"{len(unwritten)} graded student(s) have no row in "
+                                   f"the files above; {report} says why")
 
 
 @main.command()

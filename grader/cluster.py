@@ -161,9 +161,9 @@ def _connect(scheduler, jobs: int):
     return client, True
 
 
-def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str]]:
+def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str], str]:
     """What a worker needs of a submission: (id, its file's bytes or None, fingerprint,
-    notes). As `runner.read` does locally: at most MAX_SOURCE+1 bytes (the worker then
+    notes, name). As `runner.read` does locally: at most MAX_SOURCE+1 bytes (the worker then
     says it is over the limit), never through a link, and why not in the notes."""
     notes = list(sub.notes)
     data = None
@@ -174,7 +174,7 @@ def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str]]:
             pass
         except OSError as exc:
             notes.append(f"the file could not be read: {exc.strerror}")
-    return sub.student_id, data, sub.fingerprint, notes
+    return sub.student_id, data, sub.fingerprint, notes, sub.name
 
 
 def course_bundle(course: Course, lesson_key: str) -> bytes:
@@ -242,8 +242,8 @@ def prepare(client) -> None:
 
 def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
                 sandboxed: bool, items: list[tuple]) -> list[GradeRecord]:
-    """Runs on a Dask worker: grade (student_id, source bytes | None, fingerprint, notes)
-    items on this process's warm slot; return their records."""
+    """Runs on a Dask worker: grade (student_id, source bytes | None, fingerprint, notes,
+    name) items on this process's warm slot; return their records."""
     from distributed import get_worker
 
     state = get_worker().plugins[WarmSlot.name]
@@ -253,13 +253,14 @@ def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
         tmp = Path(tempfile.mkdtemp(prefix="grader-batch-"))
         try:
             subs = []
-            for sid, data, fp, notes in items:
+            for sid, data, fp, notes, name in items:
                 path = None
                 if data is not None:
                     path = tmp / safe_name(sid) / lesson.exercise
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(data)
-                subs.append(Submission(sid, path, notes=list(notes), fingerprint=fp))
+                subs.append(Submission(sid, path, notes=list(notes), fingerprint=fp,
+                                       name=name))
             records: list[GradeRecord] = []
             try:
                 runner.grade_many(warm.ctx, subs, warm.slot, records.append)

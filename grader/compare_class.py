@@ -32,14 +32,21 @@ def compare_class(course: Course, lesson_key: str, submissions: Path, out: Path,
                   threshold: float, language: str) -> Compared:
     """Compare every pair of the class in `submissions`; write OUT/similarity.html."""
     lesson = course.lesson(lesson_key)
+    roster = rosters.load(course, lesson_key)
     taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
-                           roster=rosters.load(course).students, due=lesson.due)
+                           roster=roster.students, aliases=roster.aliases, due=lesson.due)
+    names = {**taken.names, **{sid: s.name for sid, s in roster.students.items() if s.name}}
+    # a group's one submission is one side, never a pair of its own members
+    label = {sid: f"{sid} ({names[sid]})" if names.get(sid) else sid for sid, _, _ in taken.found}
+    for members in taken.together:
+        joined = " + ".join(label[m] for m in members)
+        label.update(dict.fromkeys(members, joined))
     texts: dict[str, str] = {}
     unread: list[tuple[str, str]] = []
     for sid, path, _ in taken.found:
         try:
-            if path is not None:
-                texts[sid] = similarity.read_text(path)
+            if path is not None and label[sid] not in texts:
+                texts[label[sid]] = similarity.read_text(path)
         except OSError as exc:
             unread.append((sid, str(exc.strerror)))
     stub = similarity.read_text(course.path(lesson.stub))

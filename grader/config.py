@@ -5,6 +5,7 @@ in the file and its line, e.g. `course.yml:14: lessons.13.parts.ffn.points: …`
 """
 from __future__ import annotations
 
+import difflib
 import hashlib
 from datetime import datetime
 from pathlib import Path
@@ -139,6 +140,7 @@ class LtiConfig(Strict):
 class Course(Strict):
     course: str
     title: str = ""
+    title_zh: str = ""       # the title on Chinese pages (else `title`)
     language: Literal["en", "zh"] = "en"
     defaults: Defaults = Defaults()
     lessons: dict[str, Lesson]
@@ -239,12 +241,25 @@ def load(path: Path | str = "course.yml") -> Course:
         course = Course(**data, root=path.resolve().parent)
     except ValidationError as exc:
         raise ConfigError(_invalid(path, node, [
-            (err["loc"], err["msg"].removeprefix("Value error, ")) for err in exc.errors()])) \
-            from None
+            (err["loc"], err["msg"].removeprefix("Value error, ") + _did_you_mean(err))
+            for err in exc.errors()])) from None
     problems = _file_problems(course)
     if problems:
         raise ConfigError(_invalid(path, node, problems))
     return course
+
+
+def _did_you_mean(err: dict) -> str:
+    """For a key course.yml does not know, the known key it is most likely a typo of."""
+    if err.get("type") != "extra_forbidden" or not err.get("loc"):
+        return ""
+    models, keys = [Strict], set()
+    while models:
+        model = models.pop()
+        models += model.__subclasses__()
+        keys.update(model.model_fields)
+    near = difflib.get_close_matches(str(err["loc"][-1]), sorted(keys), n=1, cutoff=0.75)
+    return f" (did you mean {near[0]!r}?)" if near else ""
 
 
 def _invalid(path: Path, node: yaml.Node | None, problems: list[tuple[tuple, str]]) -> str:

@@ -4,6 +4,7 @@ are, what intake left out, selftest's findings, an upload's outcome. Student tex
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +22,9 @@ from grader.plan import Summary
 from grader.record import ERROR_STATUSES, TIMEOUT, ClassScores
 from grader.store import Store
 
-console = Console(stderr=True, highlight=False)
+# Into a file or a pipe, a line is never wrapped mid-phrase (rich would wrap at 80
+# columns): whatever reads it gets each message whole.
+console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 
 
 class RunConsole:
@@ -65,14 +68,18 @@ def worker_failures(failures: list[str]) -> None:
         console.print(f"[red]{escape(failure)}[/]")
 
 
-def left_out(skipped: list[str]) -> None:
+def left_out(skipped: list[str], absent: list[str] = ()) -> None:
     """Name everything intake left out (links, oversized or escaping entries, broken
-    notebooks), so the TA sees it without opening each page. Printed as plain text:
-    the names are the class's, not rich markup."""
+    notebooks, files no student's), and the roster's students it found nothing of, so
+    the TA sees them without opening each page. Printed as plain text: the names are
+    the class's, not rich markup."""
     if skipped:
         console.print(f"[yellow]left out by intake ({len(skipped)}):[/]")
     for line in skipped:
         console.print(f"  {line}", markup=False, highlight=False)
+    if absent:
+        console.print(f"[yellow]missing: on the roster, nothing handed in ({len(absent)}):[/]")
+        console.print(f"  {', '.join(absent)}", markup=False, highlight=False)
 
 
 def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:
@@ -115,7 +122,7 @@ def print_findings(found, lesson_key: str, out: Console | None = None) -> None:
     """One line per finding; the messages quote the lesson's text: never markup."""
     from collections import Counter
 
-    out = out or Console(highlight=False)
+    out = out or Console(highlight=False, soft_wrap=not sys.stdout.isatty())
     colour = {"ok": "green", "failed": "bold red", "skipped": "dim"}
     for f in found:
         out.print(f"[{colour.get(f.status, 'yellow')}]{f.status:17}[/] {f.check:9} ", end="")

@@ -72,6 +72,10 @@ def part_titles(course: Course, lesson_key: str, lang: str) -> dict[str, str]:
             for k, p in parts.items()}
 
 
+def course_title(course: Course, lang: str) -> str:
+    return course.title_zh if lang == "zh" and course.title_zh else course.title
+
+
 def lesson_title(course: Course, lesson_key: str, lang: str) -> str:
     lesson = course.lesson(lesson_key)
     return lesson.title_zh if lang == "zh" and lesson.title_zh else lesson.title
@@ -220,9 +224,10 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
                         record, lang, t, stub,
                         [q for q in order[:i] if any(not x.passed for x in by_part.get(q, []))])
              for i, p in enumerate(order)]
-    return {"t": t, "lang": lang, "course_title": course.title,
+    return {"t": t, "lang": lang, "course_title": course_title(course, lang),
             "lesson_key": lesson_key, "lesson_title": lesson_title(course, lesson_key, lang),
-            "student_id": record.student_id, "status": record.status,
+            "student_id": record.student_id, "student_name": record.name,
+            "status": record.status,
             "problem": record.problem, "sandboxed": record.sandboxed,
             "import_traceback": record.import_traceback, "notes": record.notes,
             "output": record.output, "score": record.score,

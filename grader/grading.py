@@ -74,11 +74,13 @@ class Events(Protocol):
 
 @dataclass
 class Graded:
-    """What a run did: its counts, scores.json as written, and what intake left out."""
+    """What a run did: its counts, scores.json as written, what intake left out, and
+    the roster's students it found nothing of."""
 
     summary: Summary
     scores: ClassScores
     skipped: list[str] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)  # on the roster, nothing handed in
 
 
 def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, *,
@@ -100,7 +102,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         out.mkdir(parents=True, exist_ok=True)
         sandbox = boot(course, lesson, unsandboxed, support, (submissions, out), fork=True)
     try:
-        roster = rosters.load(course)
+        roster = rosters.load(course, lesson_key)
     except BaseException:
         if sandbox is not None:
             sandbox.close()
@@ -108,8 +110,11 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     if roster.note():
         events.note(roster.note())
     taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
-                           roster=roster.students, due=lesson.due)
-    subs = [Submission(sid, path, notes=notes) for sid, path, notes in taken.found]
+                           roster=roster.students, aliases=roster.aliases, due=lesson.due)
+    known = roster.students
+    subs = [Submission(sid, path, notes=notes,
+                       name=(known[sid].name if sid in known else "") or taken.names.get(sid, ""))
+            for sid, path, notes in taken.found]
     if not subs:
         if sandbox is not None:
             sandbox.close()
@@ -132,7 +137,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                        [s.student_id for s in subs])
     records = [r for s in subs if (r := store.load(s.student_id)) is not None]
     write_report(records, course, lesson_key, out, language, ctx.pages)
-    return Graded(summary, ClassScores.from_json(doc), taken.skipped)
+    return Graded(summary, ClassScores.from_json(doc), taken.skipped, taken.absent)
 
 
 def available(unsandboxed: bool, support: Support) -> bool:

@@ -1,8 +1,10 @@
 """Find each student's file in a folder of submissions, however the LMS laid it out.
 
 Accepted: `DIR/<student_id>/<exercise>` (or `<stem>.ipynb`), a Canvas bulk download
-(zip or unzipped, files named `<name>[_late]_<userid>_<submissionid>_<original>`), and
-a Gradescope export (`submission_metadata.yml` and `submission_<id>/` folders).
+(zip or unzipped, files named `<name>[_LATE]_<user id>_<file id>_<original>`), a Moodle
+"Download all submissions" (zip or unzipped, `<full name>_<participant
+number>_assignsubmission_file[_]/<original>`), and a Gradescope export
+(`submission_metadata.yml` and `submission_<id>/` folders).
 Notebooks are converted to a .py file in a cache folder (`load`, which `grader check`
 uses too). Whatever was decided on the student's behalf (which of several files, a
 converted notebook, lateness) becomes a note for their feedback, so they can see what
@@ -13,7 +15,8 @@ path only through `safe_name`; intake writes only under its cache folder. Links 
 never followed (lstat, O_NOFOLLOW); walks are breadth first with a depth and a count
 cap; sizes are checked before anything is read; an archive entry that is too large or
 escapes is skipped, never the whole archive. Everything left out is named in that
-student's notes and in the run's summary (`Intake.skipped`).
+student's notes and in the run's summary (`Intake.skipped`), and so is every file given
+to no student.
 """
 from __future__ import annotations
 
@@ -58,7 +61,7 @@ TOO_LARGE = f"over the {MAX_FILE}-byte limit for one file"
 ESCAPES = "a path that leaves the archive"
 OVER_TOTAL = f"the archive would unpack to more than {MAX_UNZIPPED} bytes"
 NOT_IN_EXPORT = "the metadata names a folder that is not in the export"
-NOT_CANVAS = "not named as Canvas names a submission's file"
+NOT_LMS = "not named as Canvas or Moodle names a submission's file"
 NOT_GRADABLE = "only .py and .ipynb files are graded"
 NOT_A_FOLDER = "not a student's folder"
 CANVAS_ENTRY = {"text.html": "a text entry, not a file", "link.html": "a URL, not a file"}
@@ -108,6 +111,50 @@ def _digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+# Moodle's "Download all submissions" (mod/assign/classes/downloader.php): a folder per
+# participant and plugin, `<full name>_<participant number>_assignsubmission_<plugin>`
+# (Moodle before 4.1 added a `_`), or, not as folders, that prefix, `_` and the file's
+# name. The name's own underscores are spaces; a team's prefix is `<group>_<group id>`.
+MOODLE_FOLDER = re.compile(r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
+MOODLE_FILE = re.compile(
+    r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<original>.+)$")
+MOODLE_ENTRY = "an online text, not a file"
+
+
+@dataclass
+class Placed:
+    """Whose a file of an LMS download is, as its name says: the LMS's key for the
+    student (Canvas user id, Moodle participant number), the file's name as the student
+    knows it, and why it cannot be graded, if it is not a file they uploaded."""
+    key: str
+    original: str
+    name: str = ""          # the student's name, where the LMS writes it (Moodle)
+    late: bool = False
+    order: int = 0          # Canvas file ids grow with each upload
+    not_a_file: str = ""
+
+
+def canvas_placed(label: str) -> Placed | None:
+    c = canvas_name(label.rsplit("/", 1)[-1])
+    if c is None:
+        return None
+    return Placed(c.uid, c.original, late=c.late, order=c.file_id,
+                  not_a_file=CANVAS_ENTRY[c.original] if c.file_id == 0 else "")
+
+
+def moodle_placed(label: str) -> Placed | None:
+    """A Moodle download's path (`/`-separated); a participant's folder on its own
+    has the original "" (for what is left out of it)."""
+    top, _, rest = label.partition("/")
+    m = MOODLE_FOLDER.match(top) if rest or label.endswith("/") or "." not in top else None
+    m = m or MOODLE_FILE.match(top)
+    if m is None:
+        return None
+    original = rest or (m.groupdict().get("original") or "")
+    return Placed(m["pid"], original, name=m["name"],
+                  not_a_file=MOODLE_ENTRY if m["plugin"] != "file" and original else "")
+
+
 @dataclass
 class Candidate:
     path: Path
@@ -140,12 +187,17 @@ class Group:
     """One student's candidate files and what was left out of them."""
     cands: list[Candidate] = field(default_factory=list)
     skips: Skips = field(default_factory=Skips)
+    name: str = ""          # the student's name, where the download says it
+    mates: list[str] = field(default_factory=list)  # the others of a group submission
 
 
 @dataclass
 class Intake:
     found: list[Found]      # (student_id, file to grade or None, notes), sorted by id
     skipped: list[str]      # "who: what was left out and why", for the run's summary
+    names: dict[str, str] = field(default_factory=dict)     # as the download names them
+    together: list[list[str]] = field(default_factory=list)  # ids of one group submission
+    absent: list[str] = field(default_factory=list)  # on the roster, nothing handed in
 
 
 @dataclass
@@ -156,24 +208,32 @@ class _File:
 
 
 def collect(directory: Path, exercise: str, *, cache: Path | None = None,
-            roster: dict[str, Student] | None = None,
+            roster: dict[str, Student] | None = None, aliases: dict[str, str] | None = None,
             due: datetime | None = None) -> Intake:
     """Every student's file to grade and notes, and what was left out.
 
     `cache` receives unzipped and converted files (a temp folder if None); `roster` maps
-    Canvas user ids (lms_id) to student ids; with `due`, the newest on-time file wins
-    over a newer late one. Lateness is the LMS's word (Canvas's `_late_`, Gradescope's
-    created_at), never a file's mtime, which copying changes.
+    Canvas user ids (lms_id) to student ids, and `aliases` other keys a download names
+    students by (Moodle's participant numbers, from its grading worksheet); with `due`,
+    the newest on-time file wins over a newer late one. Lateness is the LMS's word
+    (Canvas's `LATE`, Gradescope's created_at), never a file's mtime, which copying
+    changes. The roster's students with nothing here are `absent`: named, never graded
+    as missing (a run over one zip of late files must not zero everyone else).
     """
     cache = Path(tempfile.mkdtemp(prefix="grader-intake-")) if cache is None else cache
     run = Skips()
     groups = _groups(Path(directory), exercise, cache, run)
-    by_lms = {s.lms_id: sid for sid, s in (roster or {}).items() if s.lms_id}
+    by_key = {s.lms_id: sid for sid, s in (roster or {}).items() if s.lms_id}
+    by_key.update(aliases or {})
     found: list[Found] = []
     skipped: list[str] = []
+    names: dict[str, str] = {}
     taken: set[str] = set()
+    ids: dict[str, str] = {}
     for key, group in sorted(groups.items()):
-        sid = _unique(_ident(by_lms.get(key, key)), taken)
+        sid = ids[key] = _unique(_ident(by_key.get(key, key)), taken)
+        if group.name:
+            names[sid] = printable(group.name)
         best, notes = _choose(group.cands, exercise, due)
         left_out = group.skips.notes()
         path = None
@@ -185,7 +245,26 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
         notes += group.skips.notes()
         skipped += [f"{sid}: {note}" for note in left_out]
         found.append((sid, path, notes))
-    return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes())
+    together = _together(groups, ids, names, found)
+    absent = sorted(set(roster or {}) - set(ids.values()))
+    return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
+                  together, absent)
+
+
+def _together(groups: dict[str, Group], ids: dict[str, str], names: dict[str, str],
+              found: list[Found]) -> list[list[str]]:
+    """The student ids of each group submission; each member's notes name the others."""
+    together: list[list[str]] = []
+    for key, group in groups.items():
+        if group.mates and key < min(group.mates):
+            together.append(sorted(ids[k] for k in [key, *group.mates]))
+    notes = {sid: notes for sid, _, notes in found}
+    for members in together:
+        for sid in members:
+            others = [f"{o} ({names[o]})" if names.get(o) else o for o in members if o != sid]
+            notes[sid].append(f"Handed in as a group with {_listing(others)}; each of you "
+                              f"gets this score.")
+    return together
 
 
 def layout_hint(directory: Path, exercise: str) -> str:
@@ -193,7 +272,7 @@ def layout_hint(directory: Path, exercise: str) -> str:
     this folder looks like instead (one student's own folder, or a flat folder of files).
     Only the top level is looked at, and no link followed."""
     expected = (f"expected {directory}/<student_id>/{exercise} (one folder per student), "
-                "a Canvas bulk download (zip or folder) or a Gradescope export")
+                "a Canvas or Moodle download (zip or folder) or a Gradescope export")
     if not directory.is_dir():
         return expected
     try:
@@ -217,7 +296,7 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
     unzipped = cache / "unzipped"
     if not directory.is_dir() and zipfile.is_zipfile(directory):
         shutil.rmtree(unzipped, ignore_errors=True)
-        return _canvas_zip(directory, unzipped / "0", exercise, run)
+        return _lms_zip(directory, unzipped / "0", exercise, run)
     if not directory.is_dir():
         run.add("neither a folder nor a zip", printable(str(directory)))
         return {}
@@ -238,15 +317,20 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
         groups: dict[str, Group] = {}
         for e in entries:
             if not (e.is_file(follow_symlinks=False) and e.name.endswith(".zip")):
-                run.add("beside a Canvas zip, only zips are read", printable(e.name))
+                run.add("beside a zip, only zips are read", printable(e.name))
         for i, z in enumerate(zips):
-            for sid, g in _canvas_zip(Path(z.path), unzipped / str(i), exercise, run).items():
+            for sid, g in _lms_zip(Path(z.path), unzipped / str(i), exercise, run).items():
                 mine = groups.setdefault(sid, Group())
                 mine.cands += g.cands
                 mine.skips.extend(g.skips)
+                mine.name = mine.name or g.name
         return groups
+    names = [printable(e.name) + ("/" if e.is_dir(follow_symlinks=False) else "")
+             for e in entries]
+    if any(moodle_placed(name) for name in names):
+        return _named(directory, exercise, run, moodle_placed)
     if any(canvas_name(printable(e.name)) for e in files):
-        return _canvas(directory, exercise, run)
+        return _named(directory, exercise, run, canvas_placed)
     return _folders(entries, exercise, run)
 
 
@@ -356,36 +440,45 @@ def _folders(entries: list[os.DirEntry], exercise: str, run: Skips) -> dict[str,
     return groups
 
 
-def _canvas(directory: Path, exercise: str, run: Skips) -> dict[str, Group]:
-    """Group Canvas files by user id; the original name is what the student uploaded.
-    A file whose name is not Canvas's is named in the run's summary."""
+def _named(directory: Path, exercise: str, run: Skips, reader) -> dict[str, Group]:
+    """Group an unzipped LMS download's files by the student key their names hold
+    (`reader`: canvas_placed or moodle_placed). A file whose name is not the LMS's
+    is named in the run's summary."""
     groups: dict[str, Group] = {}
     walked = Skips()
     for f in _walk(directory, walked, MAX_CLASS):
-        c = canvas_name(printable(f.path.name))
-        if (group := _place(groups, c, f.label, run)) is not None:
-            group.cands.append(Candidate(f.path, f.when, late=c.late, label=c.original,
-                                         order=c.file_id))
+        placed = reader(f.label)
+        if (group := _place(groups, placed, f.label, run)) is not None:
+            group.cands.append(Candidate(f.path, f.when, late=placed.late,
+                                         label=placed.original, order=placed.order))
     for reason, names in walked.names.items():
         for name in names:
-            c = canvas_name(name.rsplit("/", 1)[-1])
-            (groups.setdefault(c.uid, Group()).skips if c else run).add(reason, name)
+            placed = reader(name)
+            (_group(groups, placed).skips if placed else run).add(reason, name)
     return _prefer_wanted(groups, exercise)
 
 
-def _place(groups: dict[str, Group], c: CanvasName | None, label: str,
+def _group(groups: dict[str, Group], placed: Placed) -> Group:
+    group = groups.setdefault(placed.key, Group())
+    group.name = group.name or placed.name
+    return group
+
+
+def _place(groups: dict[str, Group], placed: Placed | None, label: str,
            run: Skips) -> Group | None:
-    """The student's group a Canvas file is a candidate of, or None when it is not one:
-    then it is named in their notes (a PDF, a text entry), or, when its name is not
-    as Canvas names a submission's file, in the run's summary."""
-    if c is None:
-        run.add(NOT_CANVAS, label)
+    """The student's group a downloaded file is a candidate of, or None when it is not
+    one: then it is named in their notes (a PDF, a text entry), or, when its name is
+    not as the LMS names a submission's file, in the run's summary."""
+    if placed is None:
+        run.add(NOT_LMS, label)
         return None
-    group = groups.setdefault(c.uid, Group())
-    if c.file_id == 0 and c.original in CANVAS_ENTRY:
-        group.skips.add(CANVAS_ENTRY[c.original], c.original)
-    elif Path(c.original).suffix not in GRADABLE:
-        group.skips.add(NOT_GRADABLE, c.original)
+    group = _group(groups, placed)
+    if not placed.original:
+        return None
+    if placed.not_a_file:
+        group.skips.add(placed.not_a_file, placed.original)
+    elif Path(placed.original).suffix not in GRADABLE:
+        group.skips.add(NOT_GRADABLE, placed.original)
     else:
         return group
     return None
@@ -409,11 +502,11 @@ def _entry_refusal(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, Group]:
-    """Canvas candidates from a bulk-download zip. Only entries that could be graded are
+def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, Group]:
+    """Candidates from an LMS's download zip (Canvas's or Moodle's, told by its names). Only entries that could be graded are
     unpacked, each under a name of our own (`<index><suffix>` in `dest`); an entry that
     escapes, is a link or is too large is skipped and named, never the whole archive,
-    and so is every entry not named as Canvas names a submission's file."""
+    and so is every entry not named as the LMS names a submission's file."""
     name = printable(archive.name)
     try:
         z = zipfile.ZipFile(archive)
@@ -425,10 +518,12 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
     dest.mkdir(parents=True, exist_ok=True)
 
     with z:
-        for i, info in enumerate(z.infolist()):
+        infos = z.infolist()
+        reader = _reader([printable(i.filename).replace("\\", "/") for i in infos[:MAX_CLASS]])
+        for i, info in enumerate(infos):
             label = printable(info.filename)
-            c = canvas_name(label.replace("\\", "/").rsplit("/", 1)[-1])
-            skips = groups.setdefault(c.uid, Group()).skips if c else run
+            c = reader(label.replace("\\", "/"))
+            skips = _group(groups, c).skips if c else run
             if i >= MAX_CLASS:
                 run.add(f"only the first {MAX_CLASS} entries are looked at",
                         f"{name}: {label} and later entries")
@@ -455,9 +550,14 @@ def _canvas_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[st
                 skips.add(f"could not be unpacked: {reason_of(exc)}", shown)
                 continue
             group.cands.append(Candidate(target, _zip_time(info), late=c.late,
-                                         label=c.original, order=c.file_id))
+                                         label=c.original, order=c.order))
     return _prefer_wanted({uid: g for uid, g in groups.items() if g.cands or g.skips.names},
                           exercise)
+
+
+def _reader(labels: list[str]):
+    """Moodle's names if any path is one (a participant's folder or file), else Canvas's."""
+    return moodle_placed if any(moodle_placed(label) for label in labels) else canvas_placed
 
 
 def _unpack(z: zipfile.ZipFile, info: zipfile.ZipInfo, target: Path) -> int:
@@ -549,10 +649,16 @@ def _gradescope(directory: Path, exercise: str, run: Skips,
         path = _submission_folder(directory, folder, skips)
         files = _files(path, exercise, skips) if path is not None else []
         submitters = info.get("submitters")
+        members: list[tuple[str, str]] = []
         for who in submitters if isinstance(submitters, list) and submitters else [{}]:
             who = _keyed(who)
             sid = _scalar(who.get("sid")) or _scalar(who.get("email")) or folder
+            members.append((sid, _scalar(who.get("name")) or ""))
+        keys = list(dict.fromkeys(sid for sid, _ in members))
+        for sid, name in members:
             group = groups.setdefault(sid, Group())
+            group.name = group.name or name
+            group.mates += [k for k in keys if k != sid and k not in group.mates]
             group.cands += [Candidate(f.path, when or f.when, timed=when is not None,
                                       label=f"{printable(folder)}/{f.label}") for f in files]
             group.skips.extend(skips)

@@ -50,6 +50,7 @@ class Submission:
     problem: str = ""          # why it cannot be graded, shown to the student
     notes: list[str] = field(default_factory=list)  # what intake chose, shown too
     fingerprint: str = ""      # content + lesson version: unchanged means skip
+    name: str = ""             # the student's name (roster, LMS download), for the page
 
 
 @dataclass
@@ -68,8 +69,8 @@ class Summary:
 
 
 def fingerprint_of(sub: Submission, version: str) -> str:
-    """Content (capped: an oversized file is only its size) and the notes, which hold
-    why nothing could be graded when there is no file."""
+    """Content (capped: an oversized file is only its size), the notes, which hold
+    why nothing could be graded when there is no file, and the name the page shows."""
     data = None
     if sub.path is not None:
         try:
@@ -78,7 +79,8 @@ def fingerprint_of(sub: Submission, version: str) -> str:
             pass
         else:
             data = data if size <= MAX_SOURCE else f"<{size} bytes>".encode()
-    return fingerprint(data, "\0".join([version, *sub.notes]))
+    named = [f"name: {sub.name}"] if sub.name else []  # a page shows it: a new name, a new page
+    return fingerprint(data, "\0".join([version, *sub.notes, *named]))
 
 
 def plan(store: Store, subs: list[Submission], version: str, force: bool) -> list[Submission]:

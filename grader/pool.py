@@ -73,8 +73,8 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
 
     def subs():
         while (item := tasks.get()) is not DONE:
-            sid, path, fp, notes = item
-            yield Submission(sid, path, notes=notes, fingerprint=fp)
+            sid, path, fp, notes, name = item
+            yield Submission(sid, path, notes=notes, fingerprint=fp, name=name)
 
     def save(record: GradeRecord) -> None:
         html = render_student(record, ctx.course, ctx.key, language, ctx.pages)
@@ -163,7 +163,7 @@ def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progre
     forks = mp.get_context("fork")
     tasks, events = forks.Queue(), forks.Queue()
     for sub in todo:
-        tasks.put((sub.student_id, sub.path, sub.fingerprint, sub.notes))
+        tasks.put((sub.student_id, sub.path, sub.fingerprint, sub.notes, sub.name))
     for _ in slots:
         tasks.put(DONE)
     workers = [forks.Process(target=_worker, args=(i, slot, ctx, out, language, tasks, events),

@@ -155,6 +155,7 @@ class GradeRecord:
     sandbox: str = "none"
     notes: list[str] = field(default_factory=list)   # intake's notes on the file
     fingerprint: str = ""
+    name: str = ""                      # the student's name, where the roster or LMS says
     timing: Timing = field(default_factory=Timing)
     raw_report: Json | None = None      # pytest-json-report's; stored in raw/, not here
 
@@ -166,7 +167,8 @@ class GradeRecord:
                 "tests": [t.to_json() for t in self.tests], "problem": self.problem,
                 "import_traceback": self.import_traceback, "output": self.output,
                 "sandboxed": self.sandboxed, "sandbox": self.sandbox, "notes": self.notes,
-                "fingerprint": self.fingerprint, "timing": self.timing.to_json()}
+                "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
+                **({"name": self.name} if self.name else {})}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
@@ -191,7 +193,7 @@ class GradeRecord:
                    import_traceback=d.get("import_traceback") or "",
                    output=d.get("output") or "", sandboxed=bool(d.get("sandboxed", True)),
                    sandbox=str(d.get("sandbox", "none")), notes=list(d.get("notes") or []),
-                   fingerprint=str(d.get("fingerprint", "")),
+                   fingerprint=str(d.get("fingerprint", "")), name=str(d.get("name") or ""),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
                                  float(timing.get("cpu_s") or 0.0)))
 

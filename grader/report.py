@@ -9,7 +9,7 @@ from jinja2 import Environment
 
 from grader.charts import bar_chart_svg, histogram_svg
 from grader.config import Course
-from grader.feedback import (STRINGS, language_of, lesson_title, local_text, part_titles,
+from grader.feedback import (STRINGS, course_title, language_of, lesson_title, local_text, part_titles,
                              templates)
 from grader.record import GRADED, GradeRecord
 from grader.store import Store
@@ -80,7 +80,7 @@ def report_context(records: list[GradeRecord], course: Course, lesson_key: str, 
     mistakes, unmatched = _mistake_counts(records, lang)
     slow = sorted(records, key=lambda r: -r.timing.elapsed_s)[:SLOWEST]
     return {
-        "t": t, "lang": lang, "course_title": course.title, "lesson_key": lesson_key,
+        "t": t, "lang": lang, "course_title": course_title(course, lang), "lesson_key": lesson_key,
         "lesson_title": lesson_title(course, lesson_key, lang), "n": n,
         "max_score": max_score, "mean": statistics.fmean(scores) if scores else 0.0,
         "median": statistics.median(scores) if scores else 0.0,
@@ -121,6 +121,6 @@ def render_similarity(pairs: list, compared: int, threshold: float, course: Cour
     matching regions marked; the code is the students', escaped and cleaned."""
     lang = language_of(course, language)
     return (pages or templates()).get_template("similarity.html.j2").render(
-        t=STRINGS[lang], lang=lang, course_title=course.title, lesson_key=lesson_key,
+        t=STRINGS[lang], lang=lang, course_title=course_title(course, lang), lesson_key=lesson_key,
         lesson_title=lesson_title(course, lesson_key, lang), n=compared,
         threshold=f"{100 * threshold:g}", pairs=pairs)

@@ -2,7 +2,10 @@
 
 It comes from course.yml (`roster:` as a mapping) or from a CSV that course.yml names.
 The CSV may be our own (`student_id,name,email,lms_id,sis_user_id,sis_login_id,section`)
-or a Canvas gradebook export, whose `SIS Login ID` then serves as the student id.
+or a Canvas gradebook export, whose `SIS Login ID` then serves as the student id (its
+Canvas `ID` for a row without one, as Canvas's Test Student). A lesson's Moodle grading
+worksheet (`moodle_worksheet`) adds its participants, so that a Moodle download, which
+names students by participant number, needs no roster written by hand.
 Exports never drop a student the roster lacks: they write what they know and the
 mismatch is reported, so a TA sees it before the import does.
 """
@@ -28,10 +31,11 @@ _COLUMNS = {
 
 @dataclass
 class Roster:
-    """The students by id, and the CSV rows left out for having no id (a Canvas export's
-    test student, "Student, Test"), which a TA is told of once, not refused for."""
+    """The students by id, and the CSV rows left out for having no id, which a TA is
+    told of once, not refused for."""
     students: dict[str, Student] = field(default_factory=dict)
-    skipped: list[str] = field(default_factory=list)  # 'people.csv:4 "Student, Test"'
+    skipped: list[str] = field(default_factory=list)  # 'people.csv:4 "Nobody"'
+    aliases: dict[str, str] = field(default_factory=dict)  # participant number -> id
 
     def note(self) -> str:
         """One line naming the rows left out, or ""."""
@@ -41,13 +45,45 @@ class Roster:
                 f"roster: {'; '.join(self.skipped)}")
 
 
-def load(course: Course) -> Roster:
-    """The course's roster keyed by student id; empty when course.yml has none."""
+def load(course: Course, lesson_key: str | None = None) -> Roster:
+    """The course's roster keyed by student id (empty when course.yml has none), with
+    the participants of the lesson's Moodle grading worksheet, if it names one."""
     if course.roster is None:
-        return Roster()
-    if isinstance(course.roster, dict):
-        return Roster(dict(course.roster))
-    return read_csv(course.path(course.roster))
+        found = Roster()
+    elif isinstance(course.roster, dict):
+        found = Roster(dict(course.roster))
+    else:
+        found = read_csv(course.path(course.roster))
+    worksheet = course.lesson(lesson_key).moodle_worksheet if lesson_key else None
+    if worksheet is not None:
+        add_worksheet(found, course.path(worksheet), course.moodle_identifier)
+    return found
+
+
+# a Moodle grading worksheet's column -> Student field, for `moodle_identifier`
+_WORKSHEET = {"email": ("Email address", "email"), "username": ("Username", "sis_login_id"),
+              "idnumber": ("ID number", "sis_user_id")}
+
+
+def add_worksheet(roster: Roster, path: Path, kind: str) -> None:
+    """Join a Moodle grading worksheet to the roster: each row's `Identifier`
+    ("Participant 2750101") becomes an alias of the student its `moodle_identifier`
+    column names, a roster student if one has that value, else a student of that id
+    (a row without it is known by its participant number). Names and emails the
+    roster lacks are taken from the worksheet."""
+    from grader.export.moodle_files import participant_rows
+
+    column, attr = _WORKSHEET[kind]
+    known = {getattr(s, attr): sid for sid, s in roster.students.items() if getattr(s, attr)}
+    for row in participant_rows(path, column):
+        value = row.get(column, "")
+        sid = known.get(value) or value or row["number"]
+        have = roster.students.get(sid, Student())
+        extra = {"name": row.get("Full name", ""), "email": row.get("Email address", ""),
+                 "sis_login_id": row.get("Username", ""), "sis_user_id": row.get("ID number", "")}
+        roster.students[sid] = have.model_copy(update={
+            k: v for k, v in extra.items() if v and not getattr(have, k)})
+        roster.aliases[row["number"]] = sid
 
 
 def read_csv(path: Path) -> Roster:
@@ -67,7 +103,8 @@ def read_csv(path: Path) -> Roster:
     for line, row in enumerate(rows, start=2):
         first = (next(iter(row.values()), "") or "").strip()
         values = {f: (row.get(h) or "").strip() for h, f in fields.items()}
-        sid = values.pop("student_id", "") or values.get("sis_login_id", "")
+        sid = (values.pop("student_id", "") or values.get("sis_login_id", "")
+               or values.get("lms_id", ""))
         if first.lower() == "points possible":
             continue  # a Canvas export's maxima row
         if not sid:

@@ -299,7 +299,7 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
         output=session.output.text() if session is not None else "",
         sandboxed=bool(slot and slot.sandboxed),
         sandbox=slot.sandbox.mode if slot else "none", notes=sub.notes,
-        fingerprint=sub.fingerprint,
+        fingerprint=sub.fingerprint, name=sub.name,
         timing=Timing(round(elapsed, 3), round(session.cpu_s, 3) if session else 0.0),
         raw_report=raw)
 

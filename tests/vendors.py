@@ -5,6 +5,7 @@ not our idea of it: a rule not in that source is not here.
 """
 from __future__ import annotations
 
+import csv
 import re
 import zipfile
 from dataclasses import dataclass
@@ -116,10 +117,10 @@ def moodle_worksheet(path: Path, rows: list[tuple[int, str, str]]) -> Path:
     header = ["Identifier", "Full name", "Email address", "Status", "Grade",
               "Maximum Grade", "Grade can be changed", "Last modified (submission)",
               "Last modified (grade)", "Feedback comments"]
-    lines = [",".join(header)]
-    for number, name, email in rows:
-        lines.append(",".join([f"Participant {number}", f'"{name}"', email,
-                               "Submitted for grading", "", "10.00", "Yes",
-                               "Tuesday, 1 September 2026, 10:00 AM", "-", ""]))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    with path.open("w", newline="", encoding="utf-8-sig") as f:
+        out = csv.writer(f)
+        out.writerow(header)
+        for number, name, email in rows:
+            out.writerow([f"Participant {number}", name, email, "Submitted for grading", "",
+                          "10.00", "Yes", "Tuesday, 1 September 2026, 10:00 AM", "-", ""])
     return path

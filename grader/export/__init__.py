@@ -15,13 +15,20 @@ if TYPE_CHECKING:
 
 FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
 
-__all__ = ["FORMATS", "export"]
+__all__ = ["FORMATS", "export", "export_all"]
 
 
 def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
            formats: list[str]) -> list[Path]:
     """Write the formats into out_dir (OUT/export: the pages scores.json names are
     OUT's); returns the files written."""
+    return export_all(course, lesson_key, scores, out_dir, formats)[0]
+
+
+def export_all(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
+               formats: list[str]) -> tuple[list[Path], list[str]]:
+    """`export`, and the graded students a format could not write a row for
+    (`format: student: why`), which `grader export` reports and fails on."""
     from grader import roster
     from grader.export import canvas, gradescope, lti, moodle, moodle_files, nbgrader_db
     from grader.feedback import templates
@@ -33,7 +40,8 @@ def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
         raise ValueError(f"these scores are for lesson {scores.lesson!r}, "
                          f"not {lesson_key!r}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    found = roster.match(roster.load(course), [s.student_id for s in scores.students])
+    found = roster.match(roster.load(course, lesson_key),
+                         [s.student_id for s in scores.students])
     people = found.entries
     written: list[Path] = []
     unwritten: list[str] = []
@@ -62,4 +70,4 @@ def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
     if found.unrostered or found.absent or found.skipped or unwritten:
         report.write_text(found.report(unwritten) + "\n", encoding="utf-8")
         written.insert(0, report)
-    return written
+    return written, unwritten

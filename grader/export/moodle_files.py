@@ -30,8 +30,10 @@ _NUMBER = re.compile(r"(\d+)\s*$")
 _NAME_UNSAFE = re.compile(r"[_/\\:*?\"<>|\x00-\x1f\x7f]")
 
 
-def participants(path: Path, kind: str) -> dict[str, tuple[str, str]]:
-    """identifier -> (participant number, full name), from a grading worksheet."""
+def participant_rows(path: Path, column: str) -> list[dict[str, str]]:
+    """A grading worksheet's rows, stripped, each with its participant `number` (from
+    `Identifier`, "Participant 1234567"); rows without one are not participants.
+    `column` is the one the caller matches students on: the worksheet must have it."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except OSError as exc:
@@ -39,19 +41,26 @@ def participants(path: Path, kind: str) -> dict[str, tuple[str, str]]:
                           f"{exc.strerror}") from None
     rows = csv.DictReader(text.splitlines())
     header = [h.strip() for h in rows.fieldnames or []]
-    for needed in ("Identifier", COLUMN[kind]):
+    for needed in ("Identifier", column):
         if needed not in header:
             raise ConfigError(f"{path}: the Moodle grading worksheet has no {needed!r} "
                               f"column (it has: {', '.join(header) or 'none'}); "
-                              f"moodle_identifier: {kind} matches students on "
-                              f"{COLUMN[kind]!r}")
-    found: dict[str, tuple[str, str]] = {}
+                              f"moodle_identifier matches students on {column!r}")
+    found = []
     for row in rows:
-        row = {(k or "").strip(): (v or "").strip() for k, v in row.items()}
+        # a row longer than the header puts the rest under None, as a list: not a column
+        row = {k.strip(): (v or "").strip() for k, v in row.items() if isinstance(k, str)
+               and isinstance(v, str | None)}
         number = _NUMBER.search(row.get("Identifier", ""))
-        if number and row.get(COLUMN[kind]):
-            found[row[COLUMN[kind]]] = (number.group(1), row.get("Full name", ""))
+        if number:
+            found.append({**row, "number": number.group(1)})
     return found
+
+
+def participants(path: Path, kind: str) -> dict[str, tuple[str, str]]:
+    """identifier -> (participant number, full name), from a grading worksheet."""
+    return {row[COLUMN[kind]]: (row["number"], row.get("Full name", ""))
+            for row in participant_rows(path, COLUMN[kind]) if row.get(COLUMN[kind])}
 
 
 def entry_name(full_name: str, number: str, file_name: str) -> str:

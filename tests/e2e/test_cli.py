@@ -193,13 +193,14 @@ def test_a_canvas_gradebook_export_is_a_roster(here, tmp_path):
         "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 13 (5)\n"
         "    Points Possible,,,,,10.00\n"
         "\"Liddell, Alice\",4001,30000001,alice,SEC-001,\n"
-        "\"Student, Test\",4999,,,SEC-001,\n")
+        "\"Student, Test\",4999,,,SEC-001,\n"
+        "\"Nobody, No\",,,,SEC-001,\n")
     flat = tmp_path / "flat"
     flat.mkdir()
     proc = run_on(here, tmp_path, flat, "--course", str(tmp_path / "course.yml"))
     assert "Traceback" not in proc.stderr
     assert ('note: 1 roster row(s) without a student id left out of the roster: '
-            'gradebook.csv:4 "Student, Test"') in " ".join(proc.stderr.split())
+            'gradebook.csv:5 "Nobody, No"') in " ".join(proc.stderr.split())
 
 
 def check(course: Path, file: str) -> subprocess.CompletedProcess:
@@ -223,6 +224,10 @@ def test_check_names_a_mistake(far_course, tmp_path):
         "F.softmax(gate(x_flat), dim=-1)", "F.softmax(gate(x_flat), dim=0)"))
     proc = check(far_course, str(wrong))
     assert proc.returncode == 1 and "softmax runs over the tokens" in proc.stdout
+    zh = subprocess.run([*GRADER, "check", "--language", "zh", str(wrong)], cwd=ROOT,
+                        capture_output=True, text=True, timeout=300)
+    assert zh.returncode == 1 and "softmax 沿 token 维而不是 expert 维计算" in zh.stdout, \
+        zh.stdout + zh.stderr  # issue 25 item 9: check had no --language
 
 
 def test_bad_course_file_and_missing_folder_are_clear(here, tmp_path):
@@ -233,6 +238,59 @@ def test_bad_course_file_and_missing_folder_are_clear(here, tmp_path):
     proc = here("run", "--lesson", "13", "--submissions", str(tmp_path / "none"),
                 "--out", str(tmp_path / "o"))
     assert proc.returncode != 0 and "no submissions at" in proc.stderr
+
+
+def test_messages_name_the_file_and_the_course_option(tmp_path):
+    """Issue 25 item 8: `grader check nope.py` said "which lesson? give --lesson", and a
+    command run outside the course's folder gave no hint of --course."""
+    proc = subprocess.run([*GRADER, "check", "nope.py"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "no such file: nope.py" in proc.stderr, proc.stderr
+    proc = subprocess.run([*GRADER, "run", "--lesson", "13"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode != 0 and "give --course path/to/course.yml" in said, said
+
+
+def test_check_finds_the_course_beside_the_grader_from_any_folder(tmp_path):
+    """Issue 25 item 7: a student who installed the bundle into their own venv ran
+    `grader check` in their work folder and got "cannot read course.yml". The course
+    beside the grader's package is used: here it answers about its lessons."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "13_moe.py").write_text("x = 1\n")
+    proc = subprocess.run([*GRADER, "check", "--lesson", "99", "13_moe.py"], cwd=work,
+                          capture_output=True, text=True, timeout=120)
+    said = " ".join(proc.stderr.split())
+    assert proc.returncode == 2 and "cannot read" not in said and "99" in said, said
+
+
+def test_an_export_without_a_row_for_a_graded_student_fails(tmp_path):
+    """Issue 25: `grader export --to moodle` wrote a moodle.csv with its header only
+    and exited 0. A graded student without a row is now named and the export fails."""
+    text = "\n".join(line for line in (ROOT / "course.yml").read_text().splitlines()
+                     if not line.strip().startswith("moodle_worksheet:"))
+    for folder in ("solutions", "exercises", "hidden_tests", "examples"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
+    (tmp_path / "course.yml").write_text(
+        "moodle_identifier: email\nroster:\n  alice: {email: alice@u.edu}\n" + text)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "scores.json").write_text(json.dumps({
+        "lesson": "13", "course": "minimind-llm", "version": "v", "max_score": 10.0,
+        "students": [{"student_id": sid, "lesson": "13", "status": "graded", "score": 5.0,
+                      "max_score": 10.0, "parts": {}, "tests": []}
+                     for sid in ("alice", "bob")]}))
+    proc = subprocess.run([*GRADER, "export", "--course", str(tmp_path / "course.yml"),
+                           "--lesson", "13", "--to", "moodle", "--out", str(out)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    said = " ".join((proc.stdout + proc.stderr).split())
+    assert proc.returncode == 1 and "1 graded student(s) have no row" in said, said
+    assert "moodle: bob: not in the roster" in said
+    # piped, the roster report's lines are whole (rich wrapped them at 80 columns)
+    assert ("Graded but not in the roster (exported under their student id where the "
+            "format allows; the LMS may not match them):") in proc.stdout + proc.stderr
+    assert (out / "export" / "moodle.csv").read_text().count("alice@u.edu") == 1
 
 
 def test_release_check(here):

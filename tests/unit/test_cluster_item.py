@@ -16,7 +16,7 @@ def test_a_link_ships_nothing_and_says_why(tmp_path):
     secret.write_text("the TA's token")
     link = tmp_path / "13_moe.py"
     link.symlink_to(secret)
-    sid, data, fp, notes = _item(Submission("ann", link, fingerprint="f"))
+    sid, data, fp, notes, _ = _item(Submission("ann", link, fingerprint="f"))
     assert (sid, data, fp) == ("ann", None, "f")
     assert notes == ["the file could not be read: it is a link, and links are never followed"]
     # the worker's record then names it, as a local run would
@@ -28,7 +28,7 @@ def test_a_huge_file_ships_one_byte_over_the_limit(tmp_path):
     big = tmp_path / "13_moe.py"
     with open(big, "wb") as f:
         f.truncate(64 * MAX_SOURCE)
-    _, data, _, notes = _item(Submission("bob", big))
+    _, data, _, notes, _ = _item(Submission("bob", big))
     assert len(data) == MAX_SOURCE + 1 and notes == []
     on_worker = tmp_path / "worker.py"
     on_worker.write_bytes(data)
@@ -39,7 +39,7 @@ def test_a_plain_file_ships_whole_and_a_missing_one_nothing(tmp_path):
     plain = tmp_path / "13_moe.py"
     plain.write_text("x = 1\n")
     assert _item(Submission("cy", plain))[1] == b"x = 1\n"
-    assert _item(Submission("dee", tmp_path / "absent.py"))[1:] == (None, "", [])
+    assert _item(Submission("dee", tmp_path / "absent.py"))[1:] == (None, "", [], "")
     os.mkfifo(tmp_path / "fifo.py")  # never blocks the run
     assert _item(Submission("eve", tmp_path / "fifo.py"))[3] == [
         "the file could not be read: it is not a regular file"]

@@ -50,6 +50,20 @@ def test_unknown_key_is_reported_with_its_line(tmp_path):
     assert "Extra inputs are not permitted" in str(err.value)
 
 
+def test_a_typo_in_a_key_says_what_was_meant(tmp_path):
+    """Issue 25 item 8: a typo got "Extra inputs are not permitted" and nothing more."""
+    path = write(tmp_path, GOOD.replace("    exercise: 13_moe.py", "    excercise: 13_moe.py\n"
+                                        "    exercise: 13_moe.py\n    moodle_worksheat: w.csv"))
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    assert "excercise: Extra inputs are not permitted (did you mean 'exercise'?)" in str(err.value)
+    assert "(did you mean 'moodle_worksheet'?)" in str(err.value)
+    path.write_text(GOOD.replace("      ffn: {points: 2}", "      ffn: {points: 2, zzz: 3}"))
+    with pytest.raises(config.ConfigError) as err:
+        config.load(path)
+    assert "did you mean" not in str(err.value)
+
+
 def test_wrong_type_is_reported_with_its_line(tmp_path):
     path = write(tmp_path, GOOD.replace("{points: 2}", "{points: two}"))
     with pytest.raises(config.ConfigError) as err:

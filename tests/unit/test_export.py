@@ -231,7 +231,9 @@ def test_unmatched_rows_are_printed_by_grader_export(tmp_path, scores):
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "export", "--course",
                            str(tmp_path / "course.yml"), "--lesson", "13", "--to", "moodle",
                            "--out", str(out)], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    # a graded student without a row fails the export (issue 25), the file still written
+    assert proc.returncode == 1 and "2 graded student(s) have no row" in proc.stderr, \
+        proc.stderr
     assert "moodle: zed: not in the roster" in proc.stderr
     rows = list(csv.DictReader(opened(out / "export" / "moodle.csv")))
     assert [r["email"] for r in rows] == ["a@u.edu"]
@@ -308,17 +310,22 @@ CANVAS_EXPORT = (
     "Student,ID,SIS User ID,SIS Login ID,Section,Lesson 13 (5)\n"
     "    Points Possible,,,,,10.00\n"
     "\"Alvarez, Ava\",4001,30000001,av123456,SEC-001,9.0\n"
-    "\"Student, Test\",4999,,,SEC-001,\n")
+    "\"Student, Test\",4999,,,SEC-001,\n"
+    "\"Nobody, No\",,,,SEC-001,\n")
 
 
 def test_a_canvas_export_with_its_test_student_is_a_roster(tmp_path):
-    """Canvas's test student has no SIS ids: left out and named, not a traceback."""
+    """Canvas's test student has no SIS ids but a Canvas ID: it is a student of that id
+    and name (issue 25: it was graded and exported as "12399", and called a row
+    "without a student id"); a row with no id at all is left out and named."""
     (tmp_path / "gb.csv").write_text(CANVAS_EXPORT, encoding="utf-8")
     found = roster.read_csv(tmp_path / "gb.csv")
-    assert list(found.students) == ["av123456"]
-    assert found.skipped == ['gb.csv:4 "Student, Test"']
+    assert list(found.students) == ["av123456", "4999"]
+    assert found.students["4999"].name == "Student, Test"
+    assert found.students["4999"].lms_id == "4999"
+    assert found.skipped == ['gb.csv:5 "Nobody, No"']
     assert found.note() == ('1 roster row(s) without a student id left out of the roster: '
-                            'gb.csv:4 "Student, Test"')
+                            'gb.csv:5 "Nobody, No"')
 
 
 def test_the_rows_left_out_of_the_roster_are_in_the_roster_report(tmp_path, scores):
@@ -326,7 +333,7 @@ def test_the_rows_left_out_of_the_roster_are_in_the_roster_report(tmp_path, scor
     course = make_course(Path("gb.csv")).model_copy(update={"root": tmp_path})
     export(course, "13", scores, tmp_path / "export", ["canvas"])
     report = (tmp_path / "export" / "roster_report.txt").read_text()
-    assert report.count("Student, Test") == 1
+    assert report.count("Nobody, No") == 1 and "Student, Test" not in report
     assert "without a student id" in report
 
 

@@ -282,6 +282,6 @@ def test_canvas_download_places_or_names_every_file(tmp_path):
     assert got["anon_bG7xq"][0].read_text() == "anon\n"
     assert sorted(taken.skipped) == sorted([
         "12346: Left out report.pdf (only .py and .ipynb files are graded).",
-        "Left out submissions.zip: README.txt (not named as Canvas names a submission's "
-        "file).",
-        "Left out notes.md (beside a Canvas zip, only zips are read)."])
+        "Left out submissions.zip: README.txt (not named as Canvas or Moodle names a "
+        "submission's file).",
+        "Left out notes.md (beside a zip, only zips are read)."])

@@ -169,3 +169,24 @@ def test_intakes_notes_are_on_the_students_page(language, heading):
     doc["notes"] = []
     assert heading not in render_student(GradeRecord.from_json(doc), course_in_order(), "13",
                                          language)
+
+
+def test_a_worksheet_row_longer_than_its_header_is_read_not_a_traceback(tmp_path):
+    """An unquoted date with commas made a row longer than the header: csv puts the
+    rest under None as a list, which the reader took for text (a grader bug)."""
+    from grader.export.moodle_files import participant_rows
+
+    (tmp_path / "w.csv").write_text("Identifier,Full name,Email address,Last modified\n"
+                                    "Participant 1,Ann Lee,ann@u.edu,Monday, 1 May 2026\n")
+    assert [(r["number"], r["Email address"]) for r in
+            participant_rows(tmp_path / "w.csv", "Email address")] == [("1", "ann@u.edu")]
+
+
+def test_chinese_pages_give_the_courses_chinese_title():
+    """Issue 25 item 9: the course title stayed English on zh pages (no `title_zh`)."""
+    from grader.feedback import render_student
+
+    course = course_in_order(title="MiniMind", title_zh="MiniMind 课程")
+    rec = GradeRecord.from_json(record("alice", "graded", [True] * 5))
+    assert "MiniMind 课程" in render_student(rec, course, "13", "zh")
+    assert "MiniMind 课程" not in render_student(rec, course, "13", "en")

@@ -86,7 +86,8 @@ def test_grader_similarity_writes_the_report_and_the_class_report_links_it(tmp_p
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "compared 5 submissions (10 pairs); 1 above 50%:" in proc.stderr
-    assert "alice · planted" in proc.stderr
+    # names beside ids: the course's Moodle worksheet names alice (issue 25 item 4)
+    assert "alice (Alice Anders) · planted" in proc.stderr
     page = (out / "similarity.html").read_text(encoding="utf-8")
     assert "planted" in page and "independent" not in page.split("<section", 1)[-1]
     assert 'href="similarity.html"' in (out / "report.html").read_text(encoding="utf-8")
