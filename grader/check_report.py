@@ -10,6 +10,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.markup import escape
 
+from grader import disclosed
 from grader.config import Course
 from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
 
@@ -38,7 +39,8 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             if diagnosis and diagnosis.id else None,
             "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message,
                        "traceback": (t.error or {}).get("traceback") or "",
-                       "checks": [c for c in t.checks if not c.get("passed")]}
+                       "checks": [disclosed.check(c, t.practice) for c in t.checks
+                                  if not c.get("passed")]}
                       for t in mine]}
     return {"lesson": lesson_key, "status": record.status, "problem": record.problem,
             "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
@@ -89,10 +91,14 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
                 out.print("      " + t["traceback"].strip().replace("\n", "\n      "),
                           markup=False)
             for c in t["checks"]:
-                if c.get("max_abs_diff") is not None:
+                if c.get("max_abs_diff") is not None:  # a practice case: its numbers
                     out.print(f"      {c['name']}: max abs diff {c['max_abs_diff']:.3g} at "
                               f"{c.get('where')}, got {c.get('got_value')}, expected "
                               f"{c.get('ref_value')} (tolerance {c.get('atol')} + "
+                              f"{c.get('rtol')}·|ref|)", markup=False)
+                elif c.get("rel_band") is not None:  # a graded case: how far off, where
+                    out.print(f"      {c['name']}: largest relative error {c['rel_band']}, "
+                              f"worst at {c.get('where')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
