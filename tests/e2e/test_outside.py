@@ -42,7 +42,8 @@ def graded(course, slot13) -> dict:
     """Limits far above what load reaches: transformers' modelling modules import in
     the child (seconds on a loaded machine), and the scores, not the limits, are tested."""
     limits = course.defaults.limits.model_copy(
-        update={"test_wall_s": 120, "submission_wall_s": 1200, "cpu_s": 1200})
+        update={"test_wall_s": 120, "submission_wall_s": 1200, "cpu_s": 1200,
+                "memory_mb": 4096})
     roomy = course.model_copy(update={"defaults": course.defaults.model_copy(
         update={"limits": limits})})
     out: dict = {}
@@ -57,7 +58,8 @@ def test_outside_scores_as_expected(graded, name):
     record = graded[name]
     assert record.status == "graded", record.problem
     got = {p: round(v.score, 4) for p, v in record.parts.items()}
-    assert got == pytest.approx(EXPECTED[name], abs=2e-4), got
+    failing = [(t.name, t.message[:200]) for t in record.tests if not t.passed]
+    assert got == pytest.approx(EXPECTED[name], abs=2e-4), (got, failing)
 
 
 def test_behaviour_equal_to_minimind_scores_full_marks_in_that_part(graded):
