@@ -45,7 +45,7 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     return {"lesson": lesson_key, "status": record.status, "problem": record.problem,
             "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
             "notes": notes, "passed": sum(t.passed for t in tests), "total": len(tests),
-            "parts": parts, "output": record.output}
+            "parts": parts, "output": record.output, "examples": record.examples}
 
 
 def _syntax_error(tests: list[TestRecord]) -> bool:
@@ -100,6 +100,11 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
                     out.print(f"      {c['name']}: largest relative error {c['rel_band']}, "
                               f"worst at {c.get('where')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
+        if record.examples.get(name):
+            out.print("    [yellow]smallest failing example[/] (paste next to your file "
+                      "and run it):")
+            out.print("      " + record.examples[name].rstrip("\n").replace("\n", "\n      "),
+                      markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
             out.print("    " + STRINGS[course.language]["missing_in_stub"].format(**where),

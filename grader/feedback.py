@@ -111,7 +111,8 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "findings": [x for x in [explain.composite_sentence(tests, failed_before or [], t),
                                      *explain.contrast_sentences(tests, t),
                                      *explain.structure_at_top(failing, t)] if x],
-            "missing": missing_from_stub(failing, stub)}
+            "missing": missing_from_stub(failing, stub),
+            "example": record.examples.get(part, "")}
 
 
 class Stub:

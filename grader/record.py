@@ -157,6 +157,7 @@ class GradeRecord:
     fingerprint: str = ""
     timing: Timing = field(default_factory=Timing)
     raw_report: Json | None = None      # pytest-json-report's; stored in raw/, not here
+    examples: dict[str, str] = field(default_factory=dict)  # part -> smallest.snippet
 
     def to_json(self) -> Json:
         """results/<id>.json: everything but the raw report."""
@@ -166,12 +167,13 @@ class GradeRecord:
                 "tests": [t.to_json() for t in self.tests], "problem": self.problem,
                 "import_traceback": self.import_traceback, "output": self.output,
                 "sandboxed": self.sandboxed, "sandbox": self.sandbox, "notes": self.notes,
-                "fingerprint": self.fingerprint, "timing": self.timing.to_json()}
+                "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
+                "examples": self.examples}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
         doc = self.to_json()
-        del doc["timing"]
+        del doc["timing"], doc["examples"]
         doc["tests"] = [{k: t[k] for k in SCORE_TEST_KEYS} for t in doc["tests"]]
         return doc
 
@@ -193,7 +195,8 @@ class GradeRecord:
                    sandbox=str(d.get("sandbox", "none")), notes=list(d.get("notes") or []),
                    fingerprint=str(d.get("fingerprint", "")),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
-                                 float(timing.get("cpu_s") or 0.0)))
+                                 float(timing.get("cpu_s") or 0.0)),
+                   examples={str(k): str(v) for k, v in (d.get("examples") or {}).items()})
 
 
 @dataclass

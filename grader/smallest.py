@@ -166,7 +166,9 @@ def smallest(part: str, student, reference) -> Example | None:
     if part not in PARTS:
         return None
     probe, names, make, outputs = PARTS[part]
-    for sizes in _candidates(names, ONE, HIGH):
+    for tried, sizes in enumerate(_candidates(names, ONE, HIGH)):
+        if tried >= MAX_TRIES:
+            return None
         args = make(sizes)
         if args is None:
             continue
@@ -225,6 +227,7 @@ def snippet(example: Example, module: str = "13_moe") -> str:
     as literals, the call, then the reference's output and theirs as comments."""
     a = example.args
     lines = ["import importlib", "import torch", "",
+             "torch.set_printoptions(precision=17)  # every digit, as in the comments below",
              f'm = importlib.import_module("{module}")']
     if example.part in ("ffn", "moe"):
         lines[:2] = ["import importlib", "import zlib", "", "import torch"]
@@ -280,3 +283,20 @@ def snippet(example: Example, module: str = "13_moe") -> str:
     else:
         lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
     return "\n".join(lines) + "\n"
+
+
+MAX_TRIES = 40    # candidates tried per part: a bound on the student's extra calls
+
+
+def snippets(probes: object, failing: list[str], student, reference) -> dict[str, str]:
+    """Per failing part of a lesson whose probes are lesson 13's, its smallest example's
+    snippet (none where no candidate tells the two apart). The student's calls go
+    through the run's session: its limits hold, and an error there ends the search."""
+    if not all(hasattr(probes, PARTS[p][0]) for p in PARTS):
+        return {}
+    out: dict[str, str] = {}
+    for part in failing:
+        example = smallest(part, student, reference)
+        if example is not None:
+            out[part] = snippet(example)
+    return out
