@@ -296,6 +296,8 @@ def _examples(ctx: LessonContext, caller: object, session: Session | None,
         return smallest.snippets(ctx.refs.probes, failing, caller, ctx.refs.reference)
     except (StudentError, GraderFault):
         return {}  # the student's code broke on it: the tests already say so
+    except LookupError:
+        return {}  # no solution here (a student bundle): no reference for a fresh input
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
