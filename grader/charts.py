@@ -14,8 +14,11 @@ HEAT_MIN_W = 420         # room for the heatmap's legend under a narrow grid
 CHART_W = 880
 
 
-def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str]) -> Markup:
-    """The error over tokens x hidden units as an SVG grid (log colour above tolerance)."""
+def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
+                binary: bool = False) -> Markup:
+    """The error over tokens x hidden units as an SVG grid (log colour above tolerance).
+    `binary` (a graded case): each block within the tolerance or beyond it, no value,
+    since an answer of zeros would draw the reference's own magnitudes."""
     rows, cols = len(grid), max((len(r) for r in grid), default=0)
     if not rows or not cols:
         return Markup("")
@@ -32,12 +35,15 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str]) 
            f'<text x="{left}" y="12" class="ax">↓ {escape(t["rows"])}</text>']
     for i, row in enumerate(grid):
         for j, v in enumerate(row):
+            colour = (("#c0392b" if v > 0 else "#e8ecf1")
+                      if binary else _heat_colour(v, floor, span))
+            title = f"[{i}, {j}]" if binary else f"[{i}, {j}] {num(v)}"
             out.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 1}" '
-                       f'height="{cell - 1}" fill="{_heat_colour(v, floor, span)}">'
-                       f'<title>[{i}, {j}] {escape(num(v))}</title></rect>')
+                       f'height="{cell - 1}" fill="{colour}">'
+                       f'<title>{escape(title)}</title></rect>')
     out.append(f'<text x="{left}" y="{base + 12}" class="ax">{escape(t["cols"])} →</text>')
-    has_nan = any(v >= INF_MARK for r in grid for v in r)
-    out.append(_heat_legend(left, base + 24, floor, top_err, has_nan, t))
+    has_nan = not binary and any(v >= INF_MARK for r in grid for v in r)
+    out.append(_heat_legend(left, base + 24, floor, None if binary else top_err, has_nan, t))
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -53,11 +59,15 @@ def _heat_colour(v: float, floor: float, span: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _heat_legend(x: int, y: int, floor: float, top_err: float, has_nan: bool,
+def _heat_legend(x: int, y: int, floor: float, top_err: float | None, has_nan: bool,
                  t: dict[str, str]) -> str:
-    """Swatches: within tolerance, just beyond, the largest error (and NaN/inf if any)."""
-    items = [("#e8ecf1", f"≤ {num(floor)} ({t['within_tol']})"), ("#fdd49e", f"> {num(floor)}"),
-             ("#a50f15", num(top_err))] + ([("#1a1a1a", t["nan"])] if has_nan else [])
+    """Swatches: within tolerance, just beyond, the largest error (and NaN/inf if any);
+    without `top_err` (binary), within and beyond only."""
+    items = ([("#e8ecf1", f"≤ {num(floor)} ({t['within_tol']})"),
+              ("#fdd49e", f"> {num(floor)}"), ("#a50f15", num(top_err))]
+             if top_err is not None else
+             [("#e8ecf1", f"≤ {num(floor)} ({t['within_tol']})"),
+              ("#c0392b", f"> {num(floor)}")]) + ([("#1a1a1a", t["nan"])] if has_nan else [])
     parts, cx = [], x
     for colour, label in items:
         parts.append(f'<rect x="{cx}" y="{y}" width="10" height="10" fill="{colour}"/>'
@@ -72,7 +82,11 @@ def _text_width(text: str, size: float = 10) -> int:
 
 
 def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
-    """Counts side by side, yours against the reference's (e.g. tokens per expert)."""
+    """Counts side by side, yours against the reference's (e.g. tokens per expert).
+    Without "ref" (a graded case: `disclosed.picture`) yours alone, the labels where
+    they differ from the reference's marked ≠."""
+    if "ref" not in picture:
+        return _own_bars(picture, t)
     labels = [clean(x, 24) for x in picture.get("labels", [])][:16]
     got, ref = picture.get("got", []), picture.get("ref", [])
     top = max([*got, *ref, 1.0])
@@ -92,6 +106,29 @@ def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
                        f' y="{y + j * 12 + 9}" class="lb">{escape(num(v))}</text>')
         out.append(f'<text x="{label_w - 6}" y="{y + 15}" class="lb" text-anchor="end">'
                    f'{escape(label)}</text>')
+    out.append("</svg>")
+    return Markup("".join(out))
+
+
+def _own_bars(picture: dict, t: dict[str, str]) -> Markup:
+    labels = [clean(x, 24) for x in picture.get("labels", [])][:16]
+    got, differs = picture.get("got", []), picture.get("differs", [])
+    top = max([*got, 1.0])
+    label_w, row, bar_w = 110, 18, 220
+    h = row * len(labels) + 26
+    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 60}"'
+           f' height="{h}" role="img"><text x="0" y="12" class="lb">'
+           f'{escape(clean(picture.get("name", ""), 60))}: '
+           f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} · '
+           f'≠ {escape(t["differs_from_ref"])}</text>']
+    for i, label in enumerate(labels):
+        y = 20 + i * row
+        v = float(got[i]) if i < len(got) else 0.0
+        mark = "≠ " if i < len(differs) and differs[i] else ""
+        out.append(f'<rect x="{label_w}" y="{y}" width="{v / top * bar_w:.1f}" height="10" '
+                   f'fill="#c0392b"/><text x="{label_w + v / top * bar_w + 4:.1f}" y="{y + 9}"'
+                   f' class="lb">{escape(num(v))}</text><text x="{label_w - 6}" y="{y + 9}" '
+                   f'class="lb" text-anchor="end">{escape(mark + label)}</text>')
     out.append("</svg>")
     return Markup("".join(out))
 

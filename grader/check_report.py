@@ -12,6 +12,7 @@ import sys
 from rich.console import Console
 from rich.markup import escape
 
+from grader import disclosed
 from grader.config import Course
 from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
 
@@ -59,12 +60,13 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             if diagnosis and diagnosis.id else None,
             "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message,
                        "traceback": (t.error or {}).get("traceback") or "",
-                       "checks": [c for c in t.checks if not c.get("passed")]}
+                       "checks": [disclosed.check(c, t.practice) for c in t.checks
+                                  if not c.get("passed")]}
                       for t in mine]}
     return {"lesson": lesson_key, "language": lang, "status": record.status, "problem": record.problem,
             "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
             "notes": notes, "passed": sum(t.passed for t in tests), "total": len(tests),
-            "parts": parts, "output": record.output}
+            "parts": parts, "output": record.output, "examples": record.examples}
 
 
 def _syntax_error(tests: list[TestRecord]) -> bool:
@@ -116,6 +118,15 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
                         name=c["name"], diff=c["max_abs_diff"], where=c.get("where"),
                         got=c.get("got_value"), ref=c.get("ref_value"), atol=c.get("atol"),
                         rtol=c.get("rtol")), markup=False)
+                elif c.get("rel_band") is not None:  # a graded case: how far off, where
+                    out.print(f"      {c['name']}: largest relative error {c['rel_band']}, "
+                              f"worst at {c.get('where')} (tolerance {c.get('atol')} + "
+                              f"{c.get('rtol')}·|ref|)", markup=False)
+        if record.examples.get(name):
+            out.print("    [yellow]smallest failing example[/] (paste next to your file "
+                      "and run it):")
+            out.print("      " + record.examples[name].rstrip("\n").replace("\n", "\n      "),
+                      markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
             out.print("    " + STRINGS[report.get("language") or course.language][

@@ -35,6 +35,8 @@ class Check:
     ref_shape: list[int] | None = None
     got_dtype: str | None = None
     ref_dtype: str | None = None
+    outside: int | None = None      # elements beyond the tolerance, of `size`
+    size: int | None = None
     heatmap: list[list[float]] | None = None
     structure: dict | None = None   # what the difference looks like (grader/structure.py)
     extra: dict = field(default_factory=dict)
@@ -213,8 +215,11 @@ class Checks:
             if not base.passed:
                 if self.draw:
                     base.heatmap = _heatmap(torch.from_numpy(err))
-                base.message = (f"differs by {float(err.max()):.3g} (allowed "
-                                f"{t.atol:g} + {t.rtol:g}·|ref|)") if base.max_abs_diff is not None \
+                # no number of the reference's in a message: a graded case's is shown
+                base.outside, base.size = int((~(err <= allowed)).sum()), int(err.size)
+                base.message = (f"{base.outside} of {base.size} values beyond the "
+                                f"tolerance ({t.atol:g} + {t.rtol:g}·|ref|)") \
+                    if base.max_abs_diff is not None \
                     else "contains NaN or inf where the reference is finite"
         else:
             base.max_abs_diff = 0.0

@@ -4,6 +4,8 @@ composite part's own parts failed first. Built from the record (trusted facts) a
 render time, in the page's language; every string comes from templates/i18n.yml."""
 from __future__ import annotations
 
+from fractions import Fraction
+
 from grader import contrast
 from grader.record import TestRecord
 
@@ -52,6 +54,16 @@ def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
     return [lead]
 
 
+def _fraction(value: object) -> str:
+    """A factor as structure.py found it, a simple fraction: `2`, `0.5`, `1/3`."""
+    if not isinstance(value, (int, float)):
+        return str(value)
+    f = Fraction(value).limit_denominator(64)
+    if f.denominator == 1:
+        return str(f.numerator)
+    return str(float(f)) if len(str(float(f))) <= 6 else f"{f.numerator}/{f.denominator}"
+
+
 def _rows(rows: list) -> str:
     return ", ".join(str(r) for r in rows)
 
@@ -65,7 +77,7 @@ def structure_text(claim: dict, t: dict[str, str]) -> str:
     if kind in ("zeros", "sign", "transpose"):
         return t[f"s_{kind}"]
     if kind == "factor":
-        return t["s_factor"].format(factor=_value(claim["factor"]))
+        return t["s_factor"].format(factor=_fraction(claim["factor"]))
     if kind == "shift":
         return t["s_shift"].format(shift=_value(claim["shift"]))
     if kind == "permutation":

@@ -16,7 +16,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 import grader
-from grader import explain
+from grader import disclosed, explain
 from grader.config import Course
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.charts import heatmap_svg, pair_bars_svg
@@ -115,7 +115,8 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "findings": [x for x in [explain.composite_sentence(tests, failed_before or [], t),
                                      *explain.contrast_sentences(tests, t),
                                      *explain.structure_at_top(failing, t)] if x],
-            "missing": missing_from_stub(failing, stub)}
+            "missing": missing_from_stub(failing, stub),
+            "example": record.examples.get(part, "")}
 
 
 class Stub:
@@ -189,19 +190,21 @@ def _part_diagnoses(failing: list[TestRecord], lang: str) -> list[dict]:
 def _test_view(test: TestRecord, t: dict[str, str], picture: bool) -> dict:
     """A failing test's checks; at most its first heatmap is drawn."""
     checks = [c for c in test.checks if isinstance(c, dict)]
-    failing = [c for c in checks if not c.get("passed")]
+    failing = [disclosed.check(c, test.practice) for c in checks if not c.get("passed")]
     first_map = next((i for i, c in enumerate(failing) if c.get("heatmap")), None)
     return {"name": test.name, "message": test.message, "error": test.error,
             "checks": [_check_view(c, t, picture and i == first_map)
                        for i, c in enumerate(failing)],
-            "pictures": [pair_bars_svg(p, t) for p in test.pictures
-                         if isinstance(p, dict)][:1] if picture else [],
+            "pictures": [pair_bars_svg(disclosed.picture(p, test.practice), t)
+                         for p in test.pictures if isinstance(p, dict)][:1]
+            if picture else [],
             "passed_checks": len(checks) - len(failing)}
 
 
 def _check_view(check: dict, t: dict[str, str], picture: bool) -> dict:
     heat = check.get("heatmap") if picture else None
-    svg = heatmap_svg(heat, check.get("atol"), t) if isinstance(heat, list) and heat else None
+    svg = heatmap_svg(heat, check.get("atol"), t, binary=bool(check.get("heatmap_binary"))) \
+        if isinstance(heat, list) and heat else None
     claim = check.get("structure")
     return {**check, "heatmap_svg": svg,
             "structure_text": explain.structure_text(claim, t) if isinstance(claim, dict)

@@ -158,6 +158,7 @@ class GradeRecord:
     name: str = ""                      # the student's name, where the roster or LMS says
     timing: Timing = field(default_factory=Timing)
     raw_report: Json | None = None      # pytest-json-report's; stored in raw/, not here
+    examples: dict[str, str] = field(default_factory=dict)  # part -> smallest.snippet
 
     def to_json(self) -> Json:
         """results/<id>.json: everything but the raw report."""
@@ -168,12 +169,13 @@ class GradeRecord:
                 "import_traceback": self.import_traceback, "output": self.output,
                 "sandboxed": self.sandboxed, "sandbox": self.sandbox, "notes": self.notes,
                 "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
+                "examples": self.examples,
                 **({"name": self.name} if self.name else {})}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
         doc = self.to_json()
-        del doc["timing"]
+        del doc["timing"], doc["examples"]
         doc["tests"] = [{k: t[k] for k in SCORE_TEST_KEYS} for t in doc["tests"]]
         return doc
 
@@ -195,7 +197,8 @@ class GradeRecord:
                    sandbox=str(d.get("sandbox", "none")), notes=list(d.get("notes") or []),
                    fingerprint=str(d.get("fingerprint", "")), name=str(d.get("name") or ""),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
-                                 float(timing.get("cpu_s") or 0.0)))
+                                 float(timing.get("cpu_s") or 0.0)),
+                   examples={str(k): str(v) for k, v in (d.get("examples") or {}).items()})
 
 
 @dataclass

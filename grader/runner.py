@@ -19,11 +19,11 @@ import pytest
 from pytest_jsonreport import serialize
 
 from grader import plugin as fixtures
-from grader import points
+from grader import points, smallest
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
 from grader.plan import MAX_SOURCE, Submission, read_capped
-from grader.plugin import GradingPlugin, StudentCaller, part_of
+from grader.plugin import GraderFault, GradingPlugin, StudentCaller, part_of
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
@@ -273,12 +273,31 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append
+            examples = _examples(ctx, caller, session, reports[0])
             if session is not None:
                 session.close()
-            on_result(_record(ctx, sub, slot, session, missing, reports[0],
-                              time.monotonic() - started))
+            record = _record(ctx, sub, slot, session, missing, reports[0],
+                             time.monotonic() - started)
+            record.examples = examples
+            on_result(record)
 
     run_tests(ctx, jobs(), select)
+
+
+def _examples(ctx: LessonContext, caller: object, session: Session | None,
+              raw: dict) -> dict[str, str]:
+    """The smallest failing example of each failing part, asked of the student's code
+    in its own session while it is open (fresh inputs only: grader/smallest.py)."""
+    if session is None or session.fatal is not None:
+        return {}
+    failing = [name for name, part in score(ctx, raw).parts.items()
+               if part.passed < part.tests]
+    try:
+        return smallest.snippets(ctx.refs.probes, failing, caller, ctx.refs.reference)
+    except (StudentError, GraderFault):
+        return {}  # the student's code broke on it: the tests already say so
+    except LookupError:
+        return {}  # no solution here (a student bundle): no reference for a fresh input
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,

@@ -11,12 +11,15 @@ within the same tolerance the check used: a claim is a fact, never a guess.
 from __future__ import annotations
 
 from collections.abc import Callable
+from fractions import Fraction
 
 import numpy as np
 
 from grader import contrast
 
 MIN_FIT = 4        # elements needed before a fitted factor or shift means anything
+MAX_DENOMINATOR, MAX_NUMERATOR = 8, 64   # a factor is claimed only as such a fraction
+FAR_FROM_1 = 0.1   # ... and only this far from ±1
 MAX_ROWS = 1024    # rows compared pairwise when looking for a permutation
 SHOWN = 8          # rows named in a claim; the count says how many in all
 
@@ -63,6 +66,10 @@ def sign(got, ref, atol, rtol) -> Claim | None:
 
 
 def factor(got, ref, atol, rtol) -> Claim | None:
+    """A constant factor, claimed only when it is a simple fraction (p/q, q <= 8) far
+    from 1: a fitted 0.5136 or 0.99999998 is a coincidence of the inputs (an expert
+    computing another's tokens, float32 rounding), not a factor in the code, and
+    printing it would give the reference's values back from yours."""
     if ref.size < MIN_FIT:
         return None
     norm = float((ref * ref).sum())
@@ -71,8 +78,12 @@ def factor(got, ref, atol, rtol) -> Claim | None:
     c = float((got * ref).sum()) / norm
     if any(within(c * ref, k * ref, atol, rtol) for k in (0.0, 1.0, -1.0)):
         return None  # zeros, the reference or its sign: other claims (or none)
-    shown = _shortest(c, lambda v: within(got, v * ref, atol, rtol))
-    return None if shown is None else {"kind": "factor", "factor": shown}
+    simple = Fraction(c).limit_denominator(MAX_DENOMINATOR)
+    value = float(simple)
+    if abs(simple.numerator) > MAX_NUMERATOR or abs(abs(value) - 1) < FAR_FROM_1 \
+            or not within(got, value * ref, atol, rtol):
+        return None
+    return {"kind": "factor", "factor": value}
 
 
 def _shortest(value: float, holds: Callable[[float], bool]) -> float | None:

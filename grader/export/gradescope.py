@@ -17,6 +17,7 @@ from pathlib import Path
 from jinja2 import Environment
 from markupsafe import escape
 
+from grader import disclosed
 from grader.config import Course
 from grader.feedback import clean, render_summary
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
@@ -61,8 +62,10 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
 
 def _test_output(test: TestRecord, language: str) -> str:
     lines = [test.message] if test.message else []
-    if test.max_abs_diff is not None:
-        lines.append(f"max |difference| from the reference: {test.max_abs_diff:.3g}")
+    far = disclosed.test_difference(disclosed.max_rel(test.checks), test.practice,
+                                    test.max_abs_diff)  # a graded case: no reference value
+    if far:
+        lines.append(far)
     diagnosis = test.diagnosis
     if diagnosis and diagnosis.id is not None:  # id None: no known mistake fits
         title, hint = diagnosis.title or {}, diagnosis.hint or {}

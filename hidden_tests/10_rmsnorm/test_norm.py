@@ -58,8 +58,9 @@ def test_float16_overflow(student, reference, check, case):
     if got["y"].shape == ref["y"].shape:
         g, r = got["y"].double(), ref["y"].double()
         err = (g - r).abs().nan_to_num(float("inf"))
-        check.true("output (float16)", bool((err <= HALF_ATOL + HALF_RTOL * r.abs()).all()),
-                   f"differs by up to {err.max().item():.3g} (allowed {HALF_ATOL:g} + "
+        beyond = int((~(err <= HALF_ATOL + HALF_RTOL * r.abs())).sum())
+        check.true("output (float16)", beyond == 0,  # no value of the reference's shown
+                   f"{beyond} of {err.numel()} values beyond the tolerance ({HALF_ATOL:g} + "
                    f"{HALF_RTOL:g}·|ref|): x² overflows float16; compute in float32")
 
 

@@ -124,14 +124,14 @@ def _layer(m, hidden, inter, num_experts, k, norm, coef, state, x, train):
     extra = load(layer, state, "MOEFeedForward")
     layer.train(train)
     gate, experts = getattr(layer, "gate", None), getattr(layer, "experts", None)
+    # Only what loading weights and calling the layer need (the contract's names):
+    # an expert of any class serves, MiniMind's own among them.
     layout = {
         "extra": extra,
         "gate_linear": isinstance(gate, nn.Linear),
         "gate_bias": getattr(gate, "bias", None) is not None,
         "experts_list": isinstance(experts, nn.ModuleList),
         "experts": len(experts) if isinstance(experts, nn.ModuleList) else -1,
-        "experts_ffn": isinstance(experts, nn.ModuleList)
-        and all(isinstance(e, m.FeedForward) for e in experts),
     }
     return layer, layout
 

@@ -75,8 +75,15 @@ def make_record(course: config.Course, student_id: str = "alice") -> dict:
             "parts": parts, "tests": tests, "raw_report": {"secret": "RAW-REPORT-CONTENT"}}
 
 
+def _practice(record: dict) -> dict:
+    for test in record["tests"]:
+        test["practice"] = True
+    return record
+
+
 def test_failing_check_numbers_all_appear(course):
-    page = render_student(make_record(course), course, "13", "en")
+    """A practice case's numbers are shown whole: its reference results ship anyway."""
+    page = render_student(_practice(make_record(course)), course, "13", "en")
     for value in (0.012345678, 3.25, 1e-5, 1e-4, 0.4567, 0.4443):
         assert feedback.num(value) in page
     assert "[1, 3, 17]" in page and "[16, 64]" in page and "[2, 8, 64]" in page
@@ -88,6 +95,26 @@ def test_failing_check_numbers_all_appear(course):
     assert "hello from the student" in page
     assert "RAW-REPORT-CONTENT" not in page
     assert "Content-Security-Policy" in page
+
+
+def test_a_graded_case_shows_how_far_off_not_the_reference(course):
+    """Issue 24: no value of the reference's on a graded case's card, nor one it can be
+    read back from (an answer of zeros makes the largest difference the reference's
+    magnitude); how far off (a decade of relative error, values beyond tolerance) and
+    where instead, and the heatmap as beyond-or-within only."""
+    record = make_record(course)
+    record["tests"][-3]["checks"][0].update(outside=7, size=1024)
+    record["tests"][-3]["pictures"] = [{"name": "tokens per expert", "labels": ["e0", "e1"],
+                                        "got": [3.0, 5.0], "ref": [4.0, 5.0]}]
+    for lang in ("en", "zh"):
+        page = render_student(record, course, "13", lang)
+        for value in (0.012345678, 3.25, 0.4567, 0.4443):
+            assert feedback.num(value) not in page, value
+        assert ">4</text>" not in page and ">3</text>" in page  # the reference's count
+        assert "1e0 – 1e1" in page and "[1, 3, 17]" in page and "1e-05 + 0.0001" in page
+        assert feedback.STRINGS[lang]["n_of_m"].format(n=7, m=1024) in page
+        assert "[1, 0] 0.0123" not in page and "[1, 0]</title>" in page
+        assert "≠ e0" in page and "≠ e1" not in page
 
 
 def test_hostile_strings_are_escaped(course):

@@ -1,0 +1,55 @@
+"""The smallest failing example on the page and in `grader check` (issue 26): a known
+mistake graded in the sandbox gets, for its failing part, a snippet that run next to
+the mistaken file prints the numbers the page shows as the student's."""
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+
+import pytest
+from rich.console import Console
+
+from grader import check_report, feedback, runner, smallest
+
+
+@pytest.fixture(scope="module")
+def graded(ctx13, slot13, tmp_path_factory):
+    refs = ctx13.refs
+    mistake = next(v.mistake for v in refs.variants if v.mistake.id == "aux_missing_e")
+    folder = tmp_path_factory.mktemp("smallest")
+    path = folder / "13_moe.py"
+    path.write_text(mistake.apply(refs.source))
+    out = {}
+    runner.grade_many(ctx13, [runner.Submission("s", path)], slot13,
+                      lambda r: out.__setitem__("r", r))
+    return out["r"], folder
+
+
+def test_the_failing_part_gets_a_snippet_that_runs(graded):
+    record, folder = graded
+    assert set(record.examples) == {p for p, v in record.parts.items() if v.passed < v.tests}, \
+        record.parts
+    assert "aux_loss" in record.examples
+    text = record.examples["aux_loss"]
+    (folder / "snippet.py").write_text(text)
+    done = subprocess.run([sys.executable, "snippet.py"], cwd=folder, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    yours = [line for line in text.splitlines() if line.startswith("#   aux = ")][1]
+    value = yours.removeprefix("#   aux = torch.tensor(").split(",")[0]
+    assert value in done.stdout, (value, done.stdout)
+
+
+def test_page_and_check_show_it(graded, course):
+    record, _ = graded
+    for lang in ("en", "zh"):
+        page = feedback.render_student(record, course, "13", lang)
+        assert feedback.STRINGS[lang]["smallest_head"] in page
+        assert "m.load_balancing_loss(scores, topk_idx" in page
+    report = check_report.summary(record, course, "13", [])
+    sink = io.StringIO()
+    check_report.print_check(record, report, course, "13", Console(file=sink, width=300))
+    assert "smallest failing example" in sink.getvalue()
+    assert "m.load_balancing_loss(scores, topk_idx" in sink.getvalue()
+    assert smallest.SEED  # fresh seeds, named in one place
