@@ -16,7 +16,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 import grader
-from grader import explain
+from grader import divergence, explain
 from grader.config import Course
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.charts import heatmap_svg, pair_bars_svg
@@ -111,7 +111,8 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "findings": [x for x in [explain.composite_sentence(tests, failed_before or [], t),
                                      *explain.contrast_sentences(tests, t),
                                      *explain.structure_at_top(failing, t)] if x],
-            "missing": missing_from_stub(failing, stub)}
+            "missing": missing_from_stub(failing, stub),
+            "where": divergence.sentence(summary.where, t) if summary and failing else ""}
 
 
 class Stub:
