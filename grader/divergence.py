@@ -150,6 +150,8 @@ def same_values(s: torch.Tensor, r: torch.Tensor, tols: dict) -> bool:
     with its dimensions permuted (a transpose)."""
     if s.numel() != r.numel() or s.numel() == 0:
         return False
+    if s.is_floating_point() and r.is_floating_point() and s.dtype != r.dtype:
+        return False  # the same numbers in another precision are another value
     tol = _tolerance(tols, s.dtype, r.dtype)
     a, b = s.double().reshape(-1), r.double().reshape(-1)
     if _close(a, b, tol):
@@ -201,17 +203,18 @@ def _match(event: Event, ref: Reference, tols: dict) -> str | None:
     function of that name returned (its contract), a number against the reference's
     numbers of the same name where it has one (a small integer matches too much)."""
     v = event.value
+    named = False
     if event.name.startswith("return") and ref.returns(event.func, event.name):
         # a function's result is its contract: the dtype too
-        pool = [r for r in ref.returns(event.func, event.name) if r.dtype == v.dtype]
+        pool, named = [r for r in ref.returns(event.func, event.name)
+                       if r.dtype == v.dtype], True
     elif v.dim() == 0 and ref.named(event.name):
-        pool = ref.named(event.name)
+        pool, named = ref.named(event.name), True
     else:
         pool = ref.values()
     if any(same_values(v, r, tols) for r in pool):
         return "ref"
-    if not event.name.startswith("return") and any(same_values(v, r, tols)
-                                                   for r in ref.inputs):
+    if not named and any(same_values(v, r, tols) for r in ref.inputs):
         return "input"
     return None
 
@@ -376,6 +379,21 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     if differ is not None and differ < len(mine.spans) and differ <= limit:
         produced = [f for e, f in zip(student.events, flags) if mine.at(e.step) == differ]
         span = mine.spans[differ]
+        # the code ran as the reference's up to this statement: what it computes here
+        # is compared with what the reference computed here, name by name
+        ref_span = theirs.spans[differ] if differ < len(theirs.spans) else None
+        ref_spans = statements(ref_source)
+        seen: set[str] = set()
+        for e in student.events:  # this statement's first values (a call may come between)
+            if (spans.get(e.line) != span or mine.at(e.step) < differ
+                    or e.name.startswith("return") or e.name in seen):
+                continue
+            seen.add(e.name)
+            here = [r.value for r in base.events if ref_spans.get(r.line) == ref_span
+                    and theirs.at(r.step) >= differ and r.name == e.name][:1]
+            if here and not any(same_values(e.value, r, tols) for r in here):
+                return Where("line", span[0], span[1], _quote(source_lines, span), e.name,
+                             matched_before(differ), shown(e.value), shown(here[0]))
         head = _quote(source_lines, span).split(" ", 1)[0].rstrip(":")
         if not produced and head in _BRANCH:
             return Where("path", span[0], span[1], _quote(source_lines, span),
@@ -439,6 +457,10 @@ class LessonTraces:
                 traces = [run_traced(m, self.probes, probe, args) for m in self.modules()]
                 if traces[0].error:
                     continue  # the reference cannot take it: not a request to trace on
+                # a variant is correct for the inputs the contract allows; on this one
+                # its values count only where its results are the reference's
+                traces = traces[:1] + [t for t in traces[1:] if not t.error and _same_result(
+                    t.result, traces[0].result, self.tolerances, lambda _: True)]
                 refs.append(Reference((probe, args), traces, _tensors(args)))
             self._cache[part] = refs
         return self._cache[part]
