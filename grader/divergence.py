@@ -371,10 +371,12 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     differ = _first_difference(mine, theirs)
 
     def matched_before(position: int) -> list[str]:
+        """The tensors matched before `position`, the nearest last (numbers and
+        throwaway names say little)."""
         names = [e.name for e, f in zip(student.events, flags)
-                 if f == "ref" and mine.at(e.step) < position
-                 and not e.name.startswith("return")]
-        return list(dict.fromkeys(names))[:MAX_MATCHED]
+                 if f == "ref" and mine.at(e.step) < position and e.value.dim() > 0
+                 and not e.name.startswith(("return", "_"))]
+        return list(dict.fromkeys(names))[-MAX_MATCHED:]
 
     if differ is not None and differ < len(mine.spans) and differ <= limit:
         produced = [f for e, f in zip(student.events, flags) if mine.at(e.step) == differ]
