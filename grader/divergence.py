@@ -430,52 +430,74 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
 # ---------------------------------------------------------------- a lesson's references
 
 @dataclass
+class Variant:
+    """A correct variant of the solution: its text and the lines where it differs."""
+    source: str
+    lines: frozenset[int]
+
+
+@dataclass
 class LessonTraces:
     """The reference's and its correct variants' traces of one lesson, per part:
     computed on a part's first failure in a run, then reused for every student."""
     key: str
     source: str
-    variants: list[str]
+    variants: list[Variant]
     probes: types.ModuleType
     tolerances: dict
-    _modules: list[types.ModuleType] | None = None
+    _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
 
-    def modules(self) -> list[types.ModuleType]:
-        if self._modules is None:
-            self._modules = []
-            for i, text in enumerate([self.source, *self.variants]):
-                name = f"<traced {self.key} {i}>"
-                module = types.ModuleType(f"_traced_{self.key}_{i}")
-                module.__file__ = name
-                exec(compile(text, name, "exec"), module.__dict__)
-                self._modules.append(module)
-        return self._modules
+    def module(self, i: int) -> types.ModuleType:
+        """The solution (0) or variant i - 1, compiled under a name of its own."""
+        if i not in self._modules:
+            text = self.source if i == 0 else self.variants[i - 1].source
+            name = f"<traced {self.key} {i}>"
+            module = types.ModuleType(f"_traced_{self.key}_{i}")
+            module.__file__ = name
+            exec(compile(text, name, "exec"), module.__dict__)
+            self._modules[i] = module
+        return self._modules[i]
 
     def references(self, part: str) -> list[Reference]:
         if part not in self._cache:
             refs = []
             for probe, args in trace_inputs.fresh_inputs(self.key, part):
-                traces = [run_traced(m, self.probes, probe, args) for m in self.modules()]
-                if traces[0].error:
+                base = run_traced(self.module(0), self.probes, probe, args)
+                if base.error:
                     continue  # the reference cannot take it: not a request to trace on
-                # a variant is correct for the inputs the contract allows; on this one
-                # its values count only where its results are the reference's
-                traces = traces[:1] + [t for t in traces[1:] if not t.error and _same_result(
-                    t.result, traces[0].result, self.tolerances, lambda _: True)]
+                # only variants that differ on a line this request runs can differ here;
+                # a variant is correct for the inputs the contract allows, so on this
+                # one its values count only where its results are the reference's
+                ran = set(base.lines)
+                traces = [base]
+                for i, v in enumerate(self.variants, start=1):
+                    if v.lines & ran:
+                        t = run_traced(self.module(i), self.probes, probe, args)
+                        if not t.error and _same_result(t.result, base.result, self.tolerances,
+                                                        lambda _: True):
+                            traces.append(t)
                 refs.append(Reference((probe, args), traces, _tensors(args)))
             self._cache[part] = refs
         return self._cache[part]
 
 
-def correct_variants(source: str, tests) -> list[str]:
+def correct_variants(source: str, tests) -> list[Variant]:
     """The lesson's equivalent mutants (equivalent_mutants.yml): correct code written
     otherwise, so that their values count as the reference's too."""
     from grader.audit import equivalents, mutants
     listed = equivalents.load(tests)
     if not listed:
         return []
-    return [m.source for m in mutants.generate(source).mutants if m.id in listed]
+    operators = sorted({mutant_id.split("-", 1)[0] for mutant_id in listed})
+    lines = source.splitlines()
+    out = []
+    for m in mutants.generate(source, operators).mutants:
+        if m.id in listed:
+            new = m.source.splitlines()
+            changed = {n for n, (a, b) in enumerate(zip(lines, new), start=1) if a != b}
+            out.append(Variant(m.source, frozenset(changed or {m.line})))
+    return out
 
 
 def lesson_traces(ctx) -> LessonTraces | None:

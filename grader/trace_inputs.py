@@ -67,8 +67,7 @@ def _freqs(g: torch.Generator) -> list[Request]:
     return [("freqs", dict(dim=8, rows=(0, 12, 1), end=12, rope_base=100.0)),
             ("freqs", dict(dim=8, rows=(0, 16, 1), end=16, rope_base=100.0,
                            rope_scaling=yarn)),
-            ("freqs", dict(dim=8, rows=(0, 16, 1), end=16)),
-            ("freqs", dict(dim=8, rows=(0, 4, 1)))]
+            ("freqs", dict(dim=8, rows=(0, 16, 1), end=16))]
 
 
 def _apply(g: torch.Generator) -> list[Request]:
@@ -86,17 +85,17 @@ def _offset(g: torch.Generator) -> list[Request]:
 
 # ---- lesson 13 ----------------------------------------------------------------------
 
-H, I, E, K, N = 4, 6, 4, 2, 5
+H, INTER, E, K, N = 4, 6, 4, 2, 5  # hidden, intermediate, experts, top-k, tokens
 
 
 def _ffn_state(g: torch.Generator, prefix: str = "") -> dict:
-    return {f"{prefix}gate_proj.weight": _randn(g, I, H, scale=H ** -0.5),
-            f"{prefix}up_proj.weight": _randn(g, I, H, scale=H ** -0.5),
-            f"{prefix}down_proj.weight": _randn(g, H, I, scale=I ** -0.5)}
+    return {f"{prefix}gate_proj.weight": _randn(g, INTER, H, scale=H ** -0.5),
+            f"{prefix}up_proj.weight": _randn(g, INTER, H, scale=H ** -0.5),
+            f"{prefix}down_proj.weight": _randn(g, H, INTER, scale=INTER ** -0.5)}
 
 
 def _ffn(g: torch.Generator) -> list[Request]:
-    return [("ffn_forward", dict(hidden=H, inter=I, state=_ffn_state(g),
+    return [("ffn_forward", dict(hidden=H, inter=INTER, state=_ffn_state(g),
                                  x=_randn(g, 1, N, H), gy=_randn(g, 1, N, H)))]
 
 
@@ -134,7 +133,7 @@ def _moe(g: torch.Generator) -> list[Request]:
         state = {"gate.weight": _randn(g, E, H, scale=1.5)}
         for i in range(E):
             state.update(_ffn_state(g, f"experts.{i}."))
-        out.append(("moe", dict(hidden=H, inter=I, num_experts=E, k=K, norm=norm, coef=0.1,
+        out.append(("moe", dict(hidden=H, inter=INTER, num_experts=E, k=K, norm=norm, coef=0.1,
                                 state=state, x=_randn(g, 2, 3, H), gy=_randn(g, 2, 3, H),
                                 train=train)))
     return out
