@@ -8,6 +8,8 @@ The page must name the edited line for at least 90 % of each lesson's corpus and
 a wrong line for at most 2 %; correct code of other forms and code nobody here
 wrote get no line at all.
 """
+import copy
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -188,3 +190,31 @@ def test_no_line_on_correct_code_nor_upstream(graded13):
         named = {name: p.where for name, p in record.parts.items()
                  if p.where and p.where.get("line")}
         assert not named, (sid, named)
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_the_pages_in_chromium(course, graded13, tmp_path, language):
+    """The five mistakes' pages, and one whose trace says hostile things (markup in
+    the quoted code and values), open in Chromium without a problem; the hostile
+    text shows as text."""
+    from tests.e2e.test_browser import CHROMIUM, load_and_shoot
+    if not Path(CHROMIUM).exists():
+        pytest.skip("headless Chromium is not installed")
+    artifacts = Path(os.environ.get("TEST_ARTIFACTS") or tmp_path / "artifacts")
+    artifacts.mkdir(parents=True, exist_ok=True)
+    hostile = next(r for sid, r in graded13.items() if sid == "hand-9")
+    hostile = copy.deepcopy(hostile)
+    hostile.parts["dispatch"].where = {
+        "kind": "line", "line": 58, "end": 58, "code": "</p><script>alert(1)</script>",
+        "name": "weight", "matched": ["<b>x</b>"], "got": "<img src=x>", "ref": "[1]"}
+    pages = {sid: r for sid, r in graded13.items() if sid.startswith("hand-")}
+    pages["hostile"] = hostile
+    for sid, record in pages.items():
+        html = render_student(record, course, "13", language)
+        if sid == "hostile":
+            assert "<script>alert" not in html and "&lt;script&gt;alert(1)" in html
+        page = tmp_path / f"{sid}-{language}.html"
+        page.write_text(html, encoding="utf-8")
+        png = artifacts / f"divergence-{sid}-{language}.png"
+        assert load_and_shoot(page, png, tmp_path / f"profile-{sid}") == []
+        assert png.stat().st_size > 10_000
