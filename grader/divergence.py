@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 
 import torch
+from markupsafe import Markup, escape
 
 from grader import trace_inputs
 from grader.sandbox import tracer
@@ -601,3 +602,9 @@ def sentence(found: object, t: dict[str, str]) -> str:
     here = (t["where_ref"].format(name=name, got=w.got, ref=w.ref) if w.ref
             else t["where_noref"].format(name=name, got=w.got))
     return head + here + t["where_fresh"]
+
+
+def sentence_html(found: object, t: dict[str, str]) -> Markup:
+    """The sentence for a page: escaped, with each `quoted` piece set as code."""
+    text = str(escape(sentence(found, t)))
+    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text))

@@ -112,7 +112,8 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
                                      *explain.contrast_sentences(tests, t),
                                      *explain.structure_at_top(failing, t)] if x],
             "missing": missing_from_stub(failing, stub),
-            "where": divergence.sentence(summary.where, t) if summary and failing else ""}
+            "where": divergence.sentence_html(summary.where, t) if summary and failing
+            else ""}
 
 
 class Stub:

@@ -175,7 +175,8 @@ def test_each_failing_part_of_a_mistake_names_its_line_on_the_page_and_in_check(
             assert (part.where is not None) <= (name in failing)  # never on a passing part
         where = record.parts[by_id[sid]["part"]].where
         assert where["line"] <= line <= where["end"], (sid, where)
-        for lang, said in (("en", f"Line {where['line']} `"), ("zh", f"第 {where['line']} 行 `")):
+        for lang, said in (("en", f"Line {where['line']} <code>"),
+                           ("zh", f"第 {where['line']} 行 <code>")):
             page = render_student(record, course, "13", lang)
             assert said in page and STRINGS[lang]["where_head"] in page
         report = summary(record, course, "13", [])

@@ -166,3 +166,12 @@ def test_fresh_inputs_use_no_seed_of_a_test():
             if isinstance(node, ast.Constant) and type(node.value) is int:
                 numbers.append(node.value)
     assert max(numbers) < trace_inputs.SEED_BASE
+
+
+def test_the_page_s_sentence_is_escaped_and_quotes_code_as_code():
+    found = {"kind": "line", "line": 4, "end": 4, "code": "y = a < b", "name": "y",
+             "matched": ["x"], "got": "<img src=x>", "ref": "[1]"}
+    html = str(divergence.sentence_html(found, STRINGS["en"]))
+    assert html.startswith("Line 4 <code>y = a &lt; b</code>")
+    assert "<img" not in html and "&lt;img src=x&gt;" in html
+    assert divergence.sentence_html(None, STRINGS["en"]) == ""
