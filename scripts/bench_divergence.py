@@ -32,10 +32,13 @@ from grader.sandbox.session import Session  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--per-lesson", type=int, default=8)
-    n = parser.parse_args().per_lesson
+    parser.add_argument("--lessons", default="10,11,12,13")
+    parser.add_argument("-v", action="store_true", help="each mistake's time")
+    options = parser.parse_args()
+    n = options.per_lesson
     course = config.load(ROOT / "course.yml")
     every = []
-    for lesson in ("10", "11", "12", "13"):
+    for lesson in options.lessons.split(","):
         ctx = LessonContext(course, lesson)
         info = course.lesson(lesson)
         started = time.monotonic()
@@ -66,6 +69,8 @@ def main() -> None:
                     t0 = time.monotonic()
                     divergence.where(call, lessons, entry["part"], source)
                     times.append(time.monotonic() - t0)
+                    if options.v:
+                        print(f"  {entry['id']:24} {entry['part']:9} {times[-1] * 1000:.0f} ms")
                 finally:
                     session.close()
         finally:

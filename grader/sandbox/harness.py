@@ -10,6 +10,7 @@ whatever fails is in the student's output, theirs to see.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib.util
 import os
 import socket
@@ -117,10 +118,21 @@ def _sibling(name: str) -> ModuleType:
 tracer = _sibling("tracer")
 
 
+class _Discard:
+    """Where the submission's prints go while it is traced: its tests printed them."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
 def _traced(probe: Callable, module: ModuleType, args: dict, path: str) -> dict:
     """A probe's result with the values the submission's lines produced
     (grader/sandbox/tracer.py): feedback only, never a verdict."""
-    result, events, lines, error = tracer.trace(path, probe, module, **args)
+    with contextlib.redirect_stdout(_Discard()), contextlib.redirect_stderr(_Discard()):
+        result, events, lines, error = tracer.trace(path, probe, module, **args)
     return {"ok": True, "result": {"result": result, "trace": events, "lines": lines,
                                    "error": error}}
 
