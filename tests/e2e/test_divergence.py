@@ -219,3 +219,32 @@ def test_the_pages_in_chromium(course, graded13, tmp_path, language):
         png = artifacts / f"divergence-{sid}-{language}.png"
         assert load_and_shoot(page, png, tmp_path / f"profile-{sid}") == []
         assert png.stat().st_size > 10_000
+
+
+def test_a_trace_never_changes_a_verdict_nor_shows_on_a_passing_part(course, monkeypatch,
+                                                                     tmp_path):
+    """Grading with a trace that claims a line for every part gives the same points,
+    and the claim is kept on the failing parts only."""
+    ctx = LessonContext(course, "13")
+    entry = next(e for e in corpus("13") if e["id"] == "hand-9")  # dispatch's weight
+    path = tmp_path / "s" / "13_moe.py"
+    path.parent.mkdir()
+    path.write_text(edited(ctx.refs.source, entry), encoding="utf-8")
+    slot = open_slot(course, "13")
+    try:
+        honest = runner.grade(ctx, Submission("s", path), slot)
+        claim = {"kind": "line", "line": 1, "end": 1, "code": "x", "name": "x",
+                 "matched": [], "got": "1", "ref": "2"}
+        monkeypatch.setattr(divergence, "trace_failing",
+                            lambda ctx, session, raw: ({p: claim for p in ctx.lesson.parts},
+                                                       0.0))
+        lying = runner.grade(ctx, Submission("s", path), slot)
+    finally:
+        slot.close()
+    assert lying.score == honest.score < honest.max_score
+    failing = {t.part for t in lying.tests if not t.passed}
+    assert "dispatch" in failing and "ffn" not in failing
+    for name, part in lying.parts.items():
+        assert (part.score, part.passed) == (honest.parts[name].score,
+                                             honest.parts[name].passed)
+        assert (part.where == claim) == (name in failing)
