@@ -27,6 +27,7 @@ from markupsafe import Markup, escape
 
 from grader import trace_inputs
 from grader.sandbox import tracer
+from grader.sandbox.limits import StudentError
 
 SHOWN = 4              # values of a tensor quoted on the page
 MAX_CODE = 160         # characters of a quoted statement
@@ -524,7 +525,7 @@ def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
         probe, args = ref.request
         try:
             reply = call(probe, args)
-        except Exception:  # noqa: BLE001 - the child failed: its tests say how
+        except StudentError:  # the child failed: its tests say how
             return None
         if not isinstance(reply, dict):
             return None
@@ -549,23 +550,41 @@ def failing_parts(raw: dict) -> list[str]:
 
 
 def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
-    """Each failing part's finding (as JSON) for a submission still loaded in its
-    session, and the seconds it took. Feedback only: no verdict reads it."""
+    """Each failing part's finding (as JSON) for a graded submission whose session is
+    closed, and the seconds it took. Feedback only: no verdict reads it.
+
+    The trace runs in a session of its own: a fresh child of the same slot, with its
+    own budget, output and error state, closed before this returns. Run in the graded
+    session, a trace restarted its child after a crash (the submission's import and
+    prints once more in the student's output), could set its fatal import error or
+    spend its budget: what the student's record says. Only the child's failures
+    (StudentError) are the trace's to swallow; a fault of the slot itself is raised,
+    as in a test, and never leaves the slot out of step for the next student."""
     started = time.monotonic()
+    parts = failing_parts(raw)
+    if not parts or session is None or session.fatal is not None:
+        return {}, 0.0
     lessons = lesson_traces(ctx)
-    found: dict[str, dict] = {}
-    if lessons is None or session is None or session.fatal is not None:
-        return found, 0.0
+    if lessons is None:
+        return {}, 0.0
     from grader.sandbox import protocol
+    from grader.sandbox.session import Session
+
+    traced = Session(session.slot, session.source, session.filename, session.allowed,
+                     session.limits)
 
     def call(probe: str, args: dict) -> object:
         frame = protocol.dumps({"probe": probe, "args": args, "trace": True})
-        return session.call(probe, args, "tracing", frame=frame)
+        return traced.call(probe, args, "tracing", frame=frame)
 
-    for part in failing_parts(raw):
-        w = where(call, lessons, part, session.source)
-        if w is not None:
-            found[part] = w.to_json()
+    found: dict[str, dict] = {}
+    try:
+        for part in parts:
+            w = where(call, lessons, part, session.source)
+            if w is not None:
+                found[part] = w.to_json()
+    finally:
+        traced.close()
     return found, time.monotonic() - started
 
 

@@ -273,9 +273,9 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append
-            where, _ = divergence.trace_failing(ctx, session, reports[0])
             if session is not None:
                 session.close()
+            where, _ = divergence.trace_failing(ctx, session, reports[0])  # after: apart
             on_result(_record(ctx, sub, slot, session, missing, reports[0],
                               time.monotonic() - started, where))
 

@@ -248,3 +248,35 @@ def test_a_trace_never_changes_a_verdict_nor_shows_on_a_passing_part(course, mon
         assert (part.score, part.passed) == (honest.parts[name].score,
                                              honest.parts[name].passed)
         assert (part.where == claim) == (name in failing)
+
+
+def test_a_trace_runs_apart_from_the_graded_session_and_leaves_the_slot_clean(
+        course, monkeypatch, tmp_path):
+    """A submission whose child dies in every failing part: its record (output, status,
+    messages) is the same traced or not, and the slot then grades the solution to
+    full marks. Run in the graded session, a trace restarted the dead child, which
+    imported the submission again: one more print in the student's output."""
+    ctx = LessonContext(course, "13")
+    path = tmp_path / "s" / "13_moe.py"
+    path.parent.mkdir()
+    path.write_text(ctx.refs.source + (
+        "\nimport os as _os\nprint('IMPORTED-MARK')\n\n\ndef _die(*args, **kwargs):\n"
+        "    _os._exit(3)\n\n\nroute = dispatch = load_balancing_loss = _die\n"),
+        encoding="utf-8")
+    good = tmp_path / "good" / "13_moe.py"
+    good.parent.mkdir()
+    good.write_text(ctx.refs.source, encoding="utf-8")
+    slot = open_slot(course, "13")
+    try:
+        traced = runner.grade(ctx, Submission("s", path), slot)
+        solution = runner.grade(ctx, Submission("good", good), slot)
+        monkeypatch.setattr(divergence, "trace_failing", lambda ctx, session, raw: ({}, 0.0))
+        plain = runner.grade(ctx, Submission("s", path), slot)
+    finally:
+        slot.close()
+    assert "IMPORTED-MARK" in plain.output
+    assert traced.output.count("IMPORTED-MARK") == plain.output.count("IMPORTED-MARK")
+    assert (traced.status, traced.problem, traced.score) == (plain.status, plain.problem,
+                                                             plain.score)
+    assert [t.message for t in traced.tests] == [t.message for t in plain.tests]
+    assert solution.score == solution.max_score
