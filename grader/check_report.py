@@ -44,6 +44,8 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             language: str | None = None) -> dict:
     """The record as the student's report, in `language` (default: course.yml's):
     every field plain JSON."""
+    from grader.divergence import sentence
+    from grader.feedback import STRINGS
     lesson = course.lesson(lesson_key)
     lang = language or course.language
     tests = record.tests
@@ -51,7 +53,9 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     for name, part in record.parts.items():
         mine = [t for t in tests if t.part == name]  # practice: not in the counters
         diagnosis = part.diagnosis
+        failing = any(not t.passed for t in mine)
         parts[name] = {
+            "where": sentence(part.where, STRINGS[lang]) if failing else "",
             "title": (lesson.parts[name].title_zh if lang == "zh" else "")
             or lesson.parts[name].title,
             "passed": sum(t.passed for t in mine), "total": len(mine),
@@ -131,6 +135,9 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
         for where in missing_from_stub(failing, stub):
             out.print("    " + STRINGS[report.get("language") or course.language][
                 "missing_in_stub"].format(**where), markup=False)
+        if part["where"]:
+            out.print("    [yellow]where:[/] ", end="")
+            out.print(part["where"], markup=False)
         if part["likely_mistake"]:
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
             out.print(f"    [yellow]{words['likely']}[/] ", end="")

@@ -16,7 +16,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 import grader
-from grader import disclosed, explain
+from grader import disclosed, divergence, explain
 from grader.config import Course
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.charts import heatmap_svg, pair_bars_svg
@@ -116,7 +116,9 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
                                      *explain.contrast_sentences(tests, t),
                                      *explain.structure_at_top(failing, t)] if x],
             "missing": missing_from_stub(failing, stub),
-            "example": record.examples.get(part, "")}
+            "example": record.examples.get(part, ""),
+            "where": divergence.sentence_html(summary.where, t) if summary and failing
+            else ""}
 
 
 class Stub:

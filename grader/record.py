@@ -113,17 +113,20 @@ class PartRecord:
     passed: int
     tests: int
     diagnosis: Diagnosis | None = None
+    where: Json | None = None  # the first line its values leave the reference's (divergence)
 
     def to_json(self) -> Json:
         return {"score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "tests": self.tests,
-                "diagnosis": self.diagnosis.to_json() if self.diagnosis else None}
+                "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
+                **({"where": self.where} if self.where else {})}
 
     @classmethod
     def from_json(cls, d: Json) -> PartRecord:
         return cls(float(d.get("score") or 0.0), float(d.get("max_score") or 0.0),
                    int(d.get("passed") or 0), int(d.get("tests") or 0),
-                   Diagnosis.from_json(d.get("diagnosis")))
+                   Diagnosis.from_json(d.get("diagnosis")),
+                   d.get("where") if isinstance(d.get("where"), dict) else None)
 
 
 @dataclass

@@ -19,7 +19,7 @@ import pytest
 from pytest_jsonreport import serialize
 
 from grader import plugin as fixtures
-from grader import points, smallest
+from grader import divergence, points, smallest
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
 from grader.plan import MAX_SOURCE, Submission, read_capped
@@ -276,8 +276,9 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             examples = _examples(ctx, caller, session, reports[0])
             if session is not None:
                 session.close()
+            where, _ = divergence.trace_failing(ctx, session, reports[0])  # after: apart
             record = _record(ctx, sub, slot, session, missing, reports[0],
-                             time.monotonic() - started)
+                             time.monotonic() - started, where)
             record.examples = examples
             on_result(record)
 
@@ -302,11 +303,15 @@ def _examples(ctx: LessonContext, caller: object, session: Session | None,
 
 def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
             session: Session | None, missing: bool | None, raw: dict,
-            elapsed: float) -> GradeRecord:
+            elapsed: float, where: dict[str, dict] | None = None) -> GradeRecord:
     """The one place a result record is built: from the file `read` took (`missing`:
     None when it could be read, else whether it is absent), what the session
     established about the run, and the verdicts of the raw report."""
     scored = score(ctx, raw)
+    failing = {t.part for t in scored.tests if not t.passed}
+    for name, found in (where or {}).items():  # feedback only: after the points
+        if name in scored.parts and name in failing:
+            scored.parts[name].where = found
     fatal = session.fatal if session is not None else None
     return GradeRecord(
         student_id=sub.student_id, lesson=ctx.key,

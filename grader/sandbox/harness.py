@@ -10,6 +10,7 @@ whatever fails is in the student's output, theirs to see.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib.util
 import os
 import socket
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 MODULE_NAME = "submission"
+TRACE = "trace"  # a request's flag: answer with the values its lines produced too
 HARNESS_FAILED = 70  # a child's exit status when the harness failed (also reported aside)
 
 
@@ -75,8 +77,11 @@ class Harness:
             except EOFError:
                 return
             try:
-                result = getattr(self.probes, request["probe"])(module, **request["args"])
-                reply = {"ok": True, "result": result}
+                probe = getattr(self.probes, request["probe"])
+                if request.get(TRACE):
+                    reply = _traced(probe, module, request["args"], path)
+                else:
+                    reply = {"ok": True, "result": probe(module, **request["args"])}
             except BaseException as exc:  # noqa: BLE001 - the student's to see
                 reply = {"ok": False, "error": self._describe(exc, path)}
             self._answer(data, reply, nonce, path)
@@ -95,6 +100,38 @@ class Harness:
 
     def _describe(self, exc: BaseException, path: str) -> dict:
         return describe(exc, path, self.protocol.MAX_TEXT)
+
+
+def _sibling(name: str) -> ModuleType:
+    """A module of this folder, by path (as zygote.py loads this one), loaded with this
+    module, before any child is forked and confined."""
+    spec = importlib.util.spec_from_file_location(
+        f"grader_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tracer = _sibling("tracer")
+
+
+class _Discard:
+    """Where the submission's prints go while it is traced: its tests printed them."""
+
+    def write(self, text: str) -> int:
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+def _traced(probe: Callable, module: ModuleType, args: dict, path: str) -> dict:
+    """A probe's result with the values the submission's lines produced
+    (grader/sandbox/tracer.py): feedback only, never a verdict."""
+    with contextlib.redirect_stdout(_Discard()), contextlib.redirect_stderr(_Discard()):
+        result, events, lines, error = tracer.trace(path, probe, module, **args)
+    return {"ok": True, "result": {"result": result, "trace": events, "lines": lines,
+                                   "error": error}}
 
 
 def _import_submission(path: str) -> ModuleType:

@@ -1,0 +1,629 @@
+"""Where a failing part's values first leave the reference's: the line a TA would
+point at after running a small input through both programs side by side.
+
+For a failing part, the student's function runs once more in its sandbox on a
+fresh small input (grader/trace_inputs.py: no graded case), under the tracer
+(grader/sandbox/tracer.py), which returns each value its lines produced. The
+solution and the lesson's correct variants (its equivalent mutants) are traced the
+same way here, on the trusted side, once per run. The first statement of the
+student's that produces a value none of them computes (within the lesson's
+tolerance, in the same shape or another view of the same values) is named, with
+the values matched before it. A trace feeds the student's own page only, never a
+verdict: everything in it came from the child and is checked, capped and escaped
+before it is shown. Where no line can be named honestly, none is.
+"""
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+import time
+import types
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+
+import torch
+from markupsafe import Markup, escape
+
+from grader import trace_inputs
+from grader.sandbox import tracer
+from grader.sandbox.limits import StudentError
+
+SHOWN = 4              # values of a tensor quoted on the page
+MAX_CODE = 160         # characters of a quoted statement
+MAX_MATCHED = 6        # names listed as matching before the line
+_NAME = re.compile(r"(self\.)?[A-Za-z_][A-Za-z0-9_]{0,54}|return(\[[0-7]\])?")
+_GRADIENT = re.compile(r".*grads?$")
+
+
+KINDS = ("line", "path", "skip", "extra", "gradient")
+
+
+@dataclass(frozen=True)
+class Where:
+    """What the page says about a failing part's first divergence. `kind`: "line"
+    (a statement's value is new), "path" (a branch goes another way), "skip" (a
+    statement computes nothing where the reference's computes `name`), "extra" (a
+    layer built with a parameter the reference lacks, `name`), "gradient" (every
+    forward value matches, a gradient does not)."""
+    kind: str
+    line: int = 0
+    end: int = 0
+    code: str = ""
+    name: str = ""
+    matched: list[str] = field(default_factory=list)
+    got: str = ""
+    ref: str = ""
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: object) -> Where | None:
+        if not isinstance(d, dict) or d.get("kind") not in KINDS:
+            return None
+        return cls(str(d["kind"]), int(d.get("line") or 0), int(d.get("end") or 0),
+                   str(d.get("code") or "")[:MAX_CODE], str(d.get("name") or "")[:60],
+                   [str(n)[:60] for n in (d.get("matched") or [])][:MAX_MATCHED],
+                   str(d.get("got") or "")[:200], str(d.get("ref") or "")[:200])
+
+
+@dataclass
+class Event:
+    line: int
+    name: str
+    value: torch.Tensor
+    func: str = ""
+    step: int = 0  # index in Trace.lines of the statement that produced it
+
+
+@dataclass
+class Trace:
+    events: list[Event]
+    result: object
+    error: str
+    lines: list[int] = field(default_factory=list)  # the lines run, in order
+
+
+# ---------------------------------------------------------------- tracing code
+
+def run_traced(module: types.ModuleType, probes: types.ModuleType, probe: str,
+               args: dict) -> Trace:
+    """A trusted module's trace (the solution, a correct variant), as the child's."""
+    with torch.random.fork_rng():
+        result, events, lines, error = tracer.trace(module.__file__, getattr(probes, probe),
+                                                    module, **args)
+    return Trace(_events(events, None), result, error, lines)
+
+
+def _events(raw: object, lines: int | None) -> list[Event]:
+    """Events as the tracer sends them ([line, name, value, func, step]), checked:
+    anything else (a hostile child's) is dropped."""
+    out = []
+    if not isinstance(raw, list):
+        return out
+    for e in raw[:tracer.MAX_EVENTS]:
+        if not (isinstance(e, list) and len(e) == 5 and type(e[0]) is int
+                and isinstance(e[1], str) and isinstance(e[2], torch.Tensor)
+                and isinstance(e[3], str) and type(e[4]) is int):
+            continue
+        if lines is not None and not 1 <= e[0] <= lines:
+            continue
+        if not _NAME.fullmatch(e[1]) or e[2].numel() > tracer.MAX_NUMEL:
+            continue
+        out.append(Event(e[0], e[1], e[2], e[3][:60], e[4]))
+    return out
+
+
+def _lines(raw: object, lines: int) -> list[int]:
+    """The lines a child says it ran, checked."""
+    if not isinstance(raw, list):
+        return []
+    return [n for n in raw[:tracer.MAX_LINES] if type(n) is int and 1 <= n <= lines]
+
+
+# ---------------------------------------------------------------- matching values
+
+@dataclass
+class Tolerance:
+    atol: float
+    rtol: float
+
+
+def _tolerance(tols: dict, *dtypes: torch.dtype) -> Tolerance:
+    """The lesson's tolerance for the least precise float dtype of the two."""
+    names = [str(d).removeprefix("torch.") for d in dtypes if d.is_floating_point]
+    for name in ("float16", "bfloat16", "float32", "float64"):
+        if name in names and name in tols:
+            return Tolerance(tols[name].atol, tols[name].rtol)
+    if not names:
+        return Tolerance(0.0, 0.0)
+    t = tols.get("float32")
+    return Tolerance(t.atol, t.rtol) if t else Tolerance(1e-5, 1e-4)
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tol: Tolerance) -> bool:
+    same = (a == b) | (a.isnan() & b.isnan())
+    return bool((same | ((a - b).abs() <= tol.atol + tol.rtol * b.abs())).all())
+
+
+def same_values(s: torch.Tensor, r: torch.Tensor, tols: dict) -> bool:
+    """`s` holds `r`'s values: in the same shape, flattened in another (a view), or
+    with its dimensions permuted (a transpose)."""
+    if s.numel() != r.numel() or s.numel() == 0:
+        return False
+    if s.is_floating_point() and r.is_floating_point() and s.dtype != r.dtype:
+        return False  # the same numbers in another precision are another value
+    tol = _tolerance(tols, s.dtype, r.dtype)
+    a, b = s.double().reshape(-1), r.double().reshape(-1)
+    if _close(a, b, tol):
+        return True
+    if 2 <= r.dim() <= 4 and s.dim() == r.dim() and sorted(s.shape) == sorted(r.shape):
+        for p in itertools.permutations(range(r.dim())):
+            if p != tuple(range(r.dim())) and r.permute(p).shape == s.shape:
+                if _close(a, r.permute(p).double().reshape(-1), tol):
+                    return True
+    return False
+
+
+def _tensors(value: object) -> list[torch.Tensor]:
+    """The tensors and numbers of a probe's arguments: the inputs."""
+    if isinstance(value, torch.Tensor):
+        return [value.detach()] if value.numel() <= tracer.MAX_NUMEL else []
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, (int, float)):
+        return [torch.tensor(value, dtype=torch.float64)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+@dataclass
+class Reference:
+    """The values the reference and its correct variants computed on one request."""
+    request: trace_inputs.Request
+    traces: list[Trace]
+    inputs: list[torch.Tensor]
+
+    def returns(self, func: str, name: str) -> list[torch.Tensor]:
+        return [e.value for t in self.traces for e in t.events
+                if e.func == func and e.name == name]
+
+    def named(self, name: str) -> list[torch.Tensor]:
+        return [e.value for t in self.traces for e in t.events if e.name == name]
+
+    def values(self) -> list[torch.Tensor]:
+        return [e.value for t in self.traces for e in t.events]
+
+
+def _match(event: Event, ref: Reference, tols: dict) -> str | None:
+    """"ref" when the reference computes this value, "input" when it is an input's,
+    None when neither. A function's return is checked against what the reference's
+    function of that name returned (its contract), a number against the reference's
+    numbers of the same name where it has one (a small integer matches too much)."""
+    v = event.value
+    named = False
+    if event.name.startswith("return") and ref.returns(event.func, event.name):
+        # a function's result is its contract: the dtype too
+        pool, named = [r for r in ref.returns(event.func, event.name)
+                       if r.dtype == v.dtype], True
+    elif v.dim() == 0 and ref.named(event.name):
+        pool, named = ref.named(event.name), True
+    else:
+        pool = ref.values()
+    if any(same_values(v, r, tols) for r in pool):
+        return "ref"
+    if not named and any(same_values(v, r, tols) for r in ref.inputs):
+        return "input"
+    return None
+
+
+# ---------------------------------------------------------------- statements
+
+def statements(source: str) -> dict[int, tuple[int, int]]:
+    """Each line -> (first, last) line of the simple statement or compound header it
+    belongs to (a multi-line call is one statement)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return {}
+    spans: dict[int, tuple[int, int]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.stmt):
+            continue
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.stmt):
+            end = max(body[0].lineno - 1, node.lineno)  # the header only
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+        else:
+            end = node.end_lineno or node.lineno
+        for line in range(node.lineno, end + 1):
+            old = spans.get(line)
+            if old is None or (old[1] - old[0]) >= (end - node.lineno):
+                spans[line] = (node.lineno, end)
+    return spans
+
+
+def _quote(source_lines: list[str], span: tuple[int, int]) -> str:
+    text = " ".join(line.strip() for line in source_lines[span[0] - 1:span[1]])
+    return text if len(text) <= MAX_CODE else text[:MAX_CODE - 1] + "…"
+
+
+def shown(t: torch.Tensor) -> str:
+    """A value as the page quotes it: a few numbers, and its shape if it has more."""
+    flat = t.detach().reshape(-1)
+    if t.dtype == torch.bool:
+        items = ["True" if bool(x) else "False" for x in flat[:SHOWN]]
+    elif t.is_floating_point():
+        items = [f"{float(x):.4g}" for x in flat[:SHOWN]]
+    else:
+        items = [str(int(x)) for x in flat[:SHOWN]]
+    if t.dim() == 0:
+        return items[0] if items else "[]"
+    more = ", …" if flat.numel() > SHOWN else ""
+    shape = f" (shape {list(t.shape)})" if flat.numel() > SHOWN or t.dim() > 1 else ""
+    return f"[{', '.join(items)}{more}]{shape}"
+
+
+# ---------------------------------------------------------------- the finding
+
+def _same_result(a: object, b: object, tols: dict, keep: Callable[[str], bool]) -> bool:
+    """Two probe results agree on the keys `keep` selects (recursively)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        keys = [k for k in b if keep(k)]
+        return all(k in a and _same_result(a[k], b[k], tols, lambda _: True) for k in keys)
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.shape == b.shape and (a.numel() == 0 or same_values(a, b, tols))
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(_same_result(x, y, tols, keep) for x, y in zip(a, b))
+    return a == b
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+@dataclass
+class _Run:
+    """A trace's statements in the order they ran (a statement's consecutive line
+    events merged): their spans and texts, and each line event's position."""
+    spans: list[tuple[int, int]]
+    texts: list[str]
+    position: list[int]
+
+    @classmethod
+    def of(cls, lines: list[int], spans: dict, source_lines: list[str]) -> _Run:
+        run = cls([], [], [])
+        for n in lines:
+            span = spans.get(n, (n, n))
+            if not run.spans or run.spans[-1] != span:
+                run.spans.append(span)
+                run.texts.append(_norm(_quote(source_lines, span)))
+            run.position.append(len(run.spans) - 1)
+        return run
+
+    def at(self, step: int) -> int:
+        return self.position[step] if 0 <= step < len(self.position) else len(self.spans)
+
+
+def _first_difference(mine: _Run, theirs: _Run) -> int | None:
+    """The first position where the statements run differ in text, or where one run
+    ends before the other; None when they ran the same statements."""
+    for i, (a, b) in enumerate(zip(mine.texts, theirs.texts)):
+        if a != b:
+            return i
+    return None if len(mine.texts) == len(theirs.texts) else min(len(mine.texts),
+                                                                  len(theirs.texts))
+
+
+_BRANCH = ("if", "elif", "while", "for", "else")
+_EXTRA = re.compile(r"[A-Za-z_][\w.]{0,80}")
+
+
+def _extra(student: Trace, ref: Reference, source: str, spans: dict) -> Where | None:
+    """A layer built with a parameter the reference lacks (a bias): its line in
+    __init__, where the probe's layout names it (the values cannot: the grader
+    fills such a parameter with fixed values, so the forward line only looks wrong)."""
+    layout = student.result.get("layout") if isinstance(student.result, dict) else None
+    base = ref.traces[0].result
+    theirs = base.get("layout", {}).get("extra") if isinstance(base, dict) else None
+    extra = layout.get("extra") if isinstance(layout, dict) else None
+    if not isinstance(extra, list) or not extra or theirs:
+        return None
+    name = extra[0]
+    if not isinstance(name, str) or not _EXTRA.fullmatch(name):
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    parts = [p for p in name.split(".")[:-1] if not p.isdigit()]
+    for attr in reversed(parts):
+        found = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                 and any(isinstance(t, ast.Attribute) and t.attr == attr
+                         and isinstance(t.value, ast.Name) and t.value.id == "self"
+                         for t in node.targets)]
+        if len(found) == 1:
+            span = spans.get(found[0].lineno)
+            if span:
+                return Where("extra", span[0], span[1], _quote(source.splitlines(), span), name)
+    return None
+
+
+def find(student: Trace, ref: Reference, source: str, tols: dict,
+         ref_source: str) -> Where | None:
+    """The first divergence of a failing part on one traced request, or None."""
+    source_lines = source.splitlines()
+    spans = statements(source)
+    extra = _extra(student, ref, source, spans)
+    if extra is not None:
+        return extra
+    flags = [_match(e, ref, tols) for e in student.events]
+    first = next((i for i, f in enumerate(flags) if f is None), None)
+    mine = _Run.of(student.lines, spans, source_lines)
+    base = ref.traces[0]
+    theirs = _Run.of(base.lines, statements(ref_source), ref_source.splitlines())
+    if "ref" not in flags and not set(mine.texts) & set(theirs.texts):
+        return None  # nothing in common with the reference: no line can be named honestly
+    limit = mine.at(student.events[first].step) if first is not None else len(mine.spans)
+    differ = _first_difference(mine, theirs)
+
+    def matched_before(position: int) -> list[str]:
+        """The tensors matched before `position`, the nearest last (numbers and
+        throwaway names say little)."""
+        names = [e.name for e, f in zip(student.events, flags)
+                 if f == "ref" and mine.at(e.step) < position and e.value.dim() > 0
+                 and not e.name.startswith(("return", "_"))]
+        return list(dict.fromkeys(names))[-MAX_MATCHED:]
+
+    if differ is not None and differ < len(mine.spans) and differ <= limit:
+        produced = [f for e, f in zip(student.events, flags) if mine.at(e.step) == differ]
+        span = mine.spans[differ]
+        # the code ran as the reference's up to this statement: what it computes here
+        # is compared with what the reference computed here, name by name
+        ref_span = theirs.spans[differ] if differ < len(theirs.spans) else None
+        ref_spans = statements(ref_source)
+        seen: set[str] = set()
+        for e in student.events:  # this statement's first values (a call may come between)
+            if (spans.get(e.line) != span or mine.at(e.step) < differ
+                    or e.name.startswith("return") or e.name in seen):
+                continue
+            seen.add(e.name)
+            here = [r.value for r in base.events if ref_spans.get(r.line) == ref_span
+                    and theirs.at(r.step) >= differ and r.name == e.name][:1]
+            if here and not any(same_values(e.value, r, tols) for r in here):
+                return Where("line", span[0], span[1], _quote(source_lines, span), e.name,
+                             matched_before(differ), shown(e.value), shown(here[0]))
+        head = _quote(source_lines, span).split(" ", 1)[0].rstrip(":")
+        if not produced and head in _BRANCH:
+            return Where("path", span[0], span[1], _quote(source_lines, span),
+                         matched=matched_before(differ))
+        if not produced:
+            names = [e.name for e in base.events if theirs.at(e.step) == differ
+                     and not e.name.startswith("return")]
+            if names:
+                return Where("skip", span[0], span[1], _quote(source_lines, span),
+                             ", ".join(dict.fromkeys(names)), matched_before(differ))
+    if first is None:
+        if student.error or not isinstance(student.result, dict):
+            return None
+        result = base.result
+        forward = _same_result(student.result, result, tols, lambda k: not _GRADIENT.match(k))
+        grads = _same_result(student.result, result, tols, lambda k: bool(_GRADIENT.match(k)))
+        return Where("gradient") if forward and not grads else None
+    event = student.events[first]
+    span = spans.get(event.line)
+    if span is None:
+        return None
+    before = student.events[:first]
+    same_name = (ref.returns(event.func, event.name) if event.name.startswith("return")
+                 else ref.named(event.name))
+    occurrence = sum(1 for e in before if e.name == event.name and e.func == event.func)
+    ref_value = same_name[min(occurrence, len(same_name) - 1)] if same_name else None
+    return Where("line", span[0], span[1], _quote(source_lines, span), event.name,
+                 matched_before(mine.at(event.step)), shown(event.value),
+                 shown(ref_value) if ref_value is not None else "")
+
+
+# ---------------------------------------------------------------- a lesson's references
+
+@dataclass
+class Variant:
+    """A correct variant of the solution: its text and the lines where it differs."""
+    source: str
+    lines: frozenset[int]
+
+
+@dataclass
+class LessonTraces:
+    """The reference's and its correct variants' traces of one lesson, per part:
+    computed on a part's first failure in a run, then reused for every student."""
+    key: str
+    source: str
+    variants: list[Variant]
+    probes: types.ModuleType
+    tolerances: dict
+    _modules: dict[int, types.ModuleType] = field(default_factory=dict)
+    _cache: dict[str, list[Reference]] = field(default_factory=dict)
+
+    def module(self, i: int) -> types.ModuleType:
+        """The solution (0) or variant i - 1, compiled under a name of its own."""
+        if i not in self._modules:
+            text = self.source if i == 0 else self.variants[i - 1].source
+            name = f"<traced {self.key} {i}>"
+            module = types.ModuleType(f"_traced_{self.key}_{i}")
+            module.__file__ = name
+            exec(compile(text, name, "exec"), module.__dict__)
+            self._modules[i] = module
+        return self._modules[i]
+
+    def references(self, part: str) -> list[Reference]:
+        if part not in self._cache:
+            refs = []
+            for probe, args in trace_inputs.fresh_inputs(self.key, part):
+                base = run_traced(self.module(0), self.probes, probe, args)
+                if base.error:
+                    continue  # the reference cannot take it: not a request to trace on
+                # only variants that differ on a line this request runs can differ here;
+                # a variant is correct for the inputs the contract allows, so on this
+                # one its values count only where its results are the reference's
+                ran = set(base.lines)
+                traces = [base]
+                for i, v in enumerate(self.variants, start=1):
+                    if v.lines & ran:
+                        t = run_traced(self.module(i), self.probes, probe, args)
+                        if not t.error and _same_result(t.result, base.result, self.tolerances,
+                                                        lambda _: True):
+                            traces.append(t)
+                refs.append(Reference((probe, args), traces, _tensors(args)))
+            self._cache[part] = refs
+        return self._cache[part]
+
+
+def correct_variants(source: str, tests) -> list[Variant]:
+    """The lesson's equivalent mutants (equivalent_mutants.yml): correct code written
+    otherwise, so that their values count as the reference's too."""
+    from grader.audit import equivalents, mutants
+    listed = equivalents.load(tests)
+    if not listed:
+        return []
+    operators = sorted({mutant_id.split("-", 1)[0] for mutant_id in listed})
+    lines = source.splitlines()
+    out = []
+    for m in mutants.generate(source, operators).mutants:
+        if m.id in listed:
+            new = m.source.splitlines()
+            changed = {n for n, (a, b) in enumerate(zip(lines, new), start=1) if a != b}
+            out.append(Variant(m.source, frozenset(changed or {m.line})))
+    return out
+
+
+def lesson_traces(ctx) -> LessonTraces | None:
+    """The run's LessonTraces (kept on the lesson context), or None without a solution."""
+    found = getattr(ctx, "_lesson_traces", None)
+    if found is None:
+        source = ctx.refs.source
+        if source is None:
+            return None
+        found = LessonTraces(ctx.key, source, correct_variants(source, ctx.tests),
+                             ctx.refs.probes, ctx.course.tolerances(ctx.key))
+        ctx._lesson_traces = found
+    return found
+
+
+def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
+          source: str) -> Where | None:
+    """Trace `part` of a failing submission through `call(probe, args)` (the child's
+    traced call, returning {"result", "trace", "error"}) on each fresh request until
+    one shows it differing; the finding there, or None."""
+    lines = len(source.splitlines())
+    for ref in lessons.references(part):
+        probe, args = ref.request
+        try:
+            reply = call(probe, args)
+        except StudentError:  # the child failed: its tests say how
+            return None
+        if not isinstance(reply, dict):
+            return None
+        student = Trace(_events(reply.get("trace"), lines), reply.get("result"),
+                        str(reply.get("error") or "")[:200], _lines(reply.get("lines"), lines))
+        differs = student.error or not _same_result(student.result, ref.traces[0].result,
+                                                    lessons.tolerances, lambda _: True)
+        if not differs:
+            continue
+        return find(student, ref, source, lessons.tolerances, lessons.source)
+    return None
+
+
+def failing_parts(raw: dict) -> list[str]:
+    """The parts with a failing test in a raw report, in their order."""
+    from grader.plugin import part_of
+    parts: dict[str, None] = {}
+    for t in raw.get("tests", []):
+        if t.get("outcome") != "passed":
+            parts[part_of(t["nodeid"].split("::", 1)[0])] = None
+    return list(parts)
+
+
+def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
+    """Each failing part's finding (as JSON) for a graded submission whose session is
+    closed, and the seconds it took. Feedback only: no verdict reads it.
+
+    The trace runs in a session of its own: a fresh child of the same slot, with its
+    own budget, output and error state, closed before this returns. Run in the graded
+    session, a trace restarted its child after a crash (the submission's import and
+    prints once more in the student's output), could set its fatal import error or
+    spend its budget: what the student's record says. Only the child's failures
+    (StudentError) are the trace's to swallow; a fault of the slot itself is raised,
+    as in a test, and never leaves the slot out of step for the next student."""
+    started = time.monotonic()
+    parts = failing_parts(raw)
+    if not parts or session is None or session.fatal is not None:
+        return {}, 0.0
+    lessons = lesson_traces(ctx)
+    if lessons is None:
+        return {}, 0.0
+    from grader.sandbox import protocol
+    from grader.sandbox.session import Session
+
+    traced = Session(session.slot, session.source, session.filename, session.allowed,
+                     session.limits)
+
+    def call(probe: str, args: dict) -> object:
+        frame = protocol.dumps({"probe": probe, "args": args, "trace": True})
+        return traced.call(probe, args, "tracing", frame=frame)
+
+    found: dict[str, dict] = {}
+    try:
+        for part in parts:
+            w = where(call, lessons, part, session.source)
+            if w is not None:
+                found[part] = w.to_json()
+    finally:
+        traced.close()
+    return found, time.monotonic() - started
+
+
+# ---------------------------------------------------------------- the sentence
+
+def _shown_name(name: str, t: dict[str, str]) -> str:
+    if name == "return":
+        return t["where_return"]
+    m = re.fullmatch(r"return\[(\d)\]", name)
+    if m:
+        return t["where_return_n"].format(n=int(m.group(1)) + 1)
+    return f"`{name}`"
+
+
+def sentence(found: object, t: dict[str, str]) -> str:
+    """The page's (and `grader check`'s) sentence for a part's `Where`, in the
+    language of `t`; "" when there is none. Plain text: the page escapes it."""
+    w = Where.from_json(found)
+    if w is None:
+        return ""
+    if w.kind == "gradient":
+        return t["where_gradient"]
+    matched = (t["where_matched"].format(names=", ".join(f"`{n}`" for n in w.matched))
+               if w.matched else "")
+    head = t["where_line_head"].format(line=w.line, code=w.code, matched=matched)
+    if w.kind == "path":
+        return head + t["where_path"] + t["where_fresh"]
+    if w.kind == "skip":
+        return head + t["where_skip"].format(names=", ".join(
+            f"`{n.strip()}`" for n in w.name.split(",")))
+    if w.kind == "extra":
+        return t["where_extra"].format(line=w.line, code=w.code, name=w.name)
+    name = _shown_name(w.name, t)
+    here = (t["where_ref"].format(name=name, got=w.got, ref=w.ref) if w.ref
+            else t["where_noref"].format(name=name, got=w.got))
+    return head + here + t["where_fresh"]
+
+
+def sentence_html(found: object, t: dict[str, str]) -> Markup:
+    """The sentence for a page: escaped, with each `quoted` piece set as code."""
+    text = str(escape(sentence(found, t)))
+    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text))

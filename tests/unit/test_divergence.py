@@ -1,0 +1,177 @@
+"""The tracer (grader/sandbox/tracer.py) and the trusted side's reading of a trace
+(grader/divergence.py): what is recorded, within which caps, and what a hostile
+child's trace can and cannot put on a page."""
+import ast
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader import divergence, trace_inputs
+from grader.feedback import STRINGS
+from grader.sandbox import tracer
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+TRACER = Path(tracer.__file__)
+
+
+def module(source: str, filename: str = "<student>") -> types.ModuleType:
+    m = types.ModuleType("student")
+    m.__file__ = filename
+    exec(compile(source, filename, "exec"), m.__dict__)
+    return m
+
+
+def test_the_tracer_imports_only_the_standard_library_and_torch():
+    """It is loaded inside the sandbox, where nothing else of the grader is."""
+    tree = ast.parse(TRACER.read_text())
+    names = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    names |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    assert {n.split(".")[0] for n in names} <= set(sys.stdlib_module_names) | {
+        "__future__", "torch"}
+    assert TRACER.parent.name == "sandbox"  # bound whole into the sandbox (bwrap.py)
+
+
+def test_records_each_line_s_new_values_in_place_changes_and_returns_of_its_file_only():
+    other = module("def helper(t):\n    u = t * 2\n    return u\n", "<other>")
+    m = module("import torch\n"
+               "def f(x, helper):\n"
+               "    y = torch.zeros_like(x)\n"
+               "    y += helper(x)\n"
+               "    n = 3\n"
+               "    return y, n\n")
+    result, events, lines, error = tracer.trace("<student>", m.f, torch.ones(2), other.helper)
+    assert error == "" and result[1] == 3
+    seen = [(line, name) for line, name, _, func, _ in events]
+    assert seen == [(3, "y"), (4, "y"), (5, "n"), (6, "return[0]"), (6, "return[1]")]
+    assert torch.equal(events[1][2], torch.full((2,), 2.0))  # y after `+=`, a copy
+    assert lines == [3, 4, 5, 6]
+    assert all(func == "f" for *_, func, _ in events)
+
+
+def test_caps_on_the_count_and_size_of_values():
+    m = module("import torch\n"
+               "def f():\n"
+               "    big = torch.zeros(tracer_numel + 1)\n"
+               "    for i in range(5000):\n"
+               "        t = torch.ones(1) * i\n"
+               "    return big\n")
+    m.tracer_numel = tracer.MAX_NUMEL
+    _, events, lines, _ = tracer.trace("<student>", m.f)
+    assert len(events) == tracer.MAX_EVENTS
+    assert all(e[2].numel() <= tracer.MAX_NUMEL for e in events)
+    assert "big" not in {e[1] for e in events}
+    assert len(lines) == tracer.MAX_LINES
+
+
+def test_an_error_keeps_the_trace_up_to_it():
+    m = module("import torch\ndef f(x):\n    y = x + 1\n    raise ValueError('no')\n")
+    result, events, _, error = tracer.trace("<student>", m.f, torch.ones(1))
+    assert result is None and error == "ValueError" and events[0][1] == "y"
+
+
+def test_a_hostile_trace_is_dropped_not_shown():
+    """Anything but well-formed events (an out-of-range line, markup for a name, a
+    tensor over the cap, other types) is dropped before it is read."""
+    raw = [[10 ** 9, "y", torch.ones(1), "f", 0],
+           [2, "</p><script>alert(1)</script>", torch.ones(1), "f", 0],
+           [2, "y", torch.ones(tracer.MAX_NUMEL + 1), "f", 0],
+           [2, "y", "not a tensor", "f", 0],
+           [True, "y", torch.ones(1), "f", 0],
+           "junk",
+           [2, "y", torch.ones(1), "f", 0]]
+    events = divergence._events(raw, lines=5)
+    assert [(e.line, e.name) for e in events] == [(2, "y")]
+    assert divergence._lines([1, 2, 10 ** 9, "x", -1], 5) == [1, 2]
+
+
+def test_a_where_from_json_is_capped_and_of_a_known_kind():
+    assert divergence.Where.from_json({"kind": "<b>"}) is None
+    assert divergence.Where.from_json("line") is None
+    w = divergence.Where.from_json({"kind": "line", "line": 3, "end": 3, "code": "x" * 999,
+                                    "name": "y", "matched": ["a"] * 50, "got": "1", "ref": "2"})
+    assert len(w.code) <= divergence.MAX_CODE and len(w.matched) == divergence.MAX_MATCHED
+
+
+@pytest.fixture(scope="module")
+def lesson13(course):
+    from grader.context import LessonContext
+    return divergence.lesson_traces(LessonContext(course, "13"))
+
+
+def _where(lessons, source: str, part: str):
+    m = module(source)
+
+    def call(probe, args):
+        t = divergence.run_traced(m, lessons.probes, probe, args)
+        return {"result": t.result, "error": t.error, "lines": t.lines,
+                "trace": [[e.line, e.name, e.value, e.func, e.step] for e in t.events]}
+    return divergence.where(call, lessons, part, source)
+
+
+def test_the_sentence_names_the_line_its_values_and_the_matched_ones(lesson13):
+    old = "weight = topk_weight[mask].view(-1, 1)"
+    source = lesson13.source.replace(old, old + ".sqrt()")
+    line = source[:source.index(old)].count("\n") + 1
+    w = _where(lesson13, source, "dispatch")
+    assert (w.kind, w.line, w.name) == ("line", line, "weight")
+    assert w.matched[-2:] == ["mask", "token_idx"]
+    en = divergence.sentence(w.to_json(), STRINGS["en"])
+    assert en.startswith(f"Line {line} `{old}.sqrt()`: up to here every value")
+    assert "`weight` is [" in en and "where the reference’s is [" in en
+    zh = divergence.sentence(w.to_json(), STRINGS["zh"])
+    assert zh.startswith(f"第 {line} 行 `{old}.sqrt()`")
+
+
+def test_a_gradient_only_mistake_is_said_plainly(lesson13):
+    old = "y = dispatch(x_flat, self.experts, topk_weight, topk_idx)"
+    source = lesson13.source.replace(old, old.replace("topk_weight,", "topk_weight.detach(),"))
+    w = _where(lesson13, source, "moe")
+    assert w.kind == "gradient" and w.line == 0
+    assert "the gradient does not" in divergence.sentence(w.to_json(), STRINGS["en"])
+
+
+def test_no_line_for_a_part_that_does_not_differ_on_the_traced_inputs(lesson13):
+    assert _where(lesson13, lesson13.source, "router") is None
+
+
+def test_no_line_where_the_code_shares_nothing_with_the_reference(lesson13):
+    """A router written otherwise from its first line, and wrong: no value of the
+    reference's anywhere, no statement in common, so no line is named."""
+    wrong = lesson13.source.replace(
+        "    scores = F.softmax(gate(x_flat), dim=-1)\n", "").replace(
+        "    topk_weight, topk_idx = torch.topk(scores, k=num_experts_per_tok, dim=-1, "
+        "sorted=False)\n    if norm_topk_prob:\n        topk_weight = topk_weight / "
+        "(topk_weight.sum(dim=-1, keepdim=True) + 1e-20)\n    return scores, topk_weight, "
+        "topk_idx\n",
+        "    probabilities = torch.sigmoid(gate(x_flat) * 0.5)\n"
+        "    best = probabilities.argsort(dim=-1)[:, :num_experts_per_tok]\n"
+        "    chosen = probabilities.gather(1, best) * 3\n"
+        "    return probabilities, chosen, best\n")
+    assert "sigmoid" in wrong
+    assert _where(lesson13, wrong, "router") is None
+
+
+def test_fresh_inputs_use_no_seed_of_a_test():
+    """Every generator here starts above SEED_BASE; the hidden and practice tests'
+    seeds are small integers written in their files."""
+    for lesson, parts in trace_inputs.BUILDERS.items():
+        for part in parts:
+            assert trace_inputs.fresh_inputs(lesson, part)
+    numbers = []
+    for path in (ROOT / "hidden_tests").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and type(node.value) is int:
+                numbers.append(node.value)
+    assert max(numbers) < trace_inputs.SEED_BASE
+
+
+def test_the_page_s_sentence_is_escaped_and_quotes_code_as_code():
+    found = {"kind": "line", "line": 4, "end": 4, "code": "y = a < b", "name": "y",
+             "matched": ["x"], "got": "<img src=x>", "ref": "[1]"}
+    html = str(divergence.sentence_html(found, STRINGS["en"]))
+    assert html.startswith("Line 4 <code>y = a &lt; b</code>")
+    assert "<img" not in html and "&lt;img src=x&gt;" in html
+    assert divergence.sentence_html(None, STRINGS["en"]) == ""
