@@ -36,13 +36,19 @@ class Roster:
     students: dict[str, Student] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # 'people.csv:4 "Nobody"'
     aliases: dict[str, str] = field(default_factory=dict)  # participant number -> id
+    missing: str = ""  # a Moodle grading worksheet course.yml names, not found
 
     def note(self) -> str:
-        """One line naming the rows left out, or ""."""
-        if not self.skipped:
-            return ""
-        return (f"{len(self.skipped)} roster row(s) without a student id left out of the "
-                f"roster: {'; '.join(self.skipped)}")
+        """What the TA should know of the roster (rows left out, a missing worksheet),
+        or ""."""
+        said = []
+        if self.skipped:
+            said.append(f"{len(self.skipped)} roster row(s) without a student id left out "
+                        f"of the roster: {'; '.join(self.skipped)}")
+        if self.missing:
+            said.append(f"no Moodle grading worksheet at {self.missing}: students of a Moodle "
+                        "download are known by their participant number")
+        return "; ".join(said)
 
 
 def load(course: Course, lesson_key: str | None = None) -> Roster:
@@ -56,7 +62,11 @@ def load(course: Course, lesson_key: str | None = None) -> Roster:
         found = read_csv(course.path(course.roster))
     worksheet = course.lesson(lesson_key).moodle_worksheet if lesson_key else None
     if worksheet is not None:
-        add_worksheet(found, course.path(worksheet), course.moodle_identifier)
+        path = course.path(worksheet)
+        if path.exists():  # one that is there but unreadable is still an error
+            add_worksheet(found, path, course.moodle_identifier)
+        else:  # an LMS file: the run grades without it, and says so
+            found.missing = str(worksheet)
     return found
 
 

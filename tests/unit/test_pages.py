@@ -190,3 +190,14 @@ def test_chinese_pages_give_the_courses_chinese_title():
     rec = GradeRecord.from_json(record("alice", "graded", [True] * 5))
     assert "MiniMind 课程" in render_student(rec, course, "13", "zh")
     assert "MiniMind 课程" not in render_student(rec, course, "13", "en")
+
+
+def test_a_missing_worksheet_is_a_note_not_a_stopped_run(tmp_path):
+    """course.yml names the worksheet the TA downloads on export day: before then a run
+    (or a copy of the course elsewhere) grades without it and says so."""
+    from grader import roster
+
+    course = course_in_order(lesson={"moodle_worksheet": tmp_path / "not-yet.csv"})
+    found = roster.load(course, "13")
+    assert set(found.students) == {"alice", "bob", "zed"} and not found.aliases
+    assert "no Moodle grading worksheet at" in found.note() and "not-yet.csv" in found.note()
