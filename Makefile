@@ -19,8 +19,8 @@ XDIST = -n 3 --dist loadgroup
 test: lint
 	.venv/bin/python -m pytest -q $(XDIST)
 
-# The lane to run while changing code (under 90 s on 2 cores): the unit tests and the
-# sample class graded end to end once.
+# The lane to run while changing code: the unit tests and the sample class graded end
+# to end once (no autograder zip, no bundle).
 test-fast: lint
 	.venv/bin/python -m pytest -q $(XDIST) tests/unit \
 	    tests/e2e/test_cli.py::test_sample_class_scores \
