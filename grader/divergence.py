@@ -21,6 +21,7 @@ import time
 import types
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 from markupsafe import Markup, escape
@@ -447,6 +448,7 @@ class LessonTraces:
     variants: list[Variant]
     probes: types.ModuleType
     tolerances: dict
+    tests: Path                 # the lesson's tests folder: its fresh inputs live there
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
 
@@ -464,7 +466,7 @@ class LessonTraces:
     def references(self, part: str) -> list[Reference]:
         if part not in self._cache:
             refs = []
-            for probe, args in trace_inputs.fresh_inputs(self.key, part):
+            for probe, args in trace_inputs.fresh_inputs(self.tests, self.key, part):
                 base = run_traced(self.module(0), self.probes, probe, args)
                 if base.error:
                     continue  # the reference cannot take it: not a request to trace on
@@ -510,7 +512,7 @@ def lesson_traces(ctx) -> LessonTraces | None:
         if source is None:
             return None
         found = LessonTraces(ctx.key, source, correct_variants(source, ctx.tests),
-                             ctx.refs.probes, ctx.course.tolerances(ctx.key))
+                             ctx.refs.probes, ctx.course.tolerances(ctx.key), ctx.tests)
         ctx._lesson_traces = found
     return found
 

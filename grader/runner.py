@@ -288,13 +288,15 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
 def _examples(ctx: LessonContext, caller: object, session: Session | None,
               raw: dict) -> dict[str, str]:
     """The smallest failing example of each failing part, asked of the student's code
-    in its own session while it is open (fresh inputs only: grader/smallest.py)."""
+    in its own session while it is open (fresh inputs only: grader/smallest.py, with
+    the lesson's examples.py)."""
     if session is None or session.fatal is not None:
         return {}
     failing = [name for name, part in score(ctx, raw).parts.items()
                if part.passed < part.tests]
     try:
-        return smallest.snippets(ctx.refs.probes, failing, caller, ctx.refs.reference)
+        return smallest.snippets(ctx.tests, ctx.refs.probes, failing, caller,
+                                 ctx.refs.reference)
     except (StudentError, GraderFault):
         return {}  # the student's code broke on it: the tests already say so
     except LookupError:

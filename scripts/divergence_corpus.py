@@ -4,7 +4,8 @@ lesson's solution, with the line edited and the part whose function it is in.
 The audit's mutants (grader/audit) whose change is one line and that the lesson's
 equivalents file does not list, plus the hand-written ones below (mistakes students
 make). A mistake is kept when it changes its part's results on the fresh traced
-input and raises nowhere there (a traceback names its line already) (grader/trace_inputs.py), computed here on trusted code: the corpus test then
+input (the lesson's trace_inputs.py) and raises nowhere there (a traceback names its
+line already), computed here on trusted code: the corpus test then
 checks what the page says about each.
 
     .venv/bin/python scripts/divergence_corpus.py
@@ -140,12 +141,12 @@ def _function_of(tree: ast.Module, line: int) -> str | None:
     return None
 
 
-def _differs(module: types.ModuleType, ref: types.ModuleType, probes, lesson: str, part: str,
-             tols: dict) -> bool:
+def _differs(module: types.ModuleType, ref: types.ModuleType, probes, tests: Path,
+             lesson: str, part: str, tols: dict) -> bool:
     """Whether the mistake changes the part's results on a traced input. One that
     raises there is left out: its traceback already names the line."""
     differs = False
-    for probe, args in trace_inputs.fresh_inputs(lesson, part):
+    for probe, args in trace_inputs.fresh_inputs(tests, lesson, part):
         want = divergence.run_traced(ref, probes, probe, args)
         got = divergence.run_traced(module, probes, probe, args)
         if got.error:
@@ -199,7 +200,7 @@ def corpus(lesson: str, course) -> list[dict]:
         edited = lines.copy()
         edited[line - 1] = text
         module = _module("\n".join(edited) + "\n", f"corpus{lesson}_{mid}")
-        if module is None or not _differs(module, ref, probes, lesson, part, tols):
+        if module is None or not _differs(module, ref, probes, tests, lesson, part, tols):
             continue
         out.append({"id": mid, "part": part, "line": line, "old": lines[line - 1],
                     "new": text, "why": why})

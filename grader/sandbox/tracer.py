@@ -54,8 +54,8 @@ def _stamp(value: object) -> tuple:
 
 
 def _values(frame) -> list[tuple[str, object]]:
-    """A frame's locals, and the attributes its `self` holds directly (a layer's
-    `self.aux_loss`; parameters live elsewhere and are inputs)."""
+    """A frame's locals, and the attributes its `self` holds directly (a tensor a
+    layer sets on self; parameters live elsewhere and are inputs)."""
     items = list(frame.f_locals.items())
     owner = frame.f_locals.get("self")
     attrs = getattr(owner, "__dict__", None) if owner is not None else None

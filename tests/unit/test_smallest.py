@@ -22,6 +22,11 @@ def refs():
     return LessonContext(config.load(ROOT / "course.yml"), "13").refs
 
 
+@pytest.fixture(scope="module")
+def lesson():
+    return smallest.load(ROOT / "hidden_tests" / "13_moe")
+
+
 def _run(snippet: str, module: types.ModuleType) -> list:
     """The snippet as a student runs it, next to `module` as their 13_moe.py; what it
     prints, as objects."""
@@ -35,26 +40,26 @@ def _run(snippet: str, module: types.ModuleType) -> list:
     return printed
 
 
-def _as_shown(part: str, printed: list) -> list:
+def _as_shown(lesson: types.ModuleType, part: str, printed: list) -> list:
     if part == "router":  # route's tuple, top-k compared as sets as the example is
-        out = smallest._sets(dict(zip(("scores", "topk_weight", "topk_idx"), printed[0])))
+        out = lesson.canonical(dict(zip(("scores", "topk_weight", "topk_idx"), printed[0])))
         return [out["scores"], out["topk_weight"], out["topk_idx"]]
     return printed
 
 
-def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(refs):
+def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(refs, lesson):
     solution = load_module("_smallest_solution", refs.source, "solution")
     found = 0
     for v in refs.variants:
-        ex = smallest.smallest(v.mistake.part, v.caller, refs.reference)
+        ex = smallest.smallest(lesson, v.mistake.part, v.caller, refs.reference)
         assert ex is not None, v.mistake.id
         assert all(t.dtype == torch.float64 for t in ex.reference.values()
                    if isinstance(t, torch.Tensor) and t.is_floating_point())
-        text = smallest.snippet(ex)
+        text = smallest.snippet(lesson, ex)
         for module, want in ((solution, ex.reference), (v.caller.module, ex.student)):
             if "error" in want:
                 continue
-            got = _as_shown(ex.part, _run(text, module))
+            got = _as_shown(lesson, ex.part, _run(text, module))
             shown = [want[o] for o in ex.outputs]
             assert len(got) == len(shown), v.mistake.id
             for g, w in zip(got, shown):
@@ -66,13 +71,13 @@ def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(refs):
     assert found == len(refs.variants)
 
 
-def test_nothing_smaller_tells_them_apart(refs):
+def test_nothing_smaller_tells_them_apart(refs, lesson):
     """The example is the first candidate that differs: every smaller one agrees."""
     v = next(v for v in refs.variants if v.mistake.id == "overwrite")
-    ex = smallest.smallest("dispatch", v.caller, refs.reference)
+    ex = smallest.smallest(lesson, "dispatch", v.caller, refs.reference)
     assert ex.sizes["K"] == 2 and ex.sizes["N"] == 1 and ex.sizes["H"] == 1
-    probe, names, make, outputs = smallest.PARTS["dispatch"]
-    for sizes in smallest._candidates(names, smallest.ONE, smallest.HIGH):
+    probe, names, make, outputs = lesson.PARTS["dispatch"]
+    for sizes in smallest.candidates(names, lesson.ONE, lesson.HIGH):
         if sizes == ex.sizes:
             break
         args = make(sizes)
@@ -81,5 +86,6 @@ def test_nothing_smaller_tells_them_apart(refs):
             assert not smallest.differs(got["y"], ref["y"]), sizes
 
 
-def test_a_correct_layer_has_no_example(refs):
-    assert smallest.smallest("moe", refs.reference.twin(), refs.reference) is None
+def test_a_correct_layer_has_no_example(refs, lesson):
+    assert smallest.smallest(lesson, "moe", refs.reference.twin(),
+                             refs.reference) is None
