@@ -70,6 +70,13 @@ exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
 # it is no business of the grader's)
 PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
+# Set for the grading process: it grades from the zip's recording and imports neither
+# the solution nor transformers on the trusted side. The smallest failing example and
+# the line-of-divergence trace need the solution; importing it per failing submission,
+# beside the grader's and the sandbox's torch, ran Gradescope's 768 MB container out
+# (runner leaves both out under it).
+FROM_RECORDING = "GRADER_FROM_RECORDING"
+
 SKIP = {"__pycache__", ".pytest_cache"}
 # Measured (docs/lms.md): Gradescope's default container, and the grader's own peak in it.
 GRADESCOPE_MB, GRADER_MB = 768, 450
@@ -271,7 +278,7 @@ def run(root: Path, lesson_key: str) -> int:
         private = [source, root / "submission", root / "results",
                    root / "submission_metadata.json"]
         env = {**{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
-               "GRADER_CONTAINER": "1", "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
+               "GRADER_CONTAINER": "1", FROM_RECORDING: "1", "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
         done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
         print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
         scores_file = out / "scores.json"

@@ -7,6 +7,7 @@ pytest-json-report's format) is kept beside the scores, which are computed from 
 from __future__ import annotations
 
 import io
+import os
 import sys
 import time
 import types
@@ -20,6 +21,7 @@ from pytest_jsonreport import serialize
 
 from grader import plugin as fixtures
 from grader import divergence, points, smallest
+from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
 from grader.plan import MAX_SOURCE, Submission, read_capped
@@ -273,10 +275,11 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append
-            examples = _examples(ctx, caller, session, reports[0])
+            lean = os.environ.get(FROM_RECORDING) == "1"  # autograder_zip says why
+            examples = {} if lean else _examples(ctx, caller, session, reports[0])
             if session is not None:
                 session.close()
-            where, _ = divergence.trace_failing(ctx, session, reports[0])  # after: apart
+            where = {} if lean else divergence.trace_failing(ctx, session, reports[0])[0]
             record = _record(ctx, sub, slot, session, missing, reports[0],
                              time.monotonic() - started, where)
             record.examples = examples
