@@ -92,11 +92,9 @@ def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
     top = max([*got, *ref, 1.0])
     label_w, row, bar_w = 90, 30, 220
     h = row * len(labels) + 26
-    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 60}"'
-           f' height="{h}" role="img"><text x="0" y="12" class="lb">'
-           f'{escape(clean(picture.get("name", ""), 60))}: '
-           f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} '
-           f'<tspan fill="#3b6ea8">■</tspan> {escape(t["ref"])}</text>']
+    out = [_bars_head(picture, label_w + bar_w + 60, h,
+                      f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} '
+                      f'<tspan fill="#3b6ea8">■</tspan> {escape(t["ref"])}')]
     for i, label in enumerate(labels):
         y = 20 + i * row
         for j, (values, colour) in enumerate(((got, "#c0392b"), (ref, "#3b6ea8"))):
@@ -116,11 +114,9 @@ def _own_bars(picture: dict, t: dict[str, str]) -> Markup:
     top = max([*got, 1.0])
     label_w, row, bar_w = 110, 18, 220
     h = row * len(labels) + 26
-    out = [f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{label_w + bar_w + 60}"'
-           f' height="{h}" role="img"><text x="0" y="12" class="lb">'
-           f'{escape(clean(picture.get("name", ""), 60))}: '
-           f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} · '
-           f'≠ {escape(t["differs_from_ref"])}</text>']
+    out = [_bars_head(picture, label_w + bar_w + 60, h,
+                      f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} · '
+                      f'≠ {escape(t["differs_from_ref"])}')]
     for i, label in enumerate(labels):
         y = 20 + i * row
         v = float(got[i]) if i < len(got) else 0.0
@@ -185,3 +181,11 @@ def histogram_svg(scores: list[float], max_score: float, bins: int = HIST_BINS) 
     out.append(f'<text x="{width - 10}" y="{height - bottom + 14}" class="lb" '
                f'text-anchor="end">{escape(num(max_score))}</text></svg>')
     return Markup("".join(out))
+
+
+def _bars_head(picture: dict, width: int, height: int, legend: str) -> str:
+    """A bar chart's opening tag and title line: its name, then `legend` (escaped
+    already), as both bar charts draw them."""
+    return (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}"'
+            f' height="{height}" role="img"><text x="0" y="12" class="lb">'
+            f'{escape(clean(picture.get("name", ""), 60))}: {legend}</text>')
