@@ -464,26 +464,31 @@ class LessonTraces:
         return self._modules[i]
 
     def references(self, part: str) -> list[Reference]:
+        """The part's traced fresh inputs (the lesson's trace_inputs.py), each once a run."""
         if part not in self._cache:
-            refs = []
-            for probe, args in trace_inputs.fresh_inputs(self.tests, self.key, part):
-                base = run_traced(self.module(0), self.probes, probe, args)
-                if base.error:
-                    continue  # the reference cannot take it: not a request to trace on
-                # only variants that differ on a line this request runs can differ here;
-                # a variant is correct for the inputs the contract allows, so on this
-                # one its values count only where its results are the reference's
-                ran = set(base.lines)
-                traces = [base]
-                for i, v in enumerate(self.variants, start=1):
-                    if v.lines & ran:
-                        t = run_traced(self.module(i), self.probes, probe, args)
-                        if not t.error and _same_result(t.result, base.result, self.tolerances,
-                                                        lambda _: True):
-                            traces.append(t)
-                refs.append(Reference((probe, args), traces, _tensors(args)))
-            self._cache[part] = refs
+            found = (self.reference(probe, args) for probe, args
+                     in trace_inputs.fresh_inputs(self.tests, self.key, part))
+            self._cache[part] = [ref for ref in found if ref is not None]
         return self._cache[part]
+
+    def reference(self, probe: str, args: dict) -> Reference | None:
+        """The reference's and the agreeing variants' traces of one request; None when
+        the reference cannot take it (not a request to trace on)."""
+        base = run_traced(self.module(0), self.probes, probe, args)
+        if base.error:
+            return None
+        # only variants that differ on a line this request runs can differ here; a
+        # variant is correct for the inputs the contract allows, so on this one its
+        # values count only where its results are the reference's
+        ran = set(base.lines)
+        traces = [base]
+        for i, v in enumerate(self.variants, start=1):
+            if v.lines & ran:
+                t = run_traced(self.module(i), self.probes, probe, args)
+                if not t.error and _same_result(t.result, base.result, self.tolerances,
+                                                lambda _: True):
+                    traces.append(t)
+        return Reference((probe, args), traces, _tensors(args))
 
 
 def correct_variants(source: str, tests) -> list[Variant]:
@@ -518,12 +523,15 @@ def lesson_traces(ctx) -> LessonTraces | None:
 
 
 def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
-          source: str) -> Where | None:
+          source: str, first: tuple[str, dict] | None = None) -> Where | None:
     """Trace `part` of a failing submission through `call(probe, args)` (the child's
     traced call, returning {"result", "trace", "error"}) on each fresh request until
-    one shows it differing; the finding there, or None."""
+    one shows it differing; the finding there, or None. `first`: the part's smallest
+    failing example (grader/smallest.py), tried before the lesson's fresh inputs, so
+    that the values a page quotes are those of the snippet it shows."""
     lines = len(source.splitlines())
-    for ref in lessons.references(part):
+    mine = lessons.reference(*first) if first is not None else None
+    for ref in ([mine] if mine is not None else []) + lessons.references(part):
         probe, args = ref.request
         try:
             reply = call(probe, args)
@@ -551,9 +559,11 @@ def failing_parts(raw: dict) -> list[str]:
     return list(parts)
 
 
-def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
+def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | None = None
+                  ) -> tuple[dict[str, dict], float]:
     """Each failing part's finding (as JSON) for a graded submission whose session is
-    closed, and the seconds it took. Feedback only: no verdict reads it.
+    closed, and the seconds it took. Feedback only: no verdict reads it. `first`: per
+    part, the request of its smallest failing example, traced first (`where`).
 
     The trace runs in a session of its own: a fresh child of the same slot, with its
     own budget, output and error state, closed before this returns. Run in the graded
@@ -582,7 +592,7 @@ def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
     found: dict[str, dict] = {}
     try:
         for part in parts:
-            w = where(call, lessons, part, session.source)
+            w = where(call, lessons, part, session.source, (first or {}).get(part))
             if w is not None:
                 found[part] = w.to_json()
     finally:

@@ -279,17 +279,19 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             examples = {} if lean else _examples(ctx, caller, session, reports[0])
             if session is not None:
                 session.close()
-            where = {} if lean else divergence.trace_failing(ctx, session, reports[0])[0]
+            first = {part: (e.probe, e.args) for part, e in examples.items()}
+            where = {} if lean else divergence.trace_failing(ctx, session, reports[0],
+                                                             first)[0]
             record = _record(ctx, sub, slot, session, missing, reports[0],
                              time.monotonic() - started, where)
-            record.examples = examples
+            record.examples = {part: e.snippet for part, e in examples.items()}
             on_result(record)
 
     run_tests(ctx, jobs(), select)
 
 
 def _examples(ctx: LessonContext, caller: object, session: Session | None,
-              raw: dict) -> dict[str, str]:
+              raw: dict) -> dict[str, smallest.Example]:
     """The smallest failing example of each failing part, asked of the student's code
     in its own session while it is open (fresh inputs only: grader/smallest.py, with
     the lesson's examples.py)."""
@@ -298,7 +300,7 @@ def _examples(ctx: LessonContext, caller: object, session: Session | None,
     failing = [name for name, part in score(ctx, raw).parts.items()
                if part.passed < part.tests]
     try:
-        return smallest.snippets(ctx.tests, ctx.refs.probes, failing, caller,
+        return smallest.examples(ctx.tests, ctx.refs.probes, failing, caller,
                                  ctx.refs.reference)
     except (StudentError, GraderFault):
         return {}  # the student's code broke on it: the tests already say so

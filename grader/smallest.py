@@ -15,7 +15,9 @@ only in the sandbox (the run's session), the reference's on the trusted side. In
 come from seeds no graded or practice case uses (`SEED`), so the reference's numbers
 shown belong only to this fresh input.
 
-`Example` is plain data on purpose: the line-of-divergence tracer (issue 27) runs on it.
+`Example` is plain data on purpose: the line-of-divergence tracer runs on it first
+(grader/divergence.py), so the line a page names and the values it quotes belong to
+the snippet beside it.
 """
 from __future__ import annotations
 
@@ -45,7 +47,7 @@ class Example:
     part: the lesson's part; probe: the probe function called; args: the probe's
     arguments (tensors in float64, sizes); sizes: the candidate's sizes by name;
     reference and student: each side's outputs (name -> tensor) for the names in
-    `outputs`.
+    `outputs`; snippet: its text for the page.
     """
 
     part: str
@@ -55,6 +57,7 @@ class Example:
     outputs: list[str]
     reference: dict = field(default_factory=dict)
     student: dict = field(default_factory=dict)
+    snippet: str = ""  # what the page shows (`snippet`), once the example is chosen
 
 
 @functools.lru_cache(maxsize=None)
@@ -181,18 +184,19 @@ def snippet(lesson: types.ModuleType, example: Example) -> str:
     return "\n".join(lines) + "\n"
 
 
-def snippets(tests: Path, probes: object, failing: list[str], student,
-             reference) -> dict[str, str]:
-    """Per failing part, its smallest example's snippet (none where no candidate tells
-    the two apart, and none at all for a lesson whose tests folder has no examples or
-    whose probes lack one it names). The student's calls go through the run's session:
-    its limits hold, and an error there ends the search."""
+def examples(tests: Path, probes: object, failing: list[str], student,
+             reference) -> dict[str, Example]:
+    """Per failing part, its smallest example, its snippet filled in (none where no
+    candidate tells the two apart, and none at all for a lesson whose tests folder has
+    no examples or whose probes lack one it names). The student's calls go through the
+    run's session: its limits hold, and an error there ends the search."""
     lesson = load(Path(tests))
     if lesson is None or not all(hasattr(probes, p[0]) for p in lesson.PARTS.values()):
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, Example] = {}
     for part in failing:
         example = smallest(lesson, part, student, reference)
         if example is not None:
-            out[part] = snippet(lesson, example)
+            example.snippet = snippet(lesson, example)
+            out[part] = example
     return out
