@@ -27,6 +27,7 @@ import torch
 from markupsafe import Markup, escape
 
 from grader import trace_inputs
+from grader.reference import request_key
 from grader.sandbox import tracer
 from grader.sandbox.limits import StudentError
 
@@ -449,6 +450,10 @@ class LessonTraces:
     probes: types.ModuleType
     tolerances: dict
     tests: Path                 # the lesson's tests folder: its fresh inputs live there
+    # request key -> a Reference as plain data (`_plain`): the lesson's references'
+    # (LessonRefs.traces, recorded with its results), read first and filled here
+    recorded: dict[str, dict] = field(default_factory=dict)
+    compute: bool = True        # False: from the recording only, the solution never run
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
 
@@ -473,7 +478,20 @@ class LessonTraces:
 
     def reference(self, probe: str, args: dict) -> Reference | None:
         """The reference's and the agreeing variants' traces of one request; None when
-        the reference cannot take it (not a request to trace on)."""
+        the reference cannot take it (not a request to trace on), or when it is not
+        recorded and this run computes nothing."""
+        key = request_key(probe, args)
+        if key not in self.recorded:
+            if not self.compute:
+                return None
+            found = self._traced(probe, args)
+            self.recorded[key] = _plain(found) if found is not None else {"traces": []}
+        traces = [Trace(_events(t.get("events"), None), t.get("result"),
+                        str(t.get("error") or ""), [int(n) for n in t.get("lines") or []])
+                  for t in self.recorded[key].get("traces") or []]
+        return Reference((probe, args), traces, _tensors(args)) if traces else None
+
+    def _traced(self, probe: str, args: dict) -> Reference | None:
         base = run_traced(self.module(0), self.probes, probe, args)
         if base.error:
             return None
@@ -489,6 +507,33 @@ class LessonTraces:
                                                 lambda _: True):
                     traces.append(t)
         return Reference((probe, args), traces, _tensors(args))
+
+
+def _plain(ref: Reference) -> dict:
+    """A Reference's traces as the protocol's plain data (a recording's), events as
+    the tracer sends them."""
+    return {"traces": [{"events": [[e.line, e.name, e.value, e.func, e.step] for e in t.events],
+                        "result": t.result, "error": t.error, "lines": t.lines}
+                       for t in ref.traces]}
+
+
+def record_fresh(ctx) -> int:
+    """Compute, for a recording, the reference's side of every fresh input a failing
+    part can be traced on: the lesson's trace inputs and the candidates of its smallest
+    examples (their results into the reference's cache, their traces into the
+    lesson's). A run from that recording then shows both without the solution. How
+    many requests were traced."""
+    from grader import smallest
+    lessons = lesson_traces(ctx)
+    if lessons is None:
+        return 0
+    parts = list(trace_inputs.builders(Path(ctx.tests)))
+    for part in parts:
+        lessons.references(part)
+    for _, probe, args in smallest.requests(Path(ctx.tests)):
+        ctx.refs.reference.call(probe, **args)
+        lessons.reference(probe, args)
+    return len(lessons.recorded)
 
 
 def correct_variants(source: str, tests) -> list[Variant]:
@@ -509,15 +554,19 @@ def correct_variants(source: str, tests) -> list[Variant]:
     return out
 
 
-def lesson_traces(ctx) -> LessonTraces | None:
-    """The run's LessonTraces (kept on the lesson context), or None without a solution."""
+def lesson_traces(ctx, compute: bool = True) -> LessonTraces | None:
+    """The run's LessonTraces (kept on the lesson context), or None without a solution.
+    `compute` False: the recorded traces only (a run from the autograder zip's
+    recording, which must not import the solution)."""
     found = getattr(ctx, "_lesson_traces", None)
     if found is None:
         source = ctx.refs.source
         if source is None:
             return None
-        found = LessonTraces(ctx.key, source, correct_variants(source, ctx.tests),
-                             ctx.refs.probes, ctx.course.tolerances(ctx.key), ctx.tests)
+        found = LessonTraces(ctx.key, source,
+                             correct_variants(source, ctx.tests) if compute else [],
+                             ctx.refs.probes, ctx.course.tolerances(ctx.key), ctx.tests,
+                             ctx.refs.traces, compute)
         ctx._lesson_traces = found
     return found
 
@@ -559,11 +608,12 @@ def failing_parts(raw: dict) -> list[str]:
     return list(parts)
 
 
-def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | None = None
-                  ) -> tuple[dict[str, dict], float]:
+def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | None = None,
+                  compute: bool = True) -> tuple[dict[str, dict], float]:
     """Each failing part's finding (as JSON) for a graded submission whose session is
     closed, and the seconds it took. Feedback only: no verdict reads it. `first`: per
-    part, the request of its smallest failing example, traced first (`where`).
+    part, the request of its smallest failing example, traced first (`where`);
+    `compute`: as `lesson_traces`.
 
     The trace runs in a session of its own: a fresh child of the same slot, with its
     own budget, output and error state, closed before this returns. Run in the graded
@@ -576,7 +626,7 @@ def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | 
     parts = failing_parts(raw)
     if not parts or session is None or session.fatal is not None:
         return {}, 0.0
-    lessons = lesson_traces(ctx)
+    lessons = lesson_traces(ctx, compute)
     if lessons is None:
         return {}, 0.0
     from grader.sandbox import protocol

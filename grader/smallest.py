@@ -98,6 +98,25 @@ def differs(got: object, ref: object) -> bool:
     return not torch.allclose(got, ref, atol=ATOL, rtol=RTOL, equal_nan=True)
 
 
+def tried(lesson: types.ModuleType, part: str) -> Iterator[tuple[dict, dict]]:
+    """The candidates of `part` the search may try, smallest first: (sizes, the probe's
+    arguments). The same every time: a recording can hold the reference's side."""
+    probe, names, make, outputs = lesson.PARTS[part]
+    for sizes in itertools.islice(candidates(names, lesson.ONE, lesson.HIGH), MAX_TRIES):
+        args = make(sizes)
+        if args is not None:
+            yield sizes, args
+
+
+def requests(tests: Path) -> Iterator[tuple[str, str, dict]]:
+    """Every (part, probe, arguments) the search may ask the reference, for a recording;
+    none for a lesson without examples."""
+    lesson = load(Path(tests))
+    for part, (probe, *_) in (lesson.PARTS.items() if lesson is not None else ()):
+        for _, args in tried(lesson, part):
+            yield part, probe, args
+
+
 def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example | None:
     """The smallest fresh input on which `student` differs from `reference` in `part`,
     or None when none of the candidates tells them apart (or the part is unknown).
@@ -106,12 +125,7 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
         return None
     probe, names, make, outputs = lesson.PARTS[part]
     canonical = getattr(lesson, "canonical", lambda out: out)
-    for tried, sizes in enumerate(candidates(names, lesson.ONE, lesson.HIGH)):
-        if tried >= MAX_TRIES:
-            return None
-        args = make(sizes)
-        if args is None:
-            continue
+    for sizes, args in tried(lesson, part):
         ref = canonical(reference.call(probe, **args))
         try:
             got = canonical(student.call(probe, **args))
