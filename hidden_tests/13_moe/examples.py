@@ -12,6 +12,10 @@ from grader.smallest import Example, generator, literal, rounded
 MODULE = "13_moe"     # what the snippet imports: the student's file, next to it
 MAX_SIDE = 3          # each of tokens, experts, H, I tried up to this
 LOADS = {"ffn", "moe"}  # parts whose snippet loads weights into a layer (smallest.LOAD)
+# course.yml's `aux` tolerance: the reference rounds the load fractions to float32
+# (MiniMind's .float()), so a correct loss counted in float64 differs in the 8th digit
+AUX = {"float64": (1.0e-9, 1.0e-5)}
+TOLERANCES = {("aux_loss", "aux"): AUX, ("moe", "aux"): AUX}
 
 
 def _ffn(s: dict) -> dict:
