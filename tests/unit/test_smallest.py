@@ -181,3 +181,27 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
             missing.append(entry["id"])
     assert sorted(missing) == sorted(listed), missing
     assert len(missing) <= 0.1 * len(entries)
+
+
+def test_the_lessons_tolerances_are_the_ones_their_tests_use(course):
+    """An examples.py that loosens a comparison uses the tolerance the lesson's tests
+    use there (course.yml's, or test_norm.py's for float16): an example is then shown
+    for what the tests fail, never for what they accept."""
+    def pair(key: str, name: str) -> tuple[float, float]:
+        t = course.tolerances(key)[name]
+        return (t.atol, t.rtol)
+
+    lessons = {key: _lesson(course, key)[1] for key in LESSONS}
+    assert lessons["11"].TOLERANCES == {("attention", "y"): {"float64": pair("11", "attention")}}
+    assert lessons["12"].TOLERANCES == {
+        (part, o): tol for part, outputs, tol in (
+            ("freqs", ("cos", "sin"), {"float32": pair("12", "float32")}),
+            ("apply", ("q", "k"), {"bfloat16": pair("12", "bfloat16")}))
+        for o in outputs}
+    assert lessons["13"].TOLERANCES == {(part, "aux"): {"float64": pair("13", "aux")}
+                                        for part in ("aux_loss", "moe")}
+    norm = load_module("_smallest_test_norm",
+                       (ROOT / "hidden_tests" / "10_rmsnorm" / "test_norm.py").read_text(),
+                       "test_norm.py")
+    assert lessons["10"].TOLERANCES == {("norm", "y"): {"float16": (norm.HALF_ATOL,
+                                                                    norm.HALF_RTOL)}}
