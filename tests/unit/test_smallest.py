@@ -32,8 +32,6 @@ NO_EXAMPLE: dict[str, str] = {}
 # what they change, no forward output of the part shows on the inputs tried
 CORPUS_NO_EXAMPLE = {
     "13": {
-        "hand-16": "the tokens of a batch read in another order: every example has one "
-                   "sequence, on which the order is the same",
         "hand-17": "the routing weights detached: only the gradients change, and the "
                    "example compares forward outputs",
     },
