@@ -27,7 +27,7 @@ def _norm(s: dict) -> dict | None:
         x = x * 300  # whole numbers, exact in float16
         if x.abs().max() < OVERFLOW:
             return None  # nothing overflows: not the case this flag is for
-        x, weight = x.half(), weight.half()
+        x, weight = x.half(), (torch.round(weight * 16) / 16).half()  # exact in float16
     elif (x.pow(2).mean(-1) < 0.01).any():
         return None  # a row near zero: eps decides its scale, not the formula
     return dict(dim=s["D"], eps=EPS, weight=weight, x=x, gy=torch.zeros_like(x))
