@@ -5,8 +5,11 @@ float64, shown as a snippet the student can paste and run.
 What is tried is the lesson's: its tests folder's `examples.py` (`load`) names, per
 part, the probe, the sizes and the lowest and highest of each, a maker of the probe's
 arguments from sizes, the outputs compared, and the snippet's lines calling the
-student's function. This module holds the search, the seeds, the comparison and the
-literals; a lesson without that file shows no example.
+student's function; optionally `TOLERANCES` ((part, output) -> dtype name -> (atol,
+rtol)) where correct code may differ from the reference by more than float64's rounding
+(a softmax or a count the reference rounds to float32, a float16 input). This module holds the search,
+the seeds, the comparison and the literals; a lesson without that file shows no
+example.
 
 `smallest(lesson, part, student, reference)` tries candidate sizes from the smallest
 up and returns the first on which the two differ, as an `Example`. `student` and
@@ -87,15 +90,28 @@ def candidates(names: tuple[str, ...], low: dict, high: dict) -> Iterator[dict]:
         yield dict(zip(names, sizes))
 
 
-def differs(got: object, ref: object) -> bool:
-    """One output of the two sides, as the checks compare it (float64 tolerances)."""
-    if not isinstance(got, torch.Tensor) or not isinstance(ref, torch.Tensor):
+def differs(got: object, ref: object, atol: float = ATOL, rtol: float = RTOL) -> bool:
+    """One output of the two sides, as the checks compare it: tensors by shape, dtype
+    and values (float64 tolerances unless others are given), anything else (a list of
+    shapes) by equality."""
+    if not isinstance(ref, torch.Tensor):
+        return isinstance(got, torch.Tensor) or got != ref
+    if not isinstance(got, torch.Tensor):
         return True
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return True
     if not ref.is_floating_point():
         return not torch.equal(got, ref)
-    return not torch.allclose(got, ref, atol=ATOL, rtol=RTOL, equal_nan=True)
+    return not torch.allclose(got, ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def tolerance(lesson: types.ModuleType, part: str, output: str,
+              ref: object) -> tuple[float, float]:
+    """(atol, rtol) for one output of `part`: the lesson's for the reference's dtype
+    where it names one, else float64's."""
+    by_dtype = getattr(lesson, "TOLERANCES", {}).get((part, output), {})
+    dtype = str(ref.dtype).removeprefix("torch.") if isinstance(ref, torch.Tensor) else ""
+    return by_dtype.get(dtype, (ATOL, RTOL))
 
 
 def tried(lesson: types.ModuleType, part: str) -> Iterator[tuple[dict, dict]]:
@@ -131,7 +147,9 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
             got = canonical(student.call(probe, **args))
         except Exception as exc:  # noqa: BLE001 - the student's error, shown as such
             got = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-        if "error" in got or any(differs(got.get(o), ref.get(o)) for o in outputs):
+        if "error" in got or any(differs(got.get(o), ref.get(o),
+                                         *tolerance(lesson, part, o, ref.get(o)))
+                                 for o in outputs):
             return Example(part, probe, args, sizes, outputs,
                            {o: ref.get(o) for o in outputs},
                            {o: got.get(o) for o in outputs} if "error" not in got
