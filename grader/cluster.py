@@ -58,6 +58,7 @@ from grader.context import LessonContext
 from grader.plan import MAX_SOURCE, Submission, Summary, read_capped
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
+from grader.tally import Entry
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
             "lsf": "LSFCluster"}
@@ -73,10 +74,12 @@ class SelfCheckFailed(RuntimeError):
 def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                 jobs: int, sandboxed: bool, language: str, summary: Summary,
                 progress: Callable[[str, dict], None] = lambda kind, info: None, *,
-                scheduler: str | object) -> None:
+                scheduler: str | object,
+                collect: Callable[[Entry], None] = lambda entry: None) -> None:
     """`pool.grade_class` on a Dask cluster. `scheduler`: an address (tcp://host:8786),
     a `distributed.Client`, or slurm/pbs/sge/lsf to start a dask-jobqueue cluster of
-    `jobs` workers. Progress hears one "done" per graded submission."""
+    `jobs` workers. Progress hears one "done" per graded submission, `collect` gets
+    its `Entry`: the client keeps a batch's records only while it saves them."""
     from distributed import as_completed
 
     from grader.feedback import render_student
@@ -112,6 +115,7 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
             for record in records:
                 store.save(record, render_student(record, course, lesson_key, language,
                                                   ctx.pages))
+                collect(Entry.of(record))
                 remaining -= 1
                 summary.count(record.status)
                 progress("done", {"student_id": record.student_id, "status": record.status})

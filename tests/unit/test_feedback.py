@@ -9,6 +9,7 @@ import pytest
 
 from grader import config, feedback, report
 from grader.record import GradeRecord
+from grader.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert('x')</script>"
@@ -20,7 +21,7 @@ def render_student(record: dict, *args) -> str:
 
 
 def render_report(records: list[dict], *args) -> str:
-    return report.render_report([GradeRecord.from_json(r) for r in records], *args)
+    return report.render_report(Tally.of([GradeRecord.from_json(r) for r in records]), *args)
 
 
 @pytest.fixture(scope="module")
