@@ -82,7 +82,7 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
     its `Entry`: the client keeps a batch's records only while it saves them."""
     from distributed import as_completed
 
-    from grader.feedback import render_student
+    from grader.feedback import render_student, stored
 
     course, lesson_key = ctx.course, ctx.key
     store = Store(out)
@@ -113,8 +113,8 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                     f"{str(exc)[-1500:]}")
                 continue
             for record in records:
-                store.save(record, render_student(record, course, lesson_key, language,
-                                                  ctx.pages))
+                store.save(stored(record), render_student(record, course, lesson_key,
+                                                          language, ctx.pages))
                 collect(Entry.of(record))
                 remaining -= 1
                 summary.count(record.status)

@@ -24,7 +24,7 @@ import torch
 
 from grader import runner
 from grader.context import LessonContext
-from grader.feedback import render_student
+from grader.feedback import render_student, stored
 from grader.plan import Submission, Summary
 from grader.record import GradeRecord
 from grader.reference import Caller, request_key
@@ -79,7 +79,7 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
 
     def save(record: GradeRecord) -> None:
         html = render_student(record, ctx.course, ctx.key, language, ctx.pages)
-        store.save(record, html)
+        store.save(stored(record), html)
         # what the parent keeps of the student: it never reads the result back
         events.put(("done", record.student_id, record.status, Entry.of(record)))
 
@@ -153,7 +153,8 @@ def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
     store = Store(out)
 
     def save(record: GradeRecord) -> None:
-        store.save(record, render_student(record, ctx.course, ctx.key, language, ctx.pages))
+        store.save(stored(record), render_student(record, ctx.course, ctx.key, language,
+                                                  ctx.pages))
         collect(Entry.of(record))
         summary.count(record.status)
         progress("done", {"student_id": record.student_id, "status": record.status})

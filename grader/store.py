@@ -1,7 +1,8 @@
 """The output folder: one result file per student, written atomically.
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
-    OUT/raw/<id>.json       pytest-json-report's raw report for that student
+    OUT/raw/<id>.json       pytest-json-report's raw report for that student, less
+                            what results/<id>.json holds (`raw_without_results`)
     OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, written at the end of a run from each
                             student's entry, spooled as it was graded
@@ -115,7 +116,8 @@ class Store:
     def save(self, record: GradeRecord, feedback_html: str) -> None:
         """Raw report and feedback first, the result last: a result on disk means done."""
         sid = record.student_id
-        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json", dump(record.raw_report))
+        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json",
+                     dump(raw_without_results(record.raw_report)))
         write_atomic(self.feedback_path(sid), feedback_html)
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
@@ -133,6 +135,22 @@ class Store:
             yield encode("]" + tail)
 
         write_atomic(self.out / "scores.json", chunks())
+
+
+# what each test's metadata in the raw report holds that results/<id>.json holds too
+IN_RESULTS = ("name", "part", "case", "checks", "pictures", "error", "composite")
+
+
+def raw_without_results(raw: dict | None) -> dict | None:
+    """The raw report as raw/<id>.json keeps it: pytest-json-report's, each test's
+    metadata less what results/<id>.json holds (its checks, pictures and case), which
+    was most of it (the test's outcome, phases and diagnosis matches stay)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("tests"), list):
+        return raw
+    return {**raw, "tests": [
+        {**t, "metadata": {k: v for k, v in t["metadata"].items() if k not in IN_RESULTS}}
+        if isinstance(t, dict) and isinstance(t.get("metadata"), dict) else t
+        for t in raw["tests"]]}
 
 
 _STUDENTS = '"students": []'  # the one place it can appear unescaped in `dump`'s text

@@ -192,6 +192,29 @@ def test_class_report(course):
     assert "No known mistake was diagnosed" in render_report([], course, "13", "en")
 
 
+def test_a_result_keeps_only_the_heatmaps_its_page_draws(course):
+    """Four numeric failures in a part, each with two heatmaps, and one in another part:
+    the page draws the first heatmap of the first OPEN_FAILURES cards of each part; the
+    stored record keeps those alone, and its page is the same, byte for byte."""
+    record = GradeRecord.from_json(make_record(course))
+    twice = [_check(), _check(name="aux")]
+    record.tests += [GradeRecord.from_json({"tests": [_test(f"test_moe[{i}]", "moe", False,
+                                                            checks=[dict(c) for c in twice])]})
+                     .tests[0] for i in range(4)]
+    kept = feedback.stored(record)
+
+    def maps(r: GradeRecord) -> list[tuple[str, str]]:
+        return [(t.name, c["name"]) for t in r.tests for c in t.checks if c.get("heatmap")]
+
+    assert maps(kept) == [("test_output[float64-1]", "output"), ("test_route[0]", "topk_weight"),
+                          ("test_moe[0]", "output"), ("test_moe[1]", "output")]
+    assert len(maps(record)) == 2 + 2 * 4  # the record itself is not changed
+    for lang in ("en", "zh"):
+        assert feedback.render_student(kept, course, "13", lang) == \
+            feedback.render_student(record, course, "13", lang)
+    assert feedback.stored(kept) is kept  # nothing more to drop
+
+
 def test_many_numeric_failures_fold_after_the_first(course):
     record = make_record(course)
     record["tests"] = [_test(f"test_route[{i}]", "router", False, checks=[_check()])

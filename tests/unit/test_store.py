@@ -65,6 +65,20 @@ def test_the_spool_gives_entries_back_in_the_order_asked_and_leaves_no_file(tmp_
         assert list((tmp_path / "out").iterdir()) == []  # an unnamed file: nothing to clean
 
 
+def test_the_raw_report_leaves_out_what_the_result_holds(tmp_path):
+    meta = {"name": "t", "part": "ffn", "case": [["H", 4]], "checks": [{"heatmap": [[1.0]]}],
+            "pictures": [{"got": [1]}], "error": None, "composite": False, "failed": True,
+            "diagnosis": {"matches": ["m"]}}
+    raw = {"summary": {"failed": 1}, "tests": [{"nodeid": "test_ffn.py::t", "outcome": "failed",
+                                                "metadata": meta}]}
+    Store(tmp_path).save(record("ann", 0.0, "f", raw_report=raw), "<p>")
+    written = json.loads((tmp_path / "raw" / "ann.json").read_text())
+    assert written == {"summary": {"failed": 1}, "tests": [
+        {"nodeid": "test_ffn.py::t", "outcome": "failed",
+         "metadata": {"failed": True, "diagnosis": {"matches": ["m"]}}}]}
+    assert raw["tests"][0]["metadata"] is meta and "checks" in meta  # the record's is kept
+
+
 def test_a_record_reads_back_as_it_was_written(tmp_path):
     """results/<id>.json is the record's one JSON form: written, read, written again,
     byte for byte, with every nested record typed on the way."""
