@@ -32,8 +32,9 @@ would, and prints, all measured in this one run on the same cores:
 With --class-sizes it measures instead how the parent's memory grows with the class:
 for each size, a class of that many copies of the sample class's students (examples/13,
 but for frank, whose endless loop holds a worker 20 s a copy), graded, then read back
-by a no-change rerun; it prints the parent's peak memory (VmHWM) in each, and how much
-the largest class's grading peak exceeds the smallest's (target: 5 %). With --against
+by a no-change rerun; it prints the parent's peak memory (VmHWM) in each, how much
+the largest class's grading peak exceeds the smallest's (target: 5 %), and the KB each
+sample student takes in OUT (results/, raw/ and the page). With --against
 (a checkout of the old code, e.g. `git worktree add /tmp/old main`) the old code reads
 back each class too, and both codes' scores.json and report.html are compared byte for
 byte.
@@ -380,6 +381,17 @@ def table(rows: list[tuple[str, str]]) -> str:
     return "\n".join([line, *(f"| {k:<{width}} | {v:>{vwidth}} |" for k, v in rows), line])
 
 
+def out_per_student(out: Path) -> dict[str, float]:
+    """KB a student takes in OUT (results/, raw/ and their page), for the first copy of
+    each sample student: alice is correct, bob and grace each have a known mistake."""
+    sizes = {}
+    for result in sorted((out / "results").glob("*-0000?.json")):
+        sid = result.stem
+        files = [result, out / "raw" / result.name, out / "feedback" / f"{sid}.html"]
+        sizes[sid.rsplit("-", 1)[0]] = sum(f.stat().st_size for f in files if f.exists()) / 1000
+    return sizes
+
+
 def old_cmd(subs: Path, out: Path, jobs: int, old: Path) -> tuple[list[str], dict]:
     """`grader run` as the code in `old` runs it (its package first on the path)."""
     cmd = grader_cmd(subs, out, jobs, [])
@@ -402,6 +414,9 @@ def class_sizes(root: Path, sizes: list[int], jobs: int, old: Path | None) -> bo
         reread = timed_run(grader_cmd(subs, out, jobs, []), root / f"reread-{n}.log",
                            sample_memory=True)
         peaks[n] = graded["memory"].hwm["parent"]
+        if n == min(sizes):
+            rows += [(f"OUT per student: {name} (results, raw, page)", f"{kb:.0f} KB")
+                     for name, kb in out_per_student(out).items()]
         rows += [(f"{n} students: grading, wall time", f"{graded['seconds']:.0f} s"),
                  (f"{n} students: grading, parent peak (VmHWM)", mib(peaks[n])),
                  (f"{n} students: no-change rerun, parent peak",
