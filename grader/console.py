@@ -19,8 +19,9 @@ from rich.table import Table
 
 from grader import config
 from grader.plan import Summary
-from grader.record import ERROR_STATUSES, TIMEOUT, ClassScores
+from grader.record import ERROR_STATUSES, TIMEOUT
 from grader.store import Store
+from grader.tally import Line
 
 # Into a file or a pipe, a line is never wrapped mid-phrase (rich would wrap at 80
 # columns): whatever reads it gets each message whole.
@@ -82,14 +83,13 @@ def left_out(skipped: list[str], absent: list[str] = ()) -> None:
         console.print(f"  {', '.join(absent)}", markup=False, highlight=False)
 
 
-def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:
+def summary_table(summary: Summary, students: list[Line], out: Path) -> None:
     """This run's work, and the class as it now stands (scores.json): the errors and
     timeouts that remain are counted and named whether graded now or before."""
-    errors = [f"{s.student_id} ({s.status})" for s in scores.students
-              if s.status in ERROR_STATUSES]
-    timeouts = [s.student_id for s in scores.students if s.status == TIMEOUT]
+    errors = [f"{s.student_id} ({s.status})" for s in students if s.status in ERROR_STATUSES]
+    timeouts = [s.student_id for s in students if s.status == TIMEOUT]
     table = Table(title="summary", show_header=False)
-    table.add_row("students", str(len(scores.students)))
+    table.add_row("students", str(len(students)))
     table.add_row("graded now", str(summary.graded))
     table.add_row("unchanged (skipped)", str(summary.skipped))
     table.add_row("errors (missing, unreadable, import)", str(len(errors)))
@@ -100,16 +100,16 @@ def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:
         if names:
             console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
     console.print(f"scores:   {out / 'scores.json'}", markup=False)
-    pages(scores, out)
+    pages([s.student_id for s in students], out)
     console.print(f"report:   {out / 'report.html'}", markup=False)
 
 
-def pages(scores: ClassScores, out: Path) -> None:
+def pages(student_ids: list[str], out: Path) -> None:
     """Where the students' pages are, under the names they really have: a page is
     `<student_id>.html` unless the id is no plain file name, and those are listed."""
     from grader.feedback import clean
 
-    named = {s.student_id: Store.page_of(s.student_id) for s in scores.students}
+    named = {sid: Store.page_of(sid) for sid in student_ids}
     console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
                   "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
     for sid, page in named.items():

@@ -21,6 +21,7 @@ import pytest
 
 from grader import config, feedback, report
 from grader.record import Diagnosis, GradeRecord
+from grader.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -263,7 +264,7 @@ def test_what_the_results_show_in_chromium(course, tmp_path, artifacts, language
 
 
 def test_class_report_in_chromium(course, tmp_path, artifacts):
-    _check_page(report.render_report(_class(course), course, "13", similarity=True),
+    _check_page(report.render_report(Tally.of(_class(course)), course, "13", similarity=True),
                 "report", tmp_path, artifacts)
 
 
