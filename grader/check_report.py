@@ -46,6 +46,7 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     every field plain JSON."""
     from grader.divergence import sentence
     from grader.feedback import STRINGS
+    from grader.strings import in_language
     lesson = course.lesson(lesson_key)
     lang = language or course.language
     tests = record.tests
@@ -69,7 +70,7 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
                       for t in mine]}
     return {"lesson": lesson_key, "language": lang, "status": record.status, "problem": record.problem,
             "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
-            "notes": notes, "passed": sum(t.passed for t in tests), "total": len(tests),
+            "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
             "parts": parts, "output": record.output, "examples": record.examples}
 
 

@@ -58,6 +58,7 @@ from grader.context import LessonContext
 from grader.plan import MAX_SOURCE, Submission, Summary, read_capped
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
+from grader.strings import say
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
             "lsf": "LSFCluster"}
@@ -173,7 +174,7 @@ def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str], str]:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            notes.append(f"the file could not be read: {exc.strerror}")
+            notes.append(say("note_unreadable", why=exc.strerror))
     return sub.student_id, data, sub.fingerprint, notes, sub.name
 
 

@@ -41,9 +41,10 @@ from grader.notebook import load
 from grader.plan import MAX_FILE, read_capped
 from grader.shown import printable, raw_bytes, reason_of
 from grader.store import safe_name
+from grader.strings import STRINGS, Said, in_language, say
 
 UTC = timezone.utc  # datetime.UTC is 3.11+
-Found = tuple[str, Path | None, list[str]]
+Found = tuple[str, Path | None, list[str]]  # a note is Said: its page's language shows
 
 GRADABLE = (".py", ".ipynb")
 METADATA = "submission_metadata.yml"
@@ -53,18 +54,19 @@ MAX_CLASS = 100_000                 # entries of a class: its folder, a walk, an
 MAX_UNZIPPED = 256 * 1024 * 1024    # all that one archive may unpack
 MAX_ID = 120                        # characters of a student id before it is hashed
 
-# Why something was left out: one note per reason, naming what it left out.
-LINK = "links are never followed"
-SPECIAL = "not a regular file"
-DEEP = f"more than {MAX_DEPTH} folders deep"
-TOO_LARGE = f"over the {MAX_FILE}-byte limit for one file"
-ESCAPES = "a path that leaves the archive"
-OVER_TOTAL = f"the archive would unpack to more than {MAX_UNZIPPED} bytes"
-NOT_IN_EXPORT = "the metadata names a folder that is not in the export"
+# Why something was left out: one note per reason, naming what it left out. A reason
+# a student may read is said in every language; the others reach the TA only.
+LINK = say("why_link")
+SPECIAL = say("why_special")
+DEEP = say("why_deep", n=MAX_DEPTH)
+TOO_LARGE = say("why_too_large", n=MAX_FILE)
+ESCAPES = say("why_escapes")
+OVER_TOTAL = say("why_over_total", n=MAX_UNZIPPED)
+NOT_IN_EXPORT = say("why_not_in_export")
 NOT_LMS = "not named as Canvas or Moodle names a submission's file"
-NOT_GRADABLE = "only .py and .ipynb files are graded"
+NOT_GRADABLE = say("why_not_gradable")
 NOT_A_FOLDER = "not a student's folder"
-CANVAS_ENTRY = {"text.html": "a text entry, not a file", "link.html": "a URL, not a file"}
+CANVAS_ENTRY = {"text.html": say("why_text_entry"), "link.html": say("why_url")}
 
 
 @dataclass
@@ -118,7 +120,7 @@ def _digits(text: str) -> bool:
 MOODLE_FOLDER = re.compile(r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
 MOODLE_FILE = re.compile(
     r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<original>.+)$")
-MOODLE_ENTRY = "an online text, not a file"
+MOODLE_ENTRY = say("why_online_text")
 
 
 @dataclass
@@ -131,7 +133,7 @@ class Placed:
     name: str = ""          # the student's name, where the LMS writes it (Moodle)
     late: bool = False
     order: int = 0          # Canvas file ids grow with each upload
-    not_a_file: str = ""
+    not_a_file: str = ""    # Said, when it is not
 
 
 def canvas_placed(label: str) -> Placed | None:
@@ -171,7 +173,7 @@ class Skips:
     def __init__(self) -> None:
         self.names: dict[str, list[str]] = {}
 
-    def add(self, reason: str, name: str) -> None:
+    def add(self, reason: str | Said, name: str) -> None:
         self.names.setdefault(reason, []).append(name)
 
     def extend(self, other: Skips) -> None:
@@ -179,7 +181,8 @@ class Skips:
             self.names.setdefault(reason, []).extend(names)
 
     def notes(self) -> list[str]:
-        return [f"Left out {_listing(names)} ({reason})." for reason, names in self.names.items()]
+        return [say("note_left_out", names=_listing(names), reason=reason)
+                for reason, names in self.names.items()]
 
 
 @dataclass
@@ -262,8 +265,7 @@ def _together(groups: dict[str, Group], ids: dict[str, str], names: dict[str, st
     for members in together:
         for sid in members:
             others = [f"{o} ({names[o]})" if names.get(o) else o for o in members if o != sid]
-            notes[sid].append(f"Handed in as a group with {_listing(others)}; each of you "
-                              f"gets this score.")
+            notes[sid].append(say("note_group", names=_listing(others)))
     return together
 
 
@@ -352,9 +354,12 @@ def _unique(sid: str, taken: set[str]) -> str:
     return unique
 
 
-def _listing(names: list[str], shown: int = 5) -> str:
-    listed = ", ".join(names[:shown])
-    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
+def _listing(names: list[str], shown: int = 5) -> Said:
+    """Names, the first `shown` of them, in every language (a name may be Said)."""
+    listed = Said({lang: ", ".join(in_language(n, lang) for n in names[:shown])
+                   for lang in STRINGS})
+    return say("note_listing_more", names=listed, n=len(names) - shown) \
+        if len(names) > shown else listed
 
 
 def _entries(folder: Path, limit: int) -> tuple[list[os.DirEntry], bool]:
@@ -376,10 +381,10 @@ def _walk(root: Path, skips: Skips, limit: int) -> list[_File]:
         try:
             entries, more = _entries(folder, left)
         except OSError as exc:
-            skips.add(f"could not be read: {reason_of(exc)}", rel or ".")
+            skips.add(say("why_cannot_read", why=reason_of(exc)), rel or ".")
             continue
         if more:
-            skips.add(f"only the first {limit} entries are looked at", rel or ".")
+            skips.add(say("why_first_entries", n=limit), rel or ".")
         left -= len(entries)
         for e in entries:
             label = f"{rel}/{printable(e.name)}" if rel else printable(e.name)
@@ -397,7 +402,7 @@ def _walk(root: Path, skips: Skips, limit: int) -> list[_File]:
             else:
                 skips.add(SPECIAL, label)
     for _, rel, _ in queue:
-        skips.add(f"only the first {limit} entries are looked at", rel)
+        skips.add(say("why_first_entries", n=limit), rel)
     return files
 
 
@@ -432,7 +437,7 @@ def _folders(entries: list[os.DirEntry], exercise: str, run: Skips) -> dict[str,
             continue
         group = Group()
         if e.is_symlink():
-            group.skips.add(LINK, f"the folder {printable(e.name)}")
+            group.skips.add(LINK, say("note_the_folder", name=printable(e.name)))
         else:
             group.cands = [Candidate(f.path, f.when, label=f.label)
                            for f in _files(Path(e.path), exercise, group.skips)]
@@ -530,7 +535,7 @@ def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, 
                 break
             shown = label if c else f"{name}: {label}"
             if not info.filename:  # a name of a NUL byte, which zipfile cuts to nothing
-                skips.add("an entry without a name", f"{name}: entry {i + 1}")
+                skips.add(say("why_no_name"), f"{name}: entry {i + 1}")
                 continue
             if info.is_dir():
                 continue
@@ -547,7 +552,7 @@ def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, 
                 total += _unpack(z, info, target)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError,
                     EOFError, ValueError, zlib.error) as exc:
-                skips.add(f"could not be unpacked: {reason_of(exc)}", shown)
+                skips.add(say("why_cannot_unpack", why=reason_of(exc)), shown)
                 continue
             group.cands.append(Candidate(target, _zip_time(info), late=c.late,
                                          label=c.original, order=c.order))
@@ -679,13 +684,13 @@ def _choose(cands: list[Candidate], exercise: str,
     notes = []
     if len(cands) > 1:
         others = _listing([c.label for c in cands if c is not best], 10)
-        why = "the newest on-time one" if due is not None and not best.late else "the newest"
-        notes.append(f"Several files were submitted; graded {best.label}, {why} "
-                     f"(also found: {others}).")
+        several = "note_several_on_time" if due is not None and not best.late \
+            else "note_several"
+        notes.append(say(several, file=best.label, others=others))
     if best.late:
-        notes.append("This submission was late" +
-                     (f" (due {due:%Y-%m-%d %H:%M %Z})." if due else "."))
+        notes.append(say("note_late_due", due=f"{due:%Y-%m-%d %H:%M %Z}") if due
+                     else say("note_late"))
     if Path(best.label).name not in (exercise, Path(exercise).stem + ".ipynb") \
             and len(cands) == 1:
-        notes.append(f"Graded {best.label} as {exercise}.")
+        notes.append(say("note_graded_as", file=best.label, exercise=exercise))
     return best, notes
