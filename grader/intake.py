@@ -134,6 +134,7 @@ class Placed:
     late: bool = False
     order: int = 0          # Canvas file ids grow with each upload
     not_a_file: str = ""    # Said, when it is not
+    by_number: bool = False  # the key is Moodle's participant number, not the student
 
 
 def canvas_placed(label: str) -> Placed | None:
@@ -153,7 +154,7 @@ def moodle_placed(label: str) -> Placed | None:
     if m is None:
         return None
     original = rest or (m.groupdict().get("original") or "")
-    return Placed(m["pid"], original, name=m["name"],
+    return Placed(m["pid"], original, name=m["name"], by_number=True,
                   not_a_file=MOODLE_ENTRY if m["plugin"] != "file" and original else "")
 
 
@@ -192,6 +193,7 @@ class Group:
     skips: Skips = field(default_factory=Skips)
     name: str = ""          # the student's name, where the download says it
     mates: list[str] = field(default_factory=list)  # the others of a group submission
+    by_number: bool = False  # keyed by Moodle's participant number
 
 
 @dataclass
@@ -201,6 +203,8 @@ class Intake:
     names: dict[str, str] = field(default_factory=dict)     # as the download names them
     together: list[list[str]] = field(default_factory=list)  # ids of one group submission
     absent: list[str] = field(default_factory=list)  # on the roster, nothing handed in
+    by_number: list[str] = field(default_factory=list)  # Moodle participant numbers no
+    #                                                     roster or worksheet maps
 
 
 @dataclass
@@ -233,8 +237,11 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     names: dict[str, str] = {}
     taken: set[str] = set()
     ids: dict[str, str] = {}
+    by_number: list[str] = []
     for key, group in sorted(groups.items()):
         sid = ids[key] = _unique(_ident(by_key.get(key, key)), taken)
+        if group.by_number and key not in by_key:
+            by_number.append(sid)
         if group.name:
             names[sid] = printable(group.name)
         best, notes = _choose(group.cands, exercise, due)
@@ -251,7 +258,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     together = _together(groups, ids, names, found)
     absent = sorted(set(roster or {}) - set(ids.values()))
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
-                  together, absent)
+                  together, absent, by_number)
 
 
 def _together(groups: dict[str, Group], ids: dict[str, str], names: dict[str, str],
@@ -326,6 +333,7 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
                 mine.cands += g.cands
                 mine.skips.extend(g.skips)
                 mine.name = mine.name or g.name
+                mine.by_number = mine.by_number or g.by_number
         return groups
     names = [printable(e.name) + ("/" if e.is_dir(follow_symlinks=False) else "")
              for e in entries]
@@ -466,6 +474,7 @@ def _named(directory: Path, exercise: str, run: Skips, reader) -> dict[str, Grou
 def _group(groups: dict[str, Group], placed: Placed) -> Group:
     group = groups.setdefault(placed.key, Group())
     group.name = group.name or placed.name
+    group.by_number = group.by_number or placed.by_number
     return group
 
 

@@ -219,6 +219,7 @@ class ClassScores:
     version: str
     max_score: float
     students: list[GradeRecord]
+    participant_numbers: list[str] = field(default_factory=list)  # Moodle's, unmapped
 
     @classmethod
     def from_json(cls, d: Json) -> ClassScores:
@@ -226,4 +227,5 @@ class ClassScores:
                    version=str(d.get("version", "")),
                    max_score=float(d.get("max_score") or 0.0),
                    students=[GradeRecord.from_json(s) for s in d.get("students") or []
-                             if isinstance(s, dict)])
+                             if isinstance(s, dict)],
+                   participant_numbers=[str(x) for x in d.get("participant_numbers") or []])

@@ -120,13 +120,17 @@ class Store:
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
     def scores(self, lesson: str, course: str, version: str, max_score: float,
-               student_ids: list[str]) -> dict:
+               student_ids: list[str], participant_numbers: list[str] = ()) -> dict:
         """scores.json for these students, in id order, without timings or the
         per-check numbers (those are in results/<id>.json and on the pages), each
-        naming their page (`page`, relative to OUT) for whoever hands pages out."""
+        naming their page (`page`, relative to OUT) for whoever hands pages out;
+        `participant_numbers`: the ids that are a Moodle download's participant
+        numbers only, which no Moodle import can match."""
         students = [{**rec.score_json(), "page": self.page_of(sid)}
                     for sid in sorted(student_ids) if (rec := self.load(sid)) is not None]
         doc = {"lesson": lesson, "course": course, "version": version,
-               "max_score": max_score, "students": students}
+               "max_score": max_score, "students": students,
+               **({"participant_numbers": sorted(participant_numbers)}
+                  if participant_numbers else {})}
         write_atomic(self.out / "scores.json", dump(doc))
         return doc
