@@ -12,14 +12,17 @@ was graded.
 
 Nothing a class hands in is trusted. Names are decoded with replacement and reach a
 path only through `safe_name`; intake writes only under its cache folder. Links are
-never followed (lstat, O_NOFOLLOW); walks are breadth first with a depth and a count
-cap; sizes are checked before anything is read; an archive entry that is too large or
+never followed (lstat, O_NOFOLLOW), not even one swapped in after the walk: each
+student's chosen file is copied into the cache through folders opened one at a time
+(`_taken_in`), and only the copy is graded; walks are breadth first with a depth and a
+count cap; sizes are checked before anything is read; an archive entry that is too large or
 escapes is skipped, never the whole archive. Everything left out is named in that
 student's notes and in the run's summary (`Intake.skipped`), and so is every file given
 to no student.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import os
@@ -53,6 +56,7 @@ MAX_ENTRIES = 10_000                # entries a walk of one student's folder loo
 MAX_CLASS = 100_000                 # entries of a class: its folder, a walk, an archive
 MAX_UNZIPPED = 256 * 1024 * 1024    # all that one archive may unpack
 MAX_ID = 120                        # characters of a student id before it is hashed
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 # Why something was left out: one note per reason, naming what it left out. A reason
 # a student may read is said in every language; the others reach the TA only.
@@ -245,6 +249,13 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
         if group.name:
             names[sid] = printable(group.name)
         best, notes = _choose(group.cands, exercise, due)
+        if best is not None and not best.path.is_relative_to(cache):
+            taken_in = _taken_in(Path(directory), best, cache / "files" / safe_name(sid),
+                                 group.skips)
+            if taken_in is None:  # what was chosen is not graded: nothing said of it holds
+                best, notes = None, []
+            else:
+                best.path = taken_in
         left_out = group.skips.notes()
         path = None
         if best is not None:
@@ -259,6 +270,46 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     absent = sorted(set(roster or {}) - set(ids.values()))
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
                   together, absent, by_number)
+
+
+def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | None:
+    """The chosen file copied from the class's folder into intake's own `dest`, read
+    through folders opened one at a time beneath `root`, never through a link: a file
+    or folder replaced by a link after the walk saw it (someone else may write in a
+    shared class folder) is left out, not followed. What is graded and fingerprinted
+    after this is intake's copy, which nothing of the class can change. A file over
+    MAX_FILE is copied as a sparse file of its size, which the reader then refuses in
+    the same words as the original."""
+    parts = cand.path.relative_to(root).parts
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+    try:
+        for name in parts[:-1]:
+            fds.append(os.open(name, _OPEN | os.O_DIRECTORY, dir_fd=fds[-1]))
+        fds.append(os.open(parts[-1], _OPEN, dir_fd=fds[-1]))
+        st = os.fstat(fds[-1])
+        if not stat.S_ISREG(st.st_mode):
+            skips.add(SPECIAL, cand.label)
+            return None
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / f"submission{cand.path.suffix}"
+        with open(target, "wb") as out:
+            if st.st_size > MAX_FILE:
+                out.truncate(st.st_size)
+            else:  # at most one byte over, should it grow meanwhile
+                left = MAX_FILE + 1
+                while left and (chunk := os.read(fds[-1], min(left, 1 << 20))):
+                    out.write(chunk)
+                    left -= len(chunk)
+        return target
+    except OSError as exc:
+        # a link where the walk saw a file or folder: O_NOFOLLOW refuses it (ELOOP, or
+        # ENOTDIR for a link to a file where a folder was)
+        skips.add(LINK if exc.errno in (errno.ELOOP, errno.ENOTDIR)
+                  else say("why_cannot_read", why=reason_of(exc)), cand.label)
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _together(groups: dict[str, Group], ids: dict[str, str], names: dict[str, str],
@@ -328,7 +379,8 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
             if not (e.is_file(follow_symlinks=False) and e.name.endswith(".zip")):
                 run.add("beside a zip, only zips are read", printable(e.name))
         for i, z in enumerate(zips):
-            for sid, g in _lms_zip(Path(z.path), unzipped / str(i), exercise, run).items():
+            for sid, g in _lms_zip(Path(z.path), unzipped / str(i), exercise, run,
+                                   beside=True).items():
                 mine = groups.setdefault(sid, Group())
                 mine.cands += g.cands
                 mine.skips.extend(g.skips)
@@ -516,17 +568,37 @@ def _entry_refusal(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, Group]:
+def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips,
+             beside: bool = False) -> dict[str, Group]:
     """Candidates from an LMS's download zip (Canvas's or Moodle's, told by its names). Only entries that could be graded are
     unpacked, each under a name of our own (`<index><suffix>` in `dest`); an entry that
     escapes, is a link or is too large is skipped and named, never the whole archive,
-    and so is every entry not named as the LMS names a submission's file."""
+    and so is every entry not named as the LMS names a submission's file. A zip found
+    in the class's folder (`beside`) is opened without following a link, should one
+    have replaced it since the folder was listed; the one the TA names is theirs."""
     name = printable(archive.name)
+    flags = _OPEN if beside else os.O_RDONLY | os.O_CLOEXEC
     try:
-        z = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        run.add(f"not a readable zip: {reason_of(exc)}", name)
+        f = open(archive, "rb", opener=lambda path, _: os.open(path, flags))
+    except OSError as exc:
+        run.add(LINK if exc.errno == errno.ELOOP else
+                f"not a readable zip: {reason_of(exc)}", name)
         return {}
+    with f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            run.add(SPECIAL, name)
+            return {}
+        try:
+            z = zipfile.ZipFile(f)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            run.add(f"not a readable zip: {reason_of(exc)}", name)
+            return {}
+        return _zip_groups(z, name, dest, exercise, run)
+
+
+def _zip_groups(z: zipfile.ZipFile, name: str, dest: Path, exercise: str,
+                run: Skips) -> dict[str, Group]:
+    """The candidates of an open LMS zip (`_lms_zip`), unpacked into `dest`."""
     groups: dict[str, Group] = {}
     total = 0
     dest.mkdir(parents=True, exist_ok=True)
