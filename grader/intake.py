@@ -278,8 +278,8 @@ def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | N
     or folder replaced by a link after the walk saw it (someone else may write in a
     shared class folder) is left out, not followed. What is graded and fingerprinted
     after this is intake's copy, which nothing of the class can change. A file over
-    MAX_FILE is copied as a sparse file of its size, which the reader then refuses in
-    the same words as the original."""
+    MAX_FILE is left out, as an archive entry is: OUT never holds one, not even sparse
+    (a copy of OUT would write it whole)."""
     parts = cand.path.relative_to(root).parts
     fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
     try:
@@ -287,19 +287,16 @@ def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | N
             fds.append(os.open(name, _OPEN | os.O_DIRECTORY, dir_fd=fds[-1]))
         fds.append(os.open(parts[-1], _OPEN, dir_fd=fds[-1]))
         st = os.fstat(fds[-1])
-        if not stat.S_ISREG(st.st_mode):
-            skips.add(SPECIAL, cand.label)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE:
+            skips.add(SPECIAL if not stat.S_ISREG(st.st_mode) else TOO_LARGE, cand.label)
             return None
         dest.mkdir(parents=True, exist_ok=True)
         target = dest / f"submission{cand.path.suffix}"
-        with open(target, "wb") as out:
-            if st.st_size > MAX_FILE:
-                out.truncate(st.st_size)
-            else:  # at most one byte over, should it grow meanwhile
-                left = MAX_FILE + 1
-                while left and (chunk := os.read(fds[-1], min(left, 1 << 20))):
-                    out.write(chunk)
-                    left -= len(chunk)
+        with open(target, "wb") as out:  # at most one byte over, should it grow meanwhile
+            left = MAX_FILE + 1
+            while left and (chunk := os.read(fds[-1], min(left, 1 << 20))):
+                out.write(chunk)
+                left -= len(chunk)
         return target
     except OSError as exc:
         # a link where the walk saw a file or folder: O_NOFOLLOW refuses it (ELOOP, or

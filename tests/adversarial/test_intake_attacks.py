@@ -293,14 +293,15 @@ def test_non_utf8_file_name_in_a_student_folder_reads_as_text(world):
 
 def test_huge_file_is_refused_without_reading_it(world):
     """A 2 GiB 13_moe.py was read whole, twice (fingerprint, then read), before the
-    1 MiB check. Sparse here: only what is read costs memory."""
+    1 MiB check. Sparse here: only what is read costs memory. Intake leaves it out by
+    its size, copying none of it, and the student is told why."""
     world.honest_folder()
     huge = world.subs / "mallory" / EX
     huge.parent.mkdir(parents=True)
     with huge.open("wb") as f:
         f.truncate(2 << 30)
     taken = world.collect()
-    path, _ = found(taken)["mallory"]
+    path, notes = found(taken)["mallory"]
     tracemalloc.start()
     try:
         fingerprint_of(Submission("mallory", path), "v")
@@ -309,8 +310,9 @@ def test_huge_file_is_refused_without_reading_it(world):
     finally:
         tracemalloc.stop()
     assert peak < 8 * MAX_SOURCE, f"{peak} bytes allocated to refuse the file"
-    assert sub.source is None and sub.problem == (
-        f"the file is {2 << 30} bytes, over the {MAX_SOURCE}-byte limit")
+    assert path is None and notes == [f"Left out {EX} ({intake.TOO_LARGE})."]
+    sub = graded_source(path, notes)
+    assert sub.source is None and sub.problem == f"no file could be graded: {notes[0]}"
     assert_honest(taken)
 
 
