@@ -176,7 +176,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     summary_table(graded.summary, graded.scores, out)
     left_out(graded.skipped, graded.absent)
     if graded.by_number:
-        RunConsole().note(graded.by_number)  # again at the end: the first scrolled away
+        RunConsole().warn(graded.by_number)  # again at the end: the first scrolled away
     if graded.summary.worker_failures:
         worker_failures(graded.summary.worker_failures)
         sys.exit(1)

@@ -65,6 +65,10 @@ class Events(Protocol):
         """Something the TA should know (roster rows left out, the memory cap, container
         mode); `text` may hold the class's names: plain text."""
 
+    def warn(self, text: str) -> None:
+        """Something the TA must act on before the scores can be used (a Moodle
+        download no worksheet maps); plain text."""
+
     def unsandboxed(self) -> None:
         """Student code is about to run without the sandbox (--unsandboxed)."""
 
@@ -114,7 +118,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                            roster=roster.students, aliases=roster.aliases, due=lesson.due)
     by_number = by_number_warning(taken.by_number, course, lesson_key, bool(roster.missing))
     if by_number:
-        events.note(by_number)
+        events.warn(by_number)
     known = roster.students
     subs = [Submission(sid, path, notes=notes,
                        name=(known[sid].name if sid in known else "") or taken.names.get(sid, ""))

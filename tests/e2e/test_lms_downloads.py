@@ -160,7 +160,7 @@ def test_moodle_download_without_a_worksheet_is_warned(tmp_path):
     done = grade(course_yml, subs, out)
     said = " ".join((done.stdout + done.stderr).split())
     assert set(students(out)) == {"2750101", "2750102"}
-    warning = ("a Moodle download, and no Moodle grading worksheet names them: 2 student(s) "
+    warning = ("warning: a Moodle download, and no Moodle grading worksheet names them: 2 student(s) "
                "are known by their participant number only (2750101, 2750102).")
     assert said.count(warning) == 2, said[-3000:]
     assert "(it writes no row for them and exits 1)" in said
