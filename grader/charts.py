@@ -15,8 +15,9 @@ CHART_W = 880
 
 
 def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
-                binary: bool = False) -> Markup:
-    """The error over tokens x hidden units as an SVG grid (log colour above tolerance).
+                rows_axis: str, cols_axis: str, binary: bool = False) -> Markup:
+    """The error over the leading dims (flattened) x the last dim as an SVG grid (log
+    colour above tolerance), its axes named `rows_axis` and `cols_axis`.
     `binary` (a graded case): each block within the tolerance or beyond it, no value,
     since an answer of zeros would draw the reference's own magnitudes."""
     rows, cols = len(grid), max((len(r) for r in grid), default=0)
@@ -29,10 +30,12 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
     top_err = max(finite, default=floor)
     span = math.log10(top_err / floor) if top_err > floor else 1.0
     base = top + rows * cell
+    caption = t["heatmap_caption_binary" if binary else "heatmap_caption"].format(
+        rows=rows_axis, cols=cols_axis)
     w, h = max(left + cols * cell, HEAT_MIN_W) + 4, base + 40
     out = [f'<svg class="heat" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
-           f'viewBox="0 0 {w} {h}" role="img" aria-label="{escape(t["heatmap_caption"])}">',
-           f'<text x="{left}" y="12" class="ax">↓ {escape(t["rows"])}</text>']
+           f'viewBox="0 0 {w} {h}" role="img" aria-label="{escape(caption)}">',
+           f'<text x="{left}" y="12" class="ax">↓ {escape(clean(rows_axis, 60))}</text>']
     for i, row in enumerate(grid):
         for j, v in enumerate(row):
             colour = (("#c0392b" if v > 0 else "#e8ecf1")
@@ -41,7 +44,8 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
             out.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 1}" '
                        f'height="{cell - 1}" fill="{colour}">'
                        f'<title>{escape(title)}</title></rect>')
-    out.append(f'<text x="{left}" y="{base + 12}" class="ax">{escape(t["cols"])} →</text>')
+    out.append(f'<text x="{left}" y="{base + 12}" class="ax">{escape(clean(cols_axis, 60))} →'
+               '</text>')
     has_nan = not binary and any(v >= INF_MARK for r in grid for v in r)
     out.append(_heat_legend(left, base + 24, floor, None if binary else top_err, has_nan, t))
     out.append("</svg>")
@@ -92,7 +96,7 @@ def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
     top = max([*got, *ref, 1.0])
     label_w, row, bar_w = 90, 30, 220
     h = row * len(labels) + 26
-    out = [_bars_head(picture, label_w + bar_w + 60, h,
+    out = [_bars_head(picture, label_w + bar_w + 60, h, t,
                       f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} '
                       f'<tspan fill="#3b6ea8">■</tspan> {escape(t["ref"])}')]
     for i, label in enumerate(labels):
@@ -114,7 +118,7 @@ def _own_bars(picture: dict, t: dict[str, str]) -> Markup:
     top = max([*got, 1.0])
     label_w, row, bar_w = 110, 18, 220
     h = row * len(labels) + 26
-    out = [_bars_head(picture, label_w + bar_w + 60, h,
+    out = [_bars_head(picture, label_w + bar_w + 60, h, t,
                       f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} · '
                       f'≠ {escape(t["differs_from_ref"])}')]
     for i, label in enumerate(labels):
@@ -183,9 +187,9 @@ def histogram_svg(scores: list[float], max_score: float, bins: int = HIST_BINS) 
     return Markup("".join(out))
 
 
-def _bars_head(picture: dict, width: int, height: int, legend: str) -> str:
+def _bars_head(picture: dict, width: int, height: int, t: dict[str, str], legend: str) -> str:
     """A bar chart's opening tag and title line: its name, then `legend` (escaped
     already), as both bar charts draw them."""
     return (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}"'
             f' height="{height}" role="img"><text x="0" y="12" class="lb">'
-            f'{escape(clean(picture.get("name", ""), 60))}: {legend}</text>')
+            f'{escape(clean(picture.get("name", ""), 60))}{escape(t["colon"])}{legend}</text>')

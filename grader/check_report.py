@@ -46,6 +46,7 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     every field plain JSON."""
     from grader.divergence import sentence
     from grader.feedback import STRINGS
+    from grader.strings import in_language
     lesson = course.lesson(lesson_key)
     lang = language or course.language
     tests = record.tests
@@ -62,15 +63,27 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             "likely_mistake": {"id": diagnosis.id, "title": diagnosis.title[lang],
                                "hint": diagnosis.hint[lang]}
             if diagnosis and diagnosis.id else None,
-            "tests": [{"name": t.name, "outcome": t.outcome, "message": t.message,
+            "tests": [{"name": t.name, "outcome": t.outcome, "message": _message(t, lang),
                        "traceback": (t.error or {}).get("traceback") or "",
                        "checks": [disclosed.check(c, t.practice) for c in t.checks
                                   if not c.get("passed")]}
                       for t in mine]}
     return {"lesson": lesson_key, "language": lang, "status": record.status, "problem": record.problem,
             "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
-            "notes": notes, "passed": sum(t.passed for t in tests), "total": len(tests),
+            "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
             "parts": parts, "output": record.output, "examples": record.examples}
+
+
+def _message(test: TestRecord, lang: str) -> str:
+    """A test's message in `lang`: one failed through its checks says them as the
+    plugin does (`name: message; ...`), each check's message in `lang`."""
+    from grader.strings import in_language
+    failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
+    if test.error or not failing:
+        return test.message
+    return "; ".join(f"{c.get('name')}: "
+                     f"{in_language(c.get('message_texts') or c.get('message'), lang)}"
+                     for c in failing[:5])
 
 
 def _syntax_error(tests: list[TestRecord]) -> bool:

@@ -175,6 +175,8 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         raise click.exceptions.Exit(130) from None
     summary_table(graded.summary, graded.students, out)
     left_out(graded.skipped, graded.absent)
+    if graded.by_number:
+        RunConsole().warn(graded.by_number)  # again at the end: the first scrolled away
     if graded.summary.worker_failures:
         worker_failures(graded.summary.worker_failures)
         sys.exit(1)

@@ -59,6 +59,7 @@ from grader.context import LessonContext
 from grader.plan import MAX_SOURCE, Submission, Summary, read_capped
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
+from grader.strings import say
 from grader.tally import Entry
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
@@ -179,7 +180,7 @@ def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str], str]:
         except FileNotFoundError:
             pass
         except OSError as exc:
-            notes.append(f"the file could not be read: {exc.strerror}")
+            notes.append(say("note_unreadable", why=exc.strerror))
     return sub.student_id, data, sub.fingerprint, notes, sub.name
 
 

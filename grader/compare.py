@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from grader import structure
+from grader.strings import Said, Text, restored, say
 
 HEATMAP_ROWS, HEATMAP_COLS = 16, 32
 
@@ -39,10 +40,16 @@ class Check:
     size: int | None = None
     heatmap: list[list[float]] | None = None
     structure: dict | None = None   # what the difference looks like (grader/structure.py)
+    axes: dict | None = None        # {"rows": Text, "cols": Text}: what a heatmap's axes are
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        return {k: v for k, v in vars(self).items() if v is not None and v != {} and v != ""}
+        """The check as its record keeps it: `message` in English, and
+        `message_texts` each language's when the message was said in all of them."""
+        out = {k: v for k, v in vars(self).items() if v is not None and v != {} and v != ""}
+        if isinstance(self.message, Said):
+            out["message"], out["message_texts"] = str(self.message), self.message.texts
+        return out
 
 
 def _finite(x: float) -> float | None:
@@ -103,34 +110,41 @@ class Checks:
         self.items.append(check)
         return check.passed
 
-    def counts(self, name: str, labels: list[str], got: list[float], ref: list[float]) -> None:
-        """Not a check: counts to draw side by side (e.g. how many tokens each expert got)."""
-        self.pictures.append({"name": name, "labels": [str(x) for x in labels],
+    def counts(self, name: Text, labels: list[Text], got: list[float],
+               ref: list[float]) -> None:
+        """Not a check: counts to draw side by side (e.g. how many tokens each expert got).
+        The name and labels are text, or {language: text} for the pages' languages."""
+        self.pictures.append({"name": name,
+                              "labels": [x if isinstance(x, dict) else str(x) for x in labels],
                               "got": [float(x) for x in got], "ref": [float(x) for x in ref]})
 
-    def true(self, name: str, ok: bool, message: str) -> bool:
-        return self._add(Check(name, bool(ok), "" if ok else message))
+    def true(self, name: str, ok: bool, message: Text) -> bool:
+        """`message`: text, or {language: text} (with "en") for the pages' languages."""
+        return self._add(Check(name, bool(ok), "" if ok else restored(message)))
 
     def shape(self, name: str, got, expected: tuple) -> bool:
         if not isinstance(got, torch.Tensor):
-            return self._add(Check(name, False, f"expected a tensor, got {type(got).__name__}"))
+            return self._add(Check(name, False, say("check_not_tensor", type=type(got).__name__)))
         ok = tuple(got.shape) == tuple(expected)
         return self._add(Check(name, ok, "" if ok else
-                               f"shape {list(got.shape)}, expected {list(expected)}",
+                               say("check_shape", got=list(got.shape), ref=list(expected)),
                                got_shape=list(got.shape), ref_shape=list(expected)))
 
     def equal(self, name: str, got, expected, message: str = "") -> bool:
         ok = got == expected
         return self._add(Check(name, bool(ok), "" if ok else
-                               message or f"got {got!r}, expected {expected!r}"))
+                               message or say("check_equal", got=repr(got), ref=repr(expected))))
 
     def close(self, name: str, got, ref: torch.Tensor, tol: str | None = None,
-              alt=None, alt_note: str = "", rows: dict | None = None) -> bool:
+              alt=None, alt_note: Text = "", rows: dict | None = None,
+              axes: dict | None = None) -> bool:
         """`got` within tolerance of `ref`, or else of one of `alt`: a tensor, a list of
         them, or a callable giving either, called only when `ref` does not match.
         Alternatives are trusted results (e.g. the reference with mistakes the grader
         established elsewhere), never the student's own. `rows` labels each row of
-        `ref` (e.g. {"expert": topk_idx}): what the wrong rows share is then said."""
+        `ref` (e.g. {"expert": topk_idx}): what the wrong rows share is then said.
+        `axes` names what the heatmap's rows (leading dims, flattened) and columns (the
+        last dim) are, {"rows": Text, "cols": Text}: the lesson knows, the grader does not."""
         check = self._compare(name, got, ref, tol)
         if not check.passed and self.draw and isinstance(got, torch.Tensor) \
                 and not (got.is_complex() or got.dtype == torch.bool):
@@ -144,30 +158,34 @@ class Checks:
                 if isinstance(candidate, torch.Tensor):
                     second = self._compare(name, got, candidate, tol)
                     if second.passed:
-                        second.message = alt_note
+                        second.message = restored(alt_note)
                         check = second
                         break
+        if check.heatmap is not None and axes:
+            check.axes = {k: v for k, v in axes.items() if k in ("rows", "cols")}
         return self._add(check)
 
     def grad(self, name: str, got, ref, tol: str | None = None,
-             alt=None, alt_note: str = "", rows: dict | None = None) -> bool:
+             alt=None, alt_note: Text = "", rows: dict | None = None,
+             axes: dict | None = None) -> bool:
         """A gradient: None (never reached) equals zeros, on either side and in `alt`."""
         if ref is None and got is None:
             return self._add(Check(name, True, extra={"note": "no gradient on either side"}))
         if not isinstance(ref, torch.Tensor) and not isinstance(got, torch.Tensor):
-            return self._add(Check(name, False, f"expected a tensor, got {type(got).__name__}"))
+            return self._add(Check(name, False, say("check_not_tensor", type=type(got).__name__)))
         ref = ref if isinstance(ref, torch.Tensor) else torch.zeros_like(got)
         got = torch.zeros_like(ref) if got is None else got
         zeros = (lambda: [torch.zeros_like(ref) if a is None else a
                           for a in _alternatives(alt)]) if alt is not None else None
-        return self.close(name, got, ref, tol, alt=zeros, alt_note=alt_note, rows=rows)
+        return self.close(name, got, ref, tol, alt=zeros, alt_note=alt_note, rows=rows,
+                          axes=axes)
 
     def grads(self, name: str, got: dict, ref: dict, tol: str | None = None,
-              alt=None, alt_note: str = "") -> bool:
+              alt=None, alt_note: Text = "") -> bool:
         """Gradients by parameter name; a missing or None gradient equals zeros. `alt`
         gives dicts like `ref` (resolved once, only if some gradient differs)."""
         if not isinstance(got, dict):
-            return self._add(Check(name, False, "no gradients came back"))
+            return self._add(Check(name, False, say("check_no_grads")))
         resolved: list | None = None
 
         def alts(key: str) -> list:
@@ -187,15 +205,15 @@ class Checks:
         base = Check(name, False, atol=t.atol, rtol=t.rtol, ref_shape=list(ref.shape),
                      ref_dtype=str(ref.dtype).removeprefix("torch."))
         if not isinstance(got, torch.Tensor):
-            base.message = f"expected a tensor, got {type(got).__name__}"
+            base.message = say("check_not_tensor", type=type(got).__name__)
             return base
         base.got_shape = list(got.shape)
         base.got_dtype = str(got.dtype).removeprefix("torch.")
         if tuple(got.shape) != tuple(ref.shape):
-            base.message = f"shape {list(got.shape)}, expected {list(ref.shape)}"
+            base.message = say("check_shape", got=list(got.shape), ref=list(ref.shape))
             return base
         if got.is_complex() or got.dtype == torch.bool:
-            base.message = f"dtype {base.got_dtype}, expected {base.ref_dtype}"
+            base.message = say("check_dtype", got=base.got_dtype, ref=base.ref_dtype)
             return base
         g, r = _float64(got), _float64(ref)
         err = np.asarray(np.abs(g - r))  # an array even for 0-dim tensors
@@ -217,10 +235,9 @@ class Checks:
                     base.heatmap = _heatmap(torch.from_numpy(err))
                 # no number of the reference's in a message: a graded case's is shown
                 base.outside, base.size = int((~(err <= allowed)).sum()), int(err.size)
-                base.message = (f"{base.outside} of {base.size} values beyond the "
-                                f"tolerance ({t.atol:g} + {t.rtol:g}·|ref|)") \
-                    if base.max_abs_diff is not None \
-                    else "contains NaN or inf where the reference is finite"
+                base.message = say("check_beyond", n=base.outside, m=base.size,
+                                   atol=f"{t.atol:g}", rtol=f"{t.rtol:g}") \
+                    if base.max_abs_diff is not None else say("check_nonfinite")
         else:
             base.max_abs_diff = 0.0
         return base

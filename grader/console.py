@@ -35,6 +35,9 @@ class RunConsole:
     def note(self, text: str) -> None:
         console.print(f"[yellow]note:[/] {escape(text)}")
 
+    def warn(self, text: str) -> None:
+        console.print(f"[bold yellow]warning:[/] {escape(text)}")
+
     def unsandboxed(self) -> None:
         console.print("[bold red]WARNING: grading WITHOUT the sandbox[/] (--unsandboxed): "
                       "student code runs with this user's rights. Every score record says so.")

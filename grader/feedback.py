@@ -13,42 +13,19 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
-import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
-import grader
 from grader import disclosed, divergence, explain
 from grader.config import Course
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.charts import heatmap_svg, pair_bars_svg
 from grader.shown import clean, num, points
+from grader.strings import STRINGS, TEMPLATES, in_language, local_text
 
-TEMPLATES = Path(grader.__file__).parent.parent / "templates"
 OPEN_FAILURES = 2        # failing tests shown in full per part; the rest fold away
 
 # How a probe or the student's own code reports a function the file lacks.
 _MISSING = re.compile(r"module '[\w.]+' has no attribute '(\w+)'|name '(\w+)' is not defined")
-
-def _load_strings(path: Path) -> dict[str, dict[str, str]]:
-    """templates/i18n.yml (key -> {en, zh}) turned into language -> key -> text."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    languages = {lang for entry in data.values() for lang in entry}
-    missing = [f"{k}.{lang}" for k, entry in data.items()
-               for lang in languages if lang not in entry]
-    if missing:
-        raise ValueError(f"{path}: missing translations: {', '.join(missing)}")
-    return {lang: {k: entry[lang] for k, entry in data.items()} for lang in sorted(languages)}
-
-
-STRINGS = _load_strings(TEMPLATES / "i18n.yml")
-
-
-def local_text(value: object, language: str) -> str:
-    """A diagnosis title or hint: a {en, zh} dict, or one string for all languages."""
-    if isinstance(value, dict):
-        return clean(value.get(language) or value.get("en") or next(iter(value.values()), ""))
-    return clean(value or "")
-
 
 def templates() -> Environment:
     """The pages' templates (autoescaped, strict), compiled as they are first used: a
@@ -100,7 +77,7 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
     """
     failing = [x for x in tests if not x.passed]
     blocked = _blocked(failing, record)
-    cards = [{"test": _test_view(group[0], t, i < OPEN_FAILURES),
+    cards = [{"test": _test_view(group[0], t, lang, i < OPEN_FAILURES),
               "same": [x.name for x in group[1:]]}
              for i, group in enumerate(_cards(failing, blocked))]
     return {"key": part, "title": title, "score": summary.score if summary else 0.0,
@@ -234,26 +211,48 @@ def _part_diagnoses(failing: list[TestRecord], lang: str) -> list[dict]:
     return sorted(seen.values(), key=lambda e: (e["id"] is None, -e["count"]))
 
 
-def _test_view(test: TestRecord, t: dict[str, str], picture: bool) -> dict:
+def _local_picture(picture: dict, lang: str) -> dict:
+    """A picture's name and labels in the page's language (a lesson may give either
+    as {language: text})."""
+    return {**picture, "name": in_language(picture.get("name", ""), lang),
+            "labels": [in_language(x, lang) for x in picture.get("labels", [])]}
+
+
+def _test_view(test: TestRecord, t: dict[str, str], lang: str, picture: bool) -> dict:
     """A failing test's checks; at most its first heatmap is drawn."""
     checks = [c for c in test.checks if isinstance(c, dict)]
     failing = [disclosed.check(c, test.practice) for c in _failing_checks(test)]
     first_map = _drawn_heatmap(failing)
     return {"name": test.name, "message": test.message, "error": test.error,
-            "checks": [_check_view(c, t, picture and i == first_map)
+            "checks": [_check_view(c, t, lang, picture and i == first_map)
                        for i, c in enumerate(failing)],
-            "pictures": [pair_bars_svg(disclosed.picture(p, test.practice), t)
+            "pictures": [pair_bars_svg(_local_picture(disclosed.picture(p, test.practice),
+                                                      lang), t)
                          for p in test.pictures if isinstance(p, dict)][:1]
             if picture else [],
             "passed_checks": len(checks) - len(failing)}
 
 
-def _check_view(check: dict, t: dict[str, str], picture: bool) -> dict:
+def heatmap_axes(check: dict, t: dict[str, str], lang: str) -> tuple[str, str]:
+    """What a check's heatmap rows and columns are, as the lesson named them for this
+    check; what the grader knows alone otherwise (leading dims, the last dim)."""
+    axes = check.get("axes") if isinstance(check.get("axes"), dict) else {}
+    rows, cols = (local_text(axes[k], lang) if axes.get(k) else t[f"axis_{k}"]
+                  for k in ("rows", "cols"))
+    return rows, cols
+
+
+def _check_view(check: dict, t: dict[str, str], lang: str, picture: bool) -> dict:
     heat = check.get("heatmap") if picture else None
-    svg = heatmap_svg(heat, check.get("atol"), t, binary=bool(check.get("heatmap_binary"))) \
+    rows, cols = heatmap_axes(check, t, lang)
+    binary = bool(check.get("heatmap_binary"))
+    svg = heatmap_svg(heat, check.get("atol"), t, rows, cols, binary=binary) \
         if isinstance(heat, list) and heat else None
+    caption = t["heatmap_caption_binary" if binary else "heatmap_caption"].format(
+        rows=rows, cols=cols)
     claim = check.get("structure")
-    return {**check, "heatmap_svg": svg,
+    return {**check, "heatmap_svg": svg, "heatmap_caption": caption,
+            "message": local_text(check.get("message_texts") or check.get("message"), lang),
             "structure_text": explain.structure_text(claim, t) if isinstance(claim, dict)
             else "",
             "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·|ref|"
@@ -279,7 +278,8 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
             "student_id": record.student_id, "student_name": record.name,
             "status": record.status,
             "problem": record.problem, "sandboxed": record.sandboxed,
-            "import_traceback": record.import_traceback, "notes": record.notes,
+            "import_traceback": record.import_traceback,
+            "notes": [local_text(n, lang) for n in record.notes],
             "output": record.output, "score": record.score,
             "max_score": record.max_score, "parts": parts}
 

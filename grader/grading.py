@@ -66,6 +66,10 @@ class Events(Protocol):
         """Something the TA should know (roster rows left out, the memory cap, container
         mode); `text` may hold the class's names: plain text."""
 
+    def warn(self, text: str) -> None:
+        """Something the TA must act on before the scores can be used (a Moodle
+        download no worksheet maps); plain text."""
+
     def unsandboxed(self) -> None:
         """Student code is about to run without the sandbox (--unsandboxed)."""
 
@@ -82,6 +86,7 @@ class Graded:
     students: list[Line]
     skipped: list[str] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)  # on the roster, nothing handed in
+    by_number: str = ""  # the warning when a Moodle download's students are numbers only
 
 
 def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, *,
@@ -112,6 +117,9 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         events.note(roster.note())
     taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
                            roster=roster.students, aliases=roster.aliases, due=lesson.due)
+    by_number = by_number_warning(taken.by_number, course, lesson_key, bool(roster.missing))
+    if by_number:
+        events.warn(by_number)
     known = roster.students
     subs = [Submission(sid, path, notes=notes,
                        name=(known[sid].name if sid in known else "") or taken.names.get(sid, ""))
@@ -142,10 +150,36 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                 tally.add(Entry.of(old))
         ids = sorted(s.student_id for s in subs)
         store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                     spool.entries(ids))
+                     spool.entries(ids), taken.by_number)
     write_report(tally, course, lesson_key, out, language, ctx.pages)
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
-    return Graded(summary, students, taken.skipped, taken.absent)
+    return Graded(summary, students, taken.skipped, taken.absent, by_number)
+
+
+def by_number_warning(ids: list[str], course: Course, lesson_key: str, missing: bool) -> str:
+    """What a TA must do when a Moodle download's students are known by participant
+    number only (no grading worksheet maps them), or "": their scores cannot be
+    imported into Moodle as they are."""
+    if not ids:
+        return ""
+    worksheet = course.lesson(lesson_key).moodle_worksheet
+    listed = ", ".join(ids[:10]) + (f" and {len(ids) - 10} more" if len(ids) > 10 else "")
+    download = ("the assignment's grading worksheet (View all submissions → Grading action "
+                "→ Download grading worksheet)")
+    if worksheet is None:
+        why = "no Moodle grading worksheet names them"
+        fix = (f"Download {download}, name it in course.yml as "
+               f"lessons.{lesson_key}.moodle_worksheet")
+    elif missing:
+        why = "no Moodle grading worksheet names them"
+        fix = f"Download {download} to {worksheet}"
+    else:
+        why = f"they are not in the grading worksheet {worksheet}"
+        fix = f"Download {download} again over {worksheet}"
+    return (f"a Moodle download, and {why}: {len(ids)} student(s) are known by their "
+            f"participant number only ({listed}). Their pages and scores.json carry these "
+            "numbers, and `grader export --to moodle` cannot match them to Moodle's users "
+            f"(it writes no row for them and exits 1). {fix}, and run again.")
 
 
 def available(unsandboxed: bool, support: Support) -> bool:

@@ -12,14 +12,17 @@ was graded.
 
 Nothing a class hands in is trusted. Names are decoded with replacement and reach a
 path only through `safe_name`; intake writes only under its cache folder. Links are
-never followed (lstat, O_NOFOLLOW); walks are breadth first with a depth and a count
-cap; sizes are checked before anything is read; an archive entry that is too large or
+never followed (lstat, O_NOFOLLOW), not even one swapped in after the walk: each
+student's chosen file is copied into the cache through folders opened one at a time
+(`_taken_in`), and only the copy is graded; walks are breadth first with a depth and a
+count cap; sizes are checked before anything is read; an archive entry that is too large or
 escapes is skipped, never the whole archive. Everything left out is named in that
 student's notes and in the run's summary (`Intake.skipped`), and so is every file given
 to no student.
 """
 from __future__ import annotations
 
+import errno
 import hashlib
 import itertools
 import os
@@ -41,9 +44,10 @@ from grader.notebook import load
 from grader.plan import MAX_FILE, read_capped
 from grader.shown import printable, raw_bytes, reason_of
 from grader.store import safe_name
+from grader.strings import STRINGS, Said, in_language, say
 
 UTC = timezone.utc  # datetime.UTC is 3.11+
-Found = tuple[str, Path | None, list[str]]
+Found = tuple[str, Path | None, list[str]]  # a note is Said: its page's language shows
 
 GRADABLE = (".py", ".ipynb")
 METADATA = "submission_metadata.yml"
@@ -52,19 +56,21 @@ MAX_ENTRIES = 10_000                # entries a walk of one student's folder loo
 MAX_CLASS = 100_000                 # entries of a class: its folder, a walk, an archive
 MAX_UNZIPPED = 256 * 1024 * 1024    # all that one archive may unpack
 MAX_ID = 120                        # characters of a student id before it is hashed
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
-# Why something was left out: one note per reason, naming what it left out.
-LINK = "links are never followed"
-SPECIAL = "not a regular file"
-DEEP = f"more than {MAX_DEPTH} folders deep"
-TOO_LARGE = f"over the {MAX_FILE}-byte limit for one file"
-ESCAPES = "a path that leaves the archive"
-OVER_TOTAL = f"the archive would unpack to more than {MAX_UNZIPPED} bytes"
-NOT_IN_EXPORT = "the metadata names a folder that is not in the export"
+# Why something was left out: one note per reason, naming what it left out. A reason
+# a student may read is said in every language; the others reach the TA only.
+LINK = say("why_link")
+SPECIAL = say("why_special")
+DEEP = say("why_deep", n=MAX_DEPTH)
+TOO_LARGE = say("why_too_large", n=MAX_FILE)
+ESCAPES = say("why_escapes")
+OVER_TOTAL = say("why_over_total", n=MAX_UNZIPPED)
+NOT_IN_EXPORT = say("why_not_in_export")
 NOT_LMS = "not named as Canvas or Moodle names a submission's file"
-NOT_GRADABLE = "only .py and .ipynb files are graded"
+NOT_GRADABLE = say("why_not_gradable")
 NOT_A_FOLDER = "not a student's folder"
-CANVAS_ENTRY = {"text.html": "a text entry, not a file", "link.html": "a URL, not a file"}
+CANVAS_ENTRY = {"text.html": say("why_text_entry"), "link.html": say("why_url")}
 
 
 @dataclass
@@ -118,7 +124,7 @@ def _digits(text: str) -> bool:
 MOODLE_FOLDER = re.compile(r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_?$")
 MOODLE_FILE = re.compile(
     r"^(?P<name>[^_]*)_(?P<pid>\d+)_assignsubmission_(?P<plugin>[a-z]+)_(?P<original>.+)$")
-MOODLE_ENTRY = "an online text, not a file"
+MOODLE_ENTRY = say("why_online_text")
 
 
 @dataclass
@@ -131,7 +137,8 @@ class Placed:
     name: str = ""          # the student's name, where the LMS writes it (Moodle)
     late: bool = False
     order: int = 0          # Canvas file ids grow with each upload
-    not_a_file: str = ""
+    not_a_file: str = ""    # Said, when it is not
+    by_number: bool = False  # the key is Moodle's participant number, not the student
 
 
 def canvas_placed(label: str) -> Placed | None:
@@ -151,7 +158,7 @@ def moodle_placed(label: str) -> Placed | None:
     if m is None:
         return None
     original = rest or (m.groupdict().get("original") or "")
-    return Placed(m["pid"], original, name=m["name"],
+    return Placed(m["pid"], original, name=m["name"], by_number=True,
                   not_a_file=MOODLE_ENTRY if m["plugin"] != "file" and original else "")
 
 
@@ -171,7 +178,7 @@ class Skips:
     def __init__(self) -> None:
         self.names: dict[str, list[str]] = {}
 
-    def add(self, reason: str, name: str) -> None:
+    def add(self, reason: str | Said, name: str) -> None:
         self.names.setdefault(reason, []).append(name)
 
     def extend(self, other: Skips) -> None:
@@ -179,7 +186,8 @@ class Skips:
             self.names.setdefault(reason, []).extend(names)
 
     def notes(self) -> list[str]:
-        return [f"Left out {_listing(names)} ({reason})." for reason, names in self.names.items()]
+        return [say("note_left_out", names=_listing(names), reason=reason)
+                for reason, names in self.names.items()]
 
 
 @dataclass
@@ -189,6 +197,7 @@ class Group:
     skips: Skips = field(default_factory=Skips)
     name: str = ""          # the student's name, where the download says it
     mates: list[str] = field(default_factory=list)  # the others of a group submission
+    by_number: bool = False  # keyed by Moodle's participant number
 
 
 @dataclass
@@ -198,6 +207,8 @@ class Intake:
     names: dict[str, str] = field(default_factory=dict)     # as the download names them
     together: list[list[str]] = field(default_factory=list)  # ids of one group submission
     absent: list[str] = field(default_factory=list)  # on the roster, nothing handed in
+    by_number: list[str] = field(default_factory=list)  # Moodle participant numbers no
+    #                                                     roster or worksheet maps
 
 
 @dataclass
@@ -230,11 +241,21 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     names: dict[str, str] = {}
     taken: set[str] = set()
     ids: dict[str, str] = {}
+    by_number: list[str] = []
     for key, group in sorted(groups.items()):
         sid = ids[key] = _unique(_ident(by_key.get(key, key)), taken)
+        if group.by_number and key not in by_key:
+            by_number.append(sid)
         if group.name:
             names[sid] = printable(group.name)
         best, notes = _choose(group.cands, exercise, due)
+        if best is not None and not best.path.is_relative_to(cache):
+            taken_in = _taken_in(Path(directory), best, cache / "files" / safe_name(sid),
+                                 group.skips)
+            if taken_in is None:  # what was chosen is not graded: nothing said of it holds
+                best, notes = None, []
+            else:
+                best.path = taken_in
         left_out = group.skips.notes()
         path = None
         if best is not None:
@@ -248,7 +269,44 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     together = _together(groups, ids, names, found)
     absent = sorted(set(roster or {}) - set(ids.values()))
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
-                  together, absent)
+                  together, absent, by_number)
+
+
+def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | None:
+    """The chosen file copied from the class's folder into intake's own `dest`, read
+    through folders opened one at a time beneath `root`, never through a link: a file
+    or folder replaced by a link after the walk saw it (someone else may write in a
+    shared class folder) is left out, not followed. What is graded and fingerprinted
+    after this is intake's copy, which nothing of the class can change. A file over
+    MAX_FILE is left out, as an archive entry is: OUT never holds one, not even sparse
+    (a copy of OUT would write it whole)."""
+    parts = cand.path.relative_to(root).parts
+    fds = [os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)]
+    try:
+        for name in parts[:-1]:
+            fds.append(os.open(name, _OPEN | os.O_DIRECTORY, dir_fd=fds[-1]))
+        fds.append(os.open(parts[-1], _OPEN, dir_fd=fds[-1]))
+        st = os.fstat(fds[-1])
+        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_FILE:
+            skips.add(SPECIAL if not stat.S_ISREG(st.st_mode) else TOO_LARGE, cand.label)
+            return None
+        dest.mkdir(parents=True, exist_ok=True)
+        target = dest / f"submission{cand.path.suffix}"
+        with open(target, "wb") as out:  # at most one byte over, should it grow meanwhile
+            left = MAX_FILE + 1
+            while left and (chunk := os.read(fds[-1], min(left, 1 << 20))):
+                out.write(chunk)
+                left -= len(chunk)
+        return target
+    except OSError as exc:
+        # a link where the walk saw a file or folder: O_NOFOLLOW refuses it (ELOOP, or
+        # ENOTDIR for a link to a file where a folder was)
+        skips.add(LINK if exc.errno in (errno.ELOOP, errno.ENOTDIR)
+                  else say("why_cannot_read", why=reason_of(exc)), cand.label)
+        return None
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _together(groups: dict[str, Group], ids: dict[str, str], names: dict[str, str],
@@ -262,8 +320,7 @@ def _together(groups: dict[str, Group], ids: dict[str, str], names: dict[str, st
     for members in together:
         for sid in members:
             others = [f"{o} ({names[o]})" if names.get(o) else o for o in members if o != sid]
-            notes[sid].append(f"Handed in as a group with {_listing(others)}; each of you "
-                              f"gets this score.")
+            notes[sid].append(say("note_group", names=_listing(others)))
     return together
 
 
@@ -319,11 +376,13 @@ def _groups(directory: Path, exercise: str, cache: Path, run: Skips) -> dict[str
             if not (e.is_file(follow_symlinks=False) and e.name.endswith(".zip")):
                 run.add("beside a zip, only zips are read", printable(e.name))
         for i, z in enumerate(zips):
-            for sid, g in _lms_zip(Path(z.path), unzipped / str(i), exercise, run).items():
+            for sid, g in _lms_zip(Path(z.path), unzipped / str(i), exercise, run,
+                                   beside=True).items():
                 mine = groups.setdefault(sid, Group())
                 mine.cands += g.cands
                 mine.skips.extend(g.skips)
                 mine.name = mine.name or g.name
+                mine.by_number = mine.by_number or g.by_number
         return groups
     names = [printable(e.name) + ("/" if e.is_dir(follow_symlinks=False) else "")
              for e in entries]
@@ -352,9 +411,12 @@ def _unique(sid: str, taken: set[str]) -> str:
     return unique
 
 
-def _listing(names: list[str], shown: int = 5) -> str:
-    listed = ", ".join(names[:shown])
-    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
+def _listing(names: list[str], shown: int = 5) -> Said:
+    """Names, the first `shown` of them, in every language (a name may be Said)."""
+    listed = Said({lang: ", ".join(in_language(n, lang) for n in names[:shown])
+                   for lang in STRINGS})
+    return say("note_listing_more", names=listed, n=len(names) - shown) \
+        if len(names) > shown else listed
 
 
 def _entries(folder: Path, limit: int) -> tuple[list[os.DirEntry], bool]:
@@ -376,10 +438,10 @@ def _walk(root: Path, skips: Skips, limit: int) -> list[_File]:
         try:
             entries, more = _entries(folder, left)
         except OSError as exc:
-            skips.add(f"could not be read: {reason_of(exc)}", rel or ".")
+            skips.add(say("why_cannot_read", why=reason_of(exc)), rel or ".")
             continue
         if more:
-            skips.add(f"only the first {limit} entries are looked at", rel or ".")
+            skips.add(say("why_first_entries", n=limit), rel or ".")
         left -= len(entries)
         for e in entries:
             label = f"{rel}/{printable(e.name)}" if rel else printable(e.name)
@@ -397,7 +459,7 @@ def _walk(root: Path, skips: Skips, limit: int) -> list[_File]:
             else:
                 skips.add(SPECIAL, label)
     for _, rel, _ in queue:
-        skips.add(f"only the first {limit} entries are looked at", rel)
+        skips.add(say("why_first_entries", n=limit), rel)
     return files
 
 
@@ -432,7 +494,7 @@ def _folders(entries: list[os.DirEntry], exercise: str, run: Skips) -> dict[str,
             continue
         group = Group()
         if e.is_symlink():
-            group.skips.add(LINK, f"the folder {printable(e.name)}")
+            group.skips.add(LINK, say("note_the_folder", name=printable(e.name)))
         else:
             group.cands = [Candidate(f.path, f.when, label=f.label)
                            for f in _files(Path(e.path), exercise, group.skips)]
@@ -461,6 +523,7 @@ def _named(directory: Path, exercise: str, run: Skips, reader) -> dict[str, Grou
 def _group(groups: dict[str, Group], placed: Placed) -> Group:
     group = groups.setdefault(placed.key, Group())
     group.name = group.name or placed.name
+    group.by_number = group.by_number or placed.by_number
     return group
 
 
@@ -502,17 +565,37 @@ def _entry_refusal(info: zipfile.ZipInfo) -> str | None:
     return None
 
 
-def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, Group]:
+def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips,
+             beside: bool = False) -> dict[str, Group]:
     """Candidates from an LMS's download zip (Canvas's or Moodle's, told by its names). Only entries that could be graded are
     unpacked, each under a name of our own (`<index><suffix>` in `dest`); an entry that
     escapes, is a link or is too large is skipped and named, never the whole archive,
-    and so is every entry not named as the LMS names a submission's file."""
+    and so is every entry not named as the LMS names a submission's file. A zip found
+    in the class's folder (`beside`) is opened without following a link, should one
+    have replaced it since the folder was listed; the one the TA names is theirs."""
     name = printable(archive.name)
+    flags = _OPEN if beside else os.O_RDONLY | os.O_CLOEXEC
     try:
-        z = zipfile.ZipFile(archive)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
-        run.add(f"not a readable zip: {reason_of(exc)}", name)
+        f = open(archive, "rb", opener=lambda path, _: os.open(path, flags))
+    except OSError as exc:
+        run.add(LINK if exc.errno == errno.ELOOP else
+                f"not a readable zip: {reason_of(exc)}", name)
         return {}
+    with f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            run.add(SPECIAL, name)
+            return {}
+        try:
+            z = zipfile.ZipFile(f)
+        except (zipfile.BadZipFile, OSError, ValueError, EOFError) as exc:
+            run.add(f"not a readable zip: {reason_of(exc)}", name)
+            return {}
+        return _zip_groups(z, name, dest, exercise, run)
+
+
+def _zip_groups(z: zipfile.ZipFile, name: str, dest: Path, exercise: str,
+                run: Skips) -> dict[str, Group]:
+    """The candidates of an open LMS zip (`_lms_zip`), unpacked into `dest`."""
     groups: dict[str, Group] = {}
     total = 0
     dest.mkdir(parents=True, exist_ok=True)
@@ -530,7 +613,7 @@ def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, 
                 break
             shown = label if c else f"{name}: {label}"
             if not info.filename:  # a name of a NUL byte, which zipfile cuts to nothing
-                skips.add("an entry without a name", f"{name}: entry {i + 1}")
+                skips.add(say("why_no_name"), f"{name}: entry {i + 1}")
                 continue
             if info.is_dir():
                 continue
@@ -547,7 +630,7 @@ def _lms_zip(archive: Path, dest: Path, exercise: str, run: Skips) -> dict[str, 
                 total += _unpack(z, info, target)
             except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError,
                     EOFError, ValueError, zlib.error) as exc:
-                skips.add(f"could not be unpacked: {reason_of(exc)}", shown)
+                skips.add(say("why_cannot_unpack", why=reason_of(exc)), shown)
                 continue
             group.cands.append(Candidate(target, _zip_time(info), late=c.late,
                                          label=c.original, order=c.order))
@@ -679,13 +762,13 @@ def _choose(cands: list[Candidate], exercise: str,
     notes = []
     if len(cands) > 1:
         others = _listing([c.label for c in cands if c is not best], 10)
-        why = "the newest on-time one" if due is not None and not best.late else "the newest"
-        notes.append(f"Several files were submitted; graded {best.label}, {why} "
-                     f"(also found: {others}).")
+        several = "note_several_on_time" if due is not None and not best.late \
+            else "note_several"
+        notes.append(say(several, file=best.label, others=others))
     if best.late:
-        notes.append("This submission was late" +
-                     (f" (due {due:%Y-%m-%d %H:%M %Z})." if due else "."))
+        notes.append(say("note_late_due", due=f"{due:%Y-%m-%d %H:%M %Z}") if due
+                     else say("note_late"))
     if Path(best.label).name not in (exercise, Path(exercise).stem + ".ipynb") \
             and len(cands) == 1:
-        notes.append(f"Graded {best.label} as {exercise}.")
+        notes.append(say("note_graded_as", file=best.label, exercise=exercise))
     return best, notes

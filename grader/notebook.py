@@ -11,6 +11,7 @@ from pathlib import Path
 from grader.plan import MAX_FILE, read_capped
 from grader.shown import printable, reason_of
 from grader.store import write_atomic
+from grader.strings import say
 
 KEPT_CELL_MAGICS = {"time", "timeit", "capture"}  # their body is plain Python
 
@@ -74,8 +75,7 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
     try:
         cells = _code_cells(path)
     except NotANotebook as exc:
-        return None, [f"{shown} is not a readable Jupyter notebook: {exc}; "
-                      f"submit it saved from Jupyter, or as a .py file."]
+        return None, [say("note_bad_notebook", file=shown, why=str(exc))]
     chunks, dropped = [], []
     for src in cells:
         text = src.splitlines()
@@ -96,10 +96,10 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
                 out.append(line)
         chunks.append("\n".join(out))
     write_atomic(dest, "\n\n".join(chunks) + "\n")
-    notes = [f"Graded the {len(cells)} code cells of {shown}, joined in order."]
+    notes = [say("note_cells", n=len(cells), file=shown)]
     if dropped:
         listed = "; ".join(f"`{printable(d[:80])}`" for d in dropped[:5])
-        more = f" and {len(dropped) - 5} more" if len(dropped) > 5 else ""
-        notes.append(f"Left out {len(dropped)} IPython magic or shell line(s), "
-                     f"which plain Python cannot run: {listed}{more}.")
+        lines = say("note_magics_more", lines=listed, n=len(dropped) - 5) \
+            if len(dropped) > 5 else listed
+        notes.append(say("note_magics", n=len(dropped), lines=lines))
     return dest, notes

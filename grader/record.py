@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from grader.strings import restored, stored
+
 Json = dict[str, Any]
 
 GRADED, MISSING, UNREADABLE, IMPORT_ERROR, TIMEOUT = (
@@ -156,7 +158,7 @@ class GradeRecord:
     output: str = ""                    # what the submission printed (capped)
     sandboxed: bool = True
     sandbox: str = "none"
-    notes: list[str] = field(default_factory=list)   # intake's notes on the file
+    notes: list[str] = field(default_factory=list)   # intake's notes on the file (Said)
     fingerprint: str = ""
     name: str = ""                      # the student's name, where the roster or LMS says
     timing: Timing = field(default_factory=Timing)
@@ -170,7 +172,8 @@ class GradeRecord:
                 "parts": {name: p.to_json() for name, p in self.parts.items()},
                 "tests": [t.to_json() for t in self.tests], "problem": self.problem,
                 "import_traceback": self.import_traceback, "output": self.output,
-                "sandboxed": self.sandboxed, "sandbox": self.sandbox, "notes": self.notes,
+                "sandboxed": self.sandboxed, "sandbox": self.sandbox,
+                "notes": [stored(n) for n in self.notes],
                 "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
                 "examples": self.examples,
                 **({"name": self.name} if self.name else {})}
@@ -179,6 +182,7 @@ class GradeRecord:
         """The record as scores.json holds it: no timing, each test's verdict only."""
         doc = self.to_json()
         del doc["timing"], doc["examples"]
+        doc["notes"] = [str(n) for n in self.notes]  # the exports read English text
         doc["tests"] = [{k: t[k] for k in SCORE_TEST_KEYS} for t in doc["tests"]]
         return doc
 
@@ -197,7 +201,7 @@ class GradeRecord:
                    problem=d.get("problem") or "",
                    import_traceback=d.get("import_traceback") or "",
                    output=d.get("output") or "", sandboxed=bool(d.get("sandboxed", True)),
-                   sandbox=str(d.get("sandbox", "none")), notes=list(d.get("notes") or []),
+                   sandbox=str(d.get("sandbox", "none")), notes=[restored(n) for n in d.get("notes") or []],
                    fingerprint=str(d.get("fingerprint", "")), name=str(d.get("name") or ""),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
                                  float(timing.get("cpu_s") or 0.0)),
@@ -215,6 +219,7 @@ class ClassScores:
     version: str
     max_score: float
     students: list[GradeRecord]
+    participant_numbers: list[str] = field(default_factory=list)  # Moodle's, unmapped
 
     @classmethod
     def from_json(cls, d: Json) -> ClassScores:
@@ -222,4 +227,5 @@ class ClassScores:
                    version=str(d.get("version", "")),
                    max_score=float(d.get("max_score") or 0.0),
                    students=[GradeRecord.from_json(s) for s in d.get("students") or []
-                             if isinstance(s, dict)])
+                             if isinstance(s, dict)],
+                   participant_numbers=[str(x) for x in d.get("participant_numbers") or []])

@@ -122,11 +122,16 @@ class Store:
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
     def scores(self, lesson: str, course: str, version: str, max_score: float,
-               entries: Iterable[bytes]) -> None:
+               entries: Iterable[bytes], participant_numbers: Iterable[str] = ()) -> None:
         """scores.json, streamed: the class's `scores_entry` texts (UTF-8), in id order,
-        inside the document `dump` would write of them, byte for byte."""
+        inside the document `dump` would write of them, byte for byte;
+        `participant_numbers`: the ids that are a Moodle download's participant numbers
+        only, which no Moodle import can match."""
+        numbers = sorted(participant_numbers)
         head, tail = dump({"lesson": lesson, "course": course, "version": version,
-                           "max_score": max_score, "students": []}).split(_STUDENTS, 1)
+                           "max_score": max_score, "students": [],
+                           **({"participant_numbers": numbers} if numbers else {})}
+                          ).split(_STUDENTS, 1)
 
         def chunks() -> Iterator[bytes]:
             yield encode(head + '"students": [')

@@ -44,6 +44,10 @@ def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
     left_out: list[str] = []
     for s in scores.students:
         sid = s.student_id
+        if sid in scores.participant_numbers:
+            left_out.append(f"moodle: {sid}: a participant number of the Moodle download, "
+                            "not a user (no grading worksheet named them when graded)")
+            continue
         ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
         if not ident:
             left_out.append(f"moodle: {sid}: "

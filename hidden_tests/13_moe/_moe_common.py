@@ -17,6 +17,14 @@ import torch
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 MIN_GAP = 1e-3
 
+# What a heatmap's rows (the leading dims, flattened) and columns (the last dim) are,
+# for each kind of tensor these checks compare: the pages name the axes so.
+TOKENS = {"en": "tokens", "zh": "token"}
+HIDDEN = {"rows": TOKENS, "cols": {"en": "hidden units", "zh": "隐藏单元"}}
+EXPERTS = {"rows": TOKENS, "cols": {"en": "experts", "zh": "专家"}}
+SLOTS = {"rows": TOKENS, "cols": {"en": "the K chosen slots", "zh": "选中的 K 个位置"}}
+GATE = {"rows": {"en": "experts", "zh": "专家"}, "cols": HIDDEN["cols"]}
+
 
 def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
@@ -126,7 +134,7 @@ def check_dtype(check, name: str, got, ref: torch.Tensor) -> None:
 def check_ffn(check, got: dict, ref: dict) -> None:
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check_dtype(check, "output", got["y"], ref["y"])
-    check.close("output", got["y"], ref["y"])
+    check.close("output", got["y"], ref["y"], axes=HIDDEN)
 
 
 def _by_expert(weight: torch.Tensor, idx: torch.Tensor):
@@ -136,7 +144,7 @@ def _by_expert(weight: torch.Tensor, idx: torch.Tensor):
 
 
 def check_route(check, got: dict, ref: dict, e: int) -> None:
-    check.close("scores", got["scores"], ref["scores"])
+    check.close("scores", got["scores"], ref["scores"], axes=EXPERTS)
     check_dtype(check, "scores", got["scores"], ref["scores"])
     check_dtype(check, "topk_weight", got["topk_weight"], ref["topk_weight"])
     idx = got["topk_idx"]
@@ -147,21 +155,25 @@ def check_route(check, got: dict, ref: dict, e: int) -> None:
     gw, gi = (_by_expert(got["topk_weight"], idx) if got["topk_weight"].shape == idx.shape
               else (got["topk_weight"], idx))
     rw, ri = _by_expert(ref["topk_weight"], ref["topk_idx"])
-    check.counts("tokens per expert", [f"expert {i}" for i in range(e)],
+    check.counts({"en": "tokens per expert", "zh": "每个专家分到的 token 数"},
+                 [{"en": f"expert {i}", "zh": f"专家 {i}"} for i in range(e)],
                  torch.bincount(gi.flatten().clamp(0, e - 1), minlength=e).tolist(),
                  torch.bincount(ri.flatten(), minlength=e).tolist())
     same = gi.eq(ri).all(dim=-1)
+    wrong = int((~same).sum())
     check.true("chosen experts", bool(same.all()),
-               f"{int((~same).sum())} of {idx.shape[0]} tokens chose other experts than the "
-               "reference's top-k (compared as sets)")
-    check.close("topk_weight", gw, rw)
+               {"en": f"{wrong} of {idx.shape[0]} tokens chose other experts than the "
+                      "reference's top-k (compared as sets)",
+                "zh": f"{idx.shape[0]} 个 token 中有 {wrong} 个选中的专家与参考实现的 top-k "
+                      "不同（按集合比较）"})
+    check.close("topk_weight", gw, rw, axes=SLOTS)
 
 
 def check_dispatch(check, got: dict, ref: dict, topk_idx: torch.Tensor | None = None) -> None:
     """`topk_idx`: each token's experts, so that the page can say what wrong rows share."""
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check_dtype(check, "output", got["y"], ref["y"])
-    check.close("output", got["y"], ref["y"],
+    check.close("output", got["y"], ref["y"], axes=HIDDEN,
                 rows=None if topk_idx is None else {"expert": topk_idx})
 
 
@@ -184,7 +196,7 @@ def check_moe(check, got: dict, ref: dict, explained: Callable[[], list[dict]]) 
     check_dtype(check, "output", got["y"], ref["y"])
     check_dtype(check, "aux_loss", got["aux"], ref["aux"])
     check.close("output", got["y"], ref["y"], alt=lambda: [r["y"] for r in explained()],
-                alt_note=EXPLAINED)
+                alt_note=EXPLAINED, axes=HIDDEN)
     check.shape("aux_loss shape (0-dim)", got["aux"], tuple(ref["aux"].shape))
     check.close("aux_loss", got["aux"], ref["aux"], tol="aux",
                 alt=lambda: [r["aux"] for r in explained()], alt_note=EXPLAINED)

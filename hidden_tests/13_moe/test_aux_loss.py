@@ -3,7 +3,7 @@ from typing import NamedTuple
 
 import pytest
 
-from _moe_common import aux_args, check_aux
+from _moe_common import EXPERTS, aux_args, check_aux
 
 
 class Case(NamedTuple):
@@ -37,4 +37,5 @@ def test_aux(student, reference, check, case):
 @pytest.mark.parametrize("case", GRADIENT_CASES)
 def test_gradient(student, reference, check, case):
     got, ref = _check(student, reference, check, *case)
-    check.grad("scores gradient", got["scores_grad"], ref["scores_grad"], tol="aux")
+    check.grad("scores gradient", got["scores_grad"], ref["scores_grad"], tol="aux",
+               axes=EXPERTS)

@@ -4,7 +4,7 @@ from typing import NamedTuple
 
 import pytest
 
-from _moe_common import check_dispatch, dispatch_args
+from _moe_common import HIDDEN, SLOTS, check_dispatch, dispatch_args
 
 
 class Case(NamedTuple):
@@ -38,6 +38,7 @@ def test_dispatch(student, reference, check, case):
 @pytest.mark.parametrize("case", GRADIENT_CASES)
 def test_gradients(student, reference, check, case):
     got, ref, args = _call(student, reference, *case)
-    check.grad("input gradient", got["x_grad"], ref["x_grad"], rows={"expert": args["topk_idx"]})
-    check.grad("weight gradient", got["weight_grad"], ref["weight_grad"])
+    check.grad("input gradient", got["x_grad"], ref["x_grad"], rows={"expert": args["topk_idx"]},
+               axes=HIDDEN)
+    check.grad("weight gradient", got["weight_grad"], ref["weight_grad"], axes=SLOTS)
     check.grads("expert gradient", got["grads"], ref["grads"])

@@ -293,14 +293,15 @@ def test_non_utf8_file_name_in_a_student_folder_reads_as_text(world):
 
 def test_huge_file_is_refused_without_reading_it(world):
     """A 2 GiB 13_moe.py was read whole, twice (fingerprint, then read), before the
-    1 MiB check. Sparse here: only what is read costs memory."""
+    1 MiB check. Sparse here: only what is read costs memory. Intake leaves it out by
+    its size, copying none of it, and the student is told why."""
     world.honest_folder()
     huge = world.subs / "mallory" / EX
     huge.parent.mkdir(parents=True)
     with huge.open("wb") as f:
         f.truncate(2 << 30)
     taken = world.collect()
-    path, _ = found(taken)["mallory"]
+    path, notes = found(taken)["mallory"]
     tracemalloc.start()
     try:
         fingerprint_of(Submission("mallory", path), "v")
@@ -309,8 +310,9 @@ def test_huge_file_is_refused_without_reading_it(world):
     finally:
         tracemalloc.stop()
     assert peak < 8 * MAX_SOURCE, f"{peak} bytes allocated to refuse the file"
-    assert sub.source is None and sub.problem == (
-        f"the file is {2 << 30} bytes, over the {MAX_SOURCE}-byte limit")
+    assert path is None and notes == [f"Left out {EX} ({intake.TOO_LARGE})."]
+    sub = graded_source(path, notes)
+    assert sub.source is None and sub.problem == f"no file could be graded: {notes[0]}"
     assert_honest(taken)
 
 
@@ -469,3 +471,65 @@ def test_gradescope_copy_keeps_files_times_and_names_what_it_cannot_copy(world):
     assert os.stat(world.subs / "s1" / "old" / EX).st_mtime == 1_000_000
     assert "s1: Left out pipe.py (not a regular file)." in taken.skipped
     assert os.stat(world.subs / "s1" / "big.py").st_blocks == 0  # sparse: nothing read
+
+
+@pytest.mark.parametrize("swapped", ["file", "folder"])
+def test_a_file_swapped_for_a_link_after_the_walk_is_not_followed(tmp_path, monkeypatch,
+                                                                  swapped):
+    """The walk saw a plain file (or folder) and chose it; before it is read, someone
+    writing in the class's folder puts a link to a file outside in its place. Intake
+    reads the chosen file through folders opened one by one without following a link,
+    so the link is named and left out, and the outside file is read by no one."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / EX).write_text("SECRET = 'hunter2'\n")
+    subs = tmp_path / "subs"
+    (subs / "alice" / "src").mkdir(parents=True)
+    (subs / "alice" / "src" / EX).write_text("x = 1\n")
+    real = intake._choose
+
+    def racing(cands, exercise, due):  # the walk's check is done: now the swap
+        best, notes = real(cands, exercise, due)
+        if swapped == "file":
+            best.path.unlink()
+            best.path.symlink_to(outside / EX)
+        else:
+            best.path.parent.rename(tmp_path / "moved")
+            best.path.parent.symlink_to(outside, target_is_directory=True)
+        return best, notes
+
+    monkeypatch.setattr(intake, "_choose", racing)
+    taken = intake.collect(subs, EX, cache=tmp_path / "cache")
+    ((sid, path, notes),) = taken.found
+    assert (sid, path) == ("alice", None)
+    assert notes == [f"Left out src/{EX} (links are never followed)."]
+    assert f"alice: Left out src/{EX} (links are never followed)." in taken.skipped
+    copied = [f.read_text() for f in (tmp_path / "cache").rglob("*") if f.is_file()]
+    assert not any("hunter2" in text for text in copied)
+    monkeypatch.setattr(intake, "_choose", real)  # the control: unswapped, it is read
+    (subs / "bob").mkdir()
+    (subs / "bob" / EX).write_text("y = 2\n")
+    got = {sid: path for sid, path, _ in intake.collect(subs, EX, cache=tmp_path / "c2").found}
+    assert got["bob"].read_text() == "y = 2\n"
+
+
+def test_a_zip_swapped_for_a_link_after_the_listing_is_not_followed(tmp_path, monkeypatch):
+    """The same race on a folder of LMS zips: the listing saw a zip, then a link to a
+    zip outside took its place. It is named in the run's summary, and not opened."""
+    outside = tmp_path / "outside.zip"
+    with zipfile.ZipFile(outside, "w") as z:
+        z.writestr("mallory_4002_1_13_moe.py", "SECRET = 'hunter2'\n")
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    with zipfile.ZipFile(subs / "a.zip", "w") as z:
+        z.writestr("ann_4001_1_13_moe.py", HONEST)
+    real = intake._lms_zip
+
+    def racing(archive, *args, **kwargs):
+        archive.unlink()
+        archive.symlink_to(outside)
+        return real(archive, *args, **kwargs)
+
+    monkeypatch.setattr(intake, "_lms_zip", racing)
+    taken = intake.collect(subs, EX, cache=tmp_path / "cache")
+    assert taken.found == [] and taken.skipped == ["Left out a.zip (links are never followed)."]

@@ -141,3 +141,19 @@ def test_bundle_names_no_lms_file_of_the_staff(bundle):
     stay with the staff: the bundle's course.yml does not even name them."""
     text = (bundle / "course.yml").read_text(encoding="utf-8")
     assert "moodle_worksheet" not in text and "worksheet" not in text
+
+
+def test_students_md_samples_are_what_check_prints(bundle, tmp_path):
+    """docs/students.md shows, in each language, what `grader check` prints for the
+    router without its renormalisation: re-run, it prints exactly that (issue 25 item
+    9: the zh sample was the English one's, with an English message in it)."""
+    doc = (ROOT / "docs" / "students.md").read_text(encoding="utf-8")
+    renorm = ("    if norm_topk_prob:\n        topk_weight = topk_weight / "
+              "(topk_weight.sum(dim=-1, keepdim=True) + 1e-20)\n")
+    assert renorm in SOLUTION
+    for lang, first in (("en", "✓ ffn       1/1 practice tests"), ("zh", "✓ ffn       1/1 练习测试通过")):
+        start = doc.index("```\n" + first) + 4
+        sample = doc[start:doc.index("```", start)]
+        proc = check(bundle, SOLUTION.replace(renorm, ""), tmp_path, "--language", lang)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert proc.stdout == sample, proc.stdout

@@ -147,6 +147,32 @@ def test_moodle_download(tmp_path):
     assert (out / "export" / "moodle_feedback_files.zip").is_file()
 
 
+def test_moodle_download_without_a_worksheet_is_warned(tmp_path):
+    """No grading worksheet in course.yml: the students are participant numbers, which
+    Moodle's import cannot use. The run says so when it starts and again at its end,
+    with what to do; the export writes no row for them and exits 1, as the run said."""
+    course_yml = course(tmp_path)
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    moodle_zip(subs / "download.zip", [MoodleFile("Alice Anders", 2750101, "13_moe.py", STUB),
+                                       MoodleFile("Bob Brandt", 2750102, "13_moe.py", STUB)])
+    out = tmp_path / "out"
+    done = grade(course_yml, subs, out)
+    said = " ".join((done.stdout + done.stderr).split())
+    assert set(students(out)) == {"2750101", "2750102"}
+    warning = ("warning: a Moodle download, and no Moodle grading worksheet names them: 2 student(s) "
+               "are known by their participant number only (2750101, 2750102).")
+    assert said.count(warning) == 2, said[-3000:]
+    assert "(it writes no row for them and exits 1)" in said
+    assert "name it in course.yml as lessons.13.moodle_worksheet, and run again." in said
+    assert said.index(warning) < said.index("summary")  # before grading, and at the end
+    assert said.rindex(warning) > said.index("report:")
+    done = export(course_yml, out, "moodle")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert rows(out / "export" / "moodle.csv", skip=1) == []
+    assert "2750101" in done.stdout + done.stderr
+
+
 def test_moodle_download_unzipped_as_moodle_before_4_1(tmp_path):
     """The same download unzipped, folders ending `_assignsubmission_file_`: the
     participant number, not the whole folder name, is the key."""

@@ -229,3 +229,91 @@ def test_points_are_shown_with_at_most_two_decimals():
 
     assert [points(v) for v in (9.0908203125, 2.0, 2.5, 0.0, 1.5 - 1 / 1024)] == \
         ["9.09", "2", "2.5", "0", "1.5"]
+
+
+# ---------------------------------------------------------------- issue 25, items 9-10
+
+def _lesson13_checks(course: config.Course) -> list[dict]:
+    """Lesson 13's own router and FFN checks on wrong results (unnormalised top-k
+    weights, one token routed elsewhere; an FFN output off by 1), as stored tests."""
+    import importlib
+    import sys
+
+    import torch
+
+    from grader.compare import Checks
+    sys.path.insert(0, str(ROOT / "hidden_tests" / "13_moe"))
+    try:
+        moe = importlib.import_module("_moe_common")
+    finally:
+        sys.path.pop(0)
+    tests = []
+    route = Checks(course.tolerances("13"))
+    idx = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]])
+    weight = torch.tensor([[.6, .4], [.7, .3], [.5, .5], [.8, .2], [.9, .1], [.55, .45]])
+    scores = torch.rand(6, 4, generator=torch.Generator().manual_seed(0))
+    wrong_idx = idx.clone()
+    wrong_idx[0] = torch.tensor([0, 3])
+    moe.check_route(route, {"scores": scores, "topk_weight": weight * 0.5, "topk_idx": wrong_idx},
+                    {"scores": scores, "topk_weight": weight, "topk_idx": idx}, e=4)
+    ffn = Checks(course.tolerances("13"))
+    y = torch.rand(2, 3, 8, generator=torch.Generator().manual_seed(1))
+    moe.check_ffn(ffn, {"y": y + 1}, {"y": y})
+    for name, part, checks in (("test_route[0]", "router", route), ("test_output[0]", "ffn", ffn)):
+        tests.append(_test(name, part, False, checks=[c.to_dict() for c in checks.items],
+                           pictures=checks.pictures))
+    return tests
+
+
+def _page_text(page: str) -> str:
+    """What a page shows as text: its markup, styles and tooltips taken out."""
+    import re
+    page = re.sub(r"<style.*?</style>", "", page, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", page))
+
+
+def test_a_failing_page_in_chinese_keeps_no_english_of_the_graders(course):
+    """Issue 25 item 9: the check's message, the counts chart (its name, labels and
+    legend), the heatmap's axes and the course's title are Chinese on a zh page, as
+    the lesson and the grader said them; the record is read back from its JSON first
+    (a page is rendered again by `grader report`)."""
+    import json
+    record = make_record(course)
+    record["tests"] = _lesson13_checks(course)
+    stored = json.loads(json.dumps(GradeRecord.from_json(record).to_json()))
+    en, zh = (render_student(stored, course, "13", lang) for lang in ("en", "zh"))
+    english = ("values beyond the tolerance", "tokens per expert", "expert 0", "expert 3",
+               "hidden units", "chosen slots", "tokens chose other experts", course.title,
+               "yours", "differs from the reference", "within tolerance", "Lesson 13")
+    chinese = ("个值中有", "超出容差", "每个专家分到的 token 数", "专家 0", "专家 3", "隐藏单元",
+               "选中的 K 个位置", "个选中的专家与参考实现的 top-k 不同", course.title_zh,
+               "你的结果", "与参考结果不同", "容差内", "第 13 课：")
+    for phrase in english:
+        assert phrase in _page_text(en), phrase
+        assert phrase not in _page_text(zh), phrase
+    for phrase in chinese:
+        assert phrase in _page_text(zh), phrase
+        assert phrase not in _page_text(en), phrase
+
+
+def test_heatmap_axes_are_the_checks_own(course):
+    """Issue 25 item 10: topk_weight [N, K]'s map names its columns the K chosen slots
+    (as lesson 13's check declares), an FFN output's the hidden units; a check that
+    declares nothing says what the grader knows (the leading dims, the last dim)."""
+    tests = _lesson13_checks(course)
+    by_name = {c["name"]: c for t in tests for c in t["checks"]}
+    t_en, t_zh = feedback.STRINGS["en"], feedback.STRINGS["zh"]
+    assert feedback.heatmap_axes(by_name["topk_weight"], t_en, "en") == \
+        ("tokens", "the K chosen slots")
+    assert feedback.heatmap_axes(by_name["topk_weight"], t_zh, "zh") == ("token", "选中的 K 个位置")
+    assert feedback.heatmap_axes(by_name["output"], t_en, "en") == ("tokens", "hidden units")
+    assert feedback.heatmap_axes(by_name["output"], t_zh, "zh") == ("token", "隐藏单元")
+    assert feedback.heatmap_axes({}, t_en, "en") == ("the leading dims, flattened", "the last dim")
+    record = make_record(course)
+    record["tests"] = tests
+    page = render_student(record, course, "13", "en")
+    ffn = page[page.index("test_output[0]"):page.index("test_route[0]")]  # ffn comes first
+    assert "hidden units →" in ffn and "columns: hidden units." in ffn
+    route = page[page.index("test_route[0]"):]
+    assert "the K chosen slots →" in route and "columns: the K chosen slots." in route
+    assert "hidden units" not in route

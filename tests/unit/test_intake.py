@@ -43,17 +43,18 @@ def test_plain_folders(tmp_path):
     (tmp_path / "subs/bob").mkdir()
     write(tmp_path / "subs/carol/moe.py", "y = 2\n")
     got = as_dict(collect(tmp_path / "subs", EX, cache=tmp_path / "cache"))
-    assert got["alice"] == (tmp_path / "subs/alice" / EX, [])
+    assert got["alice"][0].read_text() == "x = 1\n" and got["alice"][1] == []
     assert got["bob"] == (None, [])
-    assert got["carol"][0].name == "moe.py" and "Graded moe.py as 13_moe.py." in got["carol"][1]
+    assert got["carol"][0].read_text() == "y = 2\n"
+    assert "Graded moe.py as 13_moe.py." in got["carol"][1]
 
 
 def test_several_files_newest_graded_and_noted(tmp_path):
     write(tmp_path / "subs/alice" / EX, "old\n", mtime=1_000_000)
-    newest = write(tmp_path / "subs/alice/13_moe (2).py", "new\n", mtime=2_000_000)
+    write(tmp_path / "subs/alice/13_moe (2).py", "new\n", mtime=2_000_000)
     write(tmp_path / "subs/alice/notes.txt", "ignored\n")
     ((sid, path, notes),) = collect(tmp_path / "subs", EX, cache=tmp_path / "c")
-    assert (sid, path) == ("alice", newest)
+    assert (sid, path.read_text()) == ("alice", "new\n")
     assert "graded 13_moe (2).py, the newest" in notes[0] and "13_moe.py" in notes[0]
 
 
@@ -143,9 +144,9 @@ submission_103:
     write(subs / "submission_102/src" / EX, "pair\n")
     due = datetime(2026, 8, 31, 12, tzinfo=UTC)
     got = as_dict(collect(subs, EX, cache=tmp_path / "cache", due=due))
-    assert got["av123"] == (subs / "submission_101" / EX, [])
+    assert got["av123"][0].read_text() == "ava\n" and got["av123"][1] == []
     assert any("late" in n for n in got["dd7"][1])  # 10:00 -07:00 is after 12:00 UTC
-    assert got["bob@u.edu"][0] == got["dd7"][0] == subs / "submission_102/src" / EX
+    assert got["bob@u.edu"][0].read_text() == got["dd7"][0].read_text() == "pair\n"
     assert got["eve1"] == (None, [])
 
 

@@ -202,3 +202,45 @@ def test_a_missing_worksheet_is_a_note_not_a_stopped_run(tmp_path):
     found = roster.load(course, "13")
     assert set(found.students) == {"alice", "bob", "zed"} and not found.aliases
     assert "no Moodle grading worksheet at" in found.note() and "not-yet.csv" in found.note()
+
+
+def test_intakes_notes_are_chinese_on_a_chinese_page(tmp_path):
+    """Intake's notes (lateness, which of several files, a file left out, a converted
+    notebook's dropped lines) are made before the page's language is known: a zh page,
+    rendered again from the stored record, says them in Chinese."""
+    import json
+
+    from grader import intake
+    from grader.feedback import render_student
+
+    notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None,
+         "outputs": [], "source": "!pip install torch\nimport torch"}]}
+    with zipfile.ZipFile(tmp_path / "submissions.zip", "w") as z:
+        z.writestr("annlee_1001_5000_13_moe.py", "x = 1\n")
+        z.writestr("annlee_LATE_1001_5001_13_moe.py", "x = 2\n")
+        z.writestr("annlee_1001_5002_notes.pdf", "%PDF")
+        z.writestr("bobby_1002_6000_13_moe.ipynb", json.dumps(notebook))
+    taken = intake.collect(tmp_path / "submissions.zip", "13_moe.py", cache=tmp_path / "c")
+    notes = {sid: n for sid, _, n in taken.found}
+    english = {"1001": ["Several files were submitted; graded 13_moe.py, the newest",
+                        "This submission was late.",
+                        "Left out notes.pdf (only .py and .ipynb files are graded)."],
+               "1002": ["Graded the 1 code cells of 13_moe.ipynb, joined in order.",
+                        "Left out 1 IPython magic or shell line(s)"]}
+    chinese = {"1001": ["提交了多个文件；评分的是最新的 13_moe.py", "这份作业迟交了。",
+                        "未评分：notes.pdf（只评分 .py 和 .ipynb 文件）。"],
+               "1002": ["评分的是 13_moe.ipynb 中的 1 个代码单元，按顺序拼接。",
+                        "去掉了 1 行 IPython 魔法命令或 shell 命令"]}
+    for sid in english:
+        doc = record(sid, "graded", [True] * 5)
+        doc["notes"] = notes[sid]
+        stored = json.loads(json.dumps(GradeRecord.from_json(doc).to_json()))
+        en, zh = (html.unescape(render_student(GradeRecord.from_json(stored),
+                                               course_in_order(), "13", lang))
+                  for lang in ("en", "zh"))
+        for said in english[sid]:
+            assert said in en and said not in zh, said
+        for said in chinese[sid]:
+            assert said in zh and said not in en, said
+    assert "1001: Left out notes.pdf (only .py and .ipynb files are graded)." in taken.skipped
