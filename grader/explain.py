@@ -9,7 +9,7 @@ from fractions import Fraction
 from grader import contrast
 from grader.record import TestRecord
 
-OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤"}
+OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤", **contrast.RELATIONS}
 CLAIMS_AT_TOP = 2   # distinct structure claims repeated at the top of a part
 TEST = "test"       # the case field naming the test function
 
@@ -35,23 +35,22 @@ def case_fields(test: TestRecord) -> dict[str, object]:
 
 
 def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
-    """The rule that separates a part's failing tests from its passing ones, if any."""
+    """The one rule that separates a part's failing tests from its passing ones, if
+    the cases support one (grader/contrast.py); never a list of co-features."""
     cases = [(case_fields(x), not x.passed) for x in tests]
     found = [r.to_dict() for r in contrast.rules(cases)]
     if not found:
         return []
-    first, rest = found[0], found[1:]
-    if first["field"] == TEST and first["op"] == "eq":
-        lead = t["contrast_test"].format(value=_value(first["value"]))
-    elif first["op"] == "ne" and first["value"] is None:
-        lead = t["contrast_given"].format(field=first["field"])
-    elif first["op"] == "ne":
-        lead = t["contrast_except"].format(field=first["field"], value=_value(first["value"]))
-    else:
-        lead = t["contrast_when"].format(rule=rule_text(first))
-    if rest:
-        return [lead, t["contrast_also"].format(rules=", ".join(rule_text(r) for r in rest))]
-    return [lead]
+    rule = found[0]
+    if rule["field"] == TEST and rule["op"] == "eq":
+        return [t["contrast_test"].format(value=_value(rule["value"]))]
+    if rule["op"] == "ne" and rule["value"] is None:
+        return [t["contrast_given"].format(field=rule["field"])]
+    if rule["op"] == "ne":
+        return [t["contrast_except"].format(field=rule["field"], value=_value(rule["value"]))]
+    if rule["op"] == "differs":
+        return [t["contrast_only"].format(rule=rule_text({**rule, "op": "same"}))]
+    return [t["contrast_when"].format(rule=rule_text(rule))]
 
 
 def _fraction(value: object) -> str:

@@ -117,7 +117,11 @@ def _rule_true(rule: contrast.Rule, outcomes: list[tuple[dict, bool]]) -> bool:
             if failed:
                 return False
             continue
-        if bool(ops[rule.op](fields[rule.field])) != failed:
+        if rule.op in ("same", "differs"):  # K = E: the other field's value, per case
+            holds = (fields[rule.field] == fields[rule.value]) == (rule.op == "same")
+        else:
+            holds = bool(ops[rule.op](fields[rule.field]))
+        if holds != failed:
             return False
     return True
 

@@ -35,10 +35,12 @@ def _record(course: config.Course) -> GradeRecord:
              "shared": [{"field": "expert", "op": "has", "value": 3}]}
     failing_check = {"name": "output", "passed": False, "message": "differs by 0.3",
                      "max_abs_diff": 0.3, "atol": 1e-5, "rtol": 1e-4, "structure": claim}
-    tests = [_test(f"test_dispatch[E=4 K={k} float32 N=10]", "dispatch", {"E": 4, "K": k},
-                   k == 1, checks=[] if k == 1 else [failing_check]) for k in (1, 2, 3)]
-    tests += [_test("test_train[E=4 K=2]", "moe", {"E": 4, "K": 2}, False, composite=True),
-              _test("test_train[E=4 K=1]", "moe", {"E": 4, "K": 1}, True, composite=True)]
+    tests = [_test(f"test_dispatch[E=4 K={k} {d} N=10]", "dispatch",
+                   {"E": 4, "K": k, "dtype": d}, k == 1,
+                   checks=[] if k == 1 else [failing_check])
+             for d in ("float32", "float64") for k in (1, 2, 3)]
+    tests += [_test(f"{f}[E=4 K={k}]", "moe", {"E": 4, "K": k}, k == 1, composite=True)
+              for f in ("test_train", "test_eval") for k in (1, 2)]
     parts = {k: {"score": p.points, "max_score": p.points, "passed": 1, "tests": 1}
              for k, p in course.lesson("13").parts.items()}
     return GradeRecord.from_json({"student_id": "s", "lesson": "13", "status": "graded",
@@ -90,20 +92,39 @@ def test_silent_where_the_record_supports_nothing(course):
     assert explain.contrast_sentences(old, t) == []                 # no case fields
 
 
-def test_a_field_given_only_where_it_fails():
+def test_a_field_given_only_where_it_fails_and_no_co_feature():
     t = feedback.STRINGS["en"]
     tests = [TestRecord.from_json(d) for d in (
         {"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
+        {"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
         {"outcome": "failed", "case": [["past", [2, 5, 3, 8]], ["seq_length", 3]]},
         {"outcome": "failed", "case": [["past", [1, 99, 4, 96]], ["seq_length", 1]]})]
-    said = explain.contrast_sentences(tests, t)
-    assert said[0] == "Fails exactly when past is given: the tests without past pass."
-    assert said[1] == "The same tests are also exactly those where seq_length ≠ 7."
+    # seq_length ≠ 7 fits as well, a coincidence of these cases: never listed
+    assert explain.contrast_sentences(tests, t) == [
+        "Fails exactly when past is given: the tests without past pass."]
+
+
+ROUTER = [("3", "1", "float32", "10"), ("3", "3", "float64", "7"), ("4", "2", "float32", "10"),
+          ("4", "1", "float64", "10"), ("8", "2", "float64", "12"), ("8", "1", "float32", "1")]
+
+
+@pytest.mark.parametrize("lang, said", [
+    ("en", "Passes only where K = E: the tests with K = E pass, all others fail."),
+    ("zh", "只在 K = E 时通过：满足 K = E 的测试都通过，其余都失败。")])
+def test_top_k_of_the_smallest_passes_only_where_k_is_e(lang, said):
+    """Top-k taking the smallest scores: what the router's results support is K = E,
+    alone (the one K = E case's K = 3 and N = 7 are coincidences, never said)."""
+    tests = [TestRecord.from_json(
+        {"name": f"{f}[E={e} K={k} {d} N={n}]", "outcome": "passed" if e == k else "failed",
+         "case": [["test", f], ["E", int(e)], ["K", int(k)], ["dtype", d], ["N", int(n)]]})
+        for e, k, d, n in ROUTER for f in ("test_route", "test_gradients")
+        if f == "test_route" or d == "float64"]
+    assert explain.contrast_sentences(tests, feedback.STRINGS[lang]) == [said]
 
 
 def test_the_lesson_order_survives_a_store_that_sorts_keys(course):
     import json
     stored = json.loads(json.dumps(_record(course).to_json(), sort_keys=True))
     cases = [explain.case_fields(t) for t in GradeRecord.from_json(stored).tests]
-    assert list(cases[0]) == ["test", "E", "K"]
+    assert list(cases[0]) == ["test", "E", "K", "dtype"]
     assert explain.case_fields(TestRecord.from_json({"case": {"E": 4}})) == {}  # no pairs
