@@ -6,6 +6,7 @@ import html
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from grader import config, feedback, report
 from grader.record import GradeRecord
@@ -205,3 +206,18 @@ def test_points_are_shown_with_at_most_two_decimals():
 
     assert [points(v) for v in (9.0908203125, 2.0, 2.5, 0.0, 1.5 - 1 / 1024)] == \
         ["9.09", "2", "2.5", "0", "1.5"]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_no_match_box_does_not_say_matched(course, lang):
+    """"No known mistake matches" was followed by "matched in 1 of the failing tests"
+    (issue 26, item 4): the box now says what was compared, and "matched" stays with a
+    mistake that was named."""
+    t = {k: str(escape(v)) for k, v in feedback.STRINGS[lang].items()}
+    page = render_student(make_record(course), course, "13", lang)
+    box = page[page.index(t["diagnosis_none"]):]
+    box = box[:box.index("</div>")]
+    assert t["diagnosis_none_tests"].format(n=1) in box
+    assert t["diagnosis_tests"].format(n=1) not in box
+    named = page[page.index("top-k") :]
+    assert t["diagnosis_tests"].format(n=1) in named
