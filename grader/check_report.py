@@ -45,6 +45,7 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     """The record as the student's report, in `language` (default: course.yml's):
     every field plain JSON."""
     from grader.divergence import sentence
+    from grader.explain import answer_text
     from grader.feedback import STRINGS
     lesson = course.lesson(lesson_key)
     lang = language or course.language
@@ -56,6 +57,8 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
         failing = any(not t.passed for t in mine)
         parts[name] = {
             "where": sentence(part.where, STRINGS[lang]) if failing else "",
+            "answers": [answer_text(a, STRINGS[lang]) for a in part.answers] if failing
+            else [],
             "title": (lesson.parts[name].title_zh if lang == "zh" else "")
             or lesson.parts[name].title,
             "passed": sum(t.passed for t in mine), "total": len(mine),
@@ -138,6 +141,9 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
         if part["where"]:
             out.print("    [yellow]where:[/] ", end="")
             out.print(part["where"], markup=False)
+        for found in part["answers"]:  # grader/questions.py's findings
+            out.print("    [yellow]found:[/] ", end="")
+            out.print(found, markup=False)
         if part["likely_mistake"]:
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
             out.print(f"    [yellow]{words['likely']}[/] ", end="")

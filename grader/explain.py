@@ -109,6 +109,17 @@ def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
     return list(seen.values())[:CLAIMS_AT_TOP]
 
 
+def answer_text(finding: dict, t: dict[str, str]) -> str:
+    """One finding of grader/questions.py as a sentence; "" for an unknown kind."""
+    kind = finding.get("kind")
+    if kind not in ("ignores", "rows", "dtype"):
+        return ""
+    return t[f"q_{kind}"].format(function=finding.get("function", ""),
+                                 argument=finding.get("argument", ""),
+                                 output=finding.get("output", ""),
+                                 dtype=finding.get("dtype", ""))
+
+
 def composite_sentence(tests: list[TestRecord], failed_before: list[str],
                        t: dict[str, str]) -> str:
     """A composite part (its tests compare with `explained`) that failed, after parts

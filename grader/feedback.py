@@ -114,6 +114,8 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "diagnoses": _part_diagnoses(failing, lang),
             "findings": [x for x in [explain.composite_sentence(tests, failed_before or [], t),
                                      *explain.contrast_sentences(tests, t),
+                                     *(explain.answer_text(a, t) for a in
+                                       (summary.answers if summary and failing else [])),
                                      *explain.structure_at_top(failing, t)] if x],
             "missing": missing_from_stub(failing, stub),
             "example": record.examples.get(part, ""),

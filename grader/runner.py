@@ -20,7 +20,7 @@ import pytest
 from pytest_jsonreport import serialize
 
 from grader import plugin as fixtures
-from grader import divergence, points, smallest
+from grader import divergence, points, questions, smallest
 from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
@@ -277,12 +277,15 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             yield caller, reports.append
             lean = os.environ.get(FROM_RECORDING) == "1"  # autograder_zip says why
             examples = {} if lean else _examples(ctx, caller, session, reports[0])
+            answers = {} if lean else _answers(ctx, caller, session, reports[0])
             if session is not None:
                 session.close()
             where = {} if lean else divergence.trace_failing(ctx, session, reports[0])[0]
             record = _record(ctx, sub, slot, session, missing, reports[0],
                              time.monotonic() - started, where)
             record.examples = examples
+            for name, found in answers.items():  # feedback only: after the points
+                record.parts[name].answers = found
             on_result(record)
 
     run_tests(ctx, jobs(), select)
@@ -304,6 +307,28 @@ def _examples(ctx: LessonContext, caller: object, session: Session | None,
         return {}  # the student's code broke on it: the tests already say so
     except LookupError:
         return {}  # no solution here (a student bundle): no reference for a fresh input
+
+
+def _answers(ctx: LessonContext, caller: object, session: Session | None,
+             raw: dict) -> dict[str, list[dict]]:
+    """What the student's functions answer to the lesson's questions on fresh inputs
+    (grader/questions.py), for each failing part no known mistake explains, asked in
+    its own session while it is open."""
+    if session is None or session.fatal is not None:
+        return {}
+    unexplained = [name for name, part in score(ctx, raw).parts.items()
+                   if part.passed < part.tests and part.diagnosis is None]
+    found: dict[str, list[dict]] = {}
+    try:
+        for name in unexplained:
+            answers = questions.ask(ctx.tests, name, caller, ctx.refs.reference)
+            if answers:
+                found[name] = answers
+    except GraderFault:
+        return found  # the session broke: what was established before stays true
+    except LookupError:
+        return {}  # no solution here (a student bundle): no reference for a fresh input
+    return found
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
