@@ -120,12 +120,21 @@ def answer_text(finding: dict, t: dict[str, str]) -> str:
                                  dtype=finding.get("dtype", ""))
 
 
-def composite_sentence(tests: list[TestRecord], failed_before: list[str],
-                       t: dict[str, str]) -> str:
+def composite_sentences(tests: list[TestRecord], failed_before: list[str],
+                        explained: set[str], t: dict[str, str]) -> list[str]:
     """A composite part (its tests compare with `explained`) that failed, after parts
-    of its own that failed too: those come first."""
+    of its own that failed too. One that no known mistake explains makes the layer
+    differ from the reference, so it costs points here as well: said first. One whose
+    known mistake was named costs none here (this part is compared with the reference
+    carrying it): said so, since the failures here come from something else."""
     failing = any(not x.passed for x in tests)
     if not failing or not failed_before or not any(x.composite for x in tests):
-        return ""
-    them = t["composite_them_one" if len(failed_before) == 1 else "composite_them_many"]
-    return t["composite_first"].format(parts=", ".join(failed_before), them=them)
+        return []
+    said = []
+    for key, parts in (("composite_unexplained", [p for p in failed_before
+                                                  if p not in explained]),
+                       ("composite_explained", [p for p in failed_before if p in explained])):
+        if parts:
+            them = t["composite_them_one" if len(parts) == 1 else "composite_them_many"]
+            said.append(t[key].format(parts=", ".join(parts), them=them))
+    return said

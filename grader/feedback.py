@@ -90,17 +90,17 @@ def _error_key(test: TestRecord) -> tuple:
 
 def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[TestRecord],
                record: GradeRecord, lang: str, t: dict[str, str], stub: Stub | None = None,
-               failed_before: list[str] | None = None) -> dict:
+               failed_before: list[str] | None = None, explained: set[str] | None = None
+               ) -> dict:
     """One part: its score, what its results show, failing tests grouped by identical
-    error, and diagnoses. `failed_before`: the earlier parts that failed.
+    error, and diagnoses. `failed_before`: the earlier parts that failed (not for the
+    record's own problem), `explained` those of them a known mistake explains.
 
     Tests that failed for the record's own problem (no file, import error) are only
     counted: the banner at the top already says why.
     """
     failing = [x for x in tests if not x.passed]
-    problem = clean(record.problem)
-    blocked = [x for x in failing if problem and x.error
-               and clean(x.error.get("message")) == problem]
+    blocked = [x for x in failing if _blocked(x, record)]
     cards = _group_failures([x for x in failing if not any(x is b for b in blocked)], t,
                             pictures=OPEN_FAILURES)
     return {"key": part, "title": title, "score": summary.score if summary else 0.0,
@@ -112,7 +112,8 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "blocked": len(blocked),
             "passing": [x.name for x in tests if x.passed],
             "diagnoses": _part_diagnoses(failing, lang),
-            "findings": [x for x in [explain.composite_sentence(tests, failed_before or [], t),
+            "findings": [x for x in [*explain.composite_sentences(tests, failed_before or [],
+                                                                  explained or set(), t),
                                      *explain.contrast_sentences(tests, t),
                                      *(explain.answer_text(a, t) for a in
                                        (summary.answers if summary and failing else [])),
@@ -121,6 +122,14 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "example": record.examples.get(part, ""),
             "where": divergence.sentence_html(summary.where, t) if summary and failing
             else ""}
+
+
+def _blocked(test: TestRecord, record: GradeRecord) -> bool:
+    """A test that failed for the record's own problem (no file, an import error): the
+    banner at the top says why, once."""
+    problem = clean(record.problem)
+    return bool(problem and not test.passed and test.error
+                and clean(test.error.get("message")) == problem)
 
 
 class Stub:
@@ -227,9 +236,13 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
     summaries = record.parts
     order = list(titles) + [p for p in summaries if p not in titles]
     stub = lesson_stub(course, lesson_key)
+    failed = [q for q in order if any(not x.passed and not _blocked(x, record)
+                                      for x in by_part.get(q, []))]
+    explained = {q for q in failed if summaries.get(q) and summaries[q].diagnosis
+                 and summaries[q].diagnosis.id}
     parts = [_part_view(p, titles.get(p, p), summaries.get(p), by_part.get(p, []),
-                        record, lang, t, stub,
-                        [q for q in order[:i] if any(not x.passed for x in by_part.get(q, []))])
+                        record, lang, t, stub, [q for q in order[:i] if q in failed],
+                        explained)
              for i, p in enumerate(order)]
     return {"t": t, "lang": lang, "course_title": course_title(course, lang),
             "lesson_key": lesson_key, "lesson_title": lesson_title(course, lesson_key, lang),

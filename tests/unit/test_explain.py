@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from grader import config, explain, feedback
 from grader.record import GradeRecord, TestRecord
@@ -66,14 +67,46 @@ def test_the_contrast_leads_the_part_and_the_composite_part_points_back(course):
     assert "Only 2 of the 10 rows differ (rows 1, 4)" in dispatch
     assert "Every wrong row has expert 3, and no right row has it." in dispatch
     moe = page[page.index('id="part-moe"'):]
-    assert "This part calls the parts before it, and dispatch failed too: fix it first" in moe
+    assert ("This part calls the parts before it, and dispatch failed in a way no known "
+            "mistake explains: the layer then differs from the reference, so the points "
+            "lost here come, at least in part, from it.") in moe
     assert moe.index("This part calls") < moe.index("Fails exactly in the cases where K = 2")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_named_mistake_costs_no_moe_points_and_the_page_says_so(course, lang):
+    """dispatch explained by a known mistake: moe is compared with the reference carrying
+    it, so moe's own failures are something else, and the page says so, not that
+    dispatch's points are taken again."""
+    from grader.record import Diagnosis
+    record = _record(course)
+    record.parts["dispatch"].diagnosis = Diagnosis("overwrite", {"en": "x", "zh": "x"},
+                                                   {"en": "", "zh": ""})
+    t = feedback.STRINGS[lang]
+    page = feedback.render_student(record, course, "13", lang)
+    moe = page[page.index('id="part-moe"'):]
+    said = t["composite_explained"].format(parts="dispatch", them=t["composite_them_one"])
+    assert str(escape(said)) in moe
+    assert t["composite_unexplained"][:12] not in moe
+
+
+def test_no_moe_box_for_a_file_that_never_imported(course):
+    """Every part failed for the one import error the banner shows: no part is said to
+    have failed "before" moe."""
+    record = _record(course)
+    record.problem = "SyntaxError: invalid syntax (13_moe.py, line 3)"
+    for test in record.tests:
+        test.outcome, test.checks = "failed", []
+        test.error = {"kind": "import", "message": record.problem}
+    page = feedback.render_student(record, course, "13", "en")
+    assert "This part calls" not in page
 
 
 def test_chinese_page(course):
     page = feedback.render_student(_record(course), course, "13", "zh")
     assert "恰好在 K ≥ 2 的用例上失败" in page and "每个出错的行都有 expert 3" in page
-    assert "这一部分会调用前面的部分，而 dispatch 也没有通过" in page
+    assert "这一部分会调用前面的部分，而 dispatch 的失败没有已知错误能解释" in page
+    assert "这里扣的分至少有一部分来自它" in page
 
 
 def test_silent_where_the_record_supports_nothing(course):
@@ -84,9 +117,9 @@ def test_silent_where_the_record_supports_nothing(course):
     assert 'class="diag facts"' not in page
     t = feedback.STRINGS["en"]
     moe = [x for x in record.tests if x.part == "moe"]
-    assert explain.composite_sentence(moe, ["dispatch"], t) == ""  # moe passes
+    assert explain.composite_sentences(moe, ["dispatch"], set(), t) == []  # moe passes
     moe[0].outcome = "failed"
-    assert explain.composite_sentence(moe, [], t) == ""             # its parts pass
+    assert explain.composite_sentences(moe, [], set(), t) == []            # its parts pass
     old = [TestRecord.from_json({"name": f"test_x[{i}]", "outcome": o})
            for i, o in enumerate(("failed", "passed"))]
     assert explain.contrast_sentences(old, t) == []                 # no case fields
