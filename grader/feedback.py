@@ -25,6 +25,9 @@ from grader.shown import clean, num, points
 TEMPLATES = Path(grader.__file__).parent.parent / "templates"
 OPEN_FAILURES = 2        # failing tests shown in full per part; the rest fold away
 
+# How the sandbox reports a file Python could not read (grader/sandbox/session.py).
+_SYNTAX = re.compile(r"(SyntaxError|IndentationError|TabError): (.*) \([^()]*, line (\d+)\)",
+                     re.S)
 # How a probe or the student's own code reports a function the file lacks.
 _MISSING = re.compile(r"module '[\w.]+' has no attribute '(\w+)'|name '(\w+)' is not defined")
 
@@ -226,6 +229,13 @@ def _check_view(check: dict, t: dict[str, str], picture: bool) -> dict:
                           if check.get("atol") is not None else None)}
 
 
+def syntax_error(problem: str) -> dict | None:
+    """The message and line of a file Python could not read, from the record's problem;
+    None for any other problem."""
+    found = _SYNTAX.fullmatch(problem.strip())
+    return {"message": found.group(2), "line": int(found.group(3))} if found else None
+
+
 def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:
     """Everything the student template shows, with raw_report left out on purpose."""
     t = STRINGS[lang]
@@ -249,6 +259,7 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
             "student_id": record.student_id, "student_name": record.name,
             "status": record.status,
             "problem": record.problem, "sandboxed": record.sandboxed,
+            "syntax": syntax_error(record.problem) if record.status != "graded" else None,
             "import_traceback": record.import_traceback, "notes": record.notes,
             "output": record.output, "score": record.score,
             "max_score": record.max_score, "parts": parts}

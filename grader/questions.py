@@ -32,14 +32,13 @@ from grader.smallest import differs
 
 FILE = "questions.py"  # in a lesson's tests folder; never shipped to students
 ROUNDS = 3             # fresh inputs per question: a finding holds on every one
-KINDS = ("ignores", "rows", "dtype")
 
 
 @dataclass(frozen=True)
 class Question:
     """One question about a part's function.
 
-    kind: one of KINDS; function: the student's function or class as the page names
+    kind: ignores, rows or dtype; function: the student's function or class as the page names
     it; probe: the probe called; outputs: the probe's outputs compared; inputs(i):
     the i-th fresh input, a pair of argument dicts for `ignores` (differing in
     `argument` alone) and `rows` (differing in one token alone), one dict for `dtype`,
