@@ -123,10 +123,11 @@ def answer_text(finding: dict, t: dict[str, str]) -> str:
 def composite_sentences(tests: list[TestRecord], failed_before: list[str],
                         explained: set[str], t: dict[str, str]) -> list[str]:
     """A composite part (its tests compare with `explained`) that failed, after parts
-    of its own that failed too. One that no known mistake explains makes the layer
-    differ from the reference, so it costs points here as well: said first. One whose
-    known mistake was named costs none here (this part is compared with the reference
-    carrying it): said so, since the failures here come from something else."""
+    of its own that failed too. A mistake no known one explains is not forgiven here:
+    wherever it changes this part's results it costs points here as well (said first,
+    as a rule, not as the cause of these failures, which the grader cannot establish).
+    A known mistake that was named costs none here (this part is compared with the
+    reference carrying it): said so, since the failures here come from something else."""
     failing = any(not x.passed for x in tests)
     if not failing or not failed_before or not any(x.composite for x in tests):
         return []

@@ -68,8 +68,8 @@ def test_the_contrast_leads_the_part_and_the_composite_part_points_back(course):
     assert "Every wrong row has expert 3, and no right row has it." in dispatch
     moe = page[page.index('id="part-moe"'):]
     assert ("This part calls the parts before it, and dispatch failed in a way no known "
-            "mistake explains: the layer then differs from the reference, so the points "
-            "lost here come, at least in part, from it.") in moe
+            "mistake explains. Such a mistake is not forgiven here: wherever it changes this "
+            "part&#39;s results, it costs points here too, on top of those lost in it.") in moe
     assert moe.index("This part calls") < moe.index("Fails exactly in the cases where K = 2")
 
 
@@ -106,7 +106,7 @@ def test_chinese_page(course):
     page = feedback.render_student(_record(course), course, "13", "zh")
     assert "恰好在 K ≥ 2 的用例上失败" in page and "每个出错的行都有 expert 3" in page
     assert "这一部分会调用前面的部分，而 dispatch 的失败没有已知错误能解释" in page
-    assert "这里扣的分至少有一部分来自它" in page
+    assert "只要它改变了这一部分的结果，就也会在这里扣分，另外加上在它扣的分" in page
 
 
 def test_silent_where_the_record_supports_nothing(course):
