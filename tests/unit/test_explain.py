@@ -161,3 +161,16 @@ def test_the_lesson_order_survives_a_store_that_sorts_keys(course):
     cases = [explain.case_fields(t) for t in GradeRecord.from_json(stored).tests]
     assert list(cases[0]) == ["test", "E", "K", "dtype"]
     assert explain.case_fields(TestRecord.from_json({"case": {"E": 4}})) == {}  # no pairs
+
+
+ANSWERS = [{"kind": "ignores", "function": "load_balancing_loss", "argument": "topk_idx"},
+           {"kind": "rows", "function": "dispatch"},
+           {"kind": "dtype", "function": "route", "output": "scores", "dtype": "float32"}]
+
+
+@pytest.mark.parametrize("found", ANSWERS, ids=lambda a: a["kind"])
+def test_every_answer_has_a_sentence_in_every_language(found):
+    texts = [explain.answer_text(found, feedback.STRINGS[lang]) for lang in ("en", "zh")]
+    assert all(texts) and texts[0] != texts[1] and "{" not in "".join(texts)
+    assert all(found["function"] in text for text in texts)
+    assert explain.answer_text({"kind": "guess"}, feedback.STRINGS["en"]) == ""
