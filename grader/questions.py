@@ -38,13 +38,14 @@ ROUNDS = 3             # fresh inputs per question: a finding holds on every one
 class Question:
     """One question about a part's function.
 
-    kind: ignores, rows or dtype; function: the student's function or class as the page names
-    it; probe: the probe called; outputs: the probe's outputs compared; inputs(i):
-    the i-th fresh input, a pair of argument dicts for `ignores` (differing in
-    `argument` alone) and `rows` (differing in one token alone), one dict for `dtype`,
-    or None (no input: then nothing is claimed); argument: for `ignores`, the argument the pair
-    changes; others: for `rows`, an output's values for the tokens the pair leaves
-    alone; canonical: outputs as the tests compare them (top-k as sets)."""
+    kind: ignores, rows or dtype; function: the student's function or class as the
+    page names it; probe: the probe called; outputs: the probe's outputs compared;
+    inputs(i): the i-th fresh input, a pair of argument dicts for `ignores` (differing
+    in `argument` alone) and `rows` (differing in one token alone), one dict for
+    `dtype`, or None (no input: then nothing is claimed); argument: for `ignores`, the
+    argument the pair changes; others: for `rows`, an output's values for the tokens
+    the pair leaves alone; canonical: outputs as the tests compare them (top-k as
+    sets)."""
 
     kind: str
     function: str
