@@ -45,20 +45,21 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     """The record as the student's report, in `language` (default: course.yml's):
     every field plain JSON."""
     from grader.divergence import sentence
-    from grader.explain import answer_text
-    from grader.feedback import STRINGS
+    from grader.feedback import STRINGS, failed_parts, part_findings
     lesson = course.lesson(lesson_key)
     lang = language or course.language
     tests = record.tests
     parts = {}
+    order = list(record.parts)
+    failed, explained = failed_parts(record, order)
     for name, part in record.parts.items():
         mine = [t for t in tests if t.part == name]  # practice: not in the counters
         diagnosis = part.diagnosis
         failing = any(not t.passed for t in mine)
         parts[name] = {
             "where": sentence(part.where, STRINGS[lang]) if failing else "",
-            "answers": [answer_text(a, STRINGS[lang]) for a in part.answers] if failing
-            else [],
+            "findings": part_findings(mine, part, [q for q in order[:order.index(name)]
+                                                   if q in failed], explained, STRINGS[lang]),
             "title": (lesson.parts[name].title_zh if lang == "zh" else "")
             or lesson.parts[name].title,
             "passed": sum(t.passed for t in mine), "total": len(mine),
@@ -141,7 +142,7 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
         if part["where"]:
             out.print("    [yellow]where:[/] ", end="")
             out.print(part["where"], markup=False)
-        for found in part["answers"]:  # grader/questions.py's findings
+        for found in part["findings"]:  # what the page's "What your results show" says
             out.print("    [yellow]found:[/] ", end="")
             out.print(found, markup=False)
         if part["likely_mistake"]:

@@ -115,16 +115,35 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "blocked": len(blocked),
             "passing": [x.name for x in tests if x.passed],
             "diagnoses": _part_diagnoses(failing, lang),
-            "findings": [x for x in [*explain.composite_sentences(tests, failed_before or [],
-                                                                  explained or set(), t),
-                                     *explain.contrast_sentences(tests, t),
-                                     *(explain.answer_text(a, t) for a in
-                                       (summary.answers if summary and failing else [])),
-                                     *explain.structure_at_top(failing, t)] if x],
+            "findings": part_findings(tests, summary, failed_before or [], explained or set(),
+                                      t),
             "missing": missing_from_stub(failing, stub),
             "example": record.examples.get(part, ""),
             "where": divergence.sentence_html(summary.where, t) if summary and failing
             else ""}
+
+
+def part_findings(tests: list[TestRecord], summary: PartRecord | None,
+                  failed_before: list[str], explained: set[str], t: dict[str, str]
+                  ) -> list[str]:
+    """What a part's results show, in the order the page and `grader check` both say
+    it: the composite part's parts first, the contrast rule, the answers to the
+    grader's questions, then the structure of failing checks."""
+    failing = [x for x in tests if not x.passed]
+    answers = summary.answers if summary is not None and failing else []
+    return [x for x in [*explain.composite_sentences(tests, failed_before, explained, t),
+                        *explain.contrast_sentences(tests, t),
+                        *(explain.answer_text(a, t) for a in answers),
+                        *explain.structure_at_top(failing, t)] if x]
+
+
+def failed_parts(record: GradeRecord, order: list[str]) -> tuple[list[str], set[str]]:
+    """The parts (in `order`) with a test that failed for more than the record's own
+    problem, and those of them a known mistake explains."""
+    failed = [q for q in order if any(not x.passed and not _blocked(x, record)
+                                      for x in record.tests if x.part == q)]
+    return failed, {q for q in failed if record.parts.get(q) is not None
+                    and record.parts[q].diagnosis is not None and record.parts[q].diagnosis.id}
 
 
 def _blocked(test: TestRecord, record: GradeRecord) -> bool:
@@ -246,10 +265,7 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
     summaries = record.parts
     order = list(titles) + [p for p in summaries if p not in titles]
     stub = lesson_stub(course, lesson_key)
-    failed = [q for q in order if any(not x.passed and not _blocked(x, record)
-                                      for x in by_part.get(q, []))]
-    explained = {q for q in failed if summaries.get(q) and summaries[q].diagnosis
-                 and summaries[q].diagnosis.id}
+    failed, explained = failed_parts(record, order)
     parts = [_part_view(p, titles.get(p, p), summaries.get(p), by_part.get(p, []),
                         record, lang, t, stub, [q for q in order[:i] if q in failed],
                         explained)

@@ -92,7 +92,7 @@ def test_the_page_and_check_say_it_in_both_languages(graded, course):
         aux = page[page.index('id="part-aux_loss"'):page.index('id="part-moe"')]
         assert str(feedback.clean(said)).replace("'", "&#39;") in aux
         report = check_report.summary(record, course, "13", [], lang)
-        assert report["parts"]["aux_loss"]["answers"] == [said]
+        assert said in report["parts"]["aux_loss"]["findings"]
     assert not any(p.answers for n, p in record.parts.items() if n != "aux_loss")
 
 

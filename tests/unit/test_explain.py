@@ -174,3 +174,16 @@ def test_every_answer_has_a_sentence_in_every_language(found):
     assert all(texts) and texts[0] != texts[1] and "{" not in "".join(texts)
     assert all(found["function"] in text for text in texts)
     assert explain.answer_text({"kind": "guess"}, feedback.STRINGS["en"]) == ""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_grader_check_says_what_the_page_says(course, lang):
+    """Issue 26: `grader check` printed none of the page's contrast and structure
+    sentences; its summary now holds the very list the page shows, part by part."""
+    from grader import check_report
+    record = _record(course)
+    page = feedback.student_context(record, course, "13", lang)
+    report = check_report.summary(record, course, "13", [], lang)
+    shown = {p["key"]: p["findings"] for p in page["parts"]}
+    assert shown["dispatch"] and shown["moe"]
+    assert {k: v["findings"] for k, v in report["parts"].items()} == shown
