@@ -45,18 +45,22 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     """The record as the student's report, in `language` (default: course.yml's):
     every field plain JSON."""
     from grader.divergence import sentence
-    from grader.feedback import STRINGS
+    from grader.feedback import STRINGS, failed_parts, part_findings
     from grader.strings import in_language
     lesson = course.lesson(lesson_key)
     lang = language or course.language
     tests = record.tests
     parts = {}
+    order = list(record.parts)
+    failed, explained = failed_parts(record, order)
     for name, part in record.parts.items():
         mine = [t for t in tests if t.part == name]  # practice: not in the counters
         diagnosis = part.diagnosis
         failing = any(not t.passed for t in mine)
         parts[name] = {
             "where": sentence(part.where, STRINGS[lang]) if failing else "",
+            "findings": part_findings(mine, part, [q for q in order[:order.index(name)]
+                                                   if q in failed], explained, STRINGS[lang]),
             "title": (lesson.parts[name].title_zh if lang == "zh" else "")
             or lesson.parts[name].title,
             "passed": sum(t.passed for t in mine), "total": len(mine),
@@ -151,6 +155,9 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
         if part["where"]:
             out.print("    [yellow]where:[/] ", end="")
             out.print(part["where"], markup=False)
+        for found in part["findings"]:  # what the page's "What your results show" says
+            out.print("    [yellow]found:[/] ", end="")
+            out.print(found, markup=False)
         if part["likely_mistake"]:
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
             out.print(f"    [yellow]{words['likely']}[/] ", end="")

@@ -519,11 +519,11 @@ def _plain(ref: Reference) -> dict:
 
 def record_fresh(ctx) -> int:
     """Compute, for a recording, the reference's side of every fresh input a failing
-    part can be traced on: the lesson's trace inputs and the candidates of its smallest
-    examples (their results into the reference's cache, their traces into the
-    lesson's). A run from that recording then shows both without the solution. How
-    many requests were traced."""
-    from grader import smallest
+    part's feedback asks about: the lesson's trace inputs, the candidates of its
+    smallest examples (their results into the reference's cache, their traces into the
+    lesson's) and its questions' inputs (grader/questions.py). A run from that
+    recording then shows all three without the solution. How many requests were traced."""
+    from grader import questions, smallest
     lessons = lesson_traces(ctx)
     if lessons is None:
         return 0
@@ -533,6 +533,8 @@ def record_fresh(ctx) -> int:
     for _, probe, args in smallest.requests(Path(ctx.tests)):
         ctx.refs.reference.call(probe, **args)
         lessons.reference(probe, args)
+    for probe, args in questions.requests(Path(ctx.tests)):
+        ctx.refs.reference.call(probe, **args)
     return len(lessons.recorded)
 
 

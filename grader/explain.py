@@ -9,7 +9,7 @@ from fractions import Fraction
 from grader import contrast
 from grader.record import TestRecord
 
-OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤"}
+OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤", **contrast.RELATIONS}
 CLAIMS_AT_TOP = 2   # distinct structure claims repeated at the top of a part
 TEST = "test"       # the case field naming the test function
 
@@ -35,23 +35,22 @@ def case_fields(test: TestRecord) -> dict[str, object]:
 
 
 def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
-    """The rule that separates a part's failing tests from its passing ones, if any."""
+    """The one rule that separates a part's failing tests from its passing ones, if
+    the cases support one (grader/contrast.py); never a list of co-features."""
     cases = [(case_fields(x), not x.passed) for x in tests]
     found = [r.to_dict() for r in contrast.rules(cases)]
     if not found:
         return []
-    first, rest = found[0], found[1:]
-    if first["field"] == TEST and first["op"] == "eq":
-        lead = t["contrast_test"].format(value=_value(first["value"]))
-    elif first["op"] == "ne" and first["value"] is None:
-        lead = t["contrast_given"].format(field=first["field"])
-    elif first["op"] == "ne":
-        lead = t["contrast_except"].format(field=first["field"], value=_value(first["value"]))
-    else:
-        lead = t["contrast_when"].format(rule=rule_text(first))
-    if rest:
-        return [lead, t["contrast_also"].format(rules=", ".join(rule_text(r) for r in rest))]
-    return [lead]
+    rule = found[0]
+    if rule["field"] == TEST and rule["op"] == "eq":
+        return [t["contrast_test"].format(value=_value(rule["value"]))]
+    if rule["op"] == "ne" and rule["value"] is None:
+        return [t["contrast_given"].format(field=rule["field"])]
+    if rule["op"] == "ne":
+        return [t["contrast_except"].format(field=rule["field"], value=_value(rule["value"]))]
+    if rule["op"] == "differs":
+        return [t["contrast_only"].format(rule=rule_text({**rule, "op": "same"}))]
+    return [t["contrast_when"].format(rule=rule_text(rule))]
 
 
 def _fraction(value: object) -> str:
@@ -110,12 +109,33 @@ def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
     return list(seen.values())[:CLAIMS_AT_TOP]
 
 
-def composite_sentence(tests: list[TestRecord], failed_before: list[str],
-                       t: dict[str, str]) -> str:
+def answer_text(finding: dict, t: dict[str, str]) -> str:
+    """One finding of grader/questions.py as a sentence; "" for an unknown kind."""
+    kind = finding.get("kind")
+    if kind not in ("ignores", "rows", "dtype"):
+        return ""
+    return t[f"q_{kind}"].format(function=finding.get("function", ""),
+                                 argument=finding.get("argument", ""),
+                                 output=finding.get("output", ""),
+                                 dtype=finding.get("dtype", ""))
+
+
+def composite_sentences(tests: list[TestRecord], failed_before: list[str],
+                        explained: set[str], t: dict[str, str]) -> list[str]:
     """A composite part (its tests compare with `explained`) that failed, after parts
-    of its own that failed too: those come first."""
+    of its own that failed too. A mistake no known one explains is not forgiven here:
+    wherever it changes this part's results it costs points here as well (said first,
+    as a rule, not as the cause of these failures, which the grader cannot establish).
+    A known mistake that was named costs none here (this part is compared with the
+    reference carrying it): said so, since the failures here come from something else."""
     failing = any(not x.passed for x in tests)
     if not failing or not failed_before or not any(x.composite for x in tests):
-        return ""
-    them = t["composite_them_one" if len(failed_before) == 1 else "composite_them_many"]
-    return t["composite_first"].format(parts=", ".join(failed_before), them=them)
+        return []
+    said = []
+    for key, parts in (("composite_unexplained", [p for p in failed_before
+                                                  if p not in explained]),
+                       ("composite_explained", [p for p in failed_before if p in explained])):
+        if parts:
+            them = t["composite_them_one" if len(parts) == 1 else "composite_them_many"]
+            said.append(t[key].format(parts=", ".join(parts), them=them))
+    return said

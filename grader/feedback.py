@@ -24,6 +24,9 @@ from grader.strings import STRINGS, TEMPLATES, in_language, local_text
 
 OPEN_FAILURES = 2        # failing tests shown in full per part; the rest fold away
 
+# How the sandbox reports a file Python could not read (grader/sandbox/session.py).
+_SYNTAX = re.compile(r"(SyntaxError|IndentationError|TabError): (.*) \([^()]*, line (\d+)\)",
+                     re.S)
 # How a probe or the student's own code reports a function the file lacks.
 _MISSING = re.compile(r"module '[\w.]+' has no attribute '(\w+)'|name '(\w+)' is not defined")
 
@@ -68,15 +71,17 @@ def _error_key(test: TestRecord) -> tuple:
 
 def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[TestRecord],
                record: GradeRecord, lang: str, t: dict[str, str], stub: Stub | None = None,
-               failed_before: list[str] | None = None) -> dict:
+               failed_before: list[str] | None = None, explained: set[str] | None = None
+               ) -> dict:
     """One part: its score, what its results show, failing tests grouped by identical
-    error, and diagnoses. `failed_before`: the earlier parts that failed.
+    error, and diagnoses. `failed_before`: the earlier parts that failed (not for the
+    record's own problem), `explained` those of them a known mistake explains.
 
     Tests that failed for the record's own problem (no file, import error) are only
     counted: the banner at the top already says why.
     """
     failing = [x for x in tests if not x.passed]
-    blocked = _blocked(failing, record)
+    blocked = [x for x in failing if _blocked(x, record)]
     cards = [{"test": _test_view(group[0], t, lang, i < OPEN_FAILURES),
               "same": [x.name for x in group[1:]]}
              for i, group in enumerate(_cards(failing, blocked))]
@@ -89,13 +94,43 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
             "blocked": len(blocked),
             "passing": [x.name for x in tests if x.passed],
             "diagnoses": _part_diagnoses(failing, lang),
-            "findings": [x for x in [explain.composite_sentence(tests, failed_before or [], t),
-                                     *explain.contrast_sentences(tests, t),
-                                     *explain.structure_at_top(failing, t)] if x],
+            "findings": part_findings(tests, summary, failed_before or [], explained or set(),
+                                      t),
             "missing": missing_from_stub(failing, stub),
             "example": record.examples.get(part, ""),
             "where": divergence.sentence_html(summary.where, t) if summary and failing
             else ""}
+
+
+def part_findings(tests: list[TestRecord], summary: PartRecord | None,
+                  failed_before: list[str], explained: set[str], t: dict[str, str]
+                  ) -> list[str]:
+    """What a part's results show, in the order the page and `grader check` both say
+    it: the composite part's parts first, the contrast rule, the answers to the
+    grader's questions, then the structure of failing checks."""
+    failing = [x for x in tests if not x.passed]
+    answers = summary.answers if summary is not None and failing else []
+    return [x for x in [*explain.composite_sentences(tests, failed_before, explained, t),
+                        *explain.contrast_sentences(tests, t),
+                        *(explain.answer_text(a, t) for a in answers),
+                        *explain.structure_at_top(failing, t)] if x]
+
+
+def failed_parts(record: GradeRecord, order: list[str]) -> tuple[list[str], set[str]]:
+    """The parts (in `order`) with a test that failed for more than the record's own
+    problem, and those of them a known mistake explains."""
+    failed = [q for q in order if any(not x.passed and not _blocked(x, record)
+                                      for x in record.tests if x.part == q)]
+    return failed, {q for q in failed if record.parts.get(q) is not None
+                    and record.parts[q].diagnosis is not None and record.parts[q].diagnosis.id}
+
+
+def _blocked(test: TestRecord, record: GradeRecord) -> bool:
+    """A test that failed for the record's own problem (no file, an import error): the
+    banner at the top says why, once."""
+    problem = clean(record.problem)
+    return bool(problem and not test.passed and test.error
+                and clean(test.error.get("message")) == problem)
 
 
 class Stub:
@@ -139,14 +174,6 @@ def lesson_stub(course: Course, lesson_key: str) -> Stub:
     return Stub(str(lesson.stub), course.path(lesson.stub))
 
 
-def _blocked(failing: list[TestRecord], record: GradeRecord) -> list[TestRecord]:
-    """A part's tests that failed for the record's own problem (no file, an import
-    error): only counted, the banner at the top already says why."""
-    problem = clean(record.problem)
-    return [x for x in failing if problem and x.error
-            and clean(x.error.get("message")) == problem]
-
-
 def _cards(failing: list[TestRecord], blocked: list[TestRecord]) -> list[list[TestRecord]]:
     """The part's failing tests (but the blocked) as cards: one per distinct error (a
     stub fails 40 tests alike), one per numeric failure; the first test of each is the
@@ -181,11 +208,13 @@ def stored(record: GradeRecord) -> GradeRecord:
     kept: set[int] = set()  # id() of the checks whose heatmap is drawn
     for tests in by_part.values():
         failing = [x for x in tests if not x.passed]
-        for group in _cards(failing, _blocked(failing, record))[:OPEN_FAILURES]:
+        blocked = [x for x in failing if _blocked(x, record)]
+        for group in _cards(failing, blocked)[:OPEN_FAILURES]:
             checks = _failing_checks(group[0])
             drawn = _drawn_heatmap([disclosed.check(c, group[0].practice) for c in checks])
             if drawn is not None:
                 kept.add(id(checks[drawn]))
+
     def dropped(c: object) -> bool:
         return isinstance(c, dict) and bool(c.get("heatmap")) and id(c) not in kept
 
@@ -259,6 +288,13 @@ def _check_view(check: dict, t: dict[str, str], lang: str, picture: bool) -> dic
                           if check.get("atol") is not None else None)}
 
 
+def syntax_error(problem: str) -> dict | None:
+    """The message and line of a file Python could not read, from the record's problem;
+    None for any other problem."""
+    found = _SYNTAX.fullmatch(problem.strip())
+    return {"message": found.group(2), "line": int(found.group(3))} if found else None
+
+
 def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:
     """Everything the student template shows, with raw_report left out on purpose."""
     t = STRINGS[lang]
@@ -269,15 +305,17 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
     summaries = record.parts
     order = list(titles) + [p for p in summaries if p not in titles]
     stub = lesson_stub(course, lesson_key)
+    failed, explained = failed_parts(record, order)
     parts = [_part_view(p, titles.get(p, p), summaries.get(p), by_part.get(p, []),
-                        record, lang, t, stub,
-                        [q for q in order[:i] if any(not x.passed for x in by_part.get(q, []))])
+                        record, lang, t, stub, [q for q in order[:i] if q in failed],
+                        explained)
              for i, p in enumerate(order)]
     return {"t": t, "lang": lang, "course_title": course_title(course, lang),
             "lesson_key": lesson_key, "lesson_title": lesson_title(course, lesson_key, lang),
             "student_id": record.student_id, "student_name": record.name,
             "status": record.status,
             "problem": record.problem, "sandboxed": record.sandboxed,
+            "syntax": syntax_error(record.problem) if record.status != "graded" else None,
             "import_traceback": record.import_traceback,
             "notes": [local_text(n, lang) for n in record.notes],
             "output": record.output, "score": record.score,

@@ -63,6 +63,13 @@ def noise(name: str, like: torch.Tensor) -> torch.Tensor:
     return (torch.randn(like.shape, generator=g, dtype=torch.float64) * 0.5).to(like.dtype)
 
 
+class LoadError(Exception):
+    """The grader could not load the reference's weights into the student's module (a
+    parameter missing, or of another shape): its layout is wrong, but nothing in the
+    student's code raised. The harness reports it as its own kind, not as the student's
+    exception."""
+
+
 def load(module: nn.Module, state: dict[str, torch.Tensor], what: str) -> list[str]:
     """Load the reference's weights by name. A parameter or float buffer the reference
     lacks gets fixed non-zero values, so its effect shows in the outputs (a bias, an
@@ -70,15 +77,15 @@ def load(module: nn.Module, state: dict[str, torch.Tensor], what: str) -> list[s
     own = dict(module.named_parameters())
     missing = [k for k in state if k not in own]
     if missing:
-        raise AttributeError(f"{what} has no parameter named {missing[0]} (expected the "
-                             f"reference names: {', '.join(sorted(state))})")
+        raise LoadError(f"your {what} has no parameter named {missing[0]} (the reference's "
+                        f"names: {', '.join(sorted(state))})")
     extra = []
     with torch.no_grad():
         for name, p in own.items():
             if name in state:
                 if tuple(p.shape) != tuple(state[name].shape):
-                    raise ValueError(f"{what}.{name} has shape {list(p.shape)}, expected "
-                                     f"{list(state[name].shape)}")
+                    raise LoadError(f"your {what}.{name} has shape {list(p.shape)}, the "
+                                    f"reference's {list(state[name].shape)}")
                 p.copy_(state[name])
             else:
                 p.copy_(noise(name, p))

@@ -116,19 +116,22 @@ class PartRecord:
     tests: int
     diagnosis: Diagnosis | None = None
     where: Json | None = None  # the first line its values leave the reference's (divergence)
+    answers: list[Json] = field(default_factory=list)  # grader/questions.py's findings
 
     def to_json(self) -> Json:
         return {"score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "tests": self.tests,
                 "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
-                **({"where": self.where} if self.where else {})}
+                **({"where": self.where} if self.where else {}),
+                **({"answers": self.answers} if self.answers else {})}
 
     @classmethod
     def from_json(cls, d: Json) -> PartRecord:
         return cls(float(d.get("score") or 0.0), float(d.get("max_score") or 0.0),
                    int(d.get("passed") or 0), int(d.get("tests") or 0),
                    Diagnosis.from_json(d.get("diagnosis")),
-                   d.get("where") if isinstance(d.get("where"), dict) else None)
+                   d.get("where") if isinstance(d.get("where"), dict) else None,
+                   [a for a in d.get("answers") or [] if isinstance(a, dict)])
 
 
 @dataclass

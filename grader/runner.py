@@ -20,7 +20,7 @@ import pytest
 from pytest_jsonreport import serialize
 
 from grader import plugin as fixtures
-from grader import divergence, points, smallest
+from grader import divergence, points, questions, smallest
 from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
@@ -277,10 +277,11 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             reports: list[dict] = []
             yield caller, reports.append
             # from the autograder zip's recording: the reference's side of the smallest
-            # examples and of the traces is read from it, the solution never imported
-            # (autograder_zip says why)
+            # examples, the questions and the traces is read from it, the solution never
+            # imported (autograder_zip says why)
             recorded_only = os.environ.get(FROM_RECORDING) == "1"
             examples = _examples(ctx, caller, session, reports[0], recorded_only)
+            answers = _answers(ctx, caller, session, reports[0], recorded_only)
             if session is not None:
                 session.close()
             first = {part: (e.probe, e.args) for part, e in examples.items()}
@@ -289,6 +290,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             record = _record(ctx, sub, slot, session, missing, reports[0],
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()}
+            for name, found in answers.items():  # feedback only: after the points
+                record.parts[name].answers = found
             on_result(record)
 
     run_tests(ctx, jobs(), select)
@@ -304,14 +307,41 @@ def _examples(ctx: LessonContext, caller: object, session: Session | None,
     failing = [name for name, part in score(ctx, raw).parts.items()
                if part.passed < part.tests]
     try:
-        reference = ctx.refs.reference
-        if recorded_only:  # what the recording holds, never the solution imported
-            reference = Caller(None, reference.probes, reference.cache)
-        return smallest.examples(ctx.tests, ctx.refs.probes, failing, caller, reference)
+        return smallest.examples(ctx.tests, ctx.refs.probes, failing, caller,
+                                 _reference(ctx, recorded_only))
     except (StudentError, GraderFault):
         return {}  # the student's code broke on it: the tests already say so
     except LookupError:
         return {}  # no solution here (a student bundle): no reference for a fresh input
+
+
+def _reference(ctx: LessonContext, recorded_only: bool) -> Caller:
+    """The reference for fresh inputs: the lesson's, or, from a recording only, a
+    caller that answers from it and raises LookupError for anything else."""
+    reference = ctx.refs.reference
+    return Caller(None, reference.probes, reference.cache) if recorded_only else reference
+
+
+def _answers(ctx: LessonContext, caller: object, session: Session | None,
+             raw: dict, recorded_only: bool = False) -> dict[str, list[dict]]:
+    """What the student's functions answer to the lesson's questions on fresh inputs
+    (grader/questions.py), for each failing part no known mistake explains, asked in
+    its own session while it is open."""
+    if session is None or session.fatal is not None:
+        return {}
+    unexplained = [name for name, part in score(ctx, raw).parts.items()
+                   if part.passed < part.tests and part.diagnosis is None]
+    found: dict[str, list[dict]] = {}
+    try:
+        for name in unexplained:
+            answers = questions.ask(ctx.tests, name, caller, _reference(ctx, recorded_only))
+            if answers:
+                found[name] = answers
+    except GraderFault:
+        return found  # the session broke: what was established before stays true
+    except LookupError:
+        return {}  # no solution here (a student bundle): no reference for a fresh input
+    return found
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,

@@ -209,7 +209,10 @@ def _describe_unguarded(exc: BaseException, path: str, max_text: int) -> dict:
     except BaseException:  # noqa: BLE001 - a hostile __str__
         message = "<the exception's message could not be shown>"
     kind = "exception"
-    if isinstance(exc, NotImplementedError):
+    kit = sys.modules.get("grader.probekit")  # loaded by the probes, if they use it
+    if kit is not None and isinstance(exc, getattr(kit, "LoadError", ())):
+        kind = "load"  # the grader's loader refused the module: not the student's raise
+    elif isinstance(exc, NotImplementedError):
         kind = "not_implemented"
     elif isinstance(exc, MemoryError) or "can't allocate memory" in message[:2000]:
         kind = "memory"

@@ -117,7 +117,11 @@ def _rule_true(rule: contrast.Rule, outcomes: list[tuple[dict, bool]]) -> bool:
             if failed:
                 return False
             continue
-        if bool(ops[rule.op](fields[rule.field])) != failed:
+        if rule.op in ("same", "differs"):  # K = E: the other field's value, per case
+            holds = (fields[rule.field] == fields[rule.value]) == (rule.op == "same")
+        else:
+            holds = bool(ops[rule.op](fields[rule.field]))
+        if holds != failed:
             return False
     return True
 
@@ -153,3 +157,22 @@ def test_no_wrong_claim_on_a_known_mistake(lesson):
         assert all(_rule_true(r, by_part[v.mistake.part]) for r in rules), (v.mistake.id, rules)
         made += len(claims) + len(rules)
     assert made, f"lesson {key}: no known mistake got any claim: is anything detected?"
+
+
+def test_top_k_of_the_smallest_reads_as_k_equals_e(course):
+    """Issue 26: the page said "Fails for every K except 3 ... also exactly those where
+    N ≠ 7". What the router's cases support is that it passes only where K = E (every
+    expert chosen, whatever the order); moe's one K = E case is also its one S = 1 case
+    and its one B = S case, so moe says nothing."""
+    from grader.reference import Caller, load_module
+
+    refs = LessonContext(course, "13").refs
+    old = "torch.topk(scores, k=num_experts_per_tok, dim=-1, sorted=False)"
+    assert refs.source.count(old) == 1
+    source = refs.source.replace(old, old[:-1] + ", largest=False)")
+    student = Caller(load_module("_topk_smallest", source, "13_moe.py"), refs.probes)
+    _, by_part = run(record.graded_tests(course, "13"), student, refs.reference,
+                     course.tolerances("13"))
+    assert contrast.rules(by_part["router"]) == [contrast.Rule("K", "differs", "E")]
+    assert _rule_true(contrast.Rule("K", "differs", "E"), by_part["router"])
+    assert any(f for _, f in by_part["moe"]) and contrast.rules(by_part["moe"]) == []

@@ -84,3 +84,14 @@ def test_the_page_says_why_where_it_differs(graded, course):
     for name in EXPECTED:
         page = feedback.render_student(graded[name], course, "13", "en")
         assert "FeedForward layers" not in page
+
+
+def test_a_loss_that_ignores_topk_idx_is_told_so(graded):
+    """Hugging Face's load-balancing loss routes again from the scores: asked on fresh
+    inputs, it gives the same value whatever topk_idx is (before: only the no-match box)."""
+    for name in ("hf_mixtral", "hf_qwen2_moe", "hf_qwen3_moe", "hf_granitemoe"):
+        aux = graded[name].parts["aux_loss"]
+        assert aux.diagnosis is None, name  # no known mistake explains it
+        assert {"kind": "ignores", "function": "load_balancing_loss",
+                "argument": "topk_idx"} in aux.answers, (name, aux.answers)
+    assert graded["minimind_upstream"].parts["aux_loss"].answers == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from grader import config, explain, feedback
 from grader.record import GradeRecord, TestRecord
@@ -35,10 +36,12 @@ def _record(course: config.Course) -> GradeRecord:
              "shared": [{"field": "expert", "op": "has", "value": 3}]}
     failing_check = {"name": "output", "passed": False, "message": "differs by 0.3",
                      "max_abs_diff": 0.3, "atol": 1e-5, "rtol": 1e-4, "structure": claim}
-    tests = [_test(f"test_dispatch[E=4 K={k} float32 N=10]", "dispatch", {"E": 4, "K": k},
-                   k == 1, checks=[] if k == 1 else [failing_check]) for k in (1, 2, 3)]
-    tests += [_test("test_train[E=4 K=2]", "moe", {"E": 4, "K": 2}, False, composite=True),
-              _test("test_train[E=4 K=1]", "moe", {"E": 4, "K": 1}, True, composite=True)]
+    tests = [_test(f"test_dispatch[E=4 K={k} {d} N=10]", "dispatch",
+                   {"E": 4, "K": k, "dtype": d}, k == 1,
+                   checks=[] if k == 1 else [failing_check])
+             for d in ("float32", "float64") for k in (1, 2, 3)]
+    tests += [_test(f"{f}[E=4 K={k}]", "moe", {"E": 4, "K": k}, k == 1, composite=True)
+              for f in ("test_train", "test_eval") for k in (1, 2)]
     parts = {k: {"score": p.points, "max_score": p.points, "passed": 1, "tests": 1}
              for k, p in course.lesson("13").parts.items()}
     return GradeRecord.from_json({"student_id": "s", "lesson": "13", "status": "graded",
@@ -64,14 +67,46 @@ def test_the_contrast_leads_the_part_and_the_composite_part_points_back(course):
     assert "Only 2 of the 10 rows differ (rows 1, 4)" in dispatch
     assert "Every wrong row has expert 3, and no right row has it." in dispatch
     moe = page[page.index('id="part-moe"'):]
-    assert "This part calls the parts before it, and dispatch failed too: fix it first" in moe
+    assert ("This part calls the parts before it, and dispatch failed in a way no known "
+            "mistake explains. Such a mistake is not forgiven here: wherever it changes this "
+            "part&#39;s results, it costs points here too, on top of those lost in it.") in moe
     assert moe.index("This part calls") < moe.index("Fails exactly in the cases where K = 2")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_named_mistake_costs_no_moe_points_and_the_page_says_so(course, lang):
+    """dispatch explained by a known mistake: moe is compared with the reference carrying
+    it, so moe's own failures are something else, and the page says so, not that
+    dispatch's points are taken again."""
+    from grader.record import Diagnosis
+    record = _record(course)
+    record.parts["dispatch"].diagnosis = Diagnosis("overwrite", {"en": "x", "zh": "x"},
+                                                   {"en": "", "zh": ""})
+    t = feedback.STRINGS[lang]
+    page = feedback.render_student(record, course, "13", lang)
+    moe = page[page.index('id="part-moe"'):]
+    said = t["composite_explained"].format(parts="dispatch", them=t["composite_them_one"])
+    assert str(escape(said)) in moe
+    assert t["composite_unexplained"][:12] not in moe
+
+
+def test_no_moe_box_for_a_file_that_never_imported(course):
+    """Every part failed for the one import error the banner shows: no part is said to
+    have failed "before" moe."""
+    record = _record(course)
+    record.problem = "SyntaxError: invalid syntax (13_moe.py, line 3)"
+    for test in record.tests:
+        test.outcome, test.checks = "failed", []
+        test.error = {"kind": "import", "message": record.problem}
+    page = feedback.render_student(record, course, "13", "en")
+    assert "This part calls" not in page
 
 
 def test_chinese_page(course):
     page = feedback.render_student(_record(course), course, "13", "zh")
     assert "恰好在 K ≥ 2 的用例上失败" in page and "每个出错的行都有 expert 3" in page
-    assert "这一部分会调用前面的部分，而 dispatch 也没有通过" in page
+    assert "这一部分会调用前面的部分，而 dispatch 的失败没有已知错误能解释" in page
+    assert "只要它改变了这一部分的结果，就也会在这里扣分，另外加上在它扣的分" in page
 
 
 def test_silent_where_the_record_supports_nothing(course):
@@ -82,28 +117,73 @@ def test_silent_where_the_record_supports_nothing(course):
     assert 'class="diag facts"' not in page
     t = feedback.STRINGS["en"]
     moe = [x for x in record.tests if x.part == "moe"]
-    assert explain.composite_sentence(moe, ["dispatch"], t) == ""  # moe passes
+    assert explain.composite_sentences(moe, ["dispatch"], set(), t) == []  # moe passes
     moe[0].outcome = "failed"
-    assert explain.composite_sentence(moe, [], t) == ""             # its parts pass
+    assert explain.composite_sentences(moe, [], set(), t) == []            # its parts pass
     old = [TestRecord.from_json({"name": f"test_x[{i}]", "outcome": o})
            for i, o in enumerate(("failed", "passed"))]
     assert explain.contrast_sentences(old, t) == []                 # no case fields
 
 
-def test_a_field_given_only_where_it_fails():
+def test_a_field_given_only_where_it_fails_and_no_co_feature():
     t = feedback.STRINGS["en"]
     tests = [TestRecord.from_json(d) for d in (
         {"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
+        {"outcome": "passed", "case": [["past", None], ["seq_length", 7]]},
         {"outcome": "failed", "case": [["past", [2, 5, 3, 8]], ["seq_length", 3]]},
         {"outcome": "failed", "case": [["past", [1, 99, 4, 96]], ["seq_length", 1]]})]
-    said = explain.contrast_sentences(tests, t)
-    assert said[0] == "Fails exactly when past is given: the tests without past pass."
-    assert said[1] == "The same tests are also exactly those where seq_length ≠ 7."
+    # seq_length ≠ 7 fits as well, a coincidence of these cases: never listed
+    assert explain.contrast_sentences(tests, t) == [
+        "Fails exactly when past is given: the tests without past pass."]
+
+
+ROUTER = [("3", "1", "float32", "10"), ("3", "3", "float64", "7"), ("4", "2", "float32", "10"),
+          ("4", "1", "float64", "10"), ("8", "2", "float64", "12"), ("8", "1", "float32", "1")]
+
+
+@pytest.mark.parametrize("lang, said", [
+    ("en", "Passes only where K = E: the tests with K = E pass, all others fail."),
+    ("zh", "只在 K = E 时通过：满足 K = E 的测试都通过，其余都失败。")])
+def test_top_k_of_the_smallest_passes_only_where_k_is_e(lang, said):
+    """Top-k taking the smallest scores: what the router's results support is K = E,
+    alone (the one K = E case's K = 3 and N = 7 are coincidences, never said)."""
+    tests = [TestRecord.from_json(
+        {"name": f"{f}[E={e} K={k} {d} N={n}]", "outcome": "passed" if e == k else "failed",
+         "case": [["test", f], ["E", int(e)], ["K", int(k)], ["dtype", d], ["N", int(n)]]})
+        for e, k, d, n in ROUTER for f in ("test_route", "test_gradients")
+        if f == "test_route" or d == "float64"]
+    assert explain.contrast_sentences(tests, feedback.STRINGS[lang]) == [said]
 
 
 def test_the_lesson_order_survives_a_store_that_sorts_keys(course):
     import json
     stored = json.loads(json.dumps(_record(course).to_json(), sort_keys=True))
     cases = [explain.case_fields(t) for t in GradeRecord.from_json(stored).tests]
-    assert list(cases[0]) == ["test", "E", "K"]
+    assert list(cases[0]) == ["test", "E", "K", "dtype"]
     assert explain.case_fields(TestRecord.from_json({"case": {"E": 4}})) == {}  # no pairs
+
+
+ANSWERS = [{"kind": "ignores", "function": "load_balancing_loss", "argument": "topk_idx"},
+           {"kind": "rows", "function": "dispatch"},
+           {"kind": "dtype", "function": "route", "output": "scores", "dtype": "float32"}]
+
+
+@pytest.mark.parametrize("found", ANSWERS, ids=lambda a: a["kind"])
+def test_every_answer_has_a_sentence_in_every_language(found):
+    texts = [explain.answer_text(found, feedback.STRINGS[lang]) for lang in ("en", "zh")]
+    assert all(texts) and texts[0] != texts[1] and "{" not in "".join(texts)
+    assert all(found["function"] in text for text in texts)
+    assert explain.answer_text({"kind": "guess"}, feedback.STRINGS["en"]) == ""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_grader_check_says_what_the_page_says(course, lang):
+    """Issue 26: `grader check` printed none of the page's contrast and structure
+    sentences; its summary now holds the very list the page shows, part by part."""
+    from grader import check_report
+    record = _record(course)
+    page = feedback.student_context(record, course, "13", lang)
+    report = check_report.summary(record, course, "13", [], lang)
+    shown = {p["key"]: p["findings"] for p in page["parts"]}
+    assert shown["dispatch"] and shown["moe"]
+    assert {k: v["findings"] for k, v in report["parts"].items()} == shown

@@ -6,6 +6,7 @@ import html
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from grader import config, feedback, report
 from grader.record import GradeRecord
@@ -317,3 +318,18 @@ def test_heatmap_axes_are_the_checks_own(course):
     route = page[page.index("test_route[0]"):]
     assert "the K chosen slots →" in route and "columns: the K chosen slots." in route
     assert "hidden units" not in route
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_no_match_box_does_not_say_matched(course, lang):
+    """"No known mistake matches" was followed by "matched in 1 of the failing tests"
+    (issue 26, item 4): the box now says what was compared, and "matched" stays with a
+    mistake that was named."""
+    t = {k: str(escape(v)) for k, v in feedback.STRINGS[lang].items()}
+    page = render_student(make_record(course), course, "13", lang)
+    box = page[page.index(t["diagnosis_none"]):]
+    box = box[:box.index("</div>")]
+    assert t["diagnosis_none_tests"].format(n=1) in box
+    assert t["diagnosis_tests"].format(n=1) not in box
+    named = page[page.index("top-k") :]
+    assert t["diagnosis_tests"].format(n=1) in named

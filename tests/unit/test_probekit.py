@@ -42,8 +42,11 @@ def test_load_fills_what_the_reference_lacks_and_names_it():
     extra = probekit.load(layer, {"weight": torch.zeros(2, 3)}, "Linear")
     assert extra == ["bias"] and layer.bias.abs().sum() > 0
     assert torch.equal(layer.weight.detach(), torch.zeros(2, 3))
-    with pytest.raises(AttributeError, match="no parameter named gate"):
+    with pytest.raises(probekit.LoadError, match="your Linear has no parameter named gate"):
         probekit.load(layer, {"gate": torch.zeros(1)}, "Linear")
+    with pytest.raises(probekit.LoadError, match=r"your Linear.weight has shape \[2, 3\], the "
+                       r"reference's \[3, 2\]"):
+        probekit.load(layer, {"weight": torch.zeros(3, 2)}, "Linear")
 
 
 def test_backward_and_gradients():

@@ -1,0 +1,63 @@
+"""Smaller items of issue 26: a file Python could not read gets a syntax hint (its line
+and message) and no moe box about parts that "failed too"; weights the grader's loader
+could not load are said to be that, naming the parameter, not "Your code raised an
+exception"."""
+from __future__ import annotations
+
+import pytest
+from markupsafe import escape
+
+from grader import feedback, runner
+
+FFN_INIT = "        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)\n"
+RENAMED = "        self.w1 = nn.Linear(hidden_size, intermediate_size, bias=False)\n" \
+          "        self.gate_proj = self.w1\n"
+
+
+@pytest.fixture(scope="module")
+def graded(ctx13, slot13, tmp_path_factory) -> dict:
+    source = ctx13.refs.source
+    assert source.count(FFN_INIT) == 1 and source.count("def route(") == 1
+    sources = {"renamed": source.replace(FFN_INIT, RENAMED),
+               "syntax": source.replace("def route(", "def route(:", 1)}
+    subs = []
+    for name, text in sources.items():
+        folder = tmp_path_factory.mktemp(name)
+        (folder / "13_moe.py").write_text(text)
+        subs.append(runner.Submission(name, folder / "13_moe.py"))
+    out: dict = {}
+    runner.grade_many(ctx13, subs, slot13, lambda r: out.__setitem__(r.student_id, r))
+    return out
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_the_loaders_refusal_is_not_the_students_exception(graded, course, lang):
+    """A layer whose parameter is registered twice (gate_proj and w1) lists it under its
+    first name, w1: the grader cannot load gate_proj.weight by name."""
+    record = graded["renamed"]
+    errors = [t.error for t in record.tests if t.part == "ffn" and t.error]
+    assert errors and all(e["kind"] == "load" for e in errors)
+    assert "your FeedForward has no parameter named gate_proj.weight" in errors[0]["message"]
+    t = feedback.STRINGS[lang]
+    page = feedback.render_student(record, course, "13", lang)
+    ffn = page[page.index('id="part-ffn"'):page.index('id="part-router"')]
+    assert str(escape(t["kind_load"])) in ffn and str(escape(t["kind_exception"])) not in ffn
+    assert "gate_proj.weight" in ffn
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_file_python_could_not_read_gets_a_hint_and_no_moe_box(graded, course, lang):
+    record = graded["syntax"]
+    assert record.status != "graded" and "SyntaxError" in record.problem
+    found = feedback.syntax_error(record.problem)
+    assert found and found["line"] == ctx_line(record)
+    t = feedback.STRINGS[lang]
+    page = feedback.render_student(record, course, "13", lang)
+    assert str(escape(t["syntax_hint"].format(**found))) in page
+    assert "This part calls" not in page and "这一部分会调用" not in page
+
+
+def ctx_line(record) -> int:
+    """The line the sandbox's traceback names (`File "13_moe.py", line N`)."""
+    head = record.import_traceback.split("line ", 1)[1]
+    return int(head.split()[0].strip(","))
