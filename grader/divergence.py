@@ -3,7 +3,7 @@ point at after running a small input through both programs side by side.
 
 For a failing part, the student's function runs once more in its sandbox on a
 fresh small input (grader/trace_inputs.py: no graded case), under the tracer
-(grader/sandbox/tracer.py), which returns each value its lines produced. The
+(grader/inside/tracer.py), which returns each value its lines produced. The
 solution and the lesson's correct variants (its equivalent mutants) are traced the
 same way here, on the trusted side, once per run. The first statement of the
 student's that produces a value none of them computes (within the lesson's
@@ -27,7 +27,7 @@ import torch
 from markupsafe import Markup, escape
 
 from grader import trace_inputs
-from grader.sandbox import tracer
+from grader.inside import tracer
 from grader.sandbox.limits import StudentError
 
 SHOWN = 4              # values of a tensor quoted on the page
@@ -569,7 +569,7 @@ def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
     lessons = lesson_traces(ctx)
     if lessons is None:
         return {}, 0.0
-    from grader.sandbox import protocol
+    from grader.inside import protocol
     from grader.sandbox.session import Session
 
     traced = Session(session.slot, session.source, session.filename, session.allowed,

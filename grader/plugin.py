@@ -21,7 +21,7 @@ from grader.compare import Checks
 from grader.context import LessonContext
 from grader.diagnosis import explaining
 from grader.reference import LessonRefs, request_key
-from grader.sandbox import protocol
+from grader.inside import protocol
 from grader.sandbox.limits import SandboxError, StudentError
 from grader.sandbox.session import Session
 

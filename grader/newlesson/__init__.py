@@ -2,7 +2,7 @@
 
 It writes the course.yml entry (appended to the `lessons:` block as text, so the
 file's comments and layout stay as they are), a solution with SOLUTION markers and
-its stub, probes importing their helpers from grader.probekit, per part a graded
+its stub, probes importing their helpers from grader.inside.probekit, per part a graded
 test and a practice test (comparing with `explained` too for a composite part),
 the headers of mistakes.yml and equivalent_mutants.yml, and an example class
 (examples/<key>/: its README and the stub as one student's hand-in). The project's contract test (tests/e2e/test_contract.py)
