@@ -28,15 +28,20 @@ class Tolerance(Strict):
     rtol: float = Field(ge=0, default=0.0)
 
 
+_LIMITS = Limits()  # the defaults are the sandbox's (sandbox/limits.py), declared there once
+
+
 class LimitsConfig(Strict):
-    test_wall_s: float = Field(gt=0, default=10)
-    submission_wall_s: float = Field(gt=0, default=120)
-    cpu_s: int = Field(gt=0, default=60)
-    memory_mb: int = Field(gt=0, default=1024)
-    processes: int = Field(gt=0, default=16)
-    file_size_mb: int = Field(gt=0, default=8)
-    scratch_mb: int = Field(gt=0, default=32)
-    output_kb: int = Field(gt=0, default=64)
+    """The limits course.yml may set: every field of `Limits` but `received_mb` (the
+    protocol's own budget, not a course's choice), with its default."""
+    test_wall_s: float = Field(gt=0, default=_LIMITS.test_wall_s)
+    submission_wall_s: float = Field(gt=0, default=_LIMITS.submission_wall_s)
+    cpu_s: int = Field(gt=0, default=_LIMITS.cpu_s)
+    memory_mb: int = Field(gt=0, default=_LIMITS.memory_mb)
+    processes: int = Field(gt=0, default=_LIMITS.processes)
+    file_size_mb: int = Field(gt=0, default=_LIMITS.file_size_mb)
+    scratch_mb: int = Field(gt=0, default=_LIMITS.scratch_mb)
+    output_kb: int = Field(gt=0, default=_LIMITS.output_kb)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())
