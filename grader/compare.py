@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from grader import structure
+from grader.shown import NON_FINITE
 
 HEATMAP_ROWS, HEATMAP_COLS = 16, 32
 
@@ -56,8 +57,9 @@ def _heatmap(err: torch.Tensor) -> list[list[float]] | None:
     grid = err.reshape(-1, err.shape[-1]).float()
     rows, cols = min(HEATMAP_ROWS, grid.shape[0]), min(HEATMAP_COLS, grid.shape[1])
     pooled = torch.nn.functional.adaptive_max_pool2d(grid[None, None], (rows, cols))[0, 0]
-    pooled = torch.nan_to_num(pooled, nan=float("inf"))
-    return [[round(float(v), 12) if math.isfinite(v) else 1e30 for v in row] for row in pooled]
+    # NaN and inf alike become the sentinel (an infinite error is not float32's max)
+    return [[round(float(v), 12) if math.isfinite(v) else NON_FINITE
+             for v in row] for row in pooled]
 
 
 def _float64(t: torch.Tensor) -> np.ndarray:
