@@ -16,6 +16,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from grader import points as exact
+from grader import testfile
 from grader.sandbox.limits import Limits
 
 
@@ -297,18 +298,19 @@ def _file_problems(course: Course) -> list[tuple[tuple, str]]:
             given = lesson.solution or lesson.recorded
             problems.append(((*where, "solution"), f"{given} does not exist") if given
                             else (where, "needs a solution"))
-        graded = {f.stem.removeprefix("test_") for f in tests.glob("test_*.py")
-                  if not exact.is_practice(f.name)}
-        practice = {f.stem.removeprefix("test_practice_")
-                    for f in tests.glob("test_*.py") if exact.is_practice(f.name)}
+        graded = {testfile.part_of(f) for f in tests.glob("test_*.py")
+                  if not testfile.is_practice(f)}
+        practice = {testfile.part_of(f) for f in tests.glob("test_*.py")
+                    if testfile.is_practice(f)}
         for part in sorted((graded | practice) - set(lesson.parts)):
             problems.append(((*where, "parts"), f"{lesson.tests} has tests of a part "
-                             f"{part!r} (test_{part}.py or test_practice_{part}.py) that "
+                             f"{part!r} ({testfile.name_of(part)} or "
+                             f"{testfile.name_of(part, practice=True)}) that "
                              f"is not among the parts: {', '.join(lesson.parts)}"))
         if graded:  # a student bundle has practice tests only
             for part in lesson.parts:
                 if part not in graded:
                     problems.append(((*where, "parts", part), f"no graded test file "
-                                     f"{lesson.tests / f'test_{part}.py'}: the part's "
+                                     f"{lesson.tests / testfile.name_of(part)}: the part's "
                                      "points need at least one hidden test"))
     return problems

@@ -25,11 +25,12 @@ from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
 from grader.plan import MAX_SOURCE, Submission, read_capped
-from grader.plugin import GraderFault, GradingPlugin, StudentCaller, part_of
+from grader.plugin import GraderFault, GradingPlugin, StudentCaller
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import Slot
+from grader.testfile import is_practice, part_of
 
 # Graded runs score the hidden cases only. Practice cases (test_practice_<part>.py, which
 # the grading plugin marks `practice`; shipped to students with their reference results)
@@ -249,7 +250,7 @@ def _test_record(t: dict) -> TestRecord:
                "; ".join(f"{c['name']}: {c.get('message', '')}" for c in failing[:3]))
     if not passed and not message:
         message = GRADER_ERROR
-    return TestRecord(name=name, part=part_of(path), practice=points.is_practice(path),
+    return TestRecord(name=name, part=part_of(path), practice=is_practice(path),
                       outcome="passed" if passed else "failed",
                       max_abs_diff=max(diffs) if diffs else None, message=message,
                       checks=checks, error=error, pictures=meta.get("pictures", []),
