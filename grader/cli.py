@@ -20,6 +20,7 @@ from grader.console import (RunConsole, console, left_out, print_findings, print
 from grader.export import FORMATS
 from grader.record import ClassScores
 from grader.similarity import THRESHOLD
+from grader.store import Store
 
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
@@ -553,7 +554,7 @@ def report(course_path, lesson_key, out, language) -> None:
     out = _graded(course, lesson, out)
     if not rewrite_report(course, lesson_key, out, language or course.language, templates()):
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
-    console.print(f"report: {out / 'report.html'}", markup=False)
+    console.print(f"report: {Store(out).report_path}", markup=False)
 
 
 @main.command()
@@ -572,7 +573,6 @@ def report(course_path, lesson_key, out, language) -> None:
 def similarity(course_path, lesson_key, submissions, out, threshold, language) -> None:
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
     from grader.compare_class import compare_class
-    from grader.grading import SIMILARITY
     from grader.shown import clean
 
     course = _course(course_path)
@@ -589,25 +589,27 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     for pair in pairs[:PAIRS_SHOWN]:
         console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
                       f"{clean(pair.b.student_id, 80)}", markup=False, highlight=False)
+    store = Store(out)
     if len(pairs) > PAIRS_SHOWN:
-        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in {SIMILARITY}", markup=False)
-    console.print(f"similarity: {out / SIMILARITY}", markup=False, soft_wrap=True)
+        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in "
+                      f"{store.similarity_path.name}", markup=False)
+    console.print(f"similarity: {store.similarity_path}", markup=False, soft_wrap=True)
     if found.report:
-        console.print(f"report:     {out / 'report.html'} (links it)", markup=False,
+        console.print(f"report:     {store.report_path} (links it)", markup=False,
                       soft_wrap=True)
 
 
 def _scores(out: Path) -> ClassScores:
     """A graded folder's scores.json, as the records every export and upload reads;
     missing or broken, a message saying what to do."""
+    path = Store(out).scores_path
     try:
-        return ClassScores.from_json(json.loads((out / "scores.json").read_text(
-            encoding="utf-8")))
+        return ClassScores.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise click.ClickException(f"no scores.json in {out}: run `grader run` first") \
+        raise click.ClickException(f"no {path.name} in {out}: run `grader run` first") \
             from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise click.ClickException(f"{out / 'scores.json'} is not the JSON `grader run` "
+        raise click.ClickException(f"{path} is not the JSON `grader run` "
                                    f"writes ({exc}): run `grader run` again") from None
 
 
@@ -629,19 +631,20 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str
 @GRADED
 def export(course_path, lesson_key, formats, out) -> None:
     """Write the graded scores in the formats LMSs import, into OUT/export."""
-    from grader.export import export_all
+    from grader.export import ROSTER_REPORT, export_all
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     out = _graded(course, lesson, out)
     scores = _scores(out)
     try:
-        paths, unwritten = export_all(course, lesson_key, scores, out / "export", formats)
+        paths, unwritten = export_all(course, lesson_key, scores, Store(out).export_path,
+                                      formats)
     except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)
-    report = out / "export" / "roster_report.txt"
+    report = Store(out).export_path / ROSTER_REPORT
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
     if unwritten:  # an import would leave these students without a score: not a success

@@ -20,7 +20,7 @@ from rich.table import Table
 from grader import config
 from grader.plan import Summary
 from grader.record import ERROR_STATUSES, TIMEOUT, ClassScores
-from grader.store import Store
+from grader.store import Store, safe_name
 
 # Into a file or a pipe, a line is never wrapped mid-phrase (rich would wrap at 80
 # columns): whatever reads it gets each message whole.
@@ -99,9 +99,10 @@ def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:
     for title, names in (("errors", errors), ("timeouts", timeouts)):
         if names:
             console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
-    console.print(f"scores:   {out / 'scores.json'}", markup=False)
+    store = Store(out)
+    console.print(f"scores:   {store.scores_path}", markup=False)
     pages(scores, out)
-    console.print(f"report:   {out / 'report.html'}", markup=False)
+    console.print(f"report:   {store.report_path}", markup=False)
 
 
 def pages(scores: ClassScores, out: Path) -> None:
@@ -109,12 +110,12 @@ def pages(scores: ClassScores, out: Path) -> None:
     `<student_id>.html` unless the id is no plain file name, and those are listed."""
     from grader.feedback import clean
 
-    named = {s.student_id: Store.page_of(s.student_id) for s in scores.students}
-    console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
+    store = Store(out)
+    console.print(f"pages:    {store.pages_path}/<student_id>.html, one per student "
                   "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
-    for sid, page in named.items():
-        if page != f"feedback/{sid}.html":
-            console.print(f"  {clean(sid, 200)}: {out / page}", markup=False,
+    for sid in (s.student_id for s in scores.students):
+        if safe_name(sid) != sid:
+            console.print(f"  {clean(sid, 200)}: {store.feedback_path(sid)}", markup=False,
                           highlight=False, soft_wrap=True)
 
 

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from grader.sandbox.bwrap import Support
     from grader.sandbox.slot import Sandbox
 
-SIMILARITY = "similarity.html"  # beside report.html, which links it
 
 # what a grading step tells of its progress: ("done", {"student_id", "status"})
 Progress = Callable[[str, dict], None]
@@ -109,7 +108,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         raise
     if roster.note():
         events.note(roster.note())
-    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
+    store = Store(out)
+    taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
                            roster=roster.students, aliases=roster.aliases, due=lesson.due)
     known = roster.students
     subs = [Submission(sid, path, notes=notes,
@@ -121,7 +121,6 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         raise NoSubmissions(f"no submissions found in {submissions}: "
                             + intake.layout_hint(submissions, lesson.exercise), taken.skipped)
     language = language or course.language
-    store = Store(out)
     todo = plan(store, subs, ctx.version, force)
     summary = Summary(skipped=len(subs) - len(todo))
     if todo:
@@ -136,7 +135,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
                        [s.student_id for s in subs])
     records = [r for s in subs if (r := store.load(s.student_id)) is not None]
-    write_report(records, course, lesson_key, out, language, ctx.pages)
+    write_report(records, course, lesson_key, store, language, ctx.pages)
     return Graded(summary, ClassScores.from_json(doc), taken.skipped, taken.absent)
 
 
@@ -218,23 +217,25 @@ def _cluster(scheduler: str) -> Callable[..., None]:
     return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
 
 
-def write_report(records: list[GradeRecord], course: Course, lesson_key: str, out: Path,
+def write_report(records: list[GradeRecord], course: Course, lesson_key: str, store: Store,
                  language: str, pages: Environment) -> None:
     """OUT/report.html over these records, linking the similarity report if OUT has one."""
     from grader.report import render_report
 
-    write_atomic(out / "report.html",
+    similarity = store.similarity_path
+    write_atomic(store.report_path,
                  render_report(records, course, lesson_key, language,
-                               (out / SIMILARITY).is_file(), pages))
+                               similarity.name if similarity.is_file() else None, pages))
 
 
 def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,
                    pages: Environment) -> bool:
     """The class report again from OUT/results (False: nothing graded there)."""
-    results = sorted((out / "results").glob("*.json"))
+    store = Store(out)
+    results = store.result_files()
     if not results:
         return False
     records = [GradeRecord.from_json(json.loads(p.read_text(encoding="utf-8")))
                for p in results]
-    write_report(records, course, lesson_key, out, language, pages)
+    write_report(records, course, lesson_key, store, language, pages)
     return True

@@ -105,10 +105,11 @@ def report_context(records: list[GradeRecord], course: Course, lesson_key: str, 
 
 
 def render_report(records: list[GradeRecord], course: Course, lesson_key: str,
-                  language: str | None = None, similarity: bool = False,
+                  language: str | None = None, similarity: str | None = None,
                   pages: Environment | None = None) -> str:
-    """The TAs' HTML report over a whole class's records; with `similarity`, it links
-    the similarity report beside it. `pages`: the run's `feedback.templates()`."""
+    """The TAs' HTML report over a whole class's records; `similarity`: the link to
+    the similarity report beside it (Store knows its name), if there is one. `pages`:
+    the run's `feedback.templates()`."""
     lang = language_of(course, language)
     return (pages or templates()).get_template("report.html.j2").render(
         **report_context(records, course, lesson_key, lang), similarity=similarity)

@@ -1,9 +1,14 @@
-"""The output folder: one result file per student, written atomically.
+"""The output folder (OUT): one result file per student, written atomically. Its
+layout is known here only; every other module asks a `Store` for a path.
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
     OUT/raw/<id>.json       pytest-json-report's raw report for that student
     OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, rebuilt from results/ at the end of a run
+    OUT/report.html         the class report (TAs'), linking similarity.html if there
+    OUT/similarity.html     `grader similarity`'s pairs
+    OUT/intake/             what intake unpacked of an LMS download (its cache)
+    OUT/export/             `grader export`'s files (and what `grader upload` sent)
 
 <id> is `safe_name` of the student id: the id itself when it is a plain file name,
 else a readable one with a short hash.
@@ -71,9 +76,18 @@ def dump(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+PAGES = "feedback"  # the students' pages, relative to OUT
+
+
 class Store:
     def __init__(self, out: Path):
         self.out = out
+        self.scores_path = out / "scores.json"
+        self.report_path = out / "report.html"
+        self.similarity_path = out / "similarity.html"
+        self.intake_path = out / "intake"
+        self.export_path = out / "export"
+        self.pages_path = out / PAGES
         # Parsed results by file identity: a run reads each one up to three times
         # (planning, scores.json, the report), and a no-change rerun is all reading.
         self._parsed: dict[str, tuple[tuple[int, int, int], dict]] = {}
@@ -88,7 +102,11 @@ class Store:
     def page_of(student_id: str) -> str:
         """The student's page relative to OUT, as scores.json names it and report.html
         (in OUT) links it."""
-        return f"feedback/{safe_name(student_id)}.html"
+        return f"{PAGES}/{safe_name(student_id)}.html"
+
+    def result_files(self) -> list[Path]:
+        """Every stored result, in file-name order."""
+        return sorted((self.out / "results").glob("*.json"))
 
     def load(self, student_id: str) -> GradeRecord | None:
         """The student's result, or None to grade again."""
@@ -128,5 +146,5 @@ class Store:
                     for sid in sorted(student_ids) if (rec := self.load(sid)) is not None]
         doc = {"lesson": lesson, "course": course, "version": version,
                "max_score": max_score, "students": students}
-        write_atomic(self.out / "scores.json", dump(doc))
+        write_atomic(self.scores_path, dump(doc))
         return doc

@@ -264,7 +264,7 @@ def test_what_the_results_show_in_chromium(course, tmp_path, artifacts, language
 
 
 def test_class_report_in_chromium(course, tmp_path, artifacts):
-    _check_page(report.render_report(_class(course), course, "13", similarity=True),
+    _check_page(report.render_report(_class(course), course, "13", similarity="similarity.html"),
                 "report", tmp_path, artifacts)
 
 
