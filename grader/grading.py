@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -96,41 +96,38 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     from grader.sandbox import bwrap
 
     support = bwrap.probe()  # whether bwrap works here: once for the run
-    sandbox = None
-    if scheduler is None and sandboxed_forks(unsandboxed, support):
-        out.mkdir(parents=True, exist_ok=True)
-        sandbox = boot(course, lesson, unsandboxed, support, (submissions, out), fork=True)
-    try:
-        roster = rosters.load(course, lesson_key)
-    except BaseException:
-        if sandbox is not None:
-            sandbox.close()
-        raise
-    if roster.note():
-        events.note(roster.note())
     store = Store(out)
-    taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
-                           roster=roster.students, aliases=roster.aliases, due=lesson.due)
-    known = roster.students
-    subs = [Submission(sid, path, notes=notes,
-                       name=(known[sid].name if sid in known else "") or taken.names.get(sid, ""))
-            for sid, path, notes in taken.found]
-    if not subs:
-        if sandbox is not None:
-            sandbox.close()
-        raise NoSubmissions(f"no submissions found in {submissions}: "
-                            + intake.layout_hint(submissions, lesson.exercise), taken.skipped)
     language = language or course.language
-    todo = plan(store, subs, ctx.version, force)
-    summary = Summary(skipped=len(subs) - len(todo))
-    if todo:
-        if scheduler is None and sandbox is None:
-            sandbox = boot(course, lesson, unsandboxed, support, (submissions, out),
-                           fork=False)
-        grade(ctx, todo, out, summary, jobs=jobs, language=language, sandbox=sandbox,
-              unsandboxed=unsandboxed, support=support, scheduler=scheduler, events=events)
-    elif sandbox is not None:
-        sandbox.close()
+    # The sandbox lives until the grading is done, however the run ends: this block
+    # alone closes it (at its end, or on any error or Ctrl-C on the way).
+    with ExitStack() as lifetime:
+        sandbox = None
+        if scheduler is None and sandboxed_forks(unsandboxed, support):
+            out.mkdir(parents=True, exist_ok=True)
+            sandbox = lifetime.enter_context(
+                boot(course, lesson, unsandboxed, support, (submissions, out), fork=True))
+        roster = rosters.load(course, lesson_key)
+        if roster.note():
+            events.note(roster.note())
+        taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
+                               roster=roster.students, aliases=roster.aliases, due=lesson.due)
+        known = roster.students
+        subs = [Submission(sid, path, notes=notes, name=(known[sid].name if sid in known
+                                                         else "") or taken.names.get(sid, ""))
+                for sid, path, notes in taken.found]
+        if not subs:
+            raise NoSubmissions(f"no submissions found in {submissions}: "
+                                + intake.layout_hint(submissions, lesson.exercise),
+                                taken.skipped)
+        todo = plan(store, subs, ctx.version, force)
+        summary = Summary(skipped=len(subs) - len(todo))
+        if todo:
+            if scheduler is None and sandbox is None:
+                sandbox = lifetime.enter_context(
+                    boot(course, lesson, unsandboxed, support, (submissions, out), fork=False))
+            grade(ctx, todo, out, summary, jobs=jobs, language=language, sandbox=sandbox,
+                  unsandboxed=unsandboxed, support=support, scheduler=scheduler,
+                  events=events)
     summary.seconds = time.monotonic() - started
     doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
                        [s.student_id for s in subs])

@@ -339,6 +339,12 @@ class Sandbox:
         slot.owns_sandbox = True
         return slot
 
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def close(self) -> None:
         """End the zygote and every slot still open (they live in its namespaces)."""
         try:
