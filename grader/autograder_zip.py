@@ -72,9 +72,9 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 # Set for the grading process: it grades from the zip's recording and imports neither
 # the solution nor transformers on the trusted side. The smallest failing example and
-# the line-of-divergence trace need the solution; importing it per failing submission,
-# beside the grader's and the sandbox's torch, ran Gradescope's 768 MB container out
-# (runner leaves both out under it).
+# the line-of-divergence trace read the reference's side of their fresh inputs from it
+# too (`_recording`): importing the solution per failing submission, beside the
+# grader's and the sandbox's torch, ran Gradescope's 768 MB container out.
 FROM_RECORDING = "GRADER_FROM_RECORDING"
 
 SKIP = {"__pycache__", ".pytest_cache"}
@@ -155,11 +155,12 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
 
 
 def _recording(course, lesson_key: str) -> bytes:
-    """The reference's and every known mistake's results for the hidden tests, and the
-    mistakes' signatures, computed now (the solution graded as a student, as every run
+    """The reference's and every known mistake's results for the hidden tests, the
+    reference's side of the fresh inputs feedback is shown on, and the mistakes'
+    signatures, computed now (the solution graded as a student, as every run
     does first): a run on Gradescope then loads them instead of importing the solution
     and its mistakes and computing them again for each submission."""
-    from grader import runner
+    from grader import divergence, runner
     from grader.pool import self_check
     from grader.context import LessonContext
     from grader.reference import Caller, lesson_digest, recording
@@ -174,6 +175,8 @@ def _recording(course, lesson_key: str) -> bytes:
     # too, so that no single known mistake makes a run import the solution after all.
     runner.run_tests(ctx, [(Caller(v.caller.module, refs.probes), lambda raw: None)
                            for v in refs.variants])
+    # the fresh inputs of the smallest examples and of the traces, the reference's side
+    divergence.record_fresh(ctx)
     return recording(refs, lesson_digest(course.path(lesson.solution),
                                          course.path(lesson.tests)))
 
@@ -287,17 +290,20 @@ def run(root: Path, lesson_key: str) -> int:
                   file=sys.stderr)
             return 1  # no results.json: Gradescope flags the run for staff
         scores = json.loads(scores_file.read_text(encoding="utf-8"))
-    # imported only now: the grading process is not kept waiting for them
-    from grader.config import load
-    from grader.export.gradescope import results
-    from grader.record import ClassScores
+        # imported only now: the grading process is not kept waiting for them
+        from grader.config import load
+        from grader.export.gradescope import results
+        from grader.record import ClassScores
 
-    student = next((s for s in ClassScores.from_json(scores).students
-                    if s.student_id == sid), None)
-    if student is None:  # the grader failed on it (its output above says why)
-        print(f"grader run exited {done.returncode} without grading the submission",
-              file=sys.stderr)
-        return 1  # no results.json: Gradescope flags the run for staff
+        student = next((s for s in ClassScores.from_json(scores).students
+                        if s.student_id == sid), None)
+        if student is None:  # the grader failed on it (its output above says why)
+            print(f"grader run exited {done.returncode} without grading the submission",
+                  file=sys.stderr)
+            return 1  # no results.json: Gradescope flags the run for staff
+        stored = Store(out).load(sid)  # the whole record: scores.json leaves examples out
+        if stored is not None:
+            student.examples = stored.examples
     course = load(source / "course.yml")
     (root / "results").mkdir(parents=True, exist_ok=True)
     (root / "results" / "results.json").write_text(

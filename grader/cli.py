@@ -179,7 +179,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
     except grading.Stopped as stop:
         stopped(stop.graded, stop.total)
         raise click.exceptions.Exit(130) from None
-    summary_table(graded.summary, graded.scores, out)
+    summary_table(graded.summary, graded.students, out)
     left_out(graded.skipped, graded.absent)
     if graded.summary.worker_failures:
         worker_failures(graded.summary.worker_failures)

@@ -20,9 +20,10 @@ Nothing is assumed shared between the client and the workers but the installed
   the copy into a temp folder (scores and feedback are the same; the raw pytest
   report then names that folder as its root).
 
-Records come back to the client, which alone writes the output folder, through the
-same `Store.save` (feedback rendered by `render_student`) as the local pool: atomic,
-incremental, resumable, one writer.
+Records come back to the client, each as results/ keeps it and with its
+`tally.Entry` (made on the worker, as a pool's worker sends it), and the client alone
+writes the output folder, through the same `Store.save` (feedback rendered by
+`render_student`) as the local pool: atomic, incremental, resumable, one writer.
 
 Workers should run one thread each (`dask worker --nthreads 1 --nworkers N`): a
 process has one slot and one pytest at a time, so extra threads only queue.
@@ -58,6 +59,7 @@ from grader.context import LessonContext
 from grader.plan import Submission, Summary, read_source
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
+from grader.tally import Entry
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
             "lsf": "LSFCluster"}
@@ -73,10 +75,13 @@ class SelfCheckFailed(RuntimeError):
 def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                 jobs: int, sandboxed: bool, language: str, summary: Summary,
                 progress: Callable[[str, dict], None] = lambda kind, info: None, *,
-                scheduler: str | object) -> None:
+                scheduler: str | object,
+                collect: Callable[[Entry], None] = lambda entry: None) -> None:
     """`pool.grade_class` on a Dask cluster. `scheduler`: an address (tcp://host:8786),
     a `distributed.Client`, or slurm/pbs/sge/lsf to start a dask-jobqueue cluster of
-    `jobs` workers. Progress hears one "done" per graded submission."""
+    `jobs` workers. Progress hears one "done" per graded submission, `collect` gets
+    its `Entry` (made on the worker): the client keeps a batch's records only while it
+    saves them."""
     from distributed import as_completed
 
     from grader.feedback import render_student
@@ -100,7 +105,7 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
         remaining = len(todo)
         for fut in as_completed(list(futures)):
             try:
-                records = fut.result()
+                done = fut.result()
             except SelfCheckFailed as exc:
                 client.cancel(list(futures))
                 raise RuntimeError(str(exc)) from None
@@ -109,9 +114,10 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                     f"batch {futures[fut][0]}..{futures[fut][-1]}: {type(exc).__name__}: "
                     f"{str(exc)[-1500:]}")
                 continue
-            for record in records:
+            for record, entry in done:
                 store.save(record, render_student(record, course, lesson_key, language,
                                                   ctx.pages))
+                collect(entry)
                 remaining -= 1
                 summary.count(record.status)
                 progress("done", {"student_id": record.student_id, "status": record.status})
@@ -237,10 +243,14 @@ def prepare(client) -> None:
 
 
 def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
-                sandboxed: bool, items: list[tuple]) -> list[GradeRecord]:
+                sandboxed: bool, items: list[tuple]) -> list[tuple[GradeRecord, Entry]]:
     """Runs on a Dask worker: grade (student_id, source bytes | None, fingerprint, notes,
-    name, problem) items (`_item`) on this process's warm slot; return their records."""
+    name, problem) items (`_item`) on this process's warm slot; return each record as
+    results/ keeps it (`feedback.stored`: its page is the same) with its `Entry`, as a
+    pool's worker sends."""
     from distributed import get_worker
+
+    from grader.feedback import stored
 
     state = get_worker().plugins[WarmSlot.name]
     with state.lock:
@@ -257,15 +267,16 @@ def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
                     path.write_bytes(data)
                 subs.append(Submission(sid, path, notes=list(notes), fingerprint=fp,
                                        name=name, problem=problem))
-            records: list[GradeRecord] = []
+            done: list[tuple[GradeRecord, Entry]] = []
             try:
-                runner.grade_many(warm.ctx, subs, warm.slot, records.append)
+                runner.grade_many(warm.ctx, subs, warm.slot,
+                                  lambda record: done.append((stored(record), Entry.of(record))))
             except BaseException:
                 # the slot may be broken (its zygote gone): start afresh on the next batch;
                 # the client retries this one once (grading is idempotent, it saves once)
                 state.drop()
                 raise
-            return records
+            return done
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

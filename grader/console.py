@@ -19,8 +19,9 @@ from rich.table import Table
 
 from grader import config
 from grader.plan import Summary
-from grader.record import ERROR_STATUSES, TIMEOUT, ClassScores
+from grader.record import ERROR_STATUSES, TIMEOUT
 from grader.store import Store, safe_name
+from grader.tally import Line
 
 # Into a file or a pipe, a line is never wrapped mid-phrase (rich would wrap at 80
 # columns): whatever reads it gets each message whole.
@@ -82,14 +83,13 @@ def left_out(skipped: list[str], absent: list[str] = ()) -> None:
         console.print(f"  {', '.join(absent)}", markup=False, highlight=False)
 
 
-def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:
+def summary_table(summary: Summary, students: list[Line], out: Path) -> None:
     """This run's work, and the class as it now stands (scores.json): the errors and
     timeouts that remain are counted and named whether graded now or before."""
-    errors = [f"{s.student_id} ({s.status})" for s in scores.students
-              if s.status in ERROR_STATUSES]
-    timeouts = [s.student_id for s in scores.students if s.status == TIMEOUT]
+    errors = [f"{s.student_id} ({s.status})" for s in students if s.status in ERROR_STATUSES]
+    timeouts = [s.student_id for s in students if s.status == TIMEOUT]
     table = Table(title="summary", show_header=False)
-    table.add_row("students", str(len(scores.students)))
+    table.add_row("students", str(len(students)))
     table.add_row("graded now", str(summary.graded))
     table.add_row("unchanged (skipped)", str(summary.skipped))
     table.add_row("errors (missing, unreadable, import)", str(len(errors)))
@@ -101,11 +101,11 @@ def summary_table(summary: Summary, scores: ClassScores, out: Path) -> None:
             console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
     store = Store(out)
     console.print(f"scores:   {store.scores_path}", markup=False)
-    pages(scores, out)
+    pages([s.student_id for s in students], out)
     console.print(f"report:   {store.report_path}", markup=False)
 
 
-def pages(scores: ClassScores, out: Path) -> None:
+def pages(student_ids: list[str], out: Path) -> None:
     """Where the students' pages are, under the names they really have: a page is
     `<student_id>.html` unless the id is no plain file name, and those are listed."""
     from grader.feedback import clean
@@ -113,7 +113,7 @@ def pages(scores: ClassScores, out: Path) -> None:
     store = Store(out)
     console.print(f"pages:    {store.pages_path}/<student_id>.html, one per student "
                   "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
-    for sid in (s.student_id for s in scores.students):
+    for sid in student_ids:
         if safe_name(sid) != sid:
             console.print(f"  {clean(sid, 200)}: {store.feedback_path(sid)}", markup=False,
                           highlight=False, soft_wrap=True)

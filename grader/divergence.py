@@ -28,6 +28,7 @@ from markupsafe import Markup, escape
 
 from grader import trace_inputs
 from grader.inside import tracer
+from grader.reference import request_key
 from grader.sandbox.limits import StudentError
 
 SHOWN = 4              # values of a tensor quoted on the page
@@ -449,6 +450,10 @@ class LessonTraces:
     probes: types.ModuleType
     tolerances: dict
     tests: Path                 # the lesson's tests folder: its fresh inputs live there
+    # request key -> a Reference as plain data (`_plain`): the lesson's references'
+    # (LessonRefs.traces, recorded with its results), read first and filled here
+    recorded: dict[str, dict] = field(default_factory=dict)
+    compute: bool = True        # False: from the recording only, the solution never run
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
 
@@ -464,26 +469,71 @@ class LessonTraces:
         return self._modules[i]
 
     def references(self, part: str) -> list[Reference]:
+        """The part's traced fresh inputs (the lesson's trace_inputs.py), each once a run."""
         if part not in self._cache:
-            refs = []
-            for probe, args in trace_inputs.fresh_inputs(self.tests, self.key, part):
-                base = run_traced(self.module(0), self.probes, probe, args)
-                if base.error:
-                    continue  # the reference cannot take it: not a request to trace on
-                # only variants that differ on a line this request runs can differ here;
-                # a variant is correct for the inputs the contract allows, so on this
-                # one its values count only where its results are the reference's
-                ran = set(base.lines)
-                traces = [base]
-                for i, v in enumerate(self.variants, start=1):
-                    if v.lines & ran:
-                        t = run_traced(self.module(i), self.probes, probe, args)
-                        if not t.error and _same_result(t.result, base.result, self.tolerances,
-                                                        lambda _: True):
-                            traces.append(t)
-                refs.append(Reference((probe, args), traces, _tensors(args)))
-            self._cache[part] = refs
+            found = (self.reference(probe, args) for probe, args
+                     in trace_inputs.fresh_inputs(self.tests, self.key, part))
+            self._cache[part] = [ref for ref in found if ref is not None]
         return self._cache[part]
+
+    def reference(self, probe: str, args: dict) -> Reference | None:
+        """The reference's and the agreeing variants' traces of one request; None when
+        the reference cannot take it (not a request to trace on), or when it is not
+        recorded and this run computes nothing."""
+        key = request_key(probe, args)
+        if key not in self.recorded:
+            if not self.compute:
+                return None
+            found = self._traced(probe, args)
+            self.recorded[key] = _plain(found) if found is not None else {"traces": []}
+        traces = [Trace(_events(t.get("events"), None), t.get("result"),
+                        str(t.get("error") or ""), [int(n) for n in t.get("lines") or []])
+                  for t in self.recorded[key].get("traces") or []]
+        return Reference((probe, args), traces, _tensors(args)) if traces else None
+
+    def _traced(self, probe: str, args: dict) -> Reference | None:
+        base = run_traced(self.module(0), self.probes, probe, args)
+        if base.error:
+            return None
+        # only variants that differ on a line this request runs can differ here; a
+        # variant is correct for the inputs the contract allows, so on this one its
+        # values count only where its results are the reference's
+        ran = set(base.lines)
+        traces = [base]
+        for i, v in enumerate(self.variants, start=1):
+            if v.lines & ran:
+                t = run_traced(self.module(i), self.probes, probe, args)
+                if not t.error and _same_result(t.result, base.result, self.tolerances,
+                                                lambda _: True):
+                    traces.append(t)
+        return Reference((probe, args), traces, _tensors(args))
+
+
+def _plain(ref: Reference) -> dict:
+    """A Reference's traces as the protocol's plain data (a recording's), events as
+    the tracer sends them."""
+    return {"traces": [{"events": [[e.line, e.name, e.value, e.func, e.step] for e in t.events],
+                        "result": t.result, "error": t.error, "lines": t.lines}
+                       for t in ref.traces]}
+
+
+def record_fresh(ctx) -> int:
+    """Compute, for a recording, the reference's side of every fresh input a failing
+    part can be traced on: the lesson's trace inputs and the candidates of its smallest
+    examples (their results into the reference's cache, their traces into the
+    lesson's). A run from that recording then shows both without the solution. How
+    many requests were traced."""
+    from grader import smallest
+    lessons = lesson_traces(ctx)
+    if lessons is None:
+        return 0
+    parts = list(trace_inputs.builders(Path(ctx.tests)))
+    for part in parts:
+        lessons.references(part)
+    for _, probe, args in smallest.requests(Path(ctx.tests)):
+        ctx.refs.reference.call(probe, **args)
+        lessons.reference(probe, args)
+    return len(lessons.recorded)
 
 
 def correct_variants(source: str, tests) -> list[Variant]:
@@ -504,26 +554,33 @@ def correct_variants(source: str, tests) -> list[Variant]:
     return out
 
 
-def lesson_traces(ctx) -> LessonTraces | None:
-    """The run's LessonTraces (kept on the lesson context), or None without a solution."""
+def lesson_traces(ctx, compute: bool = True) -> LessonTraces | None:
+    """The run's LessonTraces (kept on the lesson context), or None without a solution.
+    `compute` False: the recorded traces only (a run from the autograder zip's
+    recording, which must not import the solution)."""
     found = getattr(ctx, "_lesson_traces", None)
     if found is None:
         source = ctx.refs.source
         if source is None:
             return None
-        found = LessonTraces(ctx.key, source, correct_variants(source, ctx.tests),
-                             ctx.refs.probes, ctx.course.tolerances(ctx.key), ctx.tests)
+        found = LessonTraces(ctx.key, source,
+                             correct_variants(source, ctx.tests) if compute else [],
+                             ctx.refs.probes, ctx.course.tolerances(ctx.key), ctx.tests,
+                             ctx.refs.traces, compute)
         ctx._lesson_traces = found
     return found
 
 
 def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
-          source: str) -> Where | None:
+          source: str, first: tuple[str, dict] | None = None) -> Where | None:
     """Trace `part` of a failing submission through `call(probe, args)` (the child's
     traced call, returning {"result", "trace", "error"}) on each fresh request until
-    one shows it differing; the finding there, or None."""
+    one shows it differing; the finding there, or None. `first`: the part's smallest
+    failing example (grader/smallest.py), tried before the lesson's fresh inputs, so
+    that the values a page quotes are those of the snippet it shows."""
     lines = len(source.splitlines())
-    for ref in lessons.references(part):
+    mine = lessons.reference(*first) if first is not None else None
+    for ref in ([mine] if mine is not None else []) + lessons.references(part):
         probe, args = ref.request
         try:
             reply = call(probe, args)
@@ -551,9 +608,12 @@ def failing_parts(raw: dict) -> list[str]:
     return list(parts)
 
 
-def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
+def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | None = None,
+                  compute: bool = True) -> tuple[dict[str, dict], float]:
     """Each failing part's finding (as JSON) for a graded submission whose session is
-    closed, and the seconds it took. Feedback only: no verdict reads it.
+    closed, and the seconds it took. Feedback only: no verdict reads it. `first`: per
+    part, the request of its smallest failing example, traced first (`where`);
+    `compute`: as `lesson_traces`.
 
     The trace runs in a session of its own: a fresh child of the same slot, with its
     own budget, output and error state, closed before this returns. Run in the graded
@@ -566,7 +626,7 @@ def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
     parts = failing_parts(raw)
     if not parts or session is None or session.fatal is not None:
         return {}, 0.0
-    lessons = lesson_traces(ctx)
+    lessons = lesson_traces(ctx, compute)
     if lessons is None:
         return {}, 0.0
     from grader.inside import protocol
@@ -582,7 +642,7 @@ def trace_failing(ctx, session, raw: dict) -> tuple[dict[str, dict], float]:
     found: dict[str, dict] = {}
     try:
         for part in parts:
-            w = where(call, lessons, part, session.source)
+            w = where(call, lessons, part, session.source, (first or {}).get(part))
             if w is not None:
                 found[part] = w.to_json()
     finally:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import re
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -98,11 +99,10 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
     counted: the banner at the top already says why.
     """
     failing = [x for x in tests if not x.passed]
-    problem = clean(record.problem)
-    blocked = [x for x in failing if problem and x.error
-               and clean(x.error.get("message")) == problem]
-    cards = _group_failures([x for x in failing if not any(x is b for b in blocked)], t,
-                            pictures=OPEN_FAILURES)
+    blocked = _blocked(failing, record)
+    cards = [{"test": _test_view(group[0], t, i < OPEN_FAILURES),
+              "same": [x.name for x in group[1:]]}
+             for i, group in enumerate(_cards(failing, blocked))]
     return {"key": part, "title": title, "score": summary.score if summary else 0.0,
             "max_score": summary.max_score if summary else 0.0,
             "passed": summary.passed if summary else len(tests) - len(failing),
@@ -162,17 +162,62 @@ def lesson_stub(course: Course, lesson_key: str) -> Stub:
     return Stub(str(lesson.stub), course.path(lesson.stub))
 
 
-def _group_failures(failing: list[TestRecord], t: dict[str, str], pictures: int) -> list[dict]:
-    """One card per distinct error (a stub fails 40 tests alike), one per numeric failure.
-    Only the first `pictures` cards get a heatmap: a page stays small and readable."""
-    groups: dict[tuple, dict] = {}
+def _blocked(failing: list[TestRecord], record: GradeRecord) -> list[TestRecord]:
+    """A part's tests that failed for the record's own problem (no file, an import
+    error): only counted, the banner at the top already says why."""
+    problem = clean(record.problem)
+    return [x for x in failing if problem and x.error
+            and clean(x.error.get("message")) == problem]
+
+
+def _cards(failing: list[TestRecord], blocked: list[TestRecord]) -> list[list[TestRecord]]:
+    """The part's failing tests (but the blocked) as cards: one per distinct error (a
+    stub fails 40 tests alike), one per numeric failure; the first test of each is the
+    one shown. Only the first OPEN_FAILURES cards get a picture: a page stays small
+    and readable."""
+    groups: dict[tuple, list[TestRecord]] = {}
     for test in failing:
+        if any(test is b for b in blocked):
+            continue
         key = _error_key(test) if test.error else ("test", id(test))
-        if key in groups:
-            groups[key]["same"].append(test.name)
-        else:
-            groups[key] = {"test": _test_view(test, t, len(groups) < pictures), "same": []}
+        groups.setdefault(key, []).append(test)
     return list(groups.values())
+
+
+def _drawn_heatmap(shown: list[dict]) -> int | None:
+    """Which of a card's failing checks (as `disclosed.check` shows them) has its
+    heatmap drawn: the first that has one."""
+    return next((i for i, c in enumerate(shown) if c.get("heatmap")), None)
+
+
+def _failing_checks(test: TestRecord) -> list[dict]:
+    return [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
+
+
+def stored(record: GradeRecord) -> GradeRecord:
+    """The record as results/<id>.json keeps it: a check's heatmap only where the page
+    draws it. The others were most of a mistaken student's result (83 KB), and no page
+    showed them; the page rendered from this record is the same, byte for byte."""
+    by_part: dict[str, list[TestRecord]] = defaultdict(list)
+    for test in record.tests:
+        by_part[test.part].append(test)
+    kept: set[int] = set()  # id() of the checks whose heatmap is drawn
+    for tests in by_part.values():
+        failing = [x for x in tests if not x.passed]
+        for group in _cards(failing, _blocked(failing, record))[:OPEN_FAILURES]:
+            checks = _failing_checks(group[0])
+            drawn = _drawn_heatmap([disclosed.check(c, group[0].practice) for c in checks])
+            if drawn is not None:
+                kept.add(id(checks[drawn]))
+    def dropped(c: object) -> bool:
+        return isinstance(c, dict) and bool(c.get("heatmap")) and id(c) not in kept
+
+    if not any(dropped(c) for test in record.tests for c in test.checks):
+        return record
+    tests = [replace(test, checks=[{k: v for k, v in c.items() if k != "heatmap"}
+                                   if dropped(c) else c for c in test.checks])
+             for test in record.tests]
+    return replace(record, tests=tests)
 
 
 def _part_diagnoses(failing: list[TestRecord], lang: str) -> list[dict]:
@@ -192,8 +237,8 @@ def _part_diagnoses(failing: list[TestRecord], lang: str) -> list[dict]:
 def _test_view(test: TestRecord, t: dict[str, str], picture: bool) -> dict:
     """A failing test's checks; at most its first heatmap is drawn."""
     checks = [c for c in test.checks if isinstance(c, dict)]
-    failing = [disclosed.check(c, test.practice) for c in checks if not c.get("passed")]
-    first_map = next((i for i, c in enumerate(failing) if c.get("heatmap")), None)
+    failing = [disclosed.check(c, test.practice) for c in _failing_checks(test)]
+    first_map = _drawn_heatmap(failing)
     return {"name": test.name, "message": test.message, "error": test.error,
             "checks": [_check_view(c, t, picture and i == first_map)
                        for i, c in enumerate(failing)],

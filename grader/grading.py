@@ -19,8 +19,9 @@ from grader import roster as rosters
 from grader.config import Course, Lesson
 from grader.context import LessonContext
 from grader.plan import Submission, Summary, plan
-from grader.record import ClassScores, GradeRecord
-from grader.store import Store, write_atomic
+from grader.record import GradeRecord
+from grader.store import Spool, Store, write_atomic
+from grader.tally import Entry, Line, Tally
 
 if TYPE_CHECKING:
     from jinja2 import Environment
@@ -73,11 +74,11 @@ class Events(Protocol):
 
 @dataclass
 class Graded:
-    """What a run did: its counts, scores.json as written, what intake left out, and
-    the roster's students it found nothing of."""
+    """What a run did: its counts, each student's line as scores.json lists them (in id
+    order), what intake left out, and the roster's students it found nothing of."""
 
     summary: Summary
-    scores: ClassScores
+    students: list[Line]
     skipped: list[str] = field(default_factory=list)
     absent: list[str] = field(default_factory=list)  # on the roster, nothing handed in
 
@@ -99,7 +100,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     store = Store(out)
     language = language or course.language
     # The sandbox lives until the grading is done, however the run ends: this block
-    # alone closes it (at its end, or on any error or Ctrl-C on the way).
+    # alone owns it (closed once the class is graded, or on any error or Ctrl-C).
     with ExitStack() as lifetime:
         sandbox = None
         if scheduler is None and sandboxed_forks(unsandboxed, support):
@@ -119,21 +120,31 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
             raise NoSubmissions(f"no submissions found in {submissions}: "
                                 + intake.layout_hint(submissions, lesson.exercise),
                                 taken.skipped)
-        todo = plan(store, subs, ctx.version, force)
-        summary = Summary(skipped=len(subs) - len(todo))
-        if todo:
-            if scheduler is None and sandbox is None:
-                sandbox = lifetime.enter_context(
-                    boot(course, lesson, unsandboxed, support, (submissions, out), fork=False))
-            grade(ctx, todo, out, summary, jobs=jobs, language=language, sandbox=sandbox,
-                  unsandboxed=unsandboxed, support=support, scheduler=scheduler,
-                  events=events)
-    summary.seconds = time.monotonic() - started
-    doc = store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                       [s.student_id for s in subs])
-    records = [r for s in subs if (r := store.load(s.student_id)) is not None]
-    write_report(records, course, lesson_key, store, language, ctx.pages)
-    return Graded(summary, ClassScores.from_json(doc), taken.skipped, taken.absent)
+        with Spool(out) as spool:
+            tally = Tally([s.student_id for s in subs], spool)
+            todo = plan(store, subs, ctx.version, force,
+                        kept=lambda record: tally.add(Entry.of(record)))
+            summary = Summary(skipped=len(subs) - len(todo))
+            if todo:
+                if scheduler is None and sandbox is None:
+                    sandbox = lifetime.enter_context(
+                        boot(course, lesson, unsandboxed, support, (submissions, out),
+                             fork=False))
+                grade(ctx, todo, out, summary, jobs=jobs, language=language,
+                      sandbox=sandbox, unsandboxed=unsandboxed, support=support,
+                      scheduler=scheduler, events=events, collect=tally.add)
+            lifetime.close()  # graded: the sandbox is done with
+            summary.seconds = time.monotonic() - started
+            for sub in subs:  # not graded now (a worker stopped): as its last result says
+                if sub.student_id not in tally and (
+                        old := store.load(sub.student_id)) is not None:
+                    tally.add(Entry.of(old))
+            ids = sorted(s.student_id for s in subs)
+            store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
+                         spool.entries(ids))
+    write_report(tally, course, lesson_key, store, language, ctx.pages)
+    students = sorted(tally.in_order(), key=lambda line: line.student_id)
+    return Graded(summary, students, taken.skipped, taken.absent)
 
 
 def available(unsandboxed: bool, support: Support) -> bool:
@@ -176,9 +187,11 @@ def boot(course: Course, lesson: Lesson, unsandboxed: bool, support: Support,
 
 def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summary, *,
           jobs: int, language: str, sandbox: Sandbox | None, unsandboxed: bool,
-          support: Support, scheduler: str | None, events: Events) -> None:
+          support: Support, scheduler: str | None, events: Events,
+          collect: Callable[[Entry], None] = lambda entry: None) -> None:
     """Grade what changed on `sandbox` (or on the Dask cluster at `scheduler`); counts
-    go into `summary`. Ctrl-C raises `Stopped`, saying how many were saved."""
+    go into `summary`, each student's `Entry` to `collect`. Ctrl-C raises `Stopped`,
+    saying how many were saved."""
     sandboxed = (sandbox.sandboxed if sandbox is not None
                  else available(unsandboxed, support))
     with interrupts.held():  # torch's first import, where a Ctrl-C would be lost
@@ -191,8 +204,8 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
         events.note(CONTAINER_NOTE)
     if not sandboxed:
         events.unsandboxed()
-    execute = (_cluster(scheduler) if scheduler else
-               lambda *args: pool.grade_class(*args, sandbox=sandbox))
+    execute = (_cluster(scheduler, collect) if scheduler else
+               lambda *args: pool.grade_class(*args, sandbox=sandbox, collect=collect))
     try:
         with events.grading(len(todo)) as progress:
             execute(ctx, todo, out, jobs, sandboxed, language, summary, progress)
@@ -202,7 +215,7 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
         raise Stopped(summary.graded, len(todo)) from None
 
 
-def _cluster(scheduler: str) -> Callable[..., None]:
+def _cluster(scheduler: str, collect: Callable[[Entry], None]) -> Callable[..., None]:
     """The same grading on a Dask cluster."""
     try:
         import distributed  # noqa: F401 - only whether it is installed
@@ -211,28 +224,30 @@ def _cluster(scheduler: str) -> Callable[..., None]:
     except ImportError as exc:
         raise GradingError(f"--scheduler needs dask distributed ({exc}): "
                            "pip install 'minimind-grader[cluster]'") from None
-    return lambda *args: cluster.grade_class(*args, scheduler=scheduler)
+    return lambda *args: cluster.grade_class(*args, scheduler=scheduler, collect=collect)
 
 
-def write_report(records: list[GradeRecord], course: Course, lesson_key: str, store: Store,
+def write_report(tally: Tally, course: Course, lesson_key: str, store: Store,
                  language: str, pages: Environment) -> None:
-    """OUT/report.html over these records, linking the similarity report if OUT has one."""
+    """OUT/report.html over the class's counts, linking the similarity report if OUT has one."""
     from grader.report import render_report
 
     similarity = store.similarity_path
     write_atomic(store.report_path,
-                 render_report(records, course, lesson_key, language,
+                 render_report(tally, course, lesson_key, language,
                                similarity.name if similarity.is_file() else None, pages))
 
 
 def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,
                    pages: Environment) -> bool:
-    """The class report again from OUT/results (False: nothing graded there)."""
+    """The class report again from OUT/results, read one at a time (False: nothing
+    graded there)."""
     store = Store(out)
     results = store.result_files()
     if not results:
         return False
-    records = [GradeRecord.from_json(json.loads(p.read_text(encoding="utf-8")))
-               for p in results]
-    write_report(records, course, lesson_key, store, language, pages)
+    tally = Tally()
+    for path in results:
+        tally.add(Entry.of(GradeRecord.from_json(json.loads(path.read_text(encoding="utf-8")))))
+    write_report(tally, course, lesson_key, store, language, pages)
     return True

@@ -5,10 +5,11 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grader.record import ERROR_STATUSES
+from grader.record import ERROR_STATUSES, GradeRecord
 from grader.store import Store, fingerprint
 
 MAX_SOURCE = 1024 * 1024
@@ -103,12 +104,17 @@ def fingerprint_of(sub: Submission, version: str) -> str:
     return fingerprint(data, "\0".join([version, *sub.notes, *named]))
 
 
-def plan(store: Store, subs: list[Submission], version: str, force: bool) -> list[Submission]:
+def plan(store: Store, subs: list[Submission], version: str, force: bool,
+         kept: Callable[[GradeRecord], None] = lambda record: None) -> list[Submission]:
     """Fingerprint every submission; those graded before at the same fingerprint are
-    skipped (unless `force`). Returns the ones to grade."""
+    skipped (unless `force`), their records handed to `kept` as they are read (the
+    one read of them in a run). Returns the ones to grade."""
     todo = []
     for sub in subs:
         sub.fingerprint = fingerprint_of(sub, version)
-        if force or not store.is_current(sub.student_id, sub.fingerprint):
+        old = None if force else store.load(sub.student_id)
+        if old is not None and store.is_current(sub.student_id, sub.fingerprint, old):
+            kept(old)
+        else:
             todo.append(sub)
     return todo

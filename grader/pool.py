@@ -24,13 +24,14 @@ import torch
 
 from grader import runner
 from grader.context import LessonContext
-from grader.feedback import render_student
+from grader.feedback import render_student, stored
 from grader.plan import Submission, Summary
 from grader.record import GradeRecord
 from grader.reference import Caller, request_key
 from grader.sandbox.limits import Limits
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
+from grader.tally import Entry
 
 DONE = None
 
@@ -78,8 +79,9 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
 
     def save(record: GradeRecord) -> None:
         html = render_student(record, ctx.course, ctx.key, language, ctx.pages)
-        store.save(record, html)
-        events.put(("done", record.student_id, record.status))
+        store.save(stored(record), html)
+        # what the parent keeps of the student: it never reads the result back
+        events.put(("done", record.student_id, record.status, Entry.of(record)))
 
     try:
         runner.grade_many(ctx, subs(), slot, save)
@@ -91,10 +93,12 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
 def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                 jobs: int, sandboxed: bool, language: str, summary: Summary,
                 progress: Callable[[str, dict], None] = lambda kind, info: None,
-                sandbox: Sandbox | None = None) -> None:
-    """Grade `todo` (already planned) on this machine; counts go into `summary`.
-    `sandbox` may already be booting (`grading.grade_lesson` starts it before importing
-    torch, and closes it); without one, a sandbox is made here and closed here."""
+                sandbox: Sandbox | None = None,
+                collect: Callable[[Entry], None] = lambda entry: None) -> None:
+    """Grade `todo` (already planned) on this machine; counts go into `summary`, each
+    student's `Entry` to `collect`. `sandbox` may already be booting
+    (`grading.grade_lesson` starts it before importing torch, and closes it); without
+    one, a sandbox is made here and closed here."""
     torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
     lesson = ctx.lesson
     jobs = min(jobs, len(todo))
@@ -102,12 +106,12 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
         if sandbox is None:
             sandbox = lifetime.enter_context(Sandbox(ctx.course.path(lesson.probes),
                                                      sandboxed, tuple(lesson.preload)))
-        _grade_on(ctx, todo, out, jobs, language, summary, progress, sandbox)
+        _grade_on(ctx, todo, out, jobs, language, summary, progress, sandbox, collect)
 
 
 def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
               language: str, summary: Summary, progress: Callable[[str, dict], None],
-              sandbox: Sandbox) -> None:
+              sandbox: Sandbox, collect: Callable[[Entry], None]) -> None:
     """Grade `todo` on `sandbox`'s slots, opened and closed here."""
     slots: list[Slot] = []
     try:
@@ -117,10 +121,10 @@ def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
             self_check(ctx)  # while the sandbox boots
         if len(todo) == 1:
             slots = [_FirstUse(sandbox)]
-            _grade_here(ctx, todo[0], out, slots[0], language, summary, progress)
+            _grade_here(ctx, todo[0], out, slots[0], language, summary, progress, collect)
             return
         slots = [sandbox.slot() for _ in range(jobs)]
-        _run_workers(ctx, todo, out, slots, language, summary, progress)
+        _run_workers(ctx, todo, out, slots, language, summary, progress, collect)
     finally:
         for slot in slots:  # the parent opened them: it closes them, after the workers
             slot.close()
@@ -152,12 +156,15 @@ class _FirstUse:
 
 def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
                 slot: _FirstUse, language: str, summary: Summary,
-                progress: Callable[[str, dict], None]) -> None:
+                progress: Callable[[str, dict], None],
+                collect: Callable[[Entry], None]) -> None:
     """One submission, in this process: no worker to fork and start pytest in."""
     store = Store(out)
 
     def save(record: GradeRecord) -> None:
-        store.save(record, render_student(record, ctx.course, ctx.key, language, ctx.pages))
+        store.save(stored(record), render_student(record, ctx.course, ctx.key, language,
+                                                  ctx.pages))
+        collect(Entry.of(record))
         summary.count(record.status)
         progress("done", {"student_id": record.student_id, "status": record.status})
 
@@ -168,7 +175,8 @@ def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
                                        f"{traceback.format_exc()[-1500:]}")
 
 
-def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progress) -> None:
+def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progress,
+                 collect: Callable[[Entry], None]) -> None:
     forks = mp.get_context("fork")
     tasks, events = forks.Queue(), forks.Queue()
     for sub in todo:
@@ -189,6 +197,7 @@ def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progre
                 continue
             if event[0] == "done":
                 remaining -= 1
+                collect(event[3])
                 summary.count(event[2])
                 progress("done", {"student_id": event[1], "status": event[2]})
             elif event[0] == "crash":

@@ -192,6 +192,10 @@ class LessonRefs:
     # combination -> results a recording holds, where the solution is here too: its
     # module is then loaded only for a request the recording cannot answer
     recorded_combined: dict[tuple[str, ...], dict] = field(default_factory=dict)
+    # request key -> the reference's traces of a fresh input, as plain data
+    # (grader/divergence.py's, which reads and fills it): recorded with the results, so
+    # a run from a recording names a line without importing the solution
+    traces: dict[str, dict] = field(default_factory=dict)
 
     def computed(self) -> int:
         """How many results the callers hold, and whether signatures are known: it
@@ -254,7 +258,8 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
                 k: set(v) for k, v in signatures.items()},
             recorded=bool(data["reference"]),
             recorded_combined={tuple(ids.split("+")): results
-                               for ids, results in data.get("combined", {}).items()})
+                               for ids, results in data.get("combined", {}).items()},
+            traces=data.get("traces", {}))
     if data is not None:
         return _from_recording(data, probes)
     raise FileNotFoundError(f"lesson {key}: neither the solution nor a recording")
@@ -312,6 +317,7 @@ def recording(refs: LessonRefs, digest: str = "") -> bytes:
                      for v in refs.variants],
         "signatures": None if refs.signatures is None else {
             k: sorted(v) for k, v in refs.signatures.items()},
+        "traces": refs.traces,
         "digest": digest})
 
 

@@ -27,6 +27,7 @@ from grader.diagnosis import diagnose
 from grader.plan import Submission, read_source
 from grader.plugin import GraderFault, GradingPlugin, StudentCaller
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
+from grader.reference import Caller
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import Slot
@@ -272,21 +273,26 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append
-            lean = os.environ.get(FROM_RECORDING) == "1"  # autograder_zip says why
-            examples = {} if lean else _examples(ctx, caller, session, reports[0])
+            # from the autograder zip's recording: the reference's side of the smallest
+            # examples and of the traces is read from it, the solution never imported
+            # (autograder_zip says why)
+            recorded_only = os.environ.get(FROM_RECORDING) == "1"
+            examples = _examples(ctx, caller, session, reports[0], recorded_only)
             if session is not None:
                 session.close()
-            where = {} if lean else divergence.trace_failing(ctx, session, reports[0])[0]
+            first = {part: (e.probe, e.args) for part, e in examples.items()}
+            where = divergence.trace_failing(ctx, session, reports[0], first,
+                                             compute=not recorded_only)[0]
             record = _record(ctx, sub, slot, session, missing, reports[0],
                              time.monotonic() - started, where)
-            record.examples = examples
+            record.examples = {part: e.snippet for part, e in examples.items()}
             on_result(record)
 
     run_tests(ctx, jobs(), select)
 
 
 def _examples(ctx: LessonContext, caller: object, session: Session | None,
-              raw: dict) -> dict[str, str]:
+              raw: dict, recorded_only: bool = False) -> dict[str, smallest.Example]:
     """The smallest failing example of each failing part, asked of the student's code
     in its own session while it is open (fresh inputs only: grader/smallest.py, with
     the lesson's examples.py)."""
@@ -295,8 +301,10 @@ def _examples(ctx: LessonContext, caller: object, session: Session | None,
     failing = [name for name, part in score(ctx, raw).parts.items()
                if part.passed < part.tests]
     try:
-        return smallest.snippets(ctx.tests, ctx.refs.probes, failing, caller,
-                                 ctx.refs.reference)
+        reference = ctx.refs.reference
+        if recorded_only:  # what the recording holds, never the solution imported
+            reference = Caller(None, reference.probes, reference.cache)
+        return smallest.examples(ctx.tests, ctx.refs.probes, failing, caller, reference)
     except (StudentError, GraderFault):
         return {}  # the student's code broke on it: the tests already say so
     except LookupError:

@@ -5,8 +5,11 @@ float64, shown as a snippet the student can paste and run.
 What is tried is the lesson's: its tests folder's `examples.py` (`load`) names, per
 part, the probe, the sizes and the lowest and highest of each, a maker of the probe's
 arguments from sizes, the outputs compared, and the snippet's lines calling the
-student's function. This module holds the search, the seeds, the comparison and the
-literals; a lesson without that file shows no example.
+student's function; optionally `TOLERANCES` ((part, output) -> dtype name -> (atol,
+rtol)) where correct code may differ from the reference by more than float64's rounding
+(a softmax or a count the reference rounds to float32, a float16 input). This module holds the search,
+the seeds, the comparison and the literals; a lesson without that file shows no
+example.
 
 `smallest(lesson, part, student, reference)` tries candidate sizes from the smallest
 up and returns the first on which the two differ, as an `Example`. `student` and
@@ -15,7 +18,9 @@ only in the sandbox (the run's session), the reference's on the trusted side. In
 come from seeds no graded or practice case uses (`SEED`), so the reference's numbers
 shown belong only to this fresh input.
 
-`Example` is plain data on purpose: the line-of-divergence tracer (issue 27) runs on it.
+`Example` is plain data on purpose: the line-of-divergence tracer runs on it first
+(grader/divergence.py), so the line a page names and the values it quotes belong to
+the snippet beside it.
 """
 from __future__ import annotations
 
@@ -45,7 +50,7 @@ class Example:
     part: the lesson's part; probe: the probe function called; args: the probe's
     arguments (tensors in float64, sizes); sizes: the candidate's sizes by name;
     reference and student: each side's outputs (name -> tensor) for the names in
-    `outputs`.
+    `outputs`; snippet: its text for the page.
     """
 
     part: str
@@ -55,6 +60,7 @@ class Example:
     outputs: list[str]
     reference: dict = field(default_factory=dict)
     student: dict = field(default_factory=dict)
+    snippet: str = ""  # what the page shows (`snippet`), once the example is chosen
 
 
 @functools.lru_cache(maxsize=None)
@@ -84,15 +90,47 @@ def candidates(names: tuple[str, ...], low: dict, high: dict) -> Iterator[dict]:
         yield dict(zip(names, sizes))
 
 
-def differs(got: object, ref: object) -> bool:
-    """One output of the two sides, as the checks compare it (float64 tolerances)."""
-    if not isinstance(got, torch.Tensor) or not isinstance(ref, torch.Tensor):
+def differs(got: object, ref: object, atol: float = ATOL, rtol: float = RTOL) -> bool:
+    """One output of the two sides, as the checks compare it: tensors by shape, dtype
+    and values (float64 tolerances unless others are given), anything else (a list of
+    shapes) by equality."""
+    if not isinstance(ref, torch.Tensor):
+        return isinstance(got, torch.Tensor) or got != ref
+    if not isinstance(got, torch.Tensor):
         return True
     if got.shape != ref.shape or got.dtype != ref.dtype:
         return True
     if not ref.is_floating_point():
         return not torch.equal(got, ref)
-    return not torch.allclose(got, ref, atol=ATOL, rtol=RTOL, equal_nan=True)
+    return not torch.allclose(got, ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def tolerance(lesson: types.ModuleType, part: str, output: str,
+              ref: object) -> tuple[float, float]:
+    """(atol, rtol) for one output of `part`: the lesson's for the reference's dtype
+    where it names one, else float64's."""
+    by_dtype = getattr(lesson, "TOLERANCES", {}).get((part, output), {})
+    dtype = str(ref.dtype).removeprefix("torch.") if isinstance(ref, torch.Tensor) else ""
+    return by_dtype.get(dtype, (ATOL, RTOL))
+
+
+def tried(lesson: types.ModuleType, part: str) -> Iterator[tuple[dict, dict]]:
+    """The candidates of `part` the search may try, smallest first: (sizes, the probe's
+    arguments). The same every time: a recording can hold the reference's side."""
+    probe, names, make, outputs = lesson.PARTS[part]
+    for sizes in itertools.islice(candidates(names, lesson.ONE, lesson.HIGH), MAX_TRIES):
+        args = make(sizes)
+        if args is not None:
+            yield sizes, args
+
+
+def requests(tests: Path) -> Iterator[tuple[str, str, dict]]:
+    """Every (part, probe, arguments) the search may ask the reference, for a recording;
+    none for a lesson without examples."""
+    lesson = load(Path(tests))
+    for part, (probe, *_) in (lesson.PARTS.items() if lesson is not None else ()):
+        for _, args in tried(lesson, part):
+            yield part, probe, args
 
 
 def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example | None:
@@ -103,18 +141,15 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
         return None
     probe, names, make, outputs = lesson.PARTS[part]
     canonical = getattr(lesson, "canonical", lambda out: out)
-    for tried, sizes in enumerate(candidates(names, lesson.ONE, lesson.HIGH)):
-        if tried >= MAX_TRIES:
-            return None
-        args = make(sizes)
-        if args is None:
-            continue
+    for sizes, args in tried(lesson, part):
         ref = canonical(reference.call(probe, **args))
         try:
             got = canonical(student.call(probe, **args))
         except Exception as exc:  # noqa: BLE001 - the student's error, shown as such
             got = {"error": f"{type(exc).__name__}: {exc}"[:300]}
-        if "error" in got or any(differs(got.get(o), ref.get(o)) for o in outputs):
+        if "error" in got or any(differs(got.get(o), ref.get(o),
+                                         *tolerance(lesson, part, o, ref.get(o)))
+                                 for o in outputs):
             return Example(part, probe, args, sizes, outputs,
                            {o: ref.get(o) for o in outputs},
                            {o: got.get(o) for o in outputs} if "error" not in got
@@ -181,18 +216,19 @@ def snippet(lesson: types.ModuleType, example: Example) -> str:
     return "\n".join(lines) + "\n"
 
 
-def snippets(tests: Path, probes: object, failing: list[str], student,
-             reference) -> dict[str, str]:
-    """Per failing part, its smallest example's snippet (none where no candidate tells
-    the two apart, and none at all for a lesson whose tests folder has no examples or
-    whose probes lack one it names). The student's calls go through the run's session:
-    its limits hold, and an error there ends the search."""
+def examples(tests: Path, probes: object, failing: list[str], student,
+             reference) -> dict[str, Example]:
+    """Per failing part, its smallest example, its snippet filled in (none where no
+    candidate tells the two apart, and none at all for a lesson whose tests folder has
+    no examples or whose probes lack one it names). The student's calls go through the
+    run's session: its limits hold, and an error there ends the search."""
     lesson = load(Path(tests))
     if lesson is None or not all(hasattr(probes, p[0]) for p in lesson.PARTS.values()):
         return {}
-    out: dict[str, str] = {}
+    out: dict[str, Example] = {}
     for part in failing:
         example = smallest(lesson, part, student, reference)
         if example is not None:
-            out[part] = snippet(lesson, example)
+            example.snippet = snippet(lesson, example)
+            out[part] = example
     return out

@@ -2,9 +2,11 @@
 layout is known here only; every other module asks a `Store` for a path.
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
-    OUT/raw/<id>.json       pytest-json-report's raw report for that student
+    OUT/raw/<id>.json       pytest-json-report's raw report for that student, less
+                            what results/<id>.json holds (`raw_without_results`)
     OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
-    OUT/scores.json         the class, rebuilt from results/ at the end of a run
+    OUT/scores.json         the class, written at the end of a run from each
+                            student's entry, spooled as it was graded
     OUT/report.html         the class report (TAs'), linking similarity.html if there
     OUT/similarity.html     `grader similarity`'s pairs
     OUT/intake/             what intake unpacked of an LMS download (its cache)
@@ -25,6 +27,7 @@ import os
 import re
 import tempfile
 import unicodedata
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from grader.record import GradeRecord
@@ -51,23 +54,31 @@ def fingerprint(source: bytes | None, version: str) -> str:
     return h.hexdigest()[:24]
 
 
-def write_atomic(path: Path, data: bytes | str) -> None:
+def write_atomic(path: Path, data: bytes | str | Iterable[bytes]) -> None:
     """Write to a temp file, then rename: readers see the old file or the new one.
+    `data` may come in chunks (scores.json is streamed: no class-sized string).
     No fsync: a killed process loses nothing written, and after a power cut a torn
     or missing result is simply graded again (`Store.load` and `is_current`).
     A lone surrogate (student text that escaped sanitising) is written as "?", never
     an error: one student's string must not stop the worker."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    raw = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    chunks = [encode(data)] if isinstance(data, str) else [data] if isinstance(data, bytes) \
+        else data
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(raw)
+            for chunk in chunks:
+                f.write(chunk)
         os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide the pages from a web server
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def encode(text: str) -> bytes:
+    """UTF-8, a lone surrogate as "?" (see `write_atomic`)."""
+    return text.encode("utf-8", "replace")
 
 
 def dump(obj: object) -> str:
@@ -88,9 +99,6 @@ class Store:
         self.intake_path = out / "intake"
         self.export_path = out / "export"
         self.pages_path = out / PAGES
-        # Parsed results by file identity: a run reads each one up to three times
-        # (planning, scores.json, the report), and a no-change rerun is all reading.
-        self._parsed: dict[str, tuple[tuple[int, int, int], dict]] = {}
 
     def result_path(self, student_id: str) -> Path:
         return self.out / "results" / f"{safe_name(student_id)}.json"
@@ -109,42 +117,99 @@ class Store:
         return sorted((self.out / "results").glob("*.json"))
 
     def load(self, student_id: str) -> GradeRecord | None:
-        """The student's result, or None to grade again."""
-        path = self.result_path(student_id)
+        """The student's result, or None to grade again. Nothing is kept: a run reads
+        each result once (planning) and keeps only its `tally.Entry`."""
         try:
-            st = path.stat()
-            identity = (st.st_ino, st.st_mtime_ns, st.st_size)  # a rename changes it
-            cached = self._parsed.get(student_id)
-            if cached is None or cached[0] != identity:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                if not isinstance(data, dict):
-                    return None
-                cached = (identity, data)
-                self._parsed[student_id] = cached
-            return GradeRecord.from_json(cached[1])
+            data = json.loads(self.result_path(student_id).read_text(encoding="utf-8"))
+            return GradeRecord.from_json(data) if isinstance(data, dict) else None
         except (OSError, ValueError, TypeError, AttributeError):
             return None  # absent or torn: grade again
 
-    def is_current(self, student_id: str, fp: str) -> bool:
-        old = self.load(student_id)
+    def is_current(self, student_id: str, fp: str, old: GradeRecord | None = None) -> bool:
+        """Graded at `fp`, page and all; `old`: its record, when the caller read it."""
+        old = old or self.load(student_id)
         return old is not None and old.fingerprint == fp and \
             self.feedback_path(student_id).exists()
 
     def save(self, record: GradeRecord, feedback_html: str) -> None:
         """Raw report and feedback first, the result last: a result on disk means done."""
         sid = record.student_id
-        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json", dump(record.raw_report))
+        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json",
+                     dump(raw_without_results(record.raw_report)))
         write_atomic(self.feedback_path(sid), feedback_html)
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
     def scores(self, lesson: str, course: str, version: str, max_score: float,
-               student_ids: list[str]) -> dict:
-        """scores.json for these students, in id order, without timings or the
-        per-check numbers (those are in results/<id>.json and on the pages), each
-        naming their page (`page`, relative to OUT) for whoever hands pages out."""
-        students = [{**rec.score_json(), "page": self.page_of(sid)}
-                    for sid in sorted(student_ids) if (rec := self.load(sid)) is not None]
-        doc = {"lesson": lesson, "course": course, "version": version,
-               "max_score": max_score, "students": students}
-        write_atomic(self.scores_path, dump(doc))
-        return doc
+               entries: Iterable[bytes]) -> None:
+        """scores.json, streamed: the class's `scores_entry` texts (UTF-8), in id order,
+        inside the document `dump` would write of them, byte for byte."""
+        head, tail = dump({"lesson": lesson, "course": course, "version": version,
+                           "max_score": max_score, "students": []}).split(_STUDENTS, 1)
+
+        def chunks() -> Iterator[bytes]:
+            yield encode(head + '"students": [')
+            for i, entry in enumerate(entries):
+                yield b", " + entry if i else entry
+            yield encode("]" + tail)
+
+        write_atomic(self.scores_path, chunks())
+
+
+# what each test's metadata in the raw report holds that results/<id>.json holds too
+IN_RESULTS = ("name", "part", "case", "checks", "pictures", "error", "composite")
+
+
+def raw_without_results(raw: dict | None) -> dict | None:
+    """The raw report as raw/<id>.json keeps it: pytest-json-report's, each test's
+    metadata less what results/<id>.json holds (its checks, pictures and case), which
+    was most of it (the test's outcome, phases and diagnosis matches stay)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("tests"), list):
+        return raw
+    return {**raw, "tests": [
+        {**t, "metadata": {k: v for k, v in t["metadata"].items() if k not in IN_RESULTS}}
+        if isinstance(t, dict) and isinstance(t.get("metadata"), dict) else t
+        for t in raw["tests"]]}
+
+
+_STUDENTS = '"students": []'  # the one place it can appear unescaped in `dump`'s text
+
+
+def scores_entry(record: GradeRecord) -> bytes:
+    """A student's entry in scores.json, as `dump` writes it inside the class's list
+    (UTF-8): no timings or per-check numbers (those are in results/<id>.json and on
+    the pages), naming their page (`page`, relative to OUT) for whoever hands pages
+    out. Made by whoever holds the record, once."""
+    return encode(dump({**record.score_json(), "page": Store.page_of(record.student_id)})[:-1])
+
+
+class Spool:
+    """Each student's scores.json entry from the moment it is known until the end of
+    the run, in an unnamed file in OUT (it vanishes however the run ends) instead of
+    the parent's memory: what stays in memory is an offset and a length per student."""
+
+    def __init__(self, out: Path):
+        out.mkdir(parents=True, exist_ok=True)
+        self._file = tempfile.TemporaryFile(dir=out)
+        self._at: dict[str, tuple[int, int]] = {}
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._file.close()
+
+    def add(self, student_id: str, entry: bytes) -> None:
+        self._file.seek(0, os.SEEK_END)
+        self._at[student_id] = (self._file.tell(), len(entry))
+        self._file.write(entry)
+
+    def __contains__(self, student_id: str) -> bool:
+        return student_id in self._at
+
+    def entries(self, student_ids: Iterable[str]) -> Iterator[bytes]:
+        """The entries of these students (those it has), in the order given."""
+        for sid in student_ids:
+            if sid in self._at:
+                offset, size = self._at[sid]
+                self._file.seek(offset)
+                yield self._file.read(size)

@@ -3,6 +3,7 @@
 
     .venv/bin/python scripts/benchmark.py            # 200 copies, --jobs = the cores
     .venv/bin/python scripts/benchmark.py --n 100 --jobs 2
+    .venv/bin/python scripts/benchmark.py --class-sizes 100,1000 [--against OLD_CHECKOUT]
 
 It grades N copies of the lesson-13 solution (each with its own trailing comment, so
 no cache by content can help) through the `grader` CLI as a subprocess, as a TA
@@ -28,7 +29,17 @@ would, and prints, all measured in this one run on the same cores:
   results are on disk, then rerun; its scores.json must equal the first run's,
   student by student, with nothing graded twice.
 
-Exit status 1 only when that correctness check fails; speed targets are reported.
+With --class-sizes it measures instead how the parent's memory grows with the class:
+for each size, a class of that many copies of the sample class's students (examples/13,
+but for frank, whose endless loop holds a worker 20 s a copy), graded, then read back
+by a no-change rerun; it prints the parent's peak memory (VmHWM) in each, how much
+the largest class's grading peak exceeds the smallest's (target: 5 %), and the KB each
+sample student takes in OUT (results/, raw/ and the page). With --against
+(a checkout of the old code, e.g. `git worktree add /tmp/old main`) the old code grades
+the smallest class and reads back each class too, and both codes' scores.json and
+report.html of each class are compared byte for byte.
+
+Exit status 1 only when a correctness check fails; speed targets are reported.
 """
 from __future__ import annotations
 
@@ -51,6 +62,9 @@ VENV = REPO / ".venv" / "bin"
 PYTHON = VENV / "python"
 GRADER = VENV / "grader"
 LESSON = "13"
+SAMPLE = REPO / "examples" / LESSON
+LEFT_OUT = ("frank",)  # his endless loop holds a worker for the 20 s timeout, every copy
+PARENT_EVERY = 0.02    # s between reads of the parent's VmHWM: its peak may come at its end
 
 
 # ------------------------------------------------------------------------ set-up
@@ -62,6 +76,28 @@ def make_class(root: Path, n: int, solution: Path) -> Path:
         d = subs / f"s{i:05d}"
         d.mkdir(parents=True)
         (d / "13_moe.py").write_text(f"{solution}\n# benchmark copy {i}\n", encoding="utf-8")
+    return subs
+
+
+def make_sample_class(root: Path, n: int) -> Path:
+    """n students, copies of the sample class's in turn, each file marked as its own."""
+    students = sorted(d for d in SAMPLE.iterdir() if d.is_dir() and d.name not in LEFT_OUT)
+    subs = root / f"class-{n}"
+    shutil.rmtree(subs, ignore_errors=True)
+    for i in range(n):
+        src = students[i % len(students)]
+        dest = subs / f"{src.name}-{i:05d}"
+        dest.mkdir(parents=True)
+        for f in src.iterdir():
+            if f.suffix == ".py":
+                (dest / f.name).write_text(f"{f.read_text(encoding='utf-8')}\n# copy {i}\n",
+                                           encoding="utf-8")
+            elif f.suffix == ".ipynb":
+                nb = json.loads(f.read_text(encoding="utf-8"))
+                nb.setdefault("metadata", {})["benchmark_copy"] = i
+                (dest / f.name).write_text(json.dumps(nb), encoding="utf-8")
+            else:
+                shutil.copy2(f, dest / f.name)
     return subs
 
 
@@ -197,7 +233,15 @@ class MemorySampler:
         return roles
 
     def _run(self) -> None:
+        tick, every = 0, max(1, round(self.every / PARENT_EVERY))
         while not self._stop.is_set():
+            # the parent's peak may come in its last moments (scores.json, the report):
+            # its own VmHWM is read often, the whole tree less often (smaps costs CPU)
+            self.hwm["parent"] = max(self.hwm["parent"], _status_kb(self.root, "VmHWM"))
+            tick += 1
+            if (tick - 1) % every:
+                self._stop.wait(PARENT_EVERY)
+                continue
             tree = descendants(self.root)
             roles = self._roles(tree)
             pss = 0
@@ -208,7 +252,7 @@ class MemorySampler:
                     pss += _pss_kb(pid)
             self.run_pss = max(self.run_pss, pss)
             self.samples += 1
-            self._stop.wait(self.every)
+            self._stop.wait(PARENT_EVERY)
 
 
 # ------------------------------------------------------------------------ runs
@@ -234,13 +278,13 @@ def busy_cpu_seconds() -> float:
 
 
 def timed_run(cmd: list[str], log: Path, sample_memory: bool = False,
-              watch: Path | None = None) -> dict:
+              watch: Path | None = None, env: dict | None = None) -> dict:
     """Run the CLI; time it, and optionally sample memory and the first result's time."""
     busy = busy_cpu_seconds()
     started = time.monotonic()
     with open(log, "w") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO,
-                                start_new_session=True)
+                                start_new_session=True, env=env)
         sampler = MemorySampler(proc.pid).start() if sample_memory else None
         first, busy_first, done_first = None, None, 0
         while proc.poll() is None:
@@ -337,6 +381,80 @@ def table(rows: list[tuple[str, str]]) -> str:
     return "\n".join([line, *(f"| {k:<{width}} | {v:>{vwidth}} |" for k, v in rows), line])
 
 
+def out_per_student(out: Path) -> dict[str, float]:
+    """KB a student takes in OUT (results/, raw/ and their page), for the first copy of
+    each sample student: alice is correct, bob and grace each have a known mistake."""
+    sizes = {}
+    for result in sorted((out / "results").glob("*-0000?.json")):
+        sid = result.stem
+        files = [result, out / "raw" / result.name, out / "feedback" / f"{sid}.html"]
+        sizes[sid.rsplit("-", 1)[0]] = sum(f.stat().st_size for f in files if f.exists()) / 1000
+    return sizes
+
+
+def old_cmd(subs: Path, out: Path, jobs: int, old: Path) -> tuple[list[str], dict]:
+    """`grader run` as the code in `old` runs it: its package first on the path (before
+    the working folder, which `python -c` puts first, and which is this checkout)."""
+    cmd = grader_cmd(subs, out, jobs, [])
+    env = {**os.environ, "PYTHONPATH": str(old)}
+    code = f"import sys; sys.path.insert(0, {str(old)!r}); from grader.cli import main; main()"
+    return [str(PYTHON), "-c", code, *cmd[1:]], env
+
+
+def class_sizes(root: Path, sizes: list[int], jobs: int, old: Path | None) -> bool:
+    """The parent's peak memory against the class size (see the module's doc); False
+    when the old code wrote other bytes than the new."""
+    rows, peaks, same = [], {}, True
+    for n in sizes:
+        subs = make_sample_class(root, n)
+        out = root / f"out-{n}"
+        shutil.rmtree(out, ignore_errors=True)
+        print(f"class of {n}: grading …", flush=True)
+        graded = timed_run(grader_cmd(subs, out, jobs, []), root / f"class-{n}.log",
+                           sample_memory=True)
+        print(f"class of {n}: reading back …", flush=True)
+        reread = timed_run(grader_cmd(subs, out, jobs, []), root / f"reread-{n}.log",
+                           sample_memory=True)
+        peaks[n] = graded["memory"].hwm["parent"]
+        if n == min(sizes):
+            rows += [(f"OUT per student: {name} (results, raw, page)", f"{kb:.0f} KB")
+                     for name, kb in out_per_student(out).items()]
+        rows += [(f"{n} students: grading, wall time", f"{graded['seconds']:.0f} s"),
+                 (f"{n} students: grading, parent peak (VmHWM)", mib(peaks[n])),
+                 (f"{n} students: no-change rerun, parent peak",
+                  mib(reread["memory"].hwm["parent"]))]
+        if old is not None and n == min(sizes):  # grading the largest twice: too long
+            print(f"class of {n}: the old code grades it …", flush=True)
+            cmd, env = old_cmd(subs, root / f"out-old-{n}", jobs, old)
+            shutil.rmtree(root / f"out-old-{n}", ignore_errors=True)
+            theirs = timed_run(cmd, root / f"old-class-{n}.log", sample_memory=True, env=env)
+            rows.append((f"{n} students: grading, old code, parent peak",
+                         mib(theirs["memory"].hwm["parent"])))
+        if old is not None:
+            print(f"class of {n}: the old code reads it back …", flush=True)
+            mine = {f: (out / f).read_bytes() for f in ("scores.json", "report.html")}
+            cmd, env = old_cmd(subs, out, jobs, old)
+            theirs = timed_run(cmd, root / f"old-reread-{n}.log", sample_memory=True, env=env)
+            equal = all((out / f).read_bytes() == b for f, b in mine.items())
+            same = same and equal and theirs["graded"] == 0
+            rows += [(f"{n} students: no-change rerun, old code, parent peak",
+                      mib(theirs["memory"].hwm["parent"])),
+                     (f"{n} students: old code wrote the same scores.json and report",
+                      "yes" if equal else "NO")]
+    print()
+    print(table(rows))
+    small, large = min(sizes), max(sizes)
+    if large > small:
+        growth = 100 * (peaks[large] / peaks[small] - 1)
+        print(f"\nparent peak while grading, {large} against {small} students: "
+              f"{growth:+.1f} % ({'meets' if growth <= 5 else 'MISSES'} the 5 % target)")
+    print("notes: VmHWM of the `grader run` process from /proc, read every "
+          f"{PARENT_EVERY} s; the class is examples/{LESSON}'s students but "
+          f"{', '.join(LEFT_OUT)}, copied in turn")
+    print(f"logs and outputs: {root}")
+    return same
+
+
 def main() -> None:
     cores = len(os.sched_getaffinity(0))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -346,6 +464,10 @@ def main() -> None:
                     help="passes over every graded request for the pure compute figure")
     ap.add_argument("--no-kill", action="store_true", help="skip the kill-and-resume check")
     ap.add_argument("--workdir", type=Path, help="keep the class and outputs here")
+    ap.add_argument("--class-sizes", metavar="N,N,...",
+                    help="instead: the parent's peak memory at these class sizes")
+    ap.add_argument("--against", type=Path, metavar="CHECKOUT",
+                    help="with --class-sizes: the old code, which reads back each class")
     args = ap.parse_args()
     if not GRADER.exists():
         sys.exit(f"no {GRADER}: install the project into .venv first")
@@ -355,10 +477,16 @@ def main() -> None:
     for name in ("subs", "out-first", "out-killed", "course"):
         shutil.rmtree(root / name, ignore_errors=True)
     n, jobs = args.n, args.jobs
-    print(f"benchmark: lesson {LESSON}, {n} submissions, --jobs {jobs}, {cores} cores, "
+    print(f"benchmark: lesson {LESSON}, "
+          f"{args.class_sizes or n} submissions, --jobs {jobs}, {cores} cores, "
           f"workdir {root}, load average {os.getloadavg()[0]:.1f}", flush=True)
     global COURSE
     COURSE = snapshot_course(root / "course")
+    if args.class_sizes:
+        sizes = [int(x) for x in args.class_sizes.split(",")]
+        if not class_sizes(root, sizes, jobs, args.against):
+            sys.exit(1)
+        return
     subs = make_class(root, n, COURSE.parent / "solutions" / "13_moe.py")
 
     print("pure probe compute …", flush=True)

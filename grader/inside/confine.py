@@ -244,6 +244,7 @@ def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: in
     keeps only the data socket and the harness's report pipe, and its stdout and stderr
     go to the output pipe. `uid` None: unsandboxed, nothing to drop to."""
     os.setsid()
+    _first_to_go_when_memory_runs_out()
     os.dup2(out_fd, 1)
     os.dup2(out_fd, 2)
     if cgroup is not None:  # while privileged: the cgroup's files are root's
@@ -295,6 +296,18 @@ def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: in
     if uid is not None:
         write_only_beneath(scratch)
         _allow_only_listed_syscalls()
+
+
+def _first_to_go_when_memory_runs_out() -> None:
+    """In a machine (or container) too small for the grader and a submission under its
+    own cap, the kernel's OOM killer picks by size, and it picked the grader (the run
+    then ended with no scores at all). The child asks to be picked first; raising one's
+    own score needs no privilege. Without /proc (never in these sandboxes) nothing to do."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except FileNotFoundError:
+        pass
 
 
 # Landlock (an unprivileged LSM, Linux 5.13+): what a child may write, wherever it runs

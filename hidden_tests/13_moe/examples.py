@@ -12,6 +12,10 @@ from grader.smallest import Example, generator, literal, rounded
 MODULE = "13_moe"     # what the snippet imports: the student's file, next to it
 MAX_SIDE = 3          # each of tokens, experts, H, I tried up to this
 LOADS = {"ffn", "moe"}  # parts whose snippet loads weights into a layer (smallest.LOAD)
+# course.yml's `aux` tolerance: the reference rounds the load fractions to float32
+# (MiniMind's .float()), so a correct loss counted in float64 differs in the 8th digit
+AUX = {"float64": (1.0e-9, 1.0e-5)}
+TOLERANCES = {("aux_loss", "aux"): AUX, ("moe", "aux"): AUX}
 
 
 def _ffn(s: dict) -> dict:
@@ -63,7 +67,8 @@ def _aux(s: dict) -> dict | None:
 
 
 def _moe(s: dict) -> dict | None:
-    route = _route({**s, "norm": 1})
+    """B sequences of N tokens each: the router sees their B·N tokens."""
+    route = _route({**s, "N": s["B"] * s["N"], "norm": 1})
     if route is None:
         return None
     g = generator(5, s["N"], s["E"], s["H"], s["I"], s["K"])
@@ -73,22 +78,24 @@ def _moe(s: dict) -> dict | None:
         state.update({f"experts.{e}.gate_proj.weight": rounded(g, i, h),
                       f"experts.{e}.up_proj.weight": rounded(g, i, h),
                       f"experts.{e}.down_proj.weight": rounded(g, h, i)})
-    x = route["x_flat"].reshape(1, s["N"], h)
+    x = route["x_flat"].reshape(s["B"], s["N"], h)
     return dict(hidden=h, inter=i, num_experts=s["E"], k=s["K"], norm=True, coef=1.0,
                 state=state, x=x, gy=torch.zeros_like(x), train=not s["eval"], grads=False)
 
 
 # part -> (probe, size names, maker, outputs compared)
-# flags (norm, a coefficient other than 1, eval mode) count as one more "size"
-ONE = dict(N=1, E=1, K=1, H=1, I=1, norm=0, coef=0, eval=0)
-HIGH = dict(N=MAX_SIDE, E=MAX_SIDE, K=MAX_SIDE, H=MAX_SIDE, I=MAX_SIDE, norm=1, coef=1, eval=1)
+# flags (norm, a coefficient other than 1, eval mode) count as one more "size"; B: the
+# layer's batch (sequences), where tokens of different sequences could be mixed up
+ONE = dict(N=1, E=1, K=1, H=1, I=1, norm=0, coef=0, eval=0, B=1)
+HIGH = dict(N=MAX_SIDE, E=MAX_SIDE, K=MAX_SIDE, H=MAX_SIDE, I=MAX_SIDE, norm=1, coef=1, eval=1,
+            B=2)
 PARTS: dict[str, tuple[str, tuple[str, ...], Callable[[dict], dict | None], list[str]]] = {
     "ffn": ("ffn_forward", ("N", "H", "I"), _ffn, ["y"]),
     "router": ("route", ("N", "E", "K", "H", "norm"), _route,
                ["scores", "topk_weight", "topk_idx"]),
     "dispatch": ("dispatch", ("N", "E", "K", "H", "I"), _dispatch, ["y"]),
     "aux_loss": ("aux_loss", ("N", "E", "K", "coef"), _aux, ["aux"]),
-    "moe": ("moe", ("N", "E", "K", "H", "I", "eval"), _moe, ["y", "aux"]),
+    "moe": ("moe", ("N", "E", "K", "H", "I", "eval", "B"), _moe, ["y", "aux"]),
 }
 
 

@@ -22,6 +22,7 @@ import pytest
 from grader import config, feedback, report
 from grader.record import Diagnosis, GradeRecord
 from grader.shown import NON_FINITE
+from grader.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -264,7 +265,8 @@ def test_what_the_results_show_in_chromium(course, tmp_path, artifacts, language
 
 
 def test_class_report_in_chromium(course, tmp_path, artifacts):
-    _check_page(report.render_report(_class(course), course, "13", similarity="similarity.html"),
+    _check_page(report.render_report(Tally.of(_class(course)), course, "13",
+                                     similarity="similarity.html"),
                 "report", tmp_path, artifacts)
 
 

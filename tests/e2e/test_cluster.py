@@ -69,15 +69,21 @@ def dask_client():
 def test_cluster_grades_like_the_pool(course, tmp_path, dask_client):
     subs = make_class(tmp_path / "subs")
     version = course.version("13")
-    local = Summary()
+    local, entries = Summary(), {"local": [], "dask": []}
     pool.grade_class(LessonContext(course, "13"), plan(Store(tmp_path / "local"), make_class(tmp_path / "subs2"),
                                         version, False),
-                     tmp_path / "local", 2, SANDBOXED, "en", local)
+                     tmp_path / "local", 2, SANDBOXED, "en", local,
+                     collect=entries["local"].append)
     assert not local.worker_failures
     summary = Summary()
     cluster.grade_class(LessonContext(course, "13"), plan(Store(tmp_path / "dask"), subs, version, False),
-                        tmp_path / "dask", 2, SANDBOXED, "en", summary, scheduler=dask_client)
+                        tmp_path / "dask", 2, SANDBOXED, "en", summary, scheduler=dask_client,
+                        collect=entries["dask"].append)
     assert not summary.worker_failures, summary.worker_failures
+    # each student's entry reached the parent (the client), the same from both paths
+    lines = {k: sorted((e.line.student_id, e.line.score, e.line.status, e.line.parts)
+                       for e in v) for k, v in entries.items()}
+    assert lines["dask"] == lines["local"] and len(lines["dask"]) == 5
     assert summary.graded == 5 and summary.errors == 2
     got, want = scores(tmp_path / "dask"), scores(tmp_path / "local")
     assert got == want
@@ -103,6 +109,6 @@ def test_workers_without_the_course_files_get_a_copy(course, tmp_path, dask_clie
     items = [cluster._item(s) for s in subs]
     records = dask_client.submit(cluster.grade_batch, bundle, elsewhere, "13", version,
                                  SANDBOXED, items, pure=False).result()
-    by_id = {r.student_id: r for r in records}
+    by_id = {r.student_id: r for r, _ in records}
     assert by_id["ada"].score == course.lesson("13").max_score
     assert by_id["bob"].parts["router"].score < 2

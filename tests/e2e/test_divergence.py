@@ -17,12 +17,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import divergence, runner
+from grader import divergence, runner, smallest
 from grader.check_report import print_check, summary
 from grader.context import LessonContext
 from grader.feedback import STRINGS, render_student
 from grader.plan import Submission
 from grader.inside import protocol
+from grader.plugin import StudentCaller
 from grader.sandbox.session import Session
 from tests.conftest import ROOT, open_slot
 
@@ -64,21 +65,29 @@ def test_the_corpus_is_big_enough_and_each_entry_edits_one_line(course, lesson):
 
 @pytest.mark.parametrize("lesson", list(LESSONS))
 def test_the_page_names_the_edited_line(course, lesson):
-    """Each mistake runs in a sandboxed child under the tracer; the sentence shown
-    names the statement holding the edited line (hit), another (wrong), or none."""
+    """Each mistake runs in a sandboxed child under the tracer, first on its smallest
+    failing example where the lesson has them (as a graded run does), then on the
+    lesson's fresh inputs; the sentence shown names the statement holding the edited
+    line (hit), another (wrong), or none."""
     ctx = LessonContext(course, lesson)
     lessons = divergence.lesson_traces(ctx)
     info = course.lesson(lesson)
     limits = course.limits(lesson)
     solution = ctx.refs.source
     slot = open_slot(course, lesson)
-    hits, wrong, none = [], [], []
+    hits, wrong, none, on_example = [], [], [], 0
     try:
         for entry in corpus(lesson):
             source = edited(solution, entry)
             session = Session(slot, source, info.exercise, info.provides, limits)
             try:
-                found = divergence.where(traced_call(session), lessons, entry["part"], source)
+                example = smallest.examples(ctx.tests, ctx.refs.probes, [entry["part"]],
+                                            StudentCaller(session, ctx),
+                                            ctx.refs.reference).get(entry["part"])
+                first = (example.probe, example.args) if example else None
+                on_example += first is not None
+                found = divergence.where(traced_call(session), lessons, entry["part"], source,
+                                         first)
             finally:
                 session.close()
             line = (found or divergence.Where("none")).line
@@ -91,8 +100,11 @@ def test_the_page_names_the_edited_line(course, lesson):
     finally:
         slot.close()
     n = len(hits) + len(wrong) + len(none)
-    print(f"lesson {lesson}: {n} mistakes, edited line named {len(hits) / n:.0%}, "
-          f"a wrong line {len(wrong) / n:.0%}, none {len(none) / n:.0%}")
+    print(f"lesson {lesson}: {n} mistakes ({on_example} traced on their smallest example "
+          f"first), edited line named {len(hits) / n:.0%}, a wrong line {len(wrong) / n:.0%}, "
+          f"none {len(none) / n:.0%}")
+    if smallest.load(ctx.tests) is not None:
+        assert on_example >= 0.9 * n  # the examples are what is traced, nearly always
     assert len(hits) >= 0.9 * n, (wrong, none)
     assert len(wrong) <= 0.02 * n, wrong
 
@@ -236,8 +248,8 @@ def test_a_trace_never_changes_a_verdict_nor_shows_on_a_passing_part(course, mon
         claim = {"kind": "line", "line": 1, "end": 1, "code": "x", "name": "x",
                  "matched": [], "got": "1", "ref": "2"}
         monkeypatch.setattr(divergence, "trace_failing",
-                            lambda ctx, session, raw: ({p: claim for p in ctx.lesson.parts},
-                                                       0.0))
+                            lambda ctx, session, raw, first=None: (
+                                {p: claim for p in ctx.lesson.parts}, 0.0))
         lying = runner.grade(ctx, Submission("s", path), slot)
     finally:
         slot.close()
@@ -270,7 +282,7 @@ def test_a_trace_runs_apart_from_the_graded_session_and_leaves_the_slot_clean(
     try:
         traced = runner.grade(ctx, Submission("s", path), slot)
         solution = runner.grade(ctx, Submission("good", good), slot)
-        monkeypatch.setattr(divergence, "trace_failing", lambda ctx, session, raw: ({}, 0.0))
+        monkeypatch.setattr(divergence, "trace_failing", lambda ctx, session, raw, first=None: ({}, 0.0))
         plain = runner.grade(ctx, Submission("s", path), slot)
     finally:
         slot.close()

@@ -290,6 +290,15 @@ def test_container_mode_costs_a_known_mistake_its_part(gradescope_setup, gs_root
     failed = [t["name"] for t in res["tests"] if t["status"] == "failed"]
     assert failed and all("router" in name.lower() for name in failed), failed
     assert 10.0 - PARTS_ROUTER <= res["score"] < 10.0, res
+    # the line of divergence and the smallest example, read from the zip's recording
+    # (the solution is not imported in the container: peak within its memory)
+    from grader.feedback import STRINGS
+    line = next(n for n, text in enumerate(wrong.splitlines(), start=1)
+                if text.strip() == RENORM[1])
+    assert STRINGS["en"]["where_head"] in res["output"], res["output"][-3000:]
+    assert f"Line {line} <code>{RENORM[1]}</code>" in res["output"], res["output"][-3000:]
+    assert STRINGS["en"]["smallest_head"] in res["output"]
+    assert "<pre>import importlib" in res["output"] and "m.route(x_flat" in res["output"]
 
 
 def test_container_mode_keeps_the_graders_files_from_the_submission(gradescope_setup,

@@ -1,6 +1,7 @@
 """The smallest failing example on the page and in `grader check` (issue 26): a known
 mistake graded in the sandbox gets, for its failing part, a snippet that run next to
-the mistaken file prints the numbers the page shows as the student's."""
+the mistaken file prints the numbers the page shows as the student's (lesson 13, and
+one mistake of each of lessons 10, 11 and 12)."""
 from __future__ import annotations
 
 import io
@@ -11,6 +12,8 @@ import pytest
 from rich.console import Console
 
 from grader import check_report, feedback, runner, smallest
+from grader.context import LessonContext
+from tests.conftest import open_slot
 
 
 @pytest.fixture(scope="module")
@@ -53,3 +56,43 @@ def test_page_and_check_show_it(graded, course):
     assert "smallest failing example" in sink.getvalue()
     assert "m.load_balancing_loss(scores, topk_idx" in sink.getvalue()
     assert smallest.SEED  # fresh seeds, named in one place
+
+
+# lesson -> (its file, a known mistake, the output whose line the snippet's comments show)
+OTHERS = {"10": ("10_rmsnorm.py", "no_weight", "y"),
+          "11": ("11_attention.py", "past_masked", "scores"),
+          "12": ("12_rope.py", "start_from_heads_axis", "cos")}
+
+
+@pytest.mark.parametrize("key", list(OTHERS))
+def test_other_lessons_show_a_snippet_that_runs(course, tmp_path, key):
+    """Graded in the sandbox like lesson 13: the failing part gets a snippet, and run
+    next to the mistaken file it prints the student's numbers the page shows."""
+    name, mistake_id, output = OTHERS[key]
+    ctx = LessonContext(course, key)
+    mistake = next(v.mistake for v in ctx.refs.variants if v.mistake.id == mistake_id)
+    path = tmp_path / name
+    path.write_text(mistake.apply(ctx.refs.source))
+    out = {}
+    slot = open_slot(course, key)
+    try:
+        runner.grade_many(ctx, [runner.Submission("s", path)], slot,
+                          lambda r: out.__setitem__("r", r))
+    finally:
+        slot.close()
+    record = out["r"]
+    assert set(record.examples) == {mistake.part}, record.parts
+    text = record.examples[mistake.part]
+    (tmp_path / "snippet.py").write_text(text)
+    done = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    yours = [line for line in text.splitlines() if line.startswith(f"#   {output} = ")][1]
+    shown = yours.removeprefix(f"#   {output} = torch.tensor(").lstrip("[").split(",")[0]
+    # the comments write each float as Python does (shortest), print with 17 decimals:
+    # the same float64 value
+    tensor = next(line for line in done.stdout.splitlines() if line.startswith("tensor("))
+    printed = tensor.removeprefix("tensor(").lstrip("[").split(",")[0]
+    assert float(printed) == float(shown), (shown, done.stdout)
+    page = feedback.render_student(record, course, key, "en")
+    assert feedback.STRINGS["en"]["smallest_head"] in page

@@ -113,6 +113,84 @@ def test_the_sentence_names_the_line_its_values_and_the_matched_ones(lesson13):
     assert zh.startswith(f"第 {line} 行 `{old}.sqrt()`")
 
 
+def test_the_smallest_example_is_traced_first_and_its_values_are_quoted(course, lesson13):
+    """The page's snippet and its line of divergence speak of one input: the example's
+    request is the first traced, and the values quoted are computed on it."""
+    from grader import smallest
+    from grader.context import LessonContext
+    from grader.reference import Caller
+
+    old = "weight = topk_weight[mask].view(-1, 1)"
+    source = lesson13.source.replace(old, old + ".sqrt()")
+    m = module(source)
+    refs = LessonContext(course, "13").refs
+    example = smallest.examples(lesson13.tests, lesson13.probes, ["dispatch"],
+                                Caller(m, lesson13.probes), refs.reference)["dispatch"]
+    asked: list[tuple[str, dict]] = []
+
+    def call(probe, args):
+        asked.append((probe, args))
+        t = divergence.run_traced(m, lessons.probes, probe, args)
+        return {"result": t.result, "error": t.error, "lines": t.lines,
+                "trace": [[e.line, e.name, e.value, e.func, e.step] for e in t.events]}
+    lessons = lesson13
+    w = divergence.where(call, lessons, "dispatch", source, (example.probe, example.args))
+    assert asked[0] == (example.probe, example.args) and len(asked) == 1
+    assert (w.kind, w.name) == ("line", "weight")
+    # the reference's `weight` on the example: the example's routing weights where the
+    # mask picks them (what the snippet's literals hold), not the lesson's other inputs
+    ref = divergence.run_traced(lessons.module(0), lessons.probes, example.probe,
+                                example.args)
+    weights = [e.value for e in ref.events if e.name == "weight"]
+    assert weights and w.ref == divergence.shown(weights[0])
+    without = divergence.where(call, lessons, "dispatch", source)
+    assert without.line == w.line and without.ref != w.ref
+
+
+def test_from_a_recording_the_same_line_and_example_without_the_solution(course):
+    """The autograder zip's recording holds the reference's side of every fresh input
+    (`record_fresh`); a run from it (compute=False, a recording-only reference) finds
+    the same example and names the same line, and never runs the solution."""
+    from grader import smallest
+    from grader.context import LessonContext
+    from grader.reference import Caller, recording
+    from grader.inside import protocol
+
+    ctx = LessonContext(course, "13")
+    assert divergence.record_fresh(ctx) >= 50
+    data = protocol.loads(recording(ctx.refs))
+    old = "weight = topk_weight[mask].view(-1, 1)"
+    source = ctx.refs.source.replace(old, old + ".sqrt()")
+    m = module(source)
+    found = {}
+    for side, refs, compute in (("computed", ctx.refs, True),
+                                ("recorded", LessonContext(course, "13").refs, False)):
+        if not compute:
+            refs.traces.clear()
+            refs.traces.update(data["traces"])
+        reference = Caller(None, refs.probes, dict(data["reference"])) if not compute \
+            else refs.reference
+        example = smallest.examples(ctx.tests, refs.probes, ["dispatch"],
+                                    Caller(m, refs.probes), reference)["dispatch"]
+        lessons = divergence.LessonTraces("13", ctx.refs.source, [], refs.probes,
+                                          course.tolerances("13"), ctx.tests, refs.traces,
+                                          compute)
+
+        def call(probe, args):
+            t = divergence.run_traced(m, ctx.refs.probes, probe, args)
+            return {"result": t.result, "error": t.error, "lines": t.lines,
+                    "trace": [[e.line, e.name, e.value, e.func, e.step] for e in t.events]}
+        found[side] = (example.snippet, divergence.where(call, lessons, "dispatch", source,
+                                                         (example.probe, example.args)))
+        if not compute:
+            assert lessons._modules == {}  # the solution never compiled, let alone run
+    assert found["recorded"] == found["computed"] and found["computed"][1].line
+    # and nothing recorded: no line, no error
+    empty = divergence.LessonTraces("13", ctx.refs.source, [], ctx.refs.probes,
+                                    course.tolerances("13"), ctx.tests, {}, False)
+    assert divergence.where(lambda p, a: {}, empty, "dispatch", source) is None
+
+
 def test_a_gradient_only_mistake_is_said_plainly(lesson13):
     old = "y = dispatch(x_flat, self.experts, topk_weight, topk_idx)"
     source = lesson13.source.replace(old, old.replace("topk_weight,", "topk_weight.detach(),"))

@@ -17,7 +17,7 @@ from grader.config import ConfigError, Course, Lesson, Part, Student
 from grader.export import export as write_exports
 from grader.export.cells import FORMULA_START, cell
 from grader.record import ClassScores, GradeRecord, TestRecord
-from grader.store import Store, safe_name
+from grader.store import Store, safe_name, scores_entry
 
 GS_TOP = {"score": (int, float), "output": str, "output_format": str, "visibility": str,
           "stdout_visibility": str, "tests": list}
@@ -441,7 +441,8 @@ def big_class(tmp_path) -> dict:
     for i, sid in enumerate(ids):
         rate = 1.0 if i == 0 else 0.0 if i == 1 else rng.random()
         store.save(graded_record(sid, rate, rng), "<html></html>")
-    store.scores("13", "minimind-test", "v", class_course().lesson("13").max_score, ids)
+    store.scores("13", "minimind-test", "v", class_course().lesson("13").max_score,
+                 [scores_entry(store.load(sid)) for sid in ids])
     return json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
 
 

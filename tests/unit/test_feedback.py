@@ -10,6 +10,7 @@ import pytest
 from grader import config, feedback, report
 from grader.record import GradeRecord
 from grader.shown import NON_FINITE
+from grader.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert('x')</script>"
@@ -21,7 +22,7 @@ def render_student(record: dict, *args) -> str:
 
 
 def render_report(records: list[dict], *args) -> str:
-    return report.render_report([GradeRecord.from_json(r) for r in records], *args)
+    return report.render_report(Tally.of([GradeRecord.from_json(r) for r in records]), *args)
 
 
 @pytest.fixture(scope="module")
@@ -190,6 +191,29 @@ def test_class_report(course):
     assert slowest.index("dave") < slowest.index("carol") < slowest.index("alice")
     assert page.count("<svg") >= 3 and "RAW-REPORT-CONTENT" not in page
     assert "No known mistake was diagnosed" in render_report([], course, "13", "en")
+
+
+def test_a_result_keeps_only_the_heatmaps_its_page_draws(course):
+    """Four numeric failures in a part, each with two heatmaps, and one in another part:
+    the page draws the first heatmap of the first OPEN_FAILURES cards of each part; the
+    stored record keeps those alone, and its page is the same, byte for byte."""
+    record = GradeRecord.from_json(make_record(course))
+    twice = [_check(), _check(name="aux")]
+    record.tests += [GradeRecord.from_json({"tests": [_test(f"test_moe[{i}]", "moe", False,
+                                                            checks=[dict(c) for c in twice])]})
+                     .tests[0] for i in range(4)]
+    kept = feedback.stored(record)
+
+    def maps(r: GradeRecord) -> list[tuple[str, str]]:
+        return [(t.name, c["name"]) for t in r.tests for c in t.checks if c.get("heatmap")]
+
+    assert maps(kept) == [("test_output[float64-1]", "output"), ("test_route[0]", "topk_weight"),
+                          ("test_moe[0]", "output"), ("test_moe[1]", "output")]
+    assert len(maps(record)) == 2 + 2 * 4  # the record itself is not changed
+    for lang in ("en", "zh"):
+        assert feedback.render_student(kept, course, "13", lang) == \
+            feedback.render_student(record, course, "13", lang)
+    assert feedback.stored(kept) is kept  # nothing more to drop
 
 
 def test_many_numeric_failures_fold_after_the_first(course):

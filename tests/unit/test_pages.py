@@ -15,8 +15,9 @@ from rich.console import Console
 from grader import console
 from grader.config import ConfigError, Course, Lesson, Part, Student
 from grader.export.moodle_files import ZIP_NAME
-from grader.record import ClassScores, GradeRecord
-from grader.store import Store, safe_name
+from grader.record import GradeRecord
+from grader.store import Store, safe_name, scores_entry
+from grader.tally import Tally
 from tests.unit.test_export import export, record
 
 
@@ -36,20 +37,19 @@ def test_scores_json_names_each_students_page(tmp_path):
         store.save(GradeRecord(student_id=sid, lesson="13", status="graded", score=1.0,
                                max_score=10.0, parts={}, tests=[], fingerprint="f"),
                    "<html></html>")
-    doc = store.scores("13", "c", "v", 10.0, ["alice", "José Núñez"])
+    store.scores("13", "c", "v", 10.0, [scores_entry(store.load(sid))
+                                         for sid in ("alice", "José Núñez")])
+    doc = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     pages = {s["student_id"]: s["page"] for s in doc["students"]}
     assert pages["alice"] == "feedback/alice.html"
     assert pages["José Núñez"].startswith("feedback/José_Núñez-")
     assert all((tmp_path / p).is_file() for p in pages.values())
-    on_disk = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
-    assert {s["student_id"]: s["page"] for s in on_disk["students"]} == pages
 
 
 def test_the_summary_prints_the_real_page_names(tmp_path, monkeypatch):
     shown = Console(record=True, width=200)
     monkeypatch.setattr(console, "console", shown)
-    doc = {"students": [{"student_id": "alice"}, {"student_id": "José Núñez"}]}
-    console.pages(ClassScores.from_json(doc), tmp_path)
+    console.pages(["alice", "José Núñez"], tmp_path)
     text = shown.export_text()
     assert f"José Núñez: {tmp_path}/{Store.page_of('José Núñez')}" in text
     assert Store.page_of("José Núñez").startswith("feedback/José_Núñez-")
@@ -143,8 +143,9 @@ def test_naming_the_worksheet_regrades_nobody():
 def test_the_class_report_links_each_students_page():
     from grader import report
     course = course_in_order()
-    html = report.render_report([GradeRecord.from_json(record(sid, "graded", [True] * 5))
-                                   for sid in ("alice", "José Núñez")], course, "13")
+    records = [GradeRecord.from_json(record(sid, "graded", [True] * 5))
+               for sid in ("alice", "José Núñez")]
+    html = report.render_report(Tally.of(records), course, "13")
     assert 'href="feedback/alice.html"' in html
     assert f'href="feedback/{safe_name("José Núñez")}.html"' in html
 

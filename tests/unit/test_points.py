@@ -13,6 +13,7 @@ from grader import points
 from grader.config import Part
 from grader.testfile import is_practice, name_of, part_of
 from grader.record import GradeRecord, PartRecord, TestRecord
+from grader.tally import Tally
 
 LESSON13 = {"ffn": (2, 8), "router": (2, 11), "dispatch": (2.5, 7), "aux_loss": (1.5, 9),
             "moe": (2, 11)}  # points, graded tests
@@ -181,7 +182,7 @@ def test_pages_show_practice_records_without_counting_them(course):
                          parts=summary, tests=tests)
     page = feedback.render_student(record, course, "13")
     assert f"{summary['ffn'].passed} / {summary['ffn'].tests}" in page
-    assert report.render_report([record], course, "13")
+    assert report.render_report(Tally.of([record]), course, "13")
 
 
 @pytest.mark.parametrize("part", ["ffn", "aux_loss"])

@@ -1,6 +1,9 @@
-"""The smallest failing example (issue 26): found for every known mistake of lesson 13
-on a fresh input, as small as the candidates go, and its snippet, run against the
-reference and against the mistaken code, prints exactly the numbers it shows."""
+"""The smallest failing example (issue 26): found for every known mistake of lessons 10
+to 13 on a fresh input, as small as the candidates go, and its snippet, run against the
+reference and against the mistaken code, prints exactly the numbers it shows. Correct
+code (the solution, the equivalent mutants, the correct fixtures) gets none: an example
+there would be a false sentence. Each single-line mistake of the divergence corpus
+gets one for its part."""
 from __future__ import annotations
 
 import sys
@@ -9,70 +12,110 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
-from grader import config, smallest
+from grader import smallest
 from grader.context import LessonContext
-from grader.reference import load_module
+from grader.divergence import correct_variants
+from grader.reference import Caller, load_module
 
 ROOT = Path(__file__).resolve().parents[2]
+# Mistaken and correct code runs here in the test's process, where pytest makes a
+# warning an error; a student's runs in the sandbox, where a warning is only printed.
+# One of lesson 13's equivalent mutants transposes a 3-d tensor with .T (deprecated).
+pytestmark = pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")
+LESSONS = ["10", "11", "12", "13"]
+# Known mistakes without an example, each with why (none: every one differs in its
+# forward outputs on a small float64, float16 or bfloat16 input)
+NO_EXAMPLE: dict[str, str] = {}
+# Entries of the divergence corpus (tests/fixtures/divergence) without an example:
+# what they change, no forward output of the part shows on the inputs tried
+CORPUS_NO_EXAMPLE = {
+    "13": {
+        "hand-17": "the routing weights detached: only the gradients change, and the "
+                   "example compares forward outputs",
+    },
+}
 
 
-@pytest.fixture(scope="module")
-def refs():
-    return LessonContext(config.load(ROOT / "course.yml"), "13").refs
+def _lesson(course, key: str) -> tuple[LessonContext, types.ModuleType]:
+    ctx = LessonContext(course, key)
+    return ctx, smallest.load(ctx.tests)
 
 
-@pytest.fixture(scope="module")
-def lesson():
-    return smallest.load(ROOT / "hidden_tests" / "13_moe")
-
-
-def _run(snippet: str, module: types.ModuleType) -> list:
-    """The snippet as a student runs it, next to `module` as their 13_moe.py; what it
-    prints, as objects."""
+def _run(snippet: str, name: str, module: types.ModuleType) -> list:
+    """The snippet as a student runs it, next to `module` as their file `name`.py; what
+    it prints, as objects."""
     printed: list = []
-    sys.modules["13_moe"] = module
+    sys.modules[name] = module
     try:
         exec(compile(snippet, "snippet.py", "exec"),
              {"print": lambda *a: printed.extend(a), "__name__": "__main__"})
     finally:
-        del sys.modules["13_moe"]
+        del sys.modules[name]
     return printed
 
 
-def _as_shown(lesson: types.ModuleType, part: str, printed: list) -> list:
-    if part == "router":  # route's tuple, top-k compared as sets as the example is
-        out = lesson.canonical(dict(zip(("scores", "topk_weight", "topk_idx"), printed[0])))
-        return [out["scores"], out["topk_weight"], out["topk_idx"]]
-    return printed
+def _as_shown(lesson: types.ModuleType, outputs: list[str], printed: list) -> list:
+    """What the snippet printed, one value per output compared (a tuple printed whole,
+    as route's, spread over its outputs), made canonical as the example's are."""
+    if len(printed) == 1 and isinstance(printed[0], tuple) and len(outputs) > 1:
+        printed = list(printed[0])
+    assert len(printed) == len(outputs), (outputs, printed)
+    canonical = getattr(lesson, "canonical", lambda out: out)
+    out = canonical(dict(zip(outputs, printed)))
+    return [out[o] for o in outputs]
 
 
-def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(refs, lesson):
-    solution = load_module("_smallest_solution", refs.source, "solution")
+def _in_float64(ex: smallest.Example) -> bool:
+    """The inputs are float64 but where the example's sizes ask for float16 or bfloat16
+    (`half`, `bf16`), and RoPE's cos and sin tables, float32 by the lesson's contract."""
+    if ex.sizes.get("half") or ex.sizes.get("bf16"):
+        return True
+    return all(t.dtype == torch.float64 for name, t in ex.args.items()
+               if isinstance(t, torch.Tensor) and t.is_floating_point()
+               and name not in ("cos", "sin"))
+
+
+def _same(got: object, want: object) -> bool:
+    if isinstance(want, torch.Tensor):
+        return (isinstance(got, torch.Tensor) and got.dtype == want.dtype
+                and got.shape == want.shape
+                and torch.allclose(got.detach(), want, rtol=0, atol=0, equal_nan=True))
+    return got == want
+
+
+@pytest.mark.parametrize("key", LESSONS)
+def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(course, key):
+    ctx, lesson = _lesson(course, key)
+    refs = ctx.refs
+    solution = load_module(f"_smallest_solution_{key}", refs.source, "solution")
     found = 0
     for v in refs.variants:
         ex = smallest.smallest(lesson, v.mistake.part, v.caller, refs.reference)
+        if v.mistake.id in NO_EXAMPLE:
+            assert ex is None, (v.mistake.id, "has an example now: drop it from the list")
+            continue
         assert ex is not None, v.mistake.id
-        assert all(t.dtype == torch.float64 for t in ex.reference.values()
-                   if isinstance(t, torch.Tensor) and t.is_floating_point())
+        assert _in_float64(ex), (v.mistake.id, ex.args)
         text = smallest.snippet(lesson, ex)
         for module, want in ((solution, ex.reference), (v.caller.module, ex.student)):
             if "error" in want:
+                assert want["error"] in text
                 continue
-            got = _as_shown(lesson, ex.part, _run(text, module))
-            shown = [want[o] for o in ex.outputs]
-            assert len(got) == len(shown), v.mistake.id
-            for g, w in zip(got, shown):
-                assert g.dtype == w.dtype and torch.allclose(
-                    g.detach(), w, rtol=0, atol=0, equal_nan=True), (v.mistake.id, g, w)
-            for o in ex.outputs:  # the numbers the snippet's comments show are these
-                assert smallest.literal(want[o]) in text
+            got = _as_shown(lesson, ex.outputs, _run(text, lesson.MODULE, module))
+            for o, g in zip(ex.outputs, got):
+                assert _same(g, want[o]), (v.mistake.id, o, g, want[o])
+                # the numbers the snippet's comments show are these
+                assert f"#   {o} = {smallest._shown(want[o])}" in text, (v.mistake.id, o)
         found += 1
-    assert found == len(refs.variants)
+    assert found == len([v for v in refs.variants if v.mistake.id not in NO_EXAMPLE]) > 0
 
 
-def test_nothing_smaller_tells_them_apart(refs, lesson):
+def test_nothing_smaller_tells_them_apart(course):
     """The example is the first candidate that differs: every smaller one agrees."""
+    ctx, lesson = _lesson(course, "13")
+    refs = ctx.refs
     v = next(v for v in refs.variants if v.mistake.id == "overwrite")
     ex = smallest.smallest(lesson, "dispatch", v.caller, refs.reference)
     assert ex.sizes["K"] == 2 and ex.sizes["N"] == 1 and ex.sizes["H"] == 1
@@ -86,6 +129,77 @@ def test_nothing_smaller_tells_them_apart(refs, lesson):
             assert not smallest.differs(got["y"], ref["y"]), sizes
 
 
-def test_a_correct_layer_has_no_example(refs, lesson):
-    assert smallest.smallest(lesson, "moe", refs.reference.twin(),
-                             refs.reference) is None
+def _correct(ctx: LessonContext) -> dict[str, Caller]:
+    """The lesson's correct code: the solution in a student's seat, its equivalent
+    mutants and the correct fixtures written in other styles."""
+    refs = ctx.refs
+    out = {"solution": refs.reference.twin()}
+    for i, v in enumerate(correct_variants(refs.source, ctx.tests)):
+        module = load_module(f"_smallest_equivalent_{ctx.key}_{i}", v.source, "solution")
+        out[f"equivalent {i}"] = Caller(module, refs.probes)
+    for path in sorted((ROOT / "tests" / "fixtures" / f"lesson{ctx.key}" / "correct")
+                       .glob("*.py")):
+        module = load_module(f"_smallest_fixture_{ctx.key}_{path.stem}",
+                             path.read_text(encoding="utf-8"), str(path))
+        out[path.name] = Caller(module, refs.probes)
+    return out
+
+
+@pytest.mark.parametrize("key", LESSONS)
+def test_correct_code_has_no_example(course, key):
+    ctx, lesson = _lesson(course, key)
+    correct = _correct(ctx)
+    assert len(correct) > 1 or key == "10", correct  # lesson 10 has neither
+    for name, caller in correct.items():
+        for part in lesson.PARTS:
+            ex = smallest.smallest(lesson, part, caller, ctx.refs.reference)
+            assert ex is None, (name, part, ex and ex.sizes, ex and ex.reference,
+                                ex and ex.student)
+
+
+@pytest.mark.parametrize("key", LESSONS)
+def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
+    """The corpus of single-line mistakes (audit mutants and hand-written ones) that
+    change the part's results: every one gets an example but those listed with why."""
+    ctx, lesson = _lesson(course, key)
+    refs = ctx.refs
+    entries = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")
+                             .read_text(encoding="utf-8"))
+    listed = CORPUS_NO_EXAMPLE.get(key, {})
+    missing = []
+    for entry in entries:
+        lines = refs.source.splitlines()
+        assert lines[entry["line"] - 1] == entry["old"], entry["id"]
+        lines[entry["line"] - 1] = entry["new"]
+        module = load_module(f"_smallest_corpus_{key}_{entry['id']}",
+                             "\n".join(lines) + "\n", "solution")
+        ex = smallest.smallest(lesson, entry["part"], Caller(module, refs.probes),
+                               refs.reference)
+        if ex is None:
+            missing.append(entry["id"])
+    assert sorted(missing) == sorted(listed), missing
+    assert len(missing) <= 0.1 * len(entries)
+
+
+def test_the_lessons_tolerances_are_the_ones_their_tests_use(course):
+    """An examples.py that loosens a comparison uses the tolerance the lesson's tests
+    use there (course.yml's, or test_norm.py's for float16): an example is then shown
+    for what the tests fail, never for what they accept."""
+    def pair(key: str, name: str) -> tuple[float, float]:
+        t = course.tolerances(key)[name]
+        return (t.atol, t.rtol)
+
+    lessons = {key: _lesson(course, key)[1] for key in LESSONS}
+    assert lessons["11"].TOLERANCES == {("attention", "y"): {"float64": pair("11", "attention")}}
+    assert lessons["12"].TOLERANCES == {
+        (part, o): tol for part, outputs, tol in (
+            ("freqs", ("cos", "sin"), {"float32": pair("12", "float32")}),
+            ("apply", ("q", "k"), {"bfloat16": pair("12", "bfloat16")}))
+        for o in outputs}
+    assert lessons["13"].TOLERANCES == {(part, "aux"): {"float64": pair("13", "aux")}
+                                        for part in ("aux_loss", "moe")}
+    norm = load_module("_smallest_test_norm",
+                       (ROOT / "hidden_tests" / "10_rmsnorm" / "test_norm.py").read_text(),
+                       "test_norm.py")
+    assert lessons["10"].TOLERANCES == {("norm", "y"): {"float16": (norm.HALF_ATOL,
+                                                                    norm.HALF_RTOL)}}

@@ -2,7 +2,7 @@
 import json
 
 from grader.record import Diagnosis, GradeRecord, PartRecord, TestRecord, Timing
-from grader.store import Store, fingerprint, safe_name
+from grader.store import Spool, Store, dump, encode, fingerprint, safe_name, scores_entry
 
 
 def test_safe_name_keeps_plain_ids_and_fixes_odd_ones():
@@ -32,10 +32,51 @@ def test_save_then_current_then_scores(tmp_path):
     stored = json.loads(store.result_path("bob").read_text())
     assert stored["timing"] == {"elapsed_s": 0.3, "cpu_s": 0.0} and "raw_report" not in stored
     assert json.loads((tmp_path / "raw" / "bob.json").read_text()) == {"tests": []}
-    doc = store.scores("13", "c", "v", 10.0, ["bob", "nobody"])
+    store.scores("13", "c", "v", 10.0, [scores_entry(store.load("bob"))])
+    doc = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     assert [s["student_id"] for s in doc["students"]] == ["bob"]
     assert "timing" not in doc["students"][0] and "raw_report" not in doc["students"][0]
     assert not list(tmp_path.rglob(".tmp-*"))
+
+
+def test_scores_json_is_streamed_as_dump_would_write_the_whole_class(tmp_path):
+    """The streamed file is, byte for byte, `dump` of the class's document (what it was
+    when it was built in memory), odd text included; an empty class too."""
+    odd = record("Zoë \u202e", 2.5, "f", name="李雷", problem="lone \udc80 surrogate",
+                 status="import_error")
+    records = [odd, record("ann", 10.0, "g"), record("bob", 0.0, "h", status="missing")]
+    for students in (records, []):
+        chosen = sorted(students, key=lambda r: r.student_id)
+        Store(tmp_path).scores("13", '"students": [] c', "v", 10.0,
+                               [scores_entry(r) for r in chosen])
+        doc = {"lesson": "13", "course": '"students": [] c', "version": "v",
+               "max_score": 10.0,
+               "students": [{**r.score_json(), "page": Store.page_of(r.student_id)}
+                            for r in chosen]}
+        assert (tmp_path / "scores.json").read_bytes() == encode(dump(doc))
+
+
+def test_the_spool_gives_entries_back_in_the_order_asked_and_leaves_no_file(tmp_path):
+    with Spool(tmp_path / "out") as spool:
+        for sid in ("cy", "ann", "bob"):
+            spool.add(sid, f"<{sid}>".encode())
+        assert "ann" in spool and "nobody" not in spool
+        assert list(spool.entries(["ann", "bob", "nobody", "cy"])) == [b"<ann>", b"<bob>", b"<cy>"]
+        assert list((tmp_path / "out").iterdir()) == []  # an unnamed file: nothing to clean
+
+
+def test_the_raw_report_leaves_out_what_the_result_holds(tmp_path):
+    meta = {"name": "t", "part": "ffn", "case": [["H", 4]], "checks": [{"heatmap": [[1.0]]}],
+            "pictures": [{"got": [1]}], "error": None, "composite": False, "failed": True,
+            "diagnosis": {"matches": ["m"]}}
+    raw = {"summary": {"failed": 1}, "tests": [{"nodeid": "test_ffn.py::t", "outcome": "failed",
+                                                "metadata": meta}]}
+    Store(tmp_path).save(record("ann", 0.0, "f", raw_report=raw), "<p>")
+    written = json.loads((tmp_path / "raw" / "ann.json").read_text())
+    assert written == {"summary": {"failed": 1}, "tests": [
+        {"nodeid": "test_ffn.py::t", "outcome": "failed",
+         "metadata": {"failed": True, "diagnosis": {"matches": ["m"]}}}]}
+    assert raw["tests"][0]["metadata"] is meta and "checks" in meta  # the record's is kept
 
 
 def test_a_record_reads_back_as_it_was_written(tmp_path):
@@ -65,8 +106,8 @@ def test_torn_result_is_regraded(tmp_path):
 
 
 def test_load_sees_a_result_replaced_on_disk(tmp_path):
-    """Loads are cached by file identity: a result rewritten (by a worker process,
-    atomically) is read again, and a caller's edits never reach the cache."""
+    """A result rewritten (by a worker process, atomically) is what the next load
+    reads, and a caller's edits of a loaded record never reach another load."""
     store = Store(tmp_path)
     store.save(record("s", 1.0, "a"), "<p>")
     first = store.load("s")
