@@ -248,7 +248,7 @@ def test_a_trace_never_changes_a_verdict_nor_shows_on_a_passing_part(course, mon
         claim = {"kind": "line", "line": 1, "end": 1, "code": "x", "name": "x",
                  "matched": [], "got": "1", "ref": "2"}
         monkeypatch.setattr(divergence, "trace_failing",
-                            lambda ctx, session, raw, first=None: (
+                            lambda ctx, session, raw, first=None, compute=True: (
                                 {p: claim for p in ctx.lesson.parts}, 0.0))
         lying = runner.grade(ctx, Submission("s", path), slot)
     finally:
@@ -282,7 +282,7 @@ def test_a_trace_runs_apart_from_the_graded_session_and_leaves_the_slot_clean(
     try:
         traced = runner.grade(ctx, Submission("s", path), slot)
         solution = runner.grade(ctx, Submission("good", good), slot)
-        monkeypatch.setattr(divergence, "trace_failing", lambda ctx, session, raw, first=None: ({}, 0.0))
+        monkeypatch.setattr(divergence, "trace_failing", lambda ctx, session, raw, first=None, compute=True: ({}, 0.0))
         plain = runner.grade(ctx, Submission("s", path), slot)
     finally:
         slot.close()
