@@ -28,7 +28,7 @@ from pathlib import Path
 import yaml
 
 from grader.sandbox.slot import BASE_UID
-from grader.store import safe_name
+from grader.store import Store, safe_name
 
 SETUP = """#!/usr/bin/env bash
 # Run once by Gradescope to build the image (Python >= 3.10: its default Ubuntu 22.04
@@ -284,16 +284,16 @@ def run(root: Path, lesson_key: str) -> int:
                "GRADER_CONTAINER": "1", FROM_RECORDING: "1", "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
         done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
         print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
-        scores_file = out / "scores.json"
+        scores_file = Store(out).scores_path
         if not scores_file.is_file():
-            print(f"grader run exited {done.returncode} without scores.json", file=sys.stderr)
+            print(f"grader run exited {done.returncode} without {scores_file.name}",
+                  file=sys.stderr)
             return 1  # no results.json: Gradescope flags the run for staff
         scores = json.loads(scores_file.read_text(encoding="utf-8"))
         # imported only now: the grading process is not kept waiting for them
         from grader.config import load
         from grader.export.gradescope import results
         from grader.record import ClassScores
-        from grader.store import Store
 
         student = next((s for s in ClassScores.from_json(scores).students
                         if s.student_id == sid), None)

@@ -26,6 +26,7 @@ from grader import runner
 from grader.config import EXPORT_KEYS, Course
 from grader.context import LessonContext
 from grader.reference import Caller, record_combined, save_recording
+from grader.testfile import is_practice
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = "practice-reference.bin"
@@ -93,7 +94,7 @@ def torch_pin(pyproject: str) -> str:
 def shipped(tests: Path) -> list[Path]:
     """The files of a lesson's tests folder that students receive."""
     return sorted(f for f in tests.glob("*.py")
-                  if f.name == "probes.py" or f.name.startswith(("_", "test_practice_")))
+                  if f.name == "probes.py" or f.name.startswith("_") or is_practice(f))
 
 
 def build(course: Course, lesson_key: str, dest: Path) -> Path:

@@ -7,7 +7,7 @@ import math
 
 from markupsafe import Markup, escape
 
-from grader.shown import INF_MARK, clean, num
+from grader.shown import NON_FINITE, clean, num
 
 HIST_BINS = 10
 HEAT_MIN_W = 420         # room for the heatmap's legend under a narrow grid
@@ -26,7 +26,7 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
     cell = max(12, min(28, 448 // cols, 240 // rows))
     left, top = 4, 18
     floor = atol if atol and atol > 0 else 1e-12
-    finite = [v for r in grid for v in r if v < INF_MARK]
+    finite = [v for r in grid for v in r if v < NON_FINITE]
     top_err = max(finite, default=floor)
     span = math.log10(top_err / floor) if top_err > floor else 1.0
     base = top + rows * cell
@@ -46,14 +46,14 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
                        f'<title>{escape(title)}</title></rect>')
     out.append(f'<text x="{left}" y="{base + 12}" class="ax">{escape(clean(cols_axis, 60))} →'
                '</text>')
-    has_nan = not binary and any(v >= INF_MARK for r in grid for v in r)
+    has_nan = not binary and any(v >= NON_FINITE for r in grid for v in r)
     out.append(_heat_legend(left, base + 24, floor, None if binary else top_err, has_nan, t))
     out.append("</svg>")
     return Markup("".join(out))
 
 
 def _heat_colour(v: float, floor: float, span: float) -> str:
-    if v >= INF_MARK:
+    if v >= NON_FINITE:
         return "#1a1a1a"
     if v <= floor:
         return "#e8ecf1"

@@ -20,6 +20,7 @@ from grader.console import (RunConsole, console, left_out, print_findings, print
 from grader.export import FORMATS
 from grader.record import ClassScores
 from grader.similarity import THRESHOLD
+from grader.store import Store
 
 PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
 
@@ -61,11 +62,14 @@ BUG = ("This is a bug in the grader, not in your files or the students' code: pl
 
 def _renamed(new: str, old: str, help: str, required: bool = False, **kwargs):
     """`--new` (shown, with `help`), and `--old`, its former spelling, still accepted
-    but not shown; the command receives one value, under `new`'s name."""
+    with a warning but not shown; the command receives one value, under `new`'s name."""
     def decorate(command):
         @functools.wraps(command)
         def merged(*args, **params):
             former = params.pop(f"{old}_former")
+            if former is not None:
+                click.echo(f"warning: --{old} is deprecated and will be removed; "
+                           f"use --{new}", err=True)
             params[new] = params[new] if params[new] is not None else former
             if required and params[new] is None:
                 raise click.UsageError(f"Missing option '--{new}'.")
@@ -79,8 +83,10 @@ def _renamed(new: str, old: str, help: str, required: bool = False, **kwargs):
     return decorate
 
 
-RESULTS = _renamed("results", "out", "the graded folder, where `grader run --out` wrote "
-                   "(default: the lesson's `out` in course.yml)")
+# One flag for OUT in every command (`--results`, export's, report's and upload's
+# former name for it, still accepted with a warning)
+GRADED = _renamed("out", "results", "the graded folder, where `grader run --out` wrote "
+                  "(default: the lesson's `out` in course.yml)")
 
 
 def _class_folders(course: config.Course, lesson: config.Lesson, lesson_key: str,
@@ -97,11 +103,11 @@ def _class_folders(course: config.Course, lesson: config.Lesson, lesson_key: str
     return submissions, out
 
 
-def _results(course: config.Course, lesson: config.Lesson, results: Path | None) -> Path:
-    """`--results`, else the lesson's `out`; with neither, a usage error."""
-    if results is None and lesson.out is None:
-        raise click.UsageError("give --results (course.yml sets no `out` for this lesson)")
-    return results if results is not None else course.path(lesson.out)
+def _graded(course: config.Course, lesson: config.Lesson, out: Path | None) -> Path:
+    """`--out`, else the lesson's `out`; with neither, a usage error."""
+    if out is None and lesson.out is None:
+        raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
+    return out if out is not None else course.path(lesson.out)
 
 
 class Grader(click.Group):
@@ -537,20 +543,20 @@ def student_bundle(course_path, lesson_key, out) -> None:
 @main.command()
 @COURSE
 @LESSON
-@RESULTS
+@GRADED
 @click.option("--language", type=click.Choice(["en", "zh"]),
               help="the report's language (default: course.yml's `language`)")
-def report(course_path, lesson_key, results, language) -> None:
+def report(course_path, lesson_key, out, language) -> None:
     """Write the class report (HTML) from a graded folder, into that folder."""
     from grader.feedback import templates
     from grader.grading import rewrite_report
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = _results(course, lesson, results)
+    out = _graded(course, lesson, out)
     if not rewrite_report(course, lesson_key, out, language or course.language, templates()):
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
-    console.print(f"report: {out / 'report.html'}", markup=False)
+    console.print(f"report: {Store(out).report_path}", markup=False)
 
 
 @main.command()
@@ -569,7 +575,6 @@ def report(course_path, lesson_key, results, language) -> None:
 def similarity(course_path, lesson_key, submissions, out, threshold, language) -> None:
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
     from grader.compare_class import compare_class
-    from grader.grading import SIMILARITY
     from grader.shown import clean
 
     course = _course(course_path)
@@ -586,25 +591,27 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     for pair in pairs[:PAIRS_SHOWN]:
         console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
                       f"{clean(pair.b.student_id, 80)}", markup=False, highlight=False)
+    store = Store(out)
     if len(pairs) > PAIRS_SHOWN:
-        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in {SIMILARITY}", markup=False)
-    console.print(f"similarity: {out / SIMILARITY}", markup=False, soft_wrap=True)
+        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in "
+                      f"{store.similarity_path.name}", markup=False)
+    console.print(f"similarity: {store.similarity_path}", markup=False, soft_wrap=True)
     if found.report:
-        console.print(f"report:     {out / 'report.html'} (links it)", markup=False,
+        console.print(f"report:     {store.report_path} (links it)", markup=False,
                       soft_wrap=True)
 
 
 def _scores(out: Path) -> ClassScores:
     """A graded folder's scores.json, as the records every export and upload reads;
     missing or broken, a message saying what to do."""
+    path = Store(out).scores_path
     try:
-        return ClassScores.from_json(json.loads((out / "scores.json").read_text(
-            encoding="utf-8")))
+        return ClassScores.from_json(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
-        raise click.ClickException(f"no scores.json in {out}: run `grader run` first") \
+        raise click.ClickException(f"no {path.name} in {out}: run `grader run` first") \
             from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise click.ClickException(f"{out / 'scores.json'} is not the JSON `grader run` "
+        raise click.ClickException(f"{path} is not the JSON `grader run` "
                                    f"writes ({exc}): run `grader run` again") from None
 
 
@@ -623,22 +630,23 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str
 @LESSON
 @click.option("--to", "formats", required=True, callback=_formats,
               help="comma-separated: " + ", ".join(FORMATS))
-@RESULTS
-def export(course_path, lesson_key, formats, results) -> None:
-    """Write the graded scores in the formats LMSs import, into RESULTS/export."""
-    from grader.export import export_all
+@GRADED
+def export(course_path, lesson_key, formats, out) -> None:
+    """Write the graded scores in the formats LMSs import, into OUT/export."""
+    from grader.export import ROSTER_REPORT, export_all
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = _results(course, lesson, results)
+    out = _graded(course, lesson, out)
     scores = _scores(out)
     try:
-        paths, unwritten = export_all(course, lesson_key, scores, out / "export", formats)
+        paths, unwritten = export_all(course, lesson_key, scores, Store(out).export_path,
+                                      formats)
     except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)
-    report = out / "export" / "roster_report.txt"
+    report = Store(out).export_path / ROSTER_REPORT
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
     if unwritten:  # an import would leave these students without a score: not a success
@@ -651,12 +659,12 @@ def export(course_path, lesson_key, formats, results) -> None:
 @LESSON
 @click.option("--to", "service", required=True, type=click.Choice(["lti"]),
               help="lti: LTI 1.3 Assignment and Grade Services (course.yml's `lti:`)")
-@RESULTS
+@GRADED
 @click.option("--dry-run", is_flag=True, help="print what would be sent; send nothing")
 @click.option("--force", is_flag=True, help="resend scores the platform already has")
 @click.option("--public-jwk", is_flag=True,
               help="print the tool's public key as a JWK (to register it) and exit")
-def upload(course_path, lesson_key, service, results, dry_run, force, public_jwk) -> None:
+def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) -> None:
     """Send the graded scores to the LMS; only scores that changed are sent."""
     from grader.upload import UploadError
     from grader.upload import keys, lti
@@ -668,7 +676,7 @@ def upload(course_path, lesson_key, service, results, dry_run, force, public_jwk
             key = keys.read_key(course)
             click.echo(json.dumps(keys.public_jwk(key, course.lti.key_id), indent=1))
             return
-        out = _results(course, lesson, results)
+        out = _graded(course, lesson, out)
         done = lti.upload(course, lesson_key, _scores(out), out, dry_run=dry_run,
                           force=force)
     except UploadError as exc:

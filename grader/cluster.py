@@ -56,10 +56,9 @@ from distributed import WorkerPlugin
 from grader import runner
 from grader.config import Course
 from grader.context import LessonContext
-from grader.plan import MAX_SOURCE, Submission, Summary, read_capped
+from grader.plan import Submission, Summary, read_source
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
-from grader.strings import say
 from grader.tally import Entry
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
@@ -168,20 +167,16 @@ def _connect(scheduler, jobs: int):
     return client, True
 
 
-def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str], str]:
+def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str], str, str]:
     """What a worker needs of a submission: (id, its file's bytes or None, fingerprint,
-    notes, name). As `runner.read` does locally: at most MAX_SOURCE+1 bytes (the worker then
-    says it is over the limit), never through a link, and why not in the notes."""
-    notes = list(sub.notes)
-    data = None
+    notes, name, problem). Read here as `runner.read` reads it locally
+    (`plan.read_source`): an oversized or unreadable file ships no byte, only the
+    problem the worker's record then states, word for word as a local run's."""
+    data, problem = None, ""
     if sub.path is not None:
-        try:
-            data, _ = read_capped(sub.path, MAX_SOURCE)
-        except FileNotFoundError:
-            pass
-        except OSError as exc:
-            notes.append(say("note_unreadable", why=exc.strerror))
-    return sub.student_id, data, sub.fingerprint, notes, sub.name
+        got = read_source(sub.path)
+        data, problem = got.data, got.problem
+    return sub.student_id, data, sub.fingerprint, list(sub.notes), sub.name, problem
 
 
 def course_bundle(course: Course, lesson_key: str) -> bytes:
@@ -250,8 +245,9 @@ def prepare(client) -> None:
 def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
                 sandboxed: bool, items: list[tuple]) -> list[tuple[GradeRecord, Entry]]:
     """Runs on a Dask worker: grade (student_id, source bytes | None, fingerprint, notes,
-    name) items on this process's warm slot; return each record as results/ keeps it
-    (`feedback.stored`: its page is the same) with its `Entry`, as a pool's worker sends."""
+    name, problem) items (`_item`) on this process's warm slot; return each record as
+    results/ keeps it (`feedback.stored`: its page is the same) with its `Entry`, as a
+    pool's worker sends."""
     from distributed import get_worker
 
     from grader.feedback import stored
@@ -263,14 +259,14 @@ def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
         tmp = Path(tempfile.mkdtemp(prefix="grader-batch-"))
         try:
             subs = []
-            for sid, data, fp, notes, name in items:
+            for sid, data, fp, notes, name, problem in items:
                 path = None
                 if data is not None:
                     path = tmp / safe_name(sid) / lesson.exercise
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_bytes(data)
                 subs.append(Submission(sid, path, notes=list(notes), fingerprint=fp,
-                                       name=name))
+                                       name=name, problem=problem))
             done: list[tuple[GradeRecord, Entry]] = []
             try:
                 runner.grade_many(warm.ctx, subs, warm.slot,

@@ -16,6 +16,7 @@ import torch
 
 from grader import structure
 from grader.strings import Said, Text, restored, say
+from grader.shown import NON_FINITE
 
 HEATMAP_ROWS, HEATMAP_COLS = 16, 32
 
@@ -63,8 +64,9 @@ def _heatmap(err: torch.Tensor) -> list[list[float]] | None:
     grid = err.reshape(-1, err.shape[-1]).float()
     rows, cols = min(HEATMAP_ROWS, grid.shape[0]), min(HEATMAP_COLS, grid.shape[1])
     pooled = torch.nn.functional.adaptive_max_pool2d(grid[None, None], (rows, cols))[0, 0]
-    pooled = torch.nan_to_num(pooled, nan=float("inf"))
-    return [[round(float(v), 12) if math.isfinite(v) else 1e30 for v in row] for row in pooled]
+    # NaN and inf alike become the sentinel (an infinite error is not float32's max)
+    return [[round(float(v), 12) if math.isfinite(v) else NON_FINITE
+             for v in row] for row in pooled]
 
 
 def _float64(t: torch.Tensor) -> np.ndarray:
@@ -80,6 +82,22 @@ def _float64(t: torch.Tensor) -> np.ndarray:
         except AttributeError:
             pass
     return cached
+
+
+def abs_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """|got - ref| per element: the one rule for values that are not numbers. Where
+    both are NaN they agree (0); any other NaN (one side's) is an infinite error."""
+    err = np.asarray(np.abs(got - ref))  # an array even for 0-dim tensors
+    if not np.isfinite(err).all():
+        err[np.isnan(got) & np.isnan(ref)] = 0.0
+        err[np.isnan(err)] = np.inf
+    return err
+
+
+def rel_error(err: np.ndarray, ref: np.ndarray) -> np.ndarray:
+    """`err` relative to |ref|; a zero or NaN reference counts as 1e-30 (a huge finite
+    ratio, not a division by zero; 0 where both are NaN)."""
+    return err / np.fmax(np.abs(ref), 1e-30)
 
 
 def _alternatives(alt) -> list:
@@ -216,17 +234,15 @@ class Checks:
             base.message = say("check_dtype", got=base.got_dtype, ref=base.ref_dtype)
             return base
         g, r = _float64(got), _float64(ref)
-        err = np.asarray(np.abs(g - r))  # an array even for 0-dim tensors
+        err = abs_error(g, r)
         allowed = np.asarray(t.atol + t.rtol * np.abs(r))
-        if not np.isfinite(err).all():  # NaN where both are NaN is a match; else inf
-            err[np.isnan(g) & np.isnan(r)] = 0.0
-            err[np.isnan(err)] = np.inf
+        if np.isnan(allowed).any():  # a NaN reference: atol (a NaN answer's error is 0)
             allowed = np.where(np.isnan(allowed), t.atol, allowed)
         base.passed = bool((err <= allowed).all())
         if err.size:
             worst = int(np.argmax(err - allowed))
             base.max_abs_diff = _finite(float(err.max()))
-            base.max_rel_diff = _finite(float((err / np.maximum(np.abs(r), 1e-30)).max()))
+            base.max_rel_diff = _finite(float(rel_error(err, r).max()))
             base.where = [int(i) for i in np.unravel_index(worst, err.shape)]
             base.got_value = _finite(float(g.flat[worst]))
             base.ref_value = _finite(float(r.flat[worst]))

@@ -12,9 +12,9 @@ from grader import intake, similarity
 from grader import roster as rosters
 from grader.config import Course
 from grader.feedback import templates
-from grader.grading import SIMILARITY, rewrite_report
+from grader.grading import rewrite_report
 from grader.report import render_similarity
-from grader.store import write_atomic
+from grader.store import Store, write_atomic
 
 
 @dataclass
@@ -33,7 +33,8 @@ def compare_class(course: Course, lesson_key: str, submissions: Path, out: Path,
     """Compare every pair of the class in `submissions`; write OUT/similarity.html."""
     lesson = course.lesson(lesson_key)
     roster = rosters.load(course, lesson_key)
-    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
+    store = Store(out)
+    taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
                            roster=roster.students, aliases=roster.aliases, due=lesson.due)
     names = {**taken.names, **{sid: s.name for sid, s in roster.students.items() if s.name}}
     # a group's one submission is one side, never a pair of its own members
@@ -52,7 +53,7 @@ def compare_class(course: Course, lesson_key: str, submissions: Path, out: Path,
     stub = similarity.read_text(course.path(lesson.stub))
     pairs = similarity.compare(texts, stub, threshold)
     pages = templates()
-    write_atomic(out / SIMILARITY, render_similarity(pairs, len(texts), threshold, course,
-                                                     lesson_key, language, pages))
+    write_atomic(store.similarity_path, render_similarity(pairs, len(texts), threshold,
+                                                          course, lesson_key, language, pages))
     return Compared(pairs, len(texts), unread,
                     rewrite_report(course, lesson_key, out, language, pages))

@@ -16,6 +16,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from grader import points as exact
+from grader import testfile
 from grader.sandbox.limits import Limits
 
 
@@ -28,15 +29,20 @@ class Tolerance(Strict):
     rtol: float = Field(ge=0, default=0.0)
 
 
+_LIMITS = Limits()  # the defaults are the sandbox's (sandbox/limits.py), declared there once
+
+
 class LimitsConfig(Strict):
-    test_wall_s: float = Field(gt=0, default=10)
-    submission_wall_s: float = Field(gt=0, default=120)
-    cpu_s: int = Field(gt=0, default=60)
-    memory_mb: int = Field(gt=0, default=1024)
-    processes: int = Field(gt=0, default=16)
-    file_size_mb: int = Field(gt=0, default=8)
-    scratch_mb: int = Field(gt=0, default=32)
-    output_kb: int = Field(gt=0, default=64)
+    """The limits course.yml may set: every field of `Limits` but `received_mb` (the
+    protocol's own budget, not a course's choice), with its default."""
+    test_wall_s: float = Field(gt=0, default=_LIMITS.test_wall_s)
+    submission_wall_s: float = Field(gt=0, default=_LIMITS.submission_wall_s)
+    cpu_s: int = Field(gt=0, default=_LIMITS.cpu_s)
+    memory_mb: int = Field(gt=0, default=_LIMITS.memory_mb)
+    processes: int = Field(gt=0, default=_LIMITS.processes)
+    file_size_mb: int = Field(gt=0, default=_LIMITS.file_size_mb)
+    scratch_mb: int = Field(gt=0, default=_LIMITS.scratch_mb)
+    output_kb: int = Field(gt=0, default=_LIMITS.output_kb)
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())
@@ -292,18 +298,19 @@ def _file_problems(course: Course) -> list[tuple[tuple, str]]:
             given = lesson.solution or lesson.recorded
             problems.append(((*where, "solution"), f"{given} does not exist") if given
                             else (where, "needs a solution"))
-        graded = {f.stem.removeprefix("test_") for f in tests.glob("test_*.py")
-                  if not exact.is_practice(f.name)}
-        practice = {f.stem.removeprefix("test_practice_")
-                    for f in tests.glob("test_*.py") if exact.is_practice(f.name)}
+        graded = {testfile.part_of(f) for f in tests.glob("test_*.py")
+                  if not testfile.is_practice(f)}
+        practice = {testfile.part_of(f) for f in tests.glob("test_*.py")
+                    if testfile.is_practice(f)}
         for part in sorted((graded | practice) - set(lesson.parts)):
             problems.append(((*where, "parts"), f"{lesson.tests} has tests of a part "
-                             f"{part!r} (test_{part}.py or test_practice_{part}.py) that "
+                             f"{part!r} ({testfile.name_of(part)} or "
+                             f"{testfile.name_of(part, practice=True)}) that "
                              f"is not among the parts: {', '.join(lesson.parts)}"))
         if graded:  # a student bundle has practice tests only
             for part in lesson.parts:
                 if part not in graded:
                     problems.append(((*where, "parts", part), f"no graded test file "
-                                     f"{lesson.tests / f'test_{part}.py'}: the part's "
+                                     f"{lesson.tests / testfile.name_of(part)}: the part's "
                                      "points need at least one hidden test"))
     return problems

@@ -20,7 +20,7 @@ from rich.table import Table
 from grader import config
 from grader.plan import Summary
 from grader.record import ERROR_STATUSES, TIMEOUT
-from grader.store import Store
+from grader.store import Store, safe_name
 from grader.tally import Line
 
 # Into a file or a pipe, a line is never wrapped mid-phrase (rich would wrap at 80
@@ -102,9 +102,10 @@ def summary_table(summary: Summary, students: list[Line], out: Path) -> None:
     for title, names in (("errors", errors), ("timeouts", timeouts)):
         if names:
             console.print(f"{title}: {', '.join(names)}", markup=False, highlight=False)
-    console.print(f"scores:   {out / 'scores.json'}", markup=False)
+    store = Store(out)
+    console.print(f"scores:   {store.scores_path}", markup=False)
     pages([s.student_id for s in students], out)
-    console.print(f"report:   {out / 'report.html'}", markup=False)
+    console.print(f"report:   {store.report_path}", markup=False)
 
 
 def pages(student_ids: list[str], out: Path) -> None:
@@ -112,12 +113,12 @@ def pages(student_ids: list[str], out: Path) -> None:
     `<student_id>.html` unless the id is no plain file name, and those are listed."""
     from grader.feedback import clean
 
-    named = {sid: Store.page_of(sid) for sid in student_ids}
-    console.print(f"pages:    {out / 'feedback'}/<student_id>.html, one per student "
+    store = Store(out)
+    console.print(f"pages:    {store.pages_path}/<student_id>.html, one per student "
                   "(scores.json's \"page\" names each)", markup=False, soft_wrap=True)
-    for sid, page in named.items():
-        if page != f"feedback/{sid}.html":
-            console.print(f"  {clean(sid, 200)}: {out / page}", markup=False,
+    for sid in student_ids:
+        if safe_name(sid) != sid:
+            console.print(f"  {clean(sid, 200)}: {store.feedback_path(sid)}", markup=False,
                           highlight=False, soft_wrap=True)
 
 

@@ -3,7 +3,7 @@ point at after running a small input through both programs side by side.
 
 For a failing part, the student's function runs once more in its sandbox on a
 fresh small input (grader/trace_inputs.py: no graded case), under the tracer
-(grader/sandbox/tracer.py), which returns each value its lines produced. The
+(grader/inside/tracer.py), which returns each value its lines produced. The
 solution and the lesson's correct variants (its equivalent mutants) are traced the
 same way here, on the trusted side, once per run. The first statement of the
 student's that produces a value none of them computes (within the lesson's
@@ -27,8 +27,8 @@ import torch
 from markupsafe import Markup, escape
 
 from grader import trace_inputs
+from grader.inside import tracer
 from grader.reference import request_key
-from grader.sandbox import tracer
 from grader.sandbox.limits import StudentError
 
 SHOWN = 4              # values of a tensor quoted on the page
@@ -602,7 +602,7 @@ def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
 
 def failing_parts(raw: dict) -> list[str]:
     """The parts with a failing test in a raw report, in their order."""
-    from grader.plugin import part_of
+    from grader.testfile import part_of
     parts: dict[str, None] = {}
     for t in raw.get("tests", []):
         if t.get("outcome") != "passed":
@@ -631,7 +631,7 @@ def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | 
     lessons = lesson_traces(ctx, compute)
     if lessons is None:
         return {}, 0.0
-    from grader.sandbox import protocol
+    from grader.inside import protocol
     from grader.sandbox.session import Session
 
     traced = Session(session.slot, session.source, session.filename, session.allowed,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from grader.sandbox.bwrap import Support
     from grader.sandbox.slot import Sandbox
 
-SIMILARITY = "similarity.html"  # beside report.html, which links it
 
 # what a grading step tells of its progress: ("done", {"student_id", "status"})
 Progress = Callable[[str, dict], None]
@@ -103,55 +102,56 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     from grader.sandbox import bwrap
 
     support = bwrap.probe()  # whether bwrap works here: once for the run
-    sandbox = None
-    if scheduler is None and sandboxed_forks(unsandboxed, support):
-        out.mkdir(parents=True, exist_ok=True)
-        sandbox = boot(course, lesson, unsandboxed, support, (submissions, out), fork=True)
-    try:
-        roster = rosters.load(course, lesson_key)
-    except BaseException:
-        if sandbox is not None:
-            sandbox.close()
-        raise
-    if roster.note():
-        events.note(roster.note())
-    taken = intake.collect(submissions, lesson.exercise, cache=out / "intake",
-                           roster=roster.students, aliases=roster.aliases, due=lesson.due)
-    by_number = by_number_warning(taken.by_number, course, lesson_key, bool(roster.missing))
-    if by_number:
-        events.warn(by_number)
-    known = roster.students
-    subs = [Submission(sid, path, notes=notes,
-                       name=(known[sid].name if sid in known else "") or taken.names.get(sid, ""))
-            for sid, path, notes in taken.found]
-    if not subs:
-        if sandbox is not None:
-            sandbox.close()
-        raise NoSubmissions(f"no submissions found in {submissions}: "
-                            + intake.layout_hint(submissions, lesson.exercise), taken.skipped)
-    language = language or course.language
     store = Store(out)
-    with Spool(out) as spool:
-        tally = Tally([s.student_id for s in subs], spool)
-        todo = plan(store, subs, ctx.version, force, kept=lambda record: tally.add(Entry.of(record)))
-        summary = Summary(skipped=len(subs) - len(todo))
-        if todo:
-            if scheduler is None and sandbox is None:
-                sandbox = boot(course, lesson, unsandboxed, support, (submissions, out),
-                               fork=False)
-            grade(ctx, todo, out, summary, jobs=jobs, language=language, sandbox=sandbox,
-                  unsandboxed=unsandboxed, support=support, scheduler=scheduler,
-                  events=events, collect=tally.add)
-        elif sandbox is not None:
-            sandbox.close()
-        summary.seconds = time.monotonic() - started
-        for sub in subs:  # not graded now (a worker stopped): as its last result says
-            if sub.student_id not in tally and (old := store.load(sub.student_id)) is not None:
-                tally.add(Entry.of(old))
-        ids = sorted(s.student_id for s in subs)
-        store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                     spool.entries(ids), taken.by_number)
-    write_report(tally, course, lesson_key, out, language, ctx.pages)
+    language = language or course.language
+    # The sandbox lives until the grading is done, however the run ends: this block
+    # alone owns it (closed once the class is graded, or on any error or Ctrl-C).
+    with ExitStack() as lifetime:
+        sandbox = None
+        if scheduler is None and sandboxed_forks(unsandboxed, support):
+            out.mkdir(parents=True, exist_ok=True)
+            sandbox = lifetime.enter_context(
+                boot(course, lesson, unsandboxed, support, (submissions, out), fork=True))
+        roster = rosters.load(course, lesson_key)
+        if roster.note():
+            events.note(roster.note())
+        taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
+                               roster=roster.students, aliases=roster.aliases, due=lesson.due)
+        by_number = by_number_warning(taken.by_number, course, lesson_key,
+                                      bool(roster.missing))
+        if by_number:
+            events.warn(by_number)
+        known = roster.students
+        subs = [Submission(sid, path, notes=notes, name=(known[sid].name if sid in known
+                                                         else "") or taken.names.get(sid, ""))
+                for sid, path, notes in taken.found]
+        if not subs:
+            raise NoSubmissions(f"no submissions found in {submissions}: "
+                                + intake.layout_hint(submissions, lesson.exercise),
+                                taken.skipped)
+        with Spool(out) as spool:
+            tally = Tally([s.student_id for s in subs], spool)
+            todo = plan(store, subs, ctx.version, force,
+                        kept=lambda record: tally.add(Entry.of(record)))
+            summary = Summary(skipped=len(subs) - len(todo))
+            if todo:
+                if scheduler is None and sandbox is None:
+                    sandbox = lifetime.enter_context(
+                        boot(course, lesson, unsandboxed, support, (submissions, out),
+                             fork=False))
+                grade(ctx, todo, out, summary, jobs=jobs, language=language,
+                      sandbox=sandbox, unsandboxed=unsandboxed, support=support,
+                      scheduler=scheduler, events=events, collect=tally.add)
+            lifetime.close()  # graded: the sandbox is done with
+            summary.seconds = time.monotonic() - started
+            for sub in subs:  # not graded now (a worker stopped): as its last result says
+                if sub.student_id not in tally and (
+                        old := store.load(sub.student_id)) is not None:
+                    tally.add(Entry.of(old))
+            ids = sorted(s.student_id for s in subs)
+            store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
+                         spool.entries(ids), taken.by_number)
+    write_report(tally, course, lesson_key, store, language, ctx.pages)
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
     return Graded(summary, students, taken.skipped, taken.absent, by_number)
 
@@ -262,25 +262,27 @@ def _cluster(scheduler: str, collect: Callable[[Entry], None]) -> Callable[..., 
     return lambda *args: cluster.grade_class(*args, scheduler=scheduler, collect=collect)
 
 
-def write_report(tally: Tally, course: Course, lesson_key: str, out: Path,
+def write_report(tally: Tally, course: Course, lesson_key: str, store: Store,
                  language: str, pages: Environment) -> None:
     """OUT/report.html over the class's counts, linking the similarity report if OUT has one."""
     from grader.report import render_report
 
-    write_atomic(out / "report.html",
+    similarity = store.similarity_path
+    write_atomic(store.report_path,
                  render_report(tally, course, lesson_key, language,
-                               (out / SIMILARITY).is_file(), pages))
+                               similarity.name if similarity.is_file() else None, pages))
 
 
 def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,
                    pages: Environment) -> bool:
     """The class report again from OUT/results, read one at a time (False: nothing
     graded there)."""
-    results = sorted((out / "results").glob("*.json"))
+    store = Store(out)
+    results = store.result_files()
     if not results:
         return False
     tally = Tally()
     for path in results:
         tally.add(Entry.of(GradeRecord.from_json(json.loads(path.read_text(encoding="utf-8")))))
-    write_report(tally, course, lesson_key, out, language, pages)
+    write_report(tally, course, lesson_key, store, language, pages)
     return True

@@ -43,12 +43,36 @@ def read_capped(path: Path, cap: int) -> tuple[bytes, int]:
         os.close(fd)
 
 
+@dataclass(frozen=True)
+class Source:
+    """A submission's file as every path reads it (a local run, its plan, a Dask
+    client): at most MAX_SOURCE+1 bytes, never through a link, and why it cannot be
+    graded, if it cannot."""
+    data: bytes | None  # None: nothing could be read
+    size: int           # the file's size, which may be more than len(data)
+    problem: str = ""   # shown to the student; "": the bytes may be graded
+
+
+def read_source(path: Path) -> Source:
+    """Read `path` (read_capped) and give the verdict on what was read."""
+    try:
+        data, size = read_capped(path, MAX_SOURCE)
+    except FileNotFoundError:
+        return Source(None, 0, "no file was submitted")
+    except OSError as exc:
+        return Source(None, 0, f"the file could not be read: {exc.strerror}")
+    if size > MAX_SOURCE:
+        return Source(None, size, f"the file is {size} bytes, over the {MAX_SOURCE}-byte limit")
+    return Source(data, size)
+
+
 @dataclass
 class Submission:
     student_id: str
     path: Path | None          # None: nothing was submitted
     source: str | None = None  # read and checked by `runner.read`
-    problem: str = ""          # why it cannot be graded, shown to the student
+    problem: str = ""          # why it cannot be graded, shown to the student (set by
+                               # `runner.read`, or by a Dask client that read the file)
     notes: list[str] = field(default_factory=list)  # what intake chose, shown too
     fingerprint: str = ""      # content + lesson version: unchanged means skip
     name: str = ""             # the student's name (roster, LMS download), for the page
@@ -74,12 +98,8 @@ def fingerprint_of(sub: Submission, version: str) -> str:
     why nothing could be graded when there is no file, and the name the page shows."""
     data = None
     if sub.path is not None:
-        try:
-            data, size = read_capped(sub.path, MAX_SOURCE)
-        except OSError:
-            pass
-        else:
-            data = data if size <= MAX_SOURCE else f"<{size} bytes>".encode()
+        got = read_source(sub.path)
+        data = got.data if got.size <= MAX_SOURCE else f"<{got.size} bytes>".encode()
     named = [f"name: {sub.name}"] if sub.name else []  # a page shows it: a new name, a new page
     return fingerprint(data, "\0".join([version, *sub.notes, *named]))
 

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from pathlib import Path
 
 import pytest
 
-from grader import cases, points
+from grader import cases
 from grader.compare import Checks
 from grader.context import LessonContext
 from grader.diagnosis import explaining
 from grader.reference import LessonRefs, request_key
-from grader.sandbox import protocol
+from grader.inside import protocol
 from grader.sandbox.limits import SandboxError, StudentError
 from grader.sandbox.session import Session
+from grader.testfile import is_practice, part_of
 
 class GraderFault(Exception):
     """The grader's own machinery failed (the worker is gone, a socket broke): never a
@@ -211,12 +211,6 @@ def replay(item: pytest.Function, fixtures: dict) -> None:
     item.obj(**{name: values[name] for name in inspect.signature(item.obj).parameters})
 
 
-def part_of(path: Path | str) -> str:
-    """Tests name their part in the file name: test_<part>.py, or test_practice_<part>.py
-    for its practice tests."""
-    return Path(str(path)).stem.removeprefix("test_").removeprefix("practice_")
-
-
 class GradingPlugin:
     def __init__(self, student: StudentCaller | None, refs: LessonRefs, tolerances: dict,
                  parts: list[str], precompute: bool = False):
@@ -388,9 +382,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """A practice test is one in a test_practice_<part>.py file: the file name is the one
-    definition (points, bundles and selftest go by it too), and the `practice` mark that
+    definition (grader/testfile.py, which points, config and bundles go by too), and the `practice` mark that
     a run selects by (`-m practice`, `-m "not practice"`) follows from it here."""
-    if points.is_practice(item.path.name):
+    if is_practice(item.path):
         item.add_marker("practice")
 
 

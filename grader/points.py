@@ -8,14 +8,13 @@ float64: Python's `sum`, SQLite's `SUM` (nbgrader) or a spreadsheet's all give t
 same number, and full marks are exactly the lesson's maximum. Decimal units (0.0001)
 could not promise that: 0.1 + 0.2 != 0.3 in binary floating point.
 
-Practice tests (files named `test_practice_<part>.py`) are recorded but worth 0 of 0,
+Practice tests (testfile.is_practice) are recorded but worth 0 of 0,
 and take no share of their part's points.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from grader.record import PartRecord, TestRecord
@@ -27,11 +26,6 @@ UNIT = Fraction(1, 1024)
 # Totals stay below 2**53 units, so every partial sum is a float64 integer multiple
 # of UNIT and float addition never rounds.
 MAX_UNITS = 2 ** 53
-
-
-def is_practice(test_file: str) -> bool:
-    """Practice tests live in `test_practice_<part>.py`: students run them, 0 points."""
-    return PurePosixPath(test_file).name.startswith("test_practice_")
 
 
 def problem(points: float) -> str | None:

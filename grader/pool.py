@@ -97,12 +97,22 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
                 collect: Callable[[Entry], None] = lambda entry: None) -> None:
     """Grade `todo` (already planned) on this machine; counts go into `summary`, each
     student's `Entry` to `collect`. `sandbox` may already be booting
-    (`grading.grade_lesson` starts it before importing torch)."""
+    (`grading.grade_lesson` starts it before importing torch, and closes it); without
+    one, a sandbox is made here and closed here."""
     torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
     lesson = ctx.lesson
     jobs = min(jobs, len(todo))
-    sandbox = sandbox or Sandbox(ctx.course.path(lesson.probes), sandboxed,
-                                 tuple(lesson.preload))
+    with contextlib.ExitStack() as lifetime:
+        if sandbox is None:
+            sandbox = lifetime.enter_context(Sandbox(ctx.course.path(lesson.probes),
+                                                     sandboxed, tuple(lesson.preload)))
+        _grade_on(ctx, todo, out, jobs, language, summary, progress, sandbox, collect)
+
+
+def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
+              language: str, summary: Summary, progress: Callable[[str, dict], None],
+              sandbox: Sandbox, collect: Callable[[Entry], None]) -> None:
+    """Grade `todo` on `sandbox`'s slots, opened and closed here."""
     slots: list[Slot] = []
     try:
         # One submission of a lesson recorded when its zip was built (a Gradescope run):
@@ -118,7 +128,6 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
     finally:
         for slot in slots:  # the parent opened them: it closes them, after the workers
             slot.close()
-        sandbox.close()
 
 
 class _FirstUse:

@@ -23,7 +23,7 @@ import torch
 import yaml
 
 from grader.config import inputs
-from grader.sandbox import protocol
+from grader.inside import protocol
 
 # libyaml's parser where PyYAML has it: the pure-Python one takes a tenth of a second
 # over a lesson's mistakes.yml, on every run

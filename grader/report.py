@@ -68,11 +68,11 @@ def _mistakes(tally: Tally, lang: str) -> list[dict]:
 
 
 def render_report(tally: Tally, course: Course, lesson_key: str,
-                  language: str | None = None, similarity: bool = False,
+                  language: str | None = None, similarity: str | None = None,
                   pages: Environment | None = None) -> str:
     """The TAs' HTML report over a whole class's counts (`Tally.of(records)` for a
-    list of records); with `similarity`, it links the similarity report beside it.
-    `pages`: the run's `feedback.templates()`."""
+    list of records); `similarity`: the link to the similarity report beside it
+    (Store knows its name), if there is one. `pages`: the run's `feedback.templates()`."""
     lang = language_of(course, language)
     return (pages or templates()).get_template("report.html.j2").render(
         **report_context(tally, course, lesson_key, lang), similarity=similarity)

@@ -24,13 +24,14 @@ from grader import divergence, points, questions, smallest
 from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
-from grader.plan import MAX_SOURCE, Submission, read_capped
-from grader.plugin import GraderFault, GradingPlugin, StudentCaller, part_of
+from grader.plan import Submission, read_source
+from grader.plugin import GraderFault, GradingPlugin, StudentCaller
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
 from grader.reference import Caller
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import Slot
+from grader.testfile import is_practice, part_of
 
 # Graded runs score the hidden cases only. Practice cases (test_practice_<part>.py, which
 # the grading plugin marks `practice`; shipped to students with their reference results)
@@ -41,23 +42,19 @@ GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 
 
 def read(sub: Submission) -> Submission:
-    """Load the source, turning every unreadable case into a clear problem. At most
-    MAX_SOURCE+1 bytes are read, through a descriptor that never follows a link; with
-    no file, intake's notes say why (a link left out, a broken notebook)."""
+    """Load the source, turning every unreadable case into a clear problem. The file is
+    read as `plan.read_source` reads it; with no file, intake's notes say why (a link
+    left out, a broken notebook); a problem the Dask client found stands."""
+    if sub.problem:
+        return sub
     if sub.path is None:
         sub.problem = ("no file could be graded: " + " ".join(sub.notes) if sub.notes
                        else "no file was submitted")
         return sub
-    try:
-        data, size = read_capped(sub.path, MAX_SOURCE)
-    except FileNotFoundError:
-        sub.problem = "no file was submitted"
-        return sub
-    except OSError as exc:
-        sub.problem = f"the file could not be read: {exc.strerror}"
-        return sub
-    if size > MAX_SOURCE:
-        sub.problem = f"the file is {size} bytes, over the {MAX_SOURCE}-byte limit"
+    got = read_source(sub.path)
+    data = got.data
+    if got.problem:
+        sub.problem = got.problem
     elif not data.strip():
         sub.problem = "the submitted file is empty"
     else:
@@ -250,7 +247,7 @@ def _test_record(t: dict) -> TestRecord:
                "; ".join(f"{c['name']}: {c.get('message', '')}" for c in failing[:3]))
     if not passed and not message:
         message = GRADER_ERROR
-    return TestRecord(name=name, part=part_of(path), practice=points.is_practice(path),
+    return TestRecord(name=name, part=part_of(path), practice=is_practice(path),
                       outcome="passed" if passed else "failed",
                       max_abs_diff=max(diffs) if diffs else None, message=message,
                       checks=checks, error=error, pictures=meta.get("pictures", []),

@@ -8,7 +8,9 @@ import re
 import unicodedata
 
 TEXT_LIMIT = 20_000      # characters of one untrusted text shown on a page
-INF_MARK = 1e29          # compare.py writes 1e30 for NaN/inf cells of a heatmap
+# A heatmap cell whose error is NaN or infinite (JSON has neither): compare.py writes
+# it, and a number at or beyond it is shown as inf (or nan).
+NON_FINITE = 1e30
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
 _UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069]")
 
@@ -56,7 +58,7 @@ def num(value: object) -> str:
         return clean(value, 200)
     if isinstance(value, int):
         return str(value)
-    if not math.isfinite(value) or abs(value) >= INF_MARK:
+    if not math.isfinite(value) or abs(value) >= NON_FINITE:
         return "inf" if not math.isnan(value) else "nan"
     return f"{value:.6g}" if value == 0 or 1e-3 <= abs(value) < 1e5 else f"{value:.4g}"
 

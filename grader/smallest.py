@@ -180,7 +180,7 @@ def _shown(value: object) -> str:
     return repr(value)
 
 
-# How the grader loads a layer (grader/probekit.load): the reference's weights by name,
+# How the grader loads a layer (grader/inside/probekit.load): the reference's weights by name,
 # and fixed non-zero values for whatever else the layer holds (a bias, a shared expert).
 LOAD = [
     "def load(module, state):",

@@ -1,4 +1,5 @@
-"""The output folder: one result file per student, written atomically.
+"""The output folder (OUT): one result file per student, written atomically. Its
+layout is known here only; every other module asks a `Store` for a path.
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
     OUT/raw/<id>.json       pytest-json-report's raw report for that student, less
@@ -6,6 +7,10 @@
     OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, written at the end of a run from each
                             student's entry, spooled as it was graded
+    OUT/report.html         the class report (TAs'), linking similarity.html if there
+    OUT/similarity.html     `grader similarity`'s pairs
+    OUT/intake/             what intake unpacked of an LMS download (its cache)
+    OUT/export/             `grader export`'s files (and what `grader upload` sent)
 
 <id> is `safe_name` of the student id: the id itself when it is a plain file name,
 else a readable one with a short hash.
@@ -82,9 +87,18 @@ def dump(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
+PAGES = "feedback"  # the students' pages, relative to OUT
+
+
 class Store:
     def __init__(self, out: Path):
         self.out = out
+        self.scores_path = out / "scores.json"
+        self.report_path = out / "report.html"
+        self.similarity_path = out / "similarity.html"
+        self.intake_path = out / "intake"
+        self.export_path = out / "export"
+        self.pages_path = out / PAGES
 
     def result_path(self, student_id: str) -> Path:
         return self.out / "results" / f"{safe_name(student_id)}.json"
@@ -96,7 +110,11 @@ class Store:
     def page_of(student_id: str) -> str:
         """The student's page relative to OUT, as scores.json names it and report.html
         (in OUT) links it."""
-        return f"feedback/{safe_name(student_id)}.html"
+        return f"{PAGES}/{safe_name(student_id)}.html"
+
+    def result_files(self) -> list[Path]:
+        """Every stored result, in file-name order."""
+        return sorted((self.out / "results").glob("*.json"))
 
     def load(self, student_id: str) -> GradeRecord | None:
         """The student's result, or None to grade again. Nothing is kept: a run reads
@@ -139,7 +157,7 @@ class Store:
                 yield b", " + entry if i else entry
             yield encode("]" + tail)
 
-        write_atomic(self.out / "scores.json", chunks())
+        write_atomic(self.scores_path, chunks())
 
 
 # what each test's metadata in the raw report holds that results/<id>.json holds too

@@ -24,7 +24,8 @@ sys.path.insert(0, str(ROOT))
 
 from grader import config, divergence  # noqa: E402
 from grader.context import LessonContext  # noqa: E402
-from grader.sandbox import bwrap, protocol  # noqa: E402
+from grader.inside import protocol  # noqa: E402
+from grader.sandbox import bwrap  # noqa: E402
 from grader.sandbox import slot as slots  # noqa: E402
 from grader.sandbox.session import Session  # noqa: E402
 

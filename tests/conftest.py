@@ -174,7 +174,7 @@ def student_bundle(build_cache):
     works on its own copy."""
 
     def make(key: str, folder: Path) -> None:
-        done = subprocess.run([*GRADER, "student-bundle", "--lesson", key, "--dest",
+        done = subprocess.run([*GRADER, "student-bundle", "--lesson", key, "--out",
                                str(folder / f"lesson{key}")], cwd=ROOT,
                               capture_output=True, text=True, timeout=HANG)
         assert done.returncode == 0, done.stderr

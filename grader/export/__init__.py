@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from grader.record import ClassScores
 
 FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
+ROSTER_REPORT = "roster_report.txt"  # in the export folder: who got no row, and why
 
 __all__ = ["FORMATS", "export", "export_all"]
 
@@ -65,7 +66,7 @@ def export_all(course: Course, lesson_key: str, scores: ClassScores, out_dir: Pa
             db = course.nbgrader_db
             written += nbgrader_db.write(course, lesson_key, scores, people,
                                          course.path(db) if db else out_dir / "gradebook.db")
-    report = out_dir / "roster_report.txt"
+    report = out_dir / ROSTER_REPORT
     report.unlink(missing_ok=True)  # an old run's mismatches must not outlive their fix
     if found.unrostered or found.absent or found.skipped or unwritten:
         report.write_text(found.report(unwritten) + "\n", encoding="utf-8")

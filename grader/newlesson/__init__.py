@@ -2,7 +2,7 @@
 
 It writes the course.yml entry (appended to the `lessons:` block as text, so the
 file's comments and layout stay as they are), a solution with SOLUTION markers and
-its stub, probes importing their helpers from grader.probekit, per part a graded
+its stub, probes importing their helpers from grader.inside.probekit, per part a graded
 test and a practice test (comparing with `explained` too for a composite part),
 the headers of mistakes.yml and equivalent_mutants.yml, and an example class
 (examples/<key>/: its README and the stub as one student's hand-in). The project's contract test (tests/e2e/test_contract.py)
@@ -19,6 +19,7 @@ from pathlib import Path
 from grader import config
 from grader.newlesson import templates as t
 from grader.release import make_stub
+from grader.testfile import name_of
 
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
@@ -107,8 +108,8 @@ def skeleton(key: str, name: str, parts: list[str],
                                                                          module=module)}
     for i, part in enumerate(parts):
         graded, practice = _tests(part, i, part == composite)
-        files[f"{tests}/test_{part}.py"] = graded
-        files[f"{tests}/test_practice_{part}.py"] = practice
+        files[f"{tests}/{name_of(part)}"] = graded
+        files[f"{tests}/{name_of(part, practice=True)}"] = practice
     files[f"examples/{key}/README.md"] = t.EXAMPLES.substitute(key=key, module=module)
     files[f"examples/{key}/unchanged_stub/{module}.py"] = files[f"exercises/{module}.py"]
     return files

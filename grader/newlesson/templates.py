@@ -56,7 +56,7 @@ shown to the student, so they say what to fix.
 """
 import torch
 
-from grader.probekit import plain
+from grader.inside.probekit import plain
 $functions''')
 
 PROBE = Template('''

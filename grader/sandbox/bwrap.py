@@ -9,11 +9,10 @@ outside), and each child makes a user namespace of its own (confine.py says why)
 Where no namespace can be made at all but the grader is root alone in a container
 ("container" mode: Gradescope, a CI job), the worker runs without bwrap and the
 container is the boundary: each slot still has its own uid, limits and scratch.
-Inside, the filesystem holds only the interpreter,
-the virtualenv, the sandbox's own code, the lesson's probe module and the probes'
-shared helpers (grader/probekit.py, where the interpreter imports the package
-from), all read-only: no project tree, no solutions, hidden tests, other students
-or /etc.
+Inside, the filesystem holds only the interpreter, the virtualenv, the sandbox's own
+code (grader/inside/; the probes' shared helpers, grader/inside/probekit.py, also
+where the interpreter imports the package from) and the lesson's probe module, all
+read-only: no project tree, no solutions, hidden tests, other students or /etc.
 """
 from __future__ import annotations
 
@@ -82,12 +81,12 @@ def _package() -> Path:
 
 
 def _probekit() -> list[str]:
-    """Bind grader/probekit.py, and the package's empty __init__.py, where this
-    process finds the `grader` package (`_package`), so a lesson's probes can
-    `from grader.probekit import ...` inside as outside."""
+    """Bind grader/inside/probekit.py, and the `__init__.py` of its two packages, where
+    this process finds the `grader` package (`_package`), so a lesson's probes can
+    `from grader.inside.probekit import ...` inside as outside."""
     package = _package()
-    args = _dirs_for(str(package / "__init__.py"))
-    for name in ("__init__.py", "probekit.py"):
+    args = _dirs_for(str(package / "inside" / "__init__.py"))
+    for name in ("__init__.py", "inside/__init__.py", "inside/probekit.py"):
         args += ["--ro-bind", str(package / name), str(package / name)]
     return args
 
@@ -114,12 +113,12 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
     args += [
         "--dir", GRADER_ROOT,
         "--ro-bind", str(grader_pkg / "__init__.py"), f"{GRADER_ROOT}/grader/__init__.py",
-        "--ro-bind", str(grader_pkg / "sandbox"), f"{GRADER_ROOT}/grader/sandbox",
+        "--ro-bind", str(grader_pkg / "inside"), f"{GRADER_ROOT}/grader/inside",
         "--ro-bind", str(probes), PROBES_PATH,
         *(["--bind", str(cgroup), CGROUP_PATH] if cgroup else []),
         "--chdir", "/tmp",
         "--", sys.executable, "-I", "-u",
-        f"{GRADER_ROOT}/grader/sandbox/zygote.py",
+        f"{GRADER_ROOT}/grader/inside/zygote.py",
         "--probes", PROBES_PATH, "--sandboxed", *(["--userns"] if userns else []),
         "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload),
         "--package-root", str(_package().parent),
@@ -163,7 +162,7 @@ def plain_command(probes: Path, ctrl_fd: int, preload: list[str], scratch: str,
                   container: bool = False, cgroup: Path | None = None) -> list[str]:
     """The worker without bwrap: in container mode (a uid per slot, limits), or the
     unsandboxed fallback (no isolation, only when asked for)."""
-    zygote = Path(__file__).resolve().parent / "zygote.py"
+    zygote = Path(__file__).resolve().parent.parent / "inside" / "zygote.py"
     return [sys.executable, "-I", "-u", str(zygote), "--probes", str(probes),
             "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload), "--scratch", scratch,
             "--package-root", str(_package().parent),

@@ -21,8 +21,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from grader.sandbox import protocol
-from grader.sandbox.confine import SCRATCH_FILES
+from grader.inside import protocol
+from grader.inside.confine import SCRATCH_FILES
 from grader.sandbox.limits import Limits, SandboxError, StudentError
 
 if TYPE_CHECKING:

@@ -25,7 +25,8 @@ import time
 import traceback
 from pathlib import Path
 
-from grader.sandbox import bwrap, cgroup, confine
+from grader.inside import confine
+from grader.sandbox import bwrap, cgroup
 from grader.sandbox.limits import Limits, SandboxError
 
 BASE_UID = 61000
@@ -234,7 +235,7 @@ def _fork_zygote(child: socket.socket, probes: Path, preload: tuple[str, ...],
                         pass  # the listing's own descriptor, already gone
             os.environ.clear()
             os.environ.update({"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"})
-            from grader.sandbox import zygote
+            from grader.inside import zygote
 
             zygote.start(str(probes), child.fileno(), list(preload), scratch=scratch)
         except BaseException:  # noqa: BLE001 - reported on the stderr pipe
@@ -337,6 +338,12 @@ class Sandbox:
             raise
         slot.owns_sandbox = True
         return slot
+
+    def __enter__(self) -> "Sandbox":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         """End the zygote and every slot still open (they live in its namespaces)."""

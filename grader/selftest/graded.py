@@ -58,10 +58,10 @@ def grade(course: Course, key: str, files: dict[str, Path], out: Path,
     ctx = LessonContext(course, key)
     support = bwrap.probe()
     sandboxed = slots.available(True, support)
-    sandbox = slots.Sandbox(ctx.course.path(ctx.lesson.probes), sandboxed,
-                            tuple(ctx.lesson.preload), support=support)
-    pool.grade_class(ctx, todo, out, jobs, sandboxed, course.language, summary,
-                     sandbox=sandbox)
+    with slots.Sandbox(ctx.course.path(ctx.lesson.probes), sandboxed,
+                       tuple(ctx.lesson.preload), support=support) as sandbox:
+        pool.grade_class(ctx, todo, out, jobs, sandboxed, course.language, summary,
+                         sandbox=sandbox)
     if summary.worker_failures:
         raise RuntimeError("grading failed: " + "\n".join(summary.worker_failures))
     return {sid: store.load(sid) for sid in files}

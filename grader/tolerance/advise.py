@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from grader.config import Course
-from grader.plugin import part_of
+from grader.testfile import part_of
 from grader.context import LessonContext
 from grader.tolerance import record, variants
 from grader.tolerance.record import Compared, Run

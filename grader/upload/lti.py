@@ -21,7 +21,7 @@ from grader.config import Course
 from grader.export import summary
 from grader.export.lti import now, score_object
 from grader.record import ClassScores
-from grader.store import write_atomic
+from grader.store import Store, write_atomic
 from grader.upload import UploadError
 from grader.upload.ags import Platform, Refused, Retry
 from grader.upload.keys import read_key
@@ -96,7 +96,7 @@ def upload(course: Course, lesson_key: str, scores: ClassScores, out: Path, *,
         raise UploadError(f"these scores are for lesson {scores.lesson!r}, "
                           f"not {lesson_key!r}")
     outcome = Outcome()
-    path = out / "export" / SENT
+    path = Store(out).export_path / SENT
     sent = _load_sent(path)
     mine = sent.setdefault(_record_key(course, lesson_key), {})
     todo = []

@@ -2,7 +2,7 @@
 import torch
 from torch import nn
 
-from grader.probekit import grad, plain
+from grader.inside.probekit import grad, plain
 
 
 def rmsnorm(m, dim: int, eps: float, weight: torch.Tensor, x: torch.Tensor,

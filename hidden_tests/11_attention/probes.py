@@ -8,7 +8,7 @@ make the test unreadable, never diagnosed).
 """
 import torch
 
-from grader.probekit import backward, grad, plain
+from grader.inside.probekit import backward, grad, plain
 
 
 # Masked places as one finite value in every dtype the lesson uses: the comparison

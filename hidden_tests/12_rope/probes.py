@@ -8,7 +8,7 @@ mistakes), with the whole table's shape and dtype.
 """
 import torch
 
-from grader.probekit import plain
+from grader.inside.probekit import plain
 
 # Rows of a slice sent back: a correct slice has seq_length (<= 16 in the tests), and a
 # wrong one, up to a whole table, must stay within what a reply may be beside the

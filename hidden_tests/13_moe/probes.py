@@ -10,8 +10,9 @@ FFN. Errors raised here name what the student must fix.
 import torch
 from torch import nn
 
-from grader.probekit import backward, build, fixed_linear, grad, load, plain
-from grader.probekit import grads as parameter_grads  # `grads` is dispatch's and moe's flag
+from grader.inside.probekit import backward, build, fixed_linear, grad, load, plain
+# `grads` is dispatch's and moe's flag
+from grader.inside.probekit import grads as parameter_grads
 
 
 class ProbeExpert(nn.Module):

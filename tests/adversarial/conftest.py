@@ -37,8 +37,8 @@ PARTS = {"ffn": 2.0, "router": 2.0, "dispatch": 2.5, "aux_loss": 1.5, "moe": 2.0
 # the attacks' "pwned" marker, by `no_marker`.
 GUARDED = [SOLUTION, *sorted(HIDDEN.glob("*.py")), HIDDEN / "mistakes.yml"]
 MARKED = [COURSE_YML, REPO / "grader" / "runner.py",
-          *(REPO / "grader" / "sandbox" / f"{name}.py" for name in ("zygote", "confine",
-                                                                    "harness"))]
+          *(REPO / "grader" / "inside" / f"{name}.py" for name in ("zygote", "confine",
+                                                                   "harness"))]
 
 
 def no_marker(paths=MARKED, marker: bytes = b"pwned") -> list[str]:

@@ -187,9 +187,9 @@ def _sources(host: dict, subs_root: Path) -> dict[str, str]:
         "victim": str(host["victim"]), "solution": str(SOLUTION),
         "hidden test": str(HIDDEN / "test_dispatch.py"), "course": str(REPO / "course.yml"),
         "fake report": str(host["fake_report"]), "venv torch": str(host["venv_file"]),
-        "sandbox server": "/grader/grader/sandbox/zygote.py",
-        "sandbox confinement": "/grader/grader/sandbox/confine.py",
-        "sandbox harness": "/grader/grader/sandbox/harness.py", "probes": "/grader/probes.py",
+        "sandbox server": "/grader/grader/inside/zygote.py",
+        "sandbox confinement": "/grader/grader/inside/confine.py",
+        "sandbox harness": "/grader/grader/inside/harness.py", "probes": "/grader/probes.py",
         "tmp": "/tmp/planted", "dev shm": "/dev/shm/planted", "root dir": "/planted",
         "usr": "/usr/lib/planted",
     }

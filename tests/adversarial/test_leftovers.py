@@ -23,7 +23,7 @@ import pytest
 
 import modes
 from conftest import SOLUTION, require_sandbox
-from grader.sandbox import confine
+from grader.inside import confine
 
 TAG = "mmg-left-" + secrets.token_hex(4)
 KEY = int.from_bytes(secrets.token_bytes(3), "big") | 0x1000000  # a SysV key of ours

@@ -1,4 +1,4 @@
-"""The child's syscall allowlist (grader/sandbox/syscalls.py), the same in every mode.
+"""The child's syscall allowlist (grader/inside/syscalls.py), the same in every mode.
 
 What it refuses is listed here from the table itself, and checked against the kernel's
 own numbering where this machine has the headers. Each filter is run on an emulator
@@ -26,7 +26,7 @@ import pytest
 
 import modes
 from conftest import SOLUTION, require_sandbox
-from grader.sandbox import syscalls
+from grader.inside import syscalls
 
 MACHINE = os.uname().machine
 ENOSYS_EXPECTED = {"clone3", "x32", "i386", "newer"}

@@ -202,9 +202,10 @@ def test_frames_hold_no_verdict(records):
     assert names[:2] == ["dispatch", "dispatch"]
     assert set(names[2:]) <= {"_serve_submission", "run", "_spawn", "_serve", "_serve_slots",
                               "start", "main", "<module>"}, names
-    # of the grader, only the probes' shared helpers (grader/probekit.py, which students
-    # receive too): nothing of the trusted side's runner, plugin or references
-    assert seen["modules"] == ["grader", "grader.probekit"] and seen["verdict_dicts"] == 0
+    # of the grader, only the probes' shared helpers (grader/inside/probekit.py, which
+    # students receive too): nothing of the trusted side's runner, plugin or references
+    assert seen["modules"] == ["grader", "grader.inside", "grader.inside.probekit"]
+    assert seen["verdict_dicts"] == 0
 
 
 def test_forged_reply_is_still_compared(records):

@@ -21,6 +21,7 @@ import pytest
 
 from grader import config, feedback, report
 from grader.record import Diagnosis, GradeRecord
+from grader.shown import NON_FINITE
 from grader.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -166,7 +167,7 @@ def _failing_record(course: config.Course, student_id: str) -> GradeRecord:
                   for i in range(3)]
     heat = [[(1e-6 if (i + j) % 5 else 0.0) + (0.02 * (j % 8) / 8 if i % 4 == 1 else 0.0)
              for j in range(32)] for i in range(16)]
-    heat[3][7] = 1e30
+    heat[3][7] = NON_FINITE
     tests += [
         {"name": "test_route[2-True-float32-1]", "part": "router", "outcome": "failed",
          "score": 0.0, "max_score": 0.5, "message": "topk_weight: differs", "error": None,
@@ -264,7 +265,8 @@ def test_what_the_results_show_in_chromium(course, tmp_path, artifacts, language
 
 
 def test_class_report_in_chromium(course, tmp_path, artifacts):
-    _check_page(report.render_report(Tally.of(_class(course)), course, "13", similarity=True),
+    _check_page(report.render_report(Tally.of(_class(course)), course, "13",
+                                     similarity="similarity.html"),
                 "report", tmp_path, artifacts)
 
 

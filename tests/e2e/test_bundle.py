@@ -113,7 +113,7 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
     results, and no graded test's code in any shipped file."""
     from grader import pool
     from grader.bundle import RECORDING
-    from grader.sandbox import protocol
+    from grader.inside import protocol
 
     hidden = ROOT / "hidden_tests" / "13_moe"
     graded_files = [f for f in hidden.glob("test_*.py") if not f.name.startswith("test_practice_")]

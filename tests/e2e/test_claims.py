@@ -18,7 +18,8 @@ import torch
 from grader import cases, config, contrast
 from grader.compare import Checks
 from grader.context import LessonContext
-from grader.plugin import part_of, replay
+from grader.plugin import replay
+from grader.testfile import part_of
 from grader.selftest import default_correct
 from grader.tolerance import record, variants
 

@@ -106,7 +106,7 @@ def test_workers_without_the_course_files_get_a_copy(course, tmp_path, dask_clie
     bundle = cluster.course_bundle(course, "13")
     cluster.prepare(dask_client)
     elsewhere = course.model_copy(update={"root": tmp_path / "no-such-checkout"})
-    items = [(s.student_id, s.path.read_bytes(), "fp", [], "") for s in subs]
+    items = [cluster._item(s) for s in subs]
     records = dask_client.submit(cluster.grade_batch, bundle, elsewhere, "13", version,
                                  SANDBOXED, items, pure=False).result()
     by_id = {r.student_id: r for r, _ in records}

@@ -22,8 +22,8 @@ from grader.check_report import print_check, summary
 from grader.context import LessonContext
 from grader.feedback import STRINGS, render_student
 from grader.plan import Submission
+from grader.inside import protocol
 from grader.plugin import StudentCaller
-from grader.sandbox import protocol
 from grader.sandbox.session import Session
 from tests.conftest import ROOT, open_slot
 

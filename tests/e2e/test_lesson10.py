@@ -19,7 +19,7 @@ def test_grader_package_names_no_lesson():
 
 
 def test_probes_import_the_probekit_of_the_grader_that_runs(tmp_path):
-    """A lesson's probes `from grader.probekit import ...` inside the sandbox. With the
+    """A lesson's probes `from grader.inside.probekit import ...` inside the sandbox. With the
     grader taken from another checkout (PYTHONPATH, as a student bundle or a second
     clone is run), the sandbox must import that grader's probekit, not the one this
     interpreter's editable install points at (which the sandbox does not hold)."""

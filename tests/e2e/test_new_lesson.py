@@ -79,7 +79,7 @@ def test_the_entry_is_appended_and_course_yml_keeps_its_comments(course):
     assert {p.name for p in tests.iterdir()} == {
         "probes.py", "mistakes.yml", "equivalent_mutants.yml", "test_scale.py",
         "test_practice_scale.py", "test_shift.py", "test_practice_shift.py"}
-    assert "from grader.probekit import" in (tests / "probes.py").read_text()
+    assert "from grader.inside.probekit import" in (tests / "probes.py").read_text()
     assert "explained" not in (tests / "test_practice_scale.py").read_text()
     for name in ("test_shift.py", "test_practice_shift.py"):  # the composite part's
         assert "alt=lambda: [r[\"y\"] for r in explained.call(" in (tests / name).read_text()

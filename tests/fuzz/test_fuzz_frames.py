@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader.sandbox import protocol
+from grader.inside import protocol
 
 EXAMPLES = int(os.environ.get("GRADER_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES * 5, deadline=None, database=None,

@@ -4,6 +4,7 @@ import subprocess
 
 import pytest
 
+from grader.inside.slot_cgroup import SlotCgroup
 from grader.sandbox import cgroup
 
 
@@ -41,7 +42,7 @@ def test_a_slot_tells_its_own_cap_from_the_machine_running_out(tmp_path, events,
                                                                expected):
     """(OOM kills, times the slot's own cap was reached): a kill with no hit of the cap
     came from outside, and is reported as the grader's problem, not the student's."""
-    slot = cgroup.SlotCgroup.__new__(cgroup.SlotCgroup)
+    slot = SlotCgroup.__new__(SlotCgroup)
     (tmp_path / "events").write_text(events)
     slot.events = os.open(tmp_path / "events", os.O_RDONLY)
     slot.failcnt = None

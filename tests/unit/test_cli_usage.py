@@ -1,5 +1,6 @@
 """The command line's conventions: usage errors exit 2 with a usage message, every
-option has help, one name per thing (old spellings still work, unshown), a version,
+option has help, one name per thing (old spellings still work, unshown, with a
+warning), a version,
 and no traceback but a grader bug's, which asks to be reported."""
 import json
 from pathlib import Path
@@ -57,7 +58,7 @@ def test_no_results_folder_is_a_usage_error(tmp_path, command):
     result = grader(command[0], "--course", str(course_without_out(tmp_path)),
                     "--lesson", "13", *command[1:])
     assert result.exit_code == 2 and "Usage: " in result.output
-    assert "give --results (course.yml sets no `out` for this lesson)" in result.output
+    assert "give --out (course.yml sets no `out` for this lesson)" in result.output
 
 
 def test_every_option_has_help():
@@ -68,19 +69,18 @@ def test_every_option_has_help():
 
 
 def test_one_name_for_the_graded_folder_and_for_where_a_command_writes():
-    """export/report/upload read --results; student-bundle/autograder-zip write to --out."""
-    for name in ("export", "report", "upload"):
+    """Every command names OUT --out: run and similarity write it, export, report and
+    upload read it, student-bundle and autograder-zip write there."""
+    for name in ("run", "similarity", "export", "report", "upload", "student-bundle",
+                 "autograder-zip"):
         shown = [o for p in cli.main.commands[name].params if not getattr(p, "hidden", False)
                  for o in p.opts]
-        assert "--results" in shown and "--out" not in shown, name
-    for name in ("student-bundle", "autograder-zip"):
-        shown = [o for p in cli.main.commands[name].params if not getattr(p, "hidden", False)
-                 for o in p.opts]
-        assert "--out" in shown and "--dest" not in shown, name
+        assert "--out" in shown and not {"--results", "--dest"} & set(shown), name
     assert "--dest" not in grader("student-bundle", "--help").output
+    assert "--results" not in grader("export", "--help").output
 
 
-def test_the_old_spelling_still_works(tmp_path):
+def test_the_old_spelling_still_works_and_says_it_is_deprecated(tmp_path):
     results = tmp_path / "graded"
     (results / "results").mkdir(parents=True)
     for spelling in ("--results", "--out"):
@@ -88,6 +88,8 @@ def test_the_old_spelling_still_works(tmp_path):
                         spelling, str(results))
         assert result.exit_code == 1, result.output
         assert f"nothing graded in {results}" in result.output
+        warned = "warning: --results is deprecated and will be removed; use --out"
+        assert (warned in result.output) is (spelling == "--results")
 
 
 def test_a_roster_problem_is_a_message_not_a_traceback(tmp_path):
@@ -98,7 +100,7 @@ def test_a_roster_problem_is_a_message_not_a_traceback(tmp_path):
     (tmp_path / "graded" / "scores.json").write_text(json.dumps(
         {"lesson": "13", "students": []}))
     result = grader("export", "--course", str(course), "--lesson", "13", "--to", "canvas",
-                    "--results", str(tmp_path / "graded"))
+                    "--out", str(tmp_path / "graded"))
     assert result.exit_code == 1
     assert "Traceback" not in result.output
     assert "people.csv:3: student id 'ann' appears twice (first on line 2)" in result.output
@@ -130,7 +132,7 @@ def test_ctrl_c_says_how_to_resume(monkeypatch):
 def test_a_broken_scores_file_is_a_message(tmp_path):
     (tmp_path / "scores.json").write_text("{not json")
     result = grader("export", "--course", str(ROOT / "course.yml"), "--lesson", "13",
-                    "--to", "canvas", "--results", str(tmp_path))
+                    "--to", "canvas", "--out", str(tmp_path))
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert f"{tmp_path / 'scores.json'} is not the JSON `grader run` writes" in result.output
 

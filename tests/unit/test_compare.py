@@ -74,3 +74,32 @@ def test_reference_conversion_is_kept_and_never_changed():
     assert c.close("both nan", torch.tensor([1.0, float("nan")]), ref)
     assert not c.close("one nan", torch.tensor([float("nan"), 1.0]), ref)
     assert torch.equal(torch.from_numpy(ref._grader_f64.copy()).isnan(), ref.isnan())
+
+
+def test_a_non_finite_error_is_written_as_the_sentinel_the_pages_read():
+    """compare writes NaN and inf cells of a heatmap as shown.NON_FINITE (JSON has
+    neither), and the pages show that as inf, the chart's dark cell."""
+    from grader import charts
+    from grader.compare import _heatmap
+    from grader.shown import NON_FINITE, num
+
+    grid = _heatmap(torch.tensor([[0.0, float("nan")], [float("inf"), 1.0]]))
+    assert grid == [[0.0, NON_FINITE], [NON_FINITE, 1.0]]
+    assert num(grid[0][1]) == "inf" and num(grid[1][1]) == "1"
+    assert charts._heat_colour(grid[0][1], 1e-6, 6.0) == "#1a1a1a"
+
+
+def test_the_tolerance_advisor_measures_errors_by_the_checks_own_rule():
+    """One rule for errors: `grader tolerance` records the error the check measured,
+    both NaN agreeing and one NaN infinite, and a NaN in the reference leaves the
+    relative error of the other elements a number."""
+    from grader.tolerance.record import Recording
+
+    rec = Recording(TOL, "test_x", "case")
+    ref = torch.tensor([2.0, float("nan")], dtype=torch.float64)
+    assert not rec.close("out", torch.tensor([2.5, float("nan")], dtype=torch.float64), ref)
+    check, seen = rec.items[-1], rec.compared[-1]
+    assert seen.max_abs == check.max_abs_diff == 0.5
+    assert seen.max_rel == check.max_rel_diff == 0.25
+    rec.close("one nan", torch.tensor([float("nan"), 1.0], dtype=torch.float64), ref)
+    assert rec.compared[-1].max_abs == float("inf") and rec.items[-1].max_abs_diff is None

@@ -165,3 +165,16 @@ def test_a_missing_roster_file_is_named_with_its_line(tmp_path):
     with pytest.raises(config.ConfigError,
                        match=r"course.yml:1: roster: people.csv does not exist"):
         config.load(path)
+
+
+def test_course_yml_sets_every_sandbox_limit_but_the_protocols_own():
+    """The limits are declared once (sandbox/limits.py): a limit added there and not
+    here (or the reverse) fails, and an unset course.yml gets the sandbox's defaults."""
+    from dataclasses import fields
+
+    from grader.sandbox.limits import Limits
+
+    assert set(config.LimitsConfig.model_fields) == {f.name for f in fields(Limits)} - {
+        "received_mb"}
+    assert config.LimitsConfig().limits() == Limits()
+    assert config.LimitsConfig(memory_mb=256).limits().memory_mb == 256

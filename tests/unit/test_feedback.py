@@ -10,6 +10,7 @@ from markupsafe import escape
 
 from grader import config, feedback, report
 from grader.record import GradeRecord
+from grader.shown import NON_FINITE
 from grader.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,7 +37,7 @@ def _check(**over) -> dict:
              "where": [1, 3, 17], "got_value": 0.4567, "ref_value": 0.4443,
              "got_shape": [2, 8, 64], "ref_shape": [2, 8, 64],
              "got_dtype": "float32", "ref_dtype": "float32",
-             "heatmap": [[0.0, 2e-6, 0.003], [0.0123, 1e30, 0.0]]}
+             "heatmap": [[0.0, 2e-6, 0.003], [0.0123, NON_FINITE, 0.0]]}
     return {**check, **over}
 
 

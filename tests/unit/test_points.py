@@ -11,7 +11,7 @@ import pytest
 
 from grader import points
 from grader.config import Part
-from grader.plugin import part_of
+from grader.testfile import is_practice, name_of, part_of
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.tally import Tally
 
@@ -140,7 +140,7 @@ def test_points_that_cannot_add_up_exactly_are_refused(pts):
 ])
 def test_practice_files_name_their_part(path, part, practice):
     assert part_of(path) == part and part_of(Path(path)) == part
-    assert points.is_practice(path) is practice
+    assert is_practice(path) is practice and is_practice(Path(path)) is practice
 
 
 def test_score_grades_a_report_exactly_with_practice_files_apart(course):
@@ -183,3 +183,11 @@ def test_pages_show_practice_records_without_counting_them(course):
     page = feedback.render_student(record, course, "13")
     assert f"{summary['ffn'].passed} / {summary['ffn'].tests}" in page
     assert report.render_report(Tally.of([record]), course, "13")
+
+
+@pytest.mark.parametrize("part", ["ffn", "aux_loss"])
+@pytest.mark.parametrize("practice", [False, True])
+def test_a_parts_file_name_reads_back_as_that_part(part, practice):
+    """grader/testfile.py writes the names new-lesson makes and reads them back."""
+    name = name_of(part, practice)
+    assert part_of(name) == part and is_practice(name) is practice

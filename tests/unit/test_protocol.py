@@ -5,7 +5,7 @@ import socket
 import pytest
 import torch
 
-from grader.sandbox import protocol
+from grader.inside import protocol
 
 
 def test_round_trip_keeps_values_dtypes_and_structure():

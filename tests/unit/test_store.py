@@ -115,3 +115,24 @@ def test_load_sees_a_result_replaced_on_disk(tmp_path):
     assert store.load("s").score == 1.0
     Store(tmp_path).save(record("s", 2.0, "b"), "<p>")
     assert store.load("s").score == 2.0 and store.is_current("s", "b")
+
+
+def test_only_the_store_names_the_files_of_out():
+    """OUT's layout has one home: no other module of the grader spells the name of one
+    of its files (they ask a Store for the path)."""
+    import ast
+    from pathlib import Path
+
+    import grader
+
+    names = {"scores.json", "report.html", "similarity.html"}
+    package = Path(grader.__file__).parent
+    spelled = sorted(
+        f"{path.relative_to(package)}:{node.lineno}"
+        for path in package.rglob("*.py") if path.name != "store.py"
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Constant) and node.value in names)
+    assert spelled == []
+    store = Store(Path("OUT"))
+    assert {p.name for p in (store.scores_path, store.report_path, store.similarity_path)} \
+        == names

@@ -2,7 +2,7 @@
 
 Probes run twice: inside the sandbox on a student's module, and on the trusted side
 on the solution and its known-mistake variants. So this module is bound read-only
-into the sandbox beside the package's empty `__init__.py` (grader/sandbox/bwrap.py),
+into the sandbox beside its packages' `__init__.py` files (grader/sandbox/bwrap.py),
 and it may import only the standard library and torch: nothing else of the grader
 is there. What a probe returns crosses the boundary, so every helper here hands
 back plain values (detached tensor copies, numbers, strings, lists, dicts), never

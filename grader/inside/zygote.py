@@ -10,10 +10,11 @@ the zygote nor a slot ever sees a submission's source or results; they only spaw
 reap and kill.
 
 Started two ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
-this folder, grader/__init__.py and grader/probekit.py are bound and the `grader` on
-sys.path is the host's probekit-only package, or without bwrap in container mode; or,
-unsandboxed only, as a fork of the trusted process (`start`, slot.py's `fork`). So the siblings it needs (confine, harness, cgroup,
-protocol) are loaded by path from this file's folder (`_load`), which works the same
+this folder and grader/__init__.py are bound and the `grader` on sys.path is the
+host's package with nothing but grader/inside/ in it (for grader.inside.probekit), or
+without bwrap in container mode; or, unsandboxed only, as a fork of the trusted
+process (`start`, slot.py's `fork`). So the siblings it needs (confine, harness,
+slot_cgroup, protocol) are loaded by path from this file's folder (`_load`), which works the same
 both ways, and are handed down in the run's `Zygote` state: no module state here.
 
 Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
@@ -52,8 +53,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # loaded by path at run time (see above)
-    from grader.sandbox.cgroup import SlotCgroup
-    from grader.sandbox.confine import ScratchWatch
+    from grader.inside.confine import ScratchWatch
+    from grader.inside.slot_cgroup import SlotCgroup
 
 SCRATCH = "/tmp/work"  # sandboxed: a fresh tmpfs per child, in the slot's own mounts
 CGROUP = "/grader/cgroup"  # the run's memory cgroup, where the trusted side made one
@@ -93,7 +94,7 @@ def main() -> None:
     ap.add_argument("--scratch", default=SCRATCH,
                     help="unsandboxed: the run's private directory (a child's goes in it)")
     ap.add_argument("--package-root",
-                    help="where the trusted side's `grader` package is (for grader.probekit)")
+                    help="where the trusted side's `grader` package is (for grader.inside.probekit)")
     args = ap.parse_args()
     if args.package_root:  # before the interpreter's own finders (another install's)
         sys.path.insert(0, args.package_root)
@@ -118,7 +119,7 @@ def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool
         importlib.import_module(name)  # e.g. transformers.activations: not per student
     state = Zygote(protocol=_load("grader_protocol", "protocol.py"), confine=confine,
                    harness=_load("grader_harness", "harness.py"),
-                   cgroups=_load("grader_cgroup", "cgroup.py"),
+                   cgroups=_load("grader_slot_cgroup", "slot_cgroup.py"),
                    probes=_load("probes", probes_path), sandboxed=sandboxed, userns=userns,
                    container=container, cgroup=cgroup, scratch=scratch)
     if hasattr(state.probes, "warm_up"):  # first-use costs paid once here, not per child

@@ -127,7 +127,7 @@ class _Discard:
 
 def _traced(probe: Callable, module: ModuleType, args: dict, path: str) -> dict:
     """A probe's result with the values the submission's lines produced
-    (grader/sandbox/tracer.py): feedback only, never a verdict."""
+    (grader/inside/tracer.py): feedback only, never a verdict."""
     with contextlib.redirect_stdout(_Discard()), contextlib.redirect_stderr(_Discard()):
         result, events, lines, error = tracer.trace(path, probe, module, **args)
     return {"ok": True, "result": {"result": result, "trace": events, "lines": lines,
@@ -209,7 +209,7 @@ def _describe_unguarded(exc: BaseException, path: str, max_text: int) -> dict:
     except BaseException:  # noqa: BLE001 - a hostile __str__
         message = "<the exception's message could not be shown>"
     kind = "exception"
-    kit = sys.modules.get("grader.probekit")  # loaded by the probes, if they use it
+    kit = sys.modules.get("grader.inside.probekit")  # loaded by the probes, if they use it
     if kit is not None and isinstance(exc, getattr(kit, "LoadError", ())):
         kind = "load"  # the grader's loader refused the module: not the student's raise
     elif isinstance(exc, NotImplementedError):

@@ -26,7 +26,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # loaded by path at run time (zygote.py says why)
-    from grader.sandbox.cgroup import SlotCgroup
+    from grader.inside.slot_cgroup import SlotCgroup
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
