@@ -27,7 +27,7 @@ import torch
 from markupsafe import Markup, escape
 
 from grader import trace_inputs
-from grader.inside import tracer
+from grader.inside import protocol, tracer
 from grader.reference import request_key
 from grader.sandbox.limits import StudentError
 
@@ -450,9 +450,10 @@ class LessonTraces:
     probes: types.ModuleType
     tolerances: dict
     tests: Path                 # the lesson's tests folder: its fresh inputs live there
-    # request key -> a Reference as plain data (`_plain`): the lesson's references'
-    # (LessonRefs.traces, recorded with its results), read first and filled here
-    recorded: dict[str, dict] = field(default_factory=dict)
+    # request key -> a Reference as plain data (`_plain`), packed (`_packed`): the
+    # lesson's references' (LessonRefs.traces, recorded with its results), read first
+    # and filled here
+    recorded: dict[str, torch.Tensor] = field(default_factory=dict)
     compute: bool = True        # False: from the recording only, the solution never run
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
@@ -485,10 +486,11 @@ class LessonTraces:
             if not self.compute:
                 return None
             found = self._traced(probe, args)
-            self.recorded[key] = _plain(found) if found is not None else {"traces": []}
+            self.recorded[key] = _packed(_plain(found) if found is not None else {"traces": []})
+        plain = protocol.loads(self.recorded[key].numpy().tobytes())
         traces = [Trace(_events(t.get("events"), None), t.get("result"),
                         str(t.get("error") or ""), [int(n) for n in t.get("lines") or []])
-                  for t in self.recorded[key].get("traces") or []]
+                  for t in plain.get("traces") or []]
         return Reference((probe, args), traces, _tensors(args)) if traces else None
 
     def _traced(self, probe: str, args: dict) -> Reference | None:
@@ -507,6 +509,14 @@ class LessonTraces:
                                                 lambda _: True):
                     traces.append(t)
         return Reference((probe, args), traces, _tensors(args))
+
+
+def _packed(plain: dict) -> torch.Tensor:
+    """A request's traces as they are kept and recorded: one encoded frame, as a byte
+    tensor. Decoded, the recording's 26,000 values were as many tensor objects in the
+    trusted process of every run, which a Gradescope container could not spare; packed,
+    they are one object per request, decoded only when a part is traced on it."""
+    return torch.frombuffer(bytearray(protocol.dumps(plain)), dtype=torch.uint8)
 
 
 def _plain(ref: Reference) -> dict:
@@ -631,7 +641,6 @@ def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | 
     lessons = lesson_traces(ctx, compute)
     if lessons is None:
         return {}, 0.0
-    from grader.inside import protocol
     from grader.sandbox.session import Session
 
     traced = Session(session.slot, session.source, session.filename, session.allowed,

@@ -192,10 +192,10 @@ class LessonRefs:
     # combination -> results a recording holds, where the solution is here too: its
     # module is then loaded only for a request the recording cannot answer
     recorded_combined: dict[tuple[str, ...], dict] = field(default_factory=dict)
-    # request key -> the reference's traces of a fresh input, as plain data
-    # (grader/divergence.py's, which reads and fills it): recorded with the results, so
-    # a run from a recording names a line without importing the solution
-    traces: dict[str, dict] = field(default_factory=dict)
+    # request key -> the reference's traces of a fresh input, packed (grader/divergence.py
+    # reads and fills it): recorded with the results, so a run from a recording names a
+    # line without importing the solution
+    traces: dict[str, torch.Tensor] = field(default_factory=dict)
 
     def computed(self) -> int:
         """How many results the callers hold, and whether signatures are known: it

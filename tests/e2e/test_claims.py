@@ -79,8 +79,9 @@ class Verifying(Checks):
         super().__init__(tolerances)
         self.claims: list[tuple[str, dict, bool]] = []
 
-    def close(self, name, got, ref, tol=None, alt=None, alt_note="", rows=None) -> bool:
-        passed = super().close(name, got, ref, tol, alt, alt_note, rows)
+    def close(self, name, got, ref, tol=None, alt=None, alt_note="", rows=None,
+              axes=None) -> bool:
+        passed = super().close(name, got, ref, tol, alt, alt_note, rows, axes)
         claim = self.items[-1].structure
         if claim is not None:
             t = self._tol(tol, ref.dtype)

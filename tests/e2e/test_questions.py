@@ -1,6 +1,7 @@
 """Questions instead of guesses (issue 26): a failing part no known mistake explains is
 asked more questions on fresh inputs, and each finding is one sentence on the page.
-Correct code, whatever its form, never gets one; a Gradescope run asks nothing."""
+Correct code, whatever its form, never gets one; a Gradescope run answers from the
+autograder zip's recording."""
 from __future__ import annotations
 
 import pytest
@@ -96,11 +97,30 @@ def test_the_page_and_check_say_it_in_both_languages(graded, course):
     assert not any(p.answers for n, p in record.parts.items() if n != "aux_loss")
 
 
-def test_a_gradescope_run_asks_nothing(ctx13, slot13, graded, monkeypatch):
-    """It would import the solution for each failing submission (autograder_zip)."""
-    _, path = graded
+def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13, graded,
+                                                          monkeypatch):
+    """A run from the autograder zip's recording (FROM_RECORDING) never imports the
+    solution: with no recorded answer to a question it states nothing; with the
+    recording's (`divergence.record_fresh`) it states what a full run states."""
+    from grader import divergence
+    from grader.context import LessonContext
+
+    honest, path = graded
     monkeypatch.setenv(FROM_RECORDING, "1")
-    out = {}
-    runner.grade_many(ctx13, [runner.Submission("s", path)], slot13,
-                      lambda r: out.__setitem__("r", r))
-    assert not any(p.answers for p in out["r"].parts.values())
+    from grader.pool import self_check
+
+    for recorded in (False, True):
+        ctx = LessonContext(course, "13")
+        self_check(ctx)  # the graded tests' reference results, as a recording holds them
+        if recorded:
+            divergence.record_fresh(ctx)
+        ctx.refs.reference = Caller(None, ctx.refs.probes, dict(ctx.refs.reference.cache),
+                                    load=_never)
+        out: list = []
+        runner.grade_many(ctx, [runner.Submission("s", path)], slot13, out.append)
+        answers = {n: p.answers for n, p in out[0].parts.items() if p.answers}
+        assert answers == ({"aux_loss": honest.parts["aux_loss"].answers} if recorded else {})
+
+
+def _never():
+    raise AssertionError("a run from the recording imported the solution")
