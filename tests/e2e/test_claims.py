@@ -178,3 +178,46 @@ def test_top_k_of_the_smallest_reads_as_k_equals_e(course):
     assert contrast.rules(by_part["router"]) == [contrast.Rule("K", "differs", "E")]
     assert _rule_true(contrast.Rule("K", "differs", "E"), by_part["router"])
     assert any(f for _, f in by_part["moe"]) and contrast.rules(by_part["moe"]) == []
+
+
+def test_no_wrong_claim_on_an_unlisted_mistake(lesson):
+    """Issue 26's corpus: every single-line mistake of the divergence corpus
+    (tests/fixtures/divergence/<lesson>.yml: the audit's mutants and mistakes students
+    make, none of them in mistakes.yml), graded by the hidden tests in-process; each
+    structure sentence and each contrast rule a page would state is re-checked against
+    the numbers (`true_claim`) and the cases (`_rule_true`). None may be false."""
+    import yaml
+
+    from grader.reference import Caller, load_module
+
+    key, refs, items, tolerances = lesson
+    corpus = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")
+                            .read_text(encoding="utf-8"))
+    # every hand-written mistake, then the audit's mutants in order, 30 in all at most
+    # (the suite's time: the whole corpus, 240 mistakes, re-checked 1,169 sentences)
+    hand = [e for e in corpus if e["id"].startswith("hand-")]
+    entries = hand + [e for e in corpus if not e["id"].startswith("hand-")][:30 - len(hand)]
+    assert len(entries) >= (30 if key == "13" else 10)
+    stated = failing = 0
+    lines = refs.source.splitlines()
+    for entry in entries:
+        edited = list(lines)
+        assert edited[entry["line"] - 1] == entry["old"], entry["id"]
+        edited[entry["line"] - 1] = entry["new"]
+        try:
+            module = load_module(f"_corpus_{key}_{entry['id']}", "\n".join(edited) + "\n",
+                                 f"{key}.py")
+        except Exception:  # noqa: BLE001 - a mistake that fails to import states nothing
+            continue
+        claims, by_part = run(items, Caller(module, refs.probes), refs.reference, tolerances)
+        wrong = [c for c in claims if not c[3]]
+        assert not wrong, f"{entry['id']}: wrong claims {wrong[:3]}"
+        for part, outcomes in by_part.items():
+            rules = contrast.rules(outcomes)
+            assert all(_rule_true(r, outcomes) for r in rules), (entry["id"], part, rules)
+            stated += len(rules)
+            failing += any(f for _, f in outcomes)
+        stated += len(claims)
+    print(f"lesson {key}: {len(entries)} unlisted mistakes, {failing} failing parts, "
+          f"{stated} sentences re-checked, 0 false")
+    assert failing >= len(entries) * 0.9  # they are mistakes: the tests see them
