@@ -259,7 +259,8 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
             recorded=bool(data["reference"]),
             recorded_combined={tuple(ids.split("+")): results
                                for ids, results in data.get("combined", {}).items()},
-            traces=data.get("traces", {}))
+            traces={k: v for k, v in (data.get("traces") or {}).items()
+                    if isinstance(v, torch.Tensor)})  # (packed; another version's: none)
     if data is not None:
         return _from_recording(data, probes)
     raise FileNotFoundError(f"lesson {key}: neither the solution nor a recording")

@@ -3,7 +3,6 @@ OUT/export, one per student, and no spreadsheet cell from the class is a formula
 from __future__ import annotations
 
 import csv
-import hashlib
 import json
 import subprocess
 import sys
@@ -36,8 +35,14 @@ def student(sid: str, passed: int) -> dict:
                        tests=tests).score_json()
 
 
-def digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+def passwd_untouched_by_export() -> bool:
+    """/etc/passwd is still a passwd file holding nothing an export writes. (Not its
+    hash: the suite's own Gradescope set-up adds a user to it, at any moment, from
+    another xdist worker.)"""
+    text = Path("/etc/passwd").read_text()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(line.count(":") == 6 for line in lines) and not any(
+        mark in text for mark in ("minimind-llm", "test_0", "calc", "HYPERLINK"))
 
 
 @pytest.fixture(scope="module")
@@ -61,13 +66,14 @@ def exported(root, tmp_path_factory) -> tuple[Path, dict]:
     (course / "course.yml").write_text("\n".join(
         line for line in (REPO / "course.yml").read_text().splitlines()
         if not line.strip().startswith("moodle_worksheet:")))
-    passwd, escape = digest(Path("/etc/passwd")), Path("/tmp/grader-export-escape.json")
+    escape = Path("/tmp/grader-export-escape.json")
+    assert passwd_untouched_by_export()
     proc = subprocess.run([sys.executable, "-m", "grader.cli", "export", "--lesson", "13",
                            "--to", FORMATS, "--out", str(out), "--course",
                            str(course / "course.yml")], cwd=REPO,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert digest(Path("/etc/passwd")) == passwd and not escape.exists()
+    assert passwd_untouched_by_export() and not escape.exists()
     return out, scores
 
 

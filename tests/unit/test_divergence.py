@@ -245,3 +245,20 @@ def test_the_page_s_sentence_is_escaped_and_quotes_code_as_code():
     assert html.startswith("Line 4 <code>y = a &lt; b</code>")
     assert "<img" not in html and "&lt;img src=x&gt;" in html
     assert divergence.sentence_html(None, STRINGS["en"]) == ""
+
+
+def test_a_recording_of_another_version_s_traces_is_not_read(course, tmp_path):
+    """Recordings outlive the grader that made them (the practice recording in a
+    student's cache is keyed by the lesson's files): traces recorded unpacked, as an
+    earlier version did, are left out, not decoded as if packed."""
+    from grader.context import LessonContext
+    from grader.reference import lesson_digest, lesson_refs, recording
+
+    ctx = LessonContext(course, "13")
+    lesson = course.lesson("13")
+    ctx.refs.traces.update({"old": {"traces": []}, "new": torch.zeros(8, dtype=torch.uint8)})
+    path = tmp_path / "13.bin"
+    path.write_bytes(recording(ctx.refs, lesson_digest(course.path(lesson.solution),
+                                                       course.path(lesson.tests))))
+    refs = lesson_refs("13", course.path(lesson.solution), course.path(lesson.tests), path)
+    assert list(refs.traces) == ["new"]
