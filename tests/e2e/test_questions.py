@@ -97,6 +97,18 @@ def test_the_page_and_check_say_it_in_both_languages(graded, course):
     assert not any(p.answers for n, p in record.parts.items() if n != "aux_loss")
 
 
+def test_gradescope_shows_the_finding_above_the_tests(graded, course):
+    """results.json's output (what Gradescope shows above the tests) lists a failing
+    part's findings, as the page does."""
+    from grader.export.gradescope import results
+
+    record, _ = graded
+    said = explain.answer_text(record.parts["aux_loss"].answers[0], feedback.STRINGS["en"])
+    output = results(course, "13", record)["output"]
+    assert feedback.STRINGS["en"]["findings_head"] in output
+    assert str(feedback.clean(said)).replace("'", "&#39;") in output
+
+
 def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13, graded,
                                                           monkeypatch):
     """A run from the autograder zip's recording (FROM_RECORDING) never imports the
