@@ -17,9 +17,7 @@ example's do (grader/smallest.py); the reference's run on the trusted side.
 """
 from __future__ import annotations
 
-import functools
 import types
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +25,7 @@ from pathlib import Path
 import torch
 
 from grader.plugin import GraderFault
-from grader.reference import load_file
+from grader.reference import lesson_file
 from grader.smallest import differs
 
 FILE = "questions.py"  # in a lesson's tests folder; never shipped to students
@@ -57,13 +55,9 @@ class Question:
     canonical: Callable[[dict], dict] = lambda out: out
 
 
-@functools.lru_cache(maxsize=None)
 def load(tests: Path) -> types.ModuleType | None:
     """The lesson's questions module from its tests folder, or None when it has none."""
-    path = Path(tests) / FILE
-    if not path.is_file():
-        return None
-    return load_file(f"_questions_{zlib.crc32(str(path.resolve()).encode())}", path)
+    return lesson_file(Path(tests), FILE)
 
 
 def _same(a: dict, b: dict, outputs: tuple[str, ...],

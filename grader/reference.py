@@ -14,6 +14,7 @@ import itertools
 import struct
 import sys
 import types
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -87,6 +88,17 @@ def load_file(name: str, path: Path) -> types.ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+@cache
+def lesson_file(tests: Path, filename: str) -> types.ModuleType | None:
+    """One of a lesson's optional files in its tests folder (examples.py, questions.py,
+    trace_inputs.py), loaded by path once, under a name of its own; None when the lesson
+    has none (then the feature it serves is off for that lesson)."""
+    path = Path(tests) / filename
+    if not path.is_file():
+        return None
+    return load_file(f"_{Path(filename).stem}_{zlib.crc32(str(path.resolve()).encode())}", path)
 
 
 @dataclass

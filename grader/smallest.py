@@ -24,18 +24,16 @@ the snippet beside it.
 """
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import types
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
-from grader.reference import load_file
+from grader.reference import lesson_file
 
 SEED = 7_000_000      # fresh inputs: far from every graded and practice seed
 ATOL, RTOL = 1e-10, 1e-8  # float64: correct re-orderings differ by ~1e-15
@@ -63,13 +61,9 @@ class Example:
     snippet: str = ""  # what the page shows (`snippet`), once the example is chosen
 
 
-@functools.lru_cache(maxsize=None)
 def load(tests: Path) -> types.ModuleType | None:
     """The lesson's examples module from its tests folder, or None when it has none."""
-    path = Path(tests) / FILE
-    if not path.is_file():
-        return None
-    return load_file(f"_examples_{zlib.crc32(str(path.resolve()).encode())}", path)
+    return lesson_file(Path(tests), FILE)
 
 
 def generator(*key: int) -> torch.Generator:

@@ -12,14 +12,13 @@ holds only the seeds and the loading; a lesson without that file is traced on no
 """
 from __future__ import annotations
 
-import functools
 import zlib
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
 
-from grader.reference import load_file
+from grader.reference import lesson_file
 
 SEED_BASE = 7_000_000_000_000  # no hidden or practice test draws a seed this large
 Request = tuple[str, dict]     # (probe, args), as a probe call takes them
@@ -38,14 +37,10 @@ def randn(g: torch.Generator, *shape: int, scale: float = 1.0,
     return (torch.randn(*shape, generator=g, dtype=torch.float64) * scale).to(dtype)
 
 
-@functools.lru_cache(maxsize=None)
 def builders(tests: Path) -> dict[str, Builder]:
     """The lesson's builders by part, from its tests folder; none when it has no file."""
-    path = Path(tests) / FILE
-    if not path.is_file():
-        return {}
-    module = load_file(f"_trace_inputs_{zlib.crc32(str(path.resolve()).encode())}", path)
-    return dict(module.BUILDERS)
+    module = lesson_file(Path(tests), FILE)
+    return dict(module.BUILDERS) if module is not None else {}
 
 
 def lesson_number(key: str) -> str:

@@ -159,6 +159,21 @@ def open_slot(course: config.Course, lesson_key: str) -> Slot:
                            tuple(lesson.preload))
 
 
+def grade_sources(ctx: LessonContext, slot: Slot, folders, sources: dict[str, str]) -> dict:
+    """Each source graded as one student's 13_moe.py, in the slot: id -> record.
+    `folders`: pytest's tmp_path_factory."""
+    from grader import runner
+
+    subs = []
+    for name, text in sources.items():
+        folder = folders.mktemp(name)
+        (folder / "13_moe.py").write_text(text)
+        subs.append(runner.Submission(name, folder / "13_moe.py"))
+    out: dict = {}
+    runner.grade_many(ctx, subs, slot, lambda r: out.__setitem__(r.student_id, r))
+    return out
+
+
 @pytest.fixture(scope="session")
 def slot13(course):
     slot = open_slot(course, "13")

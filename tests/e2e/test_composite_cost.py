@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from grader import feedback, runner
+from grader import feedback
+from tests.conftest import grade_sources
 
 FFN = "        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))\n"
 UNLISTED = "        return self.down_proj(self.act_fn(self.gate_proj(x)) + self.up_proj(x))\n"
@@ -17,14 +18,7 @@ def graded(ctx13, slot13, tmp_path_factory) -> dict:
     gelu = next(v.mistake for v in refs.variants if v.mistake.id == "gelu")
     assert refs.source.count(FFN) == 1
     sources = {"gelu": gelu.apply(refs.source), "unlisted": refs.source.replace(FFN, UNLISTED)}
-    subs = []
-    for name, source in sources.items():
-        folder = tmp_path_factory.mktemp(name)
-        (folder / "13_moe.py").write_text(source)
-        subs.append(runner.Submission(name, folder / "13_moe.py"))
-    out: dict = {}
-    runner.grade_many(ctx13, subs, slot13, lambda r: out.__setitem__(r.student_id, r))
-    return out
+    return grade_sources(ctx13, slot13, tmp_path_factory, sources)
 
 
 def _lost(record, part: str) -> float:

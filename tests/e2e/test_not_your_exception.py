@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 from markupsafe import escape
 
-from grader import feedback, runner
+from grader import feedback
+from tests.conftest import grade_sources
 
 FFN_INIT = "        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)\n"
 RENAMED = "        self.w1 = nn.Linear(hidden_size, intermediate_size, bias=False)\n" \
@@ -20,14 +21,7 @@ def graded(ctx13, slot13, tmp_path_factory) -> dict:
     assert source.count(FFN_INIT) == 1 and source.count("def route(") == 1
     sources = {"renamed": source.replace(FFN_INIT, RENAMED),
                "syntax": source.replace("def route(", "def route(:", 1)}
-    subs = []
-    for name, text in sources.items():
-        folder = tmp_path_factory.mktemp(name)
-        (folder / "13_moe.py").write_text(text)
-        subs.append(runner.Submission(name, folder / "13_moe.py"))
-    out: dict = {}
-    runner.grade_many(ctx13, subs, slot13, lambda r: out.__setitem__(r.student_id, r))
-    return out
+    return grade_sources(ctx13, slot13, tmp_path_factory, sources)
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
