@@ -25,7 +25,7 @@ from grader.tolerance import record, variants
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted(config.load(ROOT / "course.yml").lessons)
-XDIST_GROUP_BY = "lesson"  # a lesson's tests on one xdist worker (tests/conftest.py)
+# a lesson's tests run on one xdist worker: tests/conftest.py, BY_LESSON
 
 
 def _ok(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> bool:

@@ -26,7 +26,7 @@ GRADER = [sys.executable, "-m", "grader.cli"]
 LESSONS = {"10": "10_rmsnorm", "12": "12_rope", "13": "13_moe"}
 
 pytestmark = pytest.mark.slow
-XDIST_GROUP_BY = "key"  # a lesson's cases on one xdist worker (tests/conftest.py)
+# a lesson's cases run on one xdist worker: tests/conftest.py, BY_LESSON
 
 
 def students(key: str) -> list[tuple[str, Path]]:
