@@ -42,15 +42,21 @@ OUTSIDE_BWRAP = ("tests/adversarial/test_class.py", "tests/adversarial/test_no_r
 # begin with the lesson's key (`test_x[13]`, `test_x[13-alice]`): each lesson's tests
 # run on one worker, the lessons on several.
 BY_LESSON = ("tests/e2e/test_claims.py", "tests/e2e/test_student_check.py")
+# Files of long tests that share no module fixture: each test is dealt alone, so that
+# one file is not one worker's long queue while the others wait.
+BY_TEST = ("tests/unit/test_smallest.py", "tests/unit/test_export.py",
+           "tests/e2e/test_contract.py", "tests/e2e/test_audit.py")
 
 
 def xdist_group(nodeid: str) -> str:
     """The tests one pytest-xdist worker runs together: a file's (its module fixtures
     are then made once), all of `OUTSIDE_BWRAP` (one at a time), a `BY_LESSON` file's
-    per lesson."""
+    per lesson, a `BY_TEST` file's each alone."""
     path, _, name = nodeid.partition("::")
     if path in OUTSIDE_BWRAP:
         return "outside-bwrap"
+    if path in BY_TEST:
+        return nodeid
     if path in BY_LESSON and "[" in name:
         return f"{path}[{name.split('[', 1)[1].split('-')[0].rstrip(']')}]"
     return path

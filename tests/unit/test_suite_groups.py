@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import OUTSIDE_BWRAP, xdist_group
+from tests.conftest import BY_TEST, OUTSIDE_BWRAP, xdist_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,6 +21,7 @@ def test_a_file_is_a_group_and_a_lesson_file_one_per_lesson():
     check = "tests/e2e/test_student_check.py"
     assert xdist_group(f"{check}::test_three_checks_agree[13-alice]") == f"{check}[13]"
     assert {xdist_group(f"{path}::test_x") for path in OUTSIDE_BWRAP} == {"outside-bwrap"}
+    assert xdist_group(f"{BY_TEST[0]}::test_x[12]") == f"{BY_TEST[0]}::test_x[12]"
 
 
 def test_two_workers_each_run_a_whole_file(tmp_path):
