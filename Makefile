@@ -13,8 +13,9 @@ lint: setup
 	.venv/bin/ruff check grader tests scripts
 
 # The project's whole test suite (unit, end-to-end, adversarial, browser), after lint,
-# its files spread over XDIST workers (pytest-xdist; each file's tests on one worker:
-# tests/conftest.py). Many tests wait on a child or a limit, so more workers than cores.
+# its files spread over XDIST workers (pytest-xdist; a file's tests on one worker, but
+# for the few files tests/conftest.py deals per lesson or per test). Many tests wait on
+# a child or a limit, so more workers than cores.
 XDIST = -n 3 --dist loadgroup
 test: lint
 	.venv/bin/python -m pytest -q $(XDIST)
