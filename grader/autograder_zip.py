@@ -206,7 +206,7 @@ def copy_submission(src: Path, dest: Path) -> None:
     over intake's size limit is copied as a sparse file of its size, which intake
     refuses in the same words. Folders and entries stop just past intake's own caps."""
     from grader.intake import MAX_DEPTH, MAX_ENTRIES
-    from grader.plan import MAX_FILE
+    from grader.capped import MAX_FILE
 
     try:
         top = os.open(src, _OPEN | os.O_DIRECTORY)

@@ -219,7 +219,7 @@ def saves(file: Path, poll: float = POLL_S) -> Iterator[Path]:
 # file and sends each version's bytes down a pipe (`send`, `received`).
 def send(file: Path, pipe: IO[bytes]) -> None:
     """Each saved version of `file` down `pipe`, as a length line and the bytes."""
-    from grader.plan import MAX_FILE, read_capped
+    from grader.capped import MAX_FILE, read_capped
 
     for version in saves(file):
         try:

@@ -56,7 +56,8 @@ from distributed import WorkerPlugin
 from grader import runner
 from grader.config import Course
 from grader.context import LessonContext
-from grader.plan import Submission, Summary, read_source
+from grader.capped import read_source
+from grader.plan import Submission, Summary
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
 from grader.tally import Entry
@@ -170,7 +171,7 @@ def _connect(scheduler, jobs: int):
 def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str], str, str]:
     """What a worker needs of a submission: (id, its file's bytes or None, fingerprint,
     notes, name, problem). Read here as `runner.read` reads it locally
-    (`plan.read_source`): an oversized or unreadable file ships no byte, only the
+    (`capped.read_source`): an oversized or unreadable file ships no byte, only the
     problem the worker's record then states, word for word as a local run's."""
     data, problem = None, ""
     if sub.path is not None:

@@ -24,7 +24,8 @@ from grader import divergence, points, questions, smallest
 from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
-from grader.plan import Submission, read_source
+from grader.capped import read_source
+from grader.plan import Submission
 from grader.plugin import GraderFault, GradingPlugin, StudentCaller
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
 from grader.reference import Caller
@@ -43,7 +44,7 @@ GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 
 def read(sub: Submission) -> Submission:
     """Load the source, turning every unreadable case into a clear problem. The file is
-    read as `plan.read_source` reads it; with no file, intake's notes say why (a link
+    read as `capped.read_source` reads it; with no file, intake's notes say why (a link
     left out, a broken notebook); a problem the Dask client found stands."""
     if sub.problem:
         return sub
