@@ -139,8 +139,8 @@ class Store:
         write_atomic(self.feedback_path(sid), feedback_html)
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
-    def scores(self, lesson: str, course: str, version: str, max_score: float,
-               entries: Iterable[bytes], participant_numbers: Iterable[str] = ()) -> None:
+    def write_scores(self, lesson: str, course: str, version: str, max_score: float,
+                     entries: Iterable[bytes], participant_numbers: Iterable[str] = ()) -> None:
         """scores.json, streamed: the class's `scores_entry` texts (UTF-8), in id order,
         inside the document `dump` would write of them, byte for byte;
         `participant_numbers`: the ids that are a Moodle download's participant numbers

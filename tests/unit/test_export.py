@@ -441,8 +441,8 @@ def big_class(tmp_path) -> dict:
     for i, sid in enumerate(ids):
         rate = 1.0 if i == 0 else 0.0 if i == 1 else rng.random()
         store.save(graded_record(sid, rate, rng), "<html></html>")
-    store.scores("13", "minimind-test", "v", class_course().lesson("13").max_score,
-                 [scores_entry(store.load(sid)) for sid in ids])
+    store.write_scores("13", "minimind-test", "v", class_course().lesson("13").max_score,
+                       [scores_entry(store.load(sid)) for sid in ids])
     return json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
 
 

@@ -32,7 +32,7 @@ def test_save_then_current_then_scores(tmp_path):
     stored = json.loads(store.result_path("bob").read_text())
     assert stored["timing"] == {"elapsed_s": 0.3, "cpu_s": 0.0} and "raw_report" not in stored
     assert json.loads((tmp_path / "raw" / "bob.json").read_text()) == {"tests": []}
-    store.scores("13", "c", "v", 10.0, [scores_entry(store.load("bob"))])
+    store.write_scores("13", "c", "v", 10.0, [scores_entry(store.load("bob"))])
     doc = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     assert [s["student_id"] for s in doc["students"]] == ["bob"]
     assert "timing" not in doc["students"][0] and "raw_report" not in doc["students"][0]
@@ -47,8 +47,8 @@ def test_scores_json_is_streamed_as_dump_would_write_the_whole_class(tmp_path):
     records = [odd, record("ann", 10.0, "g"), record("bob", 0.0, "h", status="missing")]
     for students in (records, []):
         chosen = sorted(students, key=lambda r: r.student_id)
-        Store(tmp_path).scores("13", '"students": [] c', "v", 10.0,
-                               [scores_entry(r) for r in chosen])
+        Store(tmp_path).write_scores("13", '"students": [] c', "v", 10.0,
+                                     [scores_entry(r) for r in chosen])
         doc = {"lesson": "13", "course": '"students": [] c', "version": "v",
                "max_score": 10.0,
                "students": [{**r.score_json(), "page": Store.page_of(r.student_id)}
