@@ -161,13 +161,13 @@ def _recording(course, lesson_key: str) -> bytes:
     does first): a run on Gradescope then loads them instead of importing the solution
     and its mistakes and computing them again for each submission."""
     from grader import divergence, runner
-    from grader.pool import self_check
+    from grader.pool import grade_solution
     from grader.context import LessonContext
     from grader.reference import Caller, lesson_digest, recording
 
     lesson = course.lesson(lesson_key)
     ctx = LessonContext(course, lesson_key)
-    self_check(ctx)
+    grade_solution(ctx)
     refs = ctx.refs
     # Each known mistake graded as a submission, with a cache of its own: what grading
     # one asks of the trusted side beyond its own part's tests (a composite part

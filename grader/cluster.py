@@ -67,7 +67,7 @@ JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
 MAX_BATCH = 16
 
 
-class SelfCheckFailed(RuntimeError):
+class SolutionFailsItsTests(RuntimeError):
     """The hidden tests fail the solution on a worker: stop the run, as the pool does."""
 
 
@@ -107,7 +107,7 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
         for fut in as_completed(list(futures)):
             try:
                 done = fut.result()
-            except SelfCheckFailed as exc:
+            except SolutionFailsItsTests as exc:
                 client.cancel(list(futures))
                 raise RuntimeError(str(exc)) from None
             except Exception as exc:  # noqa: BLE001 - a worker's failure, not a student's
@@ -305,9 +305,9 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     ctx = LessonContext(local, lesson_key)
     ctx.reset()  # an earlier version's test modules, imported under the same names
     try:
-        pool.self_check(ctx)  # warms the reference, as the pool's parent does
+        pool.grade_solution(ctx)  # warms the reference, as the pool's parent does
     except RuntimeError as exc:
-        raise SelfCheckFailed(str(exc)) from None
+        raise SolutionFailsItsTests(str(exc)) from None
     lesson = ctx.lesson
     slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload),
                      support=support)

@@ -47,7 +47,7 @@ class _ReferenceAsStudent:
         return self.caller.call(probe, **args)
 
 
-def self_check(ctx: LessonContext) -> dict[str, dict]:
+def grade_solution(ctx: LessonContext) -> dict[str, dict]:
     """Grade the solution in-process as if it were a student: warms every cache the
     workers inherit and refuses to run with hidden tests that fail the solution.
     Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
@@ -118,7 +118,7 @@ def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
         # One submission of a lesson recorded when its zip was built (a Gradescope run):
         # the solution was checked then.
         if len(todo) > 1 or not ctx.refs.recorded:
-            self_check(ctx)  # while the sandbox boots
+            grade_solution(ctx)  # while the sandbox boots
         if len(todo) == 1:
             slots = [_LazySlot(sandbox)]
             _grade_here(ctx, todo[0], out, slots[0], language, summary, progress, collect)

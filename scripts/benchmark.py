@@ -314,7 +314,7 @@ def probe_compute(course_yml: Path, reps: int) -> dict:
 
     torch.set_num_threads(1)  # as the sandbox and the trusted workers run
     ctx = LessonContext(config.load(course_yml), LESSON)
-    requests = pool.self_check(ctx)
+    requests = pool.grade_solution(ctx)
     refs = ctx.refs
     calls = [(getattr(refs.probes, r["probe"]), r["args"]) for r in requests.values()]
 

@@ -32,9 +32,9 @@ def default_correct(course: Course, key: str) -> Path | None:
 def static(course: Course, key: str) -> list[Finding]:
     """The checks that grade nothing (a second or so)."""
     mistakes = load_mistakes(course.path(course.lesson(key).tests) / "mistakes.yml")
-    return [*todos.check(course, key), *names.check(course, key),
-            *leaks.check(course, key, mistakes),
-            *hints.check(course, key, mistakes), leaks.stub_current(course, key)]
+    return [*todos.inspect(course, key), *names.inspect(course, key),
+            *leaks.inspect(course, key, mistakes),
+            *hints.inspect(course, key, mistakes), leaks.stub_current(course, key)]
 
 
 def grading(course: Course, key: str, correct: Path | None, out: Path,
@@ -50,7 +50,7 @@ def grading(course: Course, key: str, correct: Path | None, out: Path,
                 *(Finding(c, "", SKIPPED, "not graded: the solution must pass first")
                   for c in ("stub", "mistakes", "correct"))]
     return [graded.solution(records[graded.SOLUTION]), graded.practice(course, key),
-            *precision.check(course, key),
+            *precision.inspect(course, key),
             graded.stub(records[graded.STUB]),
             *(graded.mistake(m, records[graded.mistake_id(m)]) for m in mistakes),
             *(graded.correct(p.stem, records[graded.variant_id(p)]) for p in variants)]

@@ -9,7 +9,7 @@ from grader.selftest.findings import Finding, failed, ok
 from grader.tolerance import record, variants
 
 
-def check(course: Course, key: str) -> list[Finding]:
+def inspect(course: Course, key: str) -> list[Finding]:
     """One finding per generated variant: full marks, or which tests it fails."""
     refs = LessonContext(course, key).refs
     if refs.source is None:

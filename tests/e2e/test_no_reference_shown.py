@@ -25,7 +25,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from grader import check_report, feedback, runner
+from grader import practice_output, feedback, runner
 from grader.context import LessonContext
 from grader.export import export
 from grader.record import ClassScores, GradeRecord, status_of
@@ -99,10 +99,10 @@ def _surfaces(course, key: str, records: list[GradeRecord], tmp: Path) -> dict[s
             texts[f"page {r.student_id} {lang}"] = feedback.render_student(r, course, key, lang)
             texts[f"summary {r.student_id} {lang}"] = feedback.render_summary(
                 r, course, key, lang)
-        report = check_report.summary(r, course, key, [])
+        report = practice_output.outcome(r, course, key, [])
         texts[f"check --json {r.student_id}"] = json.dumps(report, ensure_ascii=False)
         sink = io.StringIO()
-        check_report.print_check(r, report, course, key, Console(file=sink, width=200))
+        practice_output.print_outcome(r, report, course, key, Console(file=sink, width=200))
         texts[f"check {r.student_id}"] = sink.getvalue()
     scores = ClassScores(lesson=key, course=course.title, version="", max_score=0.0,
                          students=[GradeRecord.from_json(r.score_json()) for r in records])
