@@ -612,7 +612,7 @@ def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
 
 
 def failing_parts(raw: dict) -> list[str]:
-    """The parts with a failing test in a raw report, in their order."""
+    """The parts with a failing test in a raw log, in their order."""
     from grader.testfile import part_of
     parts: dict[str, None] = {}
     for t in raw.get("tests", []):

@@ -296,7 +296,7 @@ def syntax_error(problem: str) -> dict | None:
 
 
 def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:
-    """Everything the student template shows, with raw_report left out on purpose."""
+    """Everything the student template shows, with raw_log left out on purpose."""
     t = STRINGS[lang]
     titles = part_titles(course, lesson_key, lang)
     by_part: dict[str, list[TestRecord]] = defaultdict(list)

@@ -52,12 +52,12 @@ def grade_solution(ctx: LessonContext) -> dict[str, dict]:
     workers inherit and refuses to run with hidden tests that fail the solution.
     Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
     as_student = _ReferenceAsStudent(ctx.refs.reference.twin())
-    reports: list[dict] = []
+    raw_logs: list[dict] = []
     # Mistake signatures (which tests each known mistake fails) are computed here, once:
     # the composite part's rule and every diagnosis need them, and each forked worker
     # would otherwise pay for them again on its first failing student.
-    runner.run_tests(ctx, [(as_student, reports.append)], precompute=True)
-    result = runner.score(ctx, reports[0])
+    runner.run_tests(ctx, [(as_student, raw_logs.append)], precompute=True)
+    result = runner.score(ctx, raw_logs[0])
     if result.score != result.max_score:
         failing = [t.name for t in result.tests if not t.passed]
         raise RuntimeError(f"the solution of lesson {ctx.key} fails its own hidden "

@@ -2,7 +2,7 @@
 layout is known here only; every other module asks a `Store` for a path.
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
-    OUT/raw/<id>.json       pytest-json-report's raw report for that student, less
+    OUT/raw/<id>.json       pytest-json-report's raw log for that student, less
                             what results/<id>.json holds (`raw_without_results`)
     OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, written at the end of a run from each
@@ -132,10 +132,10 @@ class Store:
             self.feedback_path(student_id).exists()
 
     def save(self, record: GradeRecord, feedback_html: str) -> None:
-        """Raw report and feedback first, the result last: a result on disk means done."""
+        """Raw log and feedback first, the result last: a result on disk means done."""
         sid = record.student_id
         write_atomic(self.out / "raw" / f"{safe_name(sid)}.json",
-                     dump(raw_without_results(record.raw_report)))
+                     dump(raw_without_results(record.raw_log)))
         write_atomic(self.feedback_path(sid), feedback_html)
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
@@ -160,12 +160,12 @@ class Store:
         write_atomic(self.scores_path, chunks())
 
 
-# what each test's metadata in the raw report holds that results/<id>.json holds too
+# what each test's metadata in the raw log holds that results/<id>.json holds too
 IN_RESULTS = ("name", "part", "case", "checks", "pictures", "error", "composite")
 
 
 def raw_without_results(raw: dict | None) -> dict | None:
-    """The raw report as raw/<id>.json keeps it: pytest-json-report's, each test's
+    """The raw log as raw/<id>.json keeps it: pytest-json-report's, each test's
     metadata less what results/<id>.json holds (its checks, pictures and case), which
     was most of it (the test's outcome, phases and diagnosis matches stay)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("tests"), list):

@@ -237,11 +237,11 @@ def unmount(path: str) -> None:
     libc.umount2(path.encode(), MNT_DETACH)
 
 
-def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: int | None,
+def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: int | None,
                    cgroup: SlotCgroup | None, scratch: str, userns: bool,
                    container: bool) -> None:
     """Confine this freshly forked child before the harness imports the submission: it
-    keeps only the data socket and the harness's report pipe, and its stdout and stderr
+    keeps only the data socket and the harness's failure pipe, and its stdout and stderr
     go to the output pipe. `uid` None: unsandboxed, nothing to drop to."""
     os.setsid()
     _first_to_go_when_memory_runs_out()
@@ -249,7 +249,7 @@ def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: in
     os.dup2(out_fd, 2)
     if cgroup is not None:  # while privileged: the cgroup's files are root's
         cgroup.enter()
-    _close_all_but(data_fd, report)
+    _close_all_but(data_fd, failure)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

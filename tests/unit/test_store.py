@@ -26,16 +26,16 @@ def record(student_id: str, score: float, fp: str, **more) -> GradeRecord:
 def test_save_then_current_then_scores(tmp_path):
     store = Store(tmp_path)
     store.save(record("bob", 1.0, "f1", timing=Timing(elapsed_s=0.3),
-                      raw_report={"tests": []}), "<html></html>")
+                      raw_log={"tests": []}), "<html></html>")
     assert store.is_current("bob", "f1") and not store.is_current("bob", "f2")
     assert store.load("bob").timing == Timing(elapsed_s=0.3)
     stored = json.loads(store.result_path("bob").read_text())
-    assert stored["timing"] == {"elapsed_s": 0.3, "cpu_s": 0.0} and "raw_report" not in stored
+    assert stored["timing"] == {"elapsed_s": 0.3, "cpu_s": 0.0} and "raw_log" not in stored
     assert json.loads((tmp_path / "raw" / "bob.json").read_text()) == {"tests": []}
     store.write_scores("13", "c", "v", 10.0, [scores_entry(store.load("bob"))])
     doc = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     assert [s["student_id"] for s in doc["students"]] == ["bob"]
-    assert "timing" not in doc["students"][0] and "raw_report" not in doc["students"][0]
+    assert "timing" not in doc["students"][0] and "raw_log" not in doc["students"][0]
     assert not list(tmp_path.rglob(".tmp-*"))
 
 
@@ -65,13 +65,13 @@ def test_the_spool_gives_entries_back_in_the_order_asked_and_leaves_no_file(tmp_
         assert list((tmp_path / "out").iterdir()) == []  # an unnamed file: nothing to clean
 
 
-def test_the_raw_report_leaves_out_what_the_result_holds(tmp_path):
+def test_the_raw_log_leaves_out_what_the_result_holds(tmp_path):
     meta = {"name": "t", "part": "ffn", "case": [["H", 4]], "checks": [{"heatmap": [[1.0]]}],
             "pictures": [{"got": [1]}], "error": None, "composite": False, "failed": True,
             "diagnosis": {"matches": ["m"]}}
     raw = {"summary": {"failed": 1}, "tests": [{"nodeid": "test_ffn.py::t", "outcome": "failed",
                                                 "metadata": meta}]}
-    Store(tmp_path).save(record("ann", 0.0, "f", raw_report=raw), "<p>")
+    Store(tmp_path).save(record("ann", 0.0, "f", raw_log=raw), "<p>")
     written = json.loads((tmp_path / "raw" / "ann.json").read_text())
     assert written == {"summary": {"failed": 1}, "tests": [
         {"nodeid": "test_ffn.py::t", "outcome": "failed",
