@@ -176,7 +176,7 @@ def _recording(course, lesson_key: str) -> bytes:
     runner.run_tests(ctx, [(Caller(v.caller.module, refs.probes), lambda raw: None)
                            for v in refs.variants])
     # the fresh inputs of the smallest examples and of the traces, the reference's side
-    divergence.record_fresh(ctx)
+    divergence.fresh_for_recording(ctx)
     return recording(refs, lesson_digest(course.path(lesson.solution),
                                          course.path(lesson.tests)))
 

@@ -25,7 +25,7 @@ import yaml
 from grader import runner
 from grader.config import EXPORT_KEYS, Course
 from grader.context import LessonContext
-from grader.reference import Caller, record_combined, save_recording
+from grader.reference import Caller, combined_for_recording, save_recording
 from grader.testfile import is_practice
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,7 +112,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
                                          for v in refs.variants)]
     runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE,
                      precompute=True)
-    record_combined(refs)
+    combined_for_recording(refs)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -528,7 +528,7 @@ def _plain(ref: Reference) -> dict:
                        for t in ref.traces]}
 
 
-def record_fresh(ctx) -> int:
+def fresh_for_recording(ctx) -> int:
     """Compute, for a recording, the reference's side of every fresh input a failing
     part's feedback asks about: the lesson's trace inputs, the candidates of its
     smallest examples (their results into the reference's cache, their traces into the

@@ -113,7 +113,7 @@ def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13,
                                                           monkeypatch):
     """A run from the autograder zip's recording (FROM_RECORDING) never imports the
     solution: with no recorded answer to a question it states nothing; with the
-    recording's (`divergence.record_fresh`) it states what a full run states."""
+    recording's (`divergence.fresh_for_recording`) it states what a full run states."""
     from grader import divergence
     from grader.context import LessonContext
 
@@ -125,7 +125,7 @@ def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13,
         ctx = LessonContext(course, "13")
         grade_solution(ctx)  # the graded tests' reference results, as a recording holds them
         if recorded:
-            divergence.record_fresh(ctx)
+            divergence.fresh_for_recording(ctx)
         ctx.refs.reference = Caller(None, ctx.refs.probes, dict(ctx.refs.reference.cache),
                                     load=_never)
         out: list = []
