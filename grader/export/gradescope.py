@@ -19,7 +19,7 @@ from markupsafe import escape
 
 from grader import disclosed
 from grader.config import Course
-from grader.feedback import clean, render_summary
+from grader.feedback import clean, render_page_top
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
 
@@ -54,8 +54,8 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
         })
     head = [STATUS_TEXT.get(student.status, student.status), *student.notes]
     output = "".join(f"<p>{escape(clean(line, 2000))}</p>" for line in head)
-    summary = render_summary(student, course, lesson_key, pages=pages)
-    return {"score": student.score, "output": output + summary,
+    top = render_page_top(student, course, lesson_key, pages=pages)
+    return {"score": student.score, "output": output + top,
             "output_format": "html", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests}
 

@@ -6,7 +6,7 @@ roster's lms_id; an unrostered student keeps their student id and is reported.
 Every graded score is FullyGraded: Canvas ignores the others, and scores.json is final.
 A missing submission is, as course.yml's `missing` says, a FullyGraded 0 or a score
 with no scoreGiven and gradingProgress NotReady, which leaves the gradebook cell empty.
-The comment is the student's result in one line (`summary.text`): Canvas shows it as
+The comment is the student's result in one line (`one_line.text`): Canvas shows it as
 a submission comment, Moodle as the grade's feedback.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from grader.config import Course, Student
-from grader.export import summary
+from grader.export import one_line
 from grader.record import MISSING, ClassScores, GradeRecord
 
 ACTIVITY = {MISSING: "Initialized"}  # every other status handed something in
@@ -24,7 +24,7 @@ ACTIVITY = {MISSING: "Initialized"}  # every other status handed something in
 
 def score_object(student: GradeRecord, who: Student, timestamp: str, missing: str,
                  comment: str) -> dict:
-    """The AGS score body for one student; `comment` is `summary.text` of the record."""
+    """The AGS score body for one student; `comment` is `one_line.text` of the record."""
     obj = {
         "userId": who.lms_id or student.student_id,
         "scoreGiven": student.score, "scoreMaximum": student.max_score,
@@ -49,7 +49,7 @@ def write(course: Course, lesson_key: str, scores: ClassScores, people: dict[str
     stamp = now()
     path = out_dir / "lti_scores.jsonl"
     lines = [json.dumps(score_object(s, people[s.student_id], stamp, course.missing,
-                                     summary.text(course, lesson_key, s)),
+                                     one_line.text(course, lesson_key, s)),
                         ensure_ascii=False)
              for s in scores.students]
     path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grader.config import Course, Student
-from grader.export import summary
+from grader.export import one_line
 from grader.export.cells import score_cell, write_rows
 from grader.record import ClassScores
 from grader.roster import Match
@@ -53,7 +53,7 @@ def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
             left_out.append(f"moodle: {sid}: "
                             f"{WHY[kind] if found.known(sid) else 'not in the roster'}")
             continue
-        rows.append([ident, score_cell(s, course.missing), summary.text(course, lesson_key, s)])
+        rows.append([ident, score_cell(s, course.missing), one_line.text(course, lesson_key, s)])
     path = out_dir / "moodle.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         write_rows(f, rows)

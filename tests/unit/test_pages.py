@@ -1,5 +1,5 @@
 """Pages that reach students: scores.json names each page, file names stay readable,
-and each LMS gets the page or its summary beside the score (issue 19, item 2)."""
+and each LMS gets the page, its top or its one-line comment beside the score (issue 19, item 2)."""
 from __future__ import annotations
 
 import csv
