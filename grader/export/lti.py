@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from pathlib import Path
-
-from grader.config import Course, Student
+from grader.config import Student
 from grader.export import one_line
+from grader.export.exporter import Exported, Exporter, ExportOptions
 from grader.record import MISSING, ClassScores, GradeRecord
 
 ACTIVITY = {MISSING: "Initialized"}  # every other status handed something in
@@ -44,13 +43,15 @@ def now() -> str:
         "+00:00", "Z")
 
 
-def write(course: Course, lesson_key: str, scores: ClassScores, people: dict[str, Student],
-          out_dir: Path) -> list[Path]:
-    stamp = now()
-    path = out_dir / "lti_scores.jsonl"
-    lines = [json.dumps(score_object(s, people[s.student_id], stamp, course.missing,
-                                     one_line.text(course, lesson_key, s)),
-                        ensure_ascii=False)
-             for s in scores.students]
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return [path]
+class Lti(Exporter):
+    to = "lti"
+
+    def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
+        course, people, stamp = options.course, options.roster.entries, now()
+        path = options.out_dir / "lti_scores.jsonl"
+        lines = [json.dumps(score_object(s, people[s.student_id], stamp, course.missing,
+                                         one_line.text(course, options.lesson_key, s)),
+                            ensure_ascii=False)
+                 for s in scores.students]
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return Exported([path])
