@@ -26,6 +26,7 @@ from grader import runner
 from grader.config import EXPORT_KEYS, Course
 from grader.context import LessonContext
 from grader.reference import Caller, combined_for_recording, save_recording
+from grader.strings import TEMPLATES
 from grader.testfile import is_practice
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,7 +117,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "templates", dest / "templates", dirs_exist_ok=True)
+    shutil.copytree(TEMPLATES, dest / "templates", dirs_exist_ok=True)  # beside its grader/
     project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     (dest / "pyproject.toml").write_text(PYPROJECT.format(
         key=lesson_key, dependencies="\n".join(f'  "{d}",' for d in _dependencies(project))),
