@@ -120,7 +120,7 @@ def setup_script(course_root: Path) -> str:
 
 def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     """Write the zip to dest (a .zip path, or a folder to put `autograder_<lesson>.zip` in)."""
-    from grader.config import EXPORT_KEYS, load
+    from grader.config import NOT_SCORED_KEYS, load
 
     course_root = Path(course_root).resolve()
     course = load(course_root / "course.yml")
@@ -128,7 +128,7 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     raw = yaml.safe_load((course_root / "course.yml").read_text(encoding="utf-8"))
     raw["lessons"] = {lesson_key: {k: v for k, v in raw["lessons"][
         next(k for k in raw["lessons"] if str(k) == lesson_key)].items()
-        if k not in ("submissions", "out", *EXPORT_KEYS)}}  # the LMS's keys stay home
+        if k not in ("submissions", "out", *NOT_SCORED_KEYS)}}  # staff's keys stay home
     raw.pop("roster", None)
     recording = f"reference/{safe_name(lesson_key)}.bin"
     raw["lessons"][lesson_key]["recorded"] = recording

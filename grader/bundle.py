@@ -23,7 +23,7 @@ from pathlib import Path
 import yaml
 
 from grader import runner
-from grader.config import EXPORT_KEYS, Course
+from grader.config import NOT_SCORED_KEYS, Course
 from grader.context import LessonContext
 from grader.reference import Caller, combined_for_recording, save_recording
 from grader.strings import TEMPLATES
@@ -135,7 +135,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     save_recording(refs, test_dir / RECORDING)
     entry = lesson.model_dump(mode="json", exclude_none=True,
                               exclude={"solution", "submissions", "out", "due",
-                                       *EXPORT_KEYS})  # staff's LMS keys stay home
+                                       *NOT_SCORED_KEYS})  # staff's keys stay home
     entry.update(stub=lesson.exercise, tests=f"tests/{tests.name}",
                  recorded=f"tests/{tests.name}/{RECORDING}")
     doc = {"course": course.course, "title": course.title, "title_zh": course.title_zh,

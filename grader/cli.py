@@ -420,9 +420,9 @@ def _torch_note(graded: str) -> None:
 @LESSON
 @click.option("--variants", "folder", type=click.Path(file_okay=False, exists=True,
                                                       path_type=Path),
-              help="a folder of correct variants (*.py) (default: "
-                   "tests/fixtures/lesson<KEY>/correct, if present); two more are "
-                   "generated from the solution")
+              help="a folder of correct variants (*.py) (default: the lesson's "
+                   "`correct` in course.yml, if set); two more are generated from the "
+                   "solution")
 @click.option("--tests", "select", default="", help="only the graded tests pytest's -k "
                                                      "expression picks, e.g. test_tables")
 def tolerance(course_path, lesson_key, folder, select) -> None:
@@ -448,7 +448,7 @@ def tolerance(course_path, lesson_key, folder, select) -> None:
 @LESSON
 @click.option("--correct", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="a folder of correct variants (*.py) that must score full marks with no "
-                   "diagnosis (default: tests/fixtures/lesson<KEY>/correct, if present)")
+                   "diagnosis (default: the lesson's `correct` in course.yml, if set)")
 @click.option("--out", type=click.Path(path_type=Path),
               help="keep the graded class here (default: a temporary folder)")
 @JOBS

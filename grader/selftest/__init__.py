@@ -20,13 +20,11 @@ from grader.reference import load_mistakes
 from grader.selftest import graded, hints, leaks, names, precision, todos
 from grader.selftest.findings import CHECKS, SKIPPED, Finding, failed
 
-CORRECT = "tests/fixtures/lesson{key}/correct"  # correct variants, by convention
-
-
 def default_correct(course: Course, key: str) -> Path | None:
-    """The lesson's correct variants by convention, if it has that folder."""
-    folder = course.path(Path(CORRECT.format(key=key)))
-    return folder if folder.is_dir() else None
+    """The lesson's correct variants, where course.yml names them (`correct`): the
+    course's, so an installed grader has them as the project's checkout does."""
+    folder = course.lesson(key).correct
+    return course.path(folder) if folder is not None else None
 
 
 def static(course: Course, key: str) -> list[Finding]:
