@@ -99,9 +99,13 @@ class Store:
         self.intake_path = out / "intake"
         self.export_path = out / "export"
         self.pages_path = out / PAGES
+        self.results_path = out / "results"
 
     def result_path(self, student_id: str) -> Path:
-        return self.out / "results" / f"{safe_name(student_id)}.json"
+        return self.results_path / f"{safe_name(student_id)}.json"
+
+    def raw_log_path(self, student_id: str) -> Path:
+        return self.out / "raw" / f"{safe_name(student_id)}.json"
 
     def feedback_path(self, student_id: str) -> Path:
         return self.out / self.page_of(student_id)
@@ -114,7 +118,7 @@ class Store:
 
     def result_files(self) -> list[Path]:
         """Every stored result, in file-name order."""
-        return sorted((self.out / "results").glob("*.json"))
+        return sorted(self.results_path.glob("*.json"))
 
     def load(self, student_id: str) -> GradeRecord | None:
         """The student's result, or None to grade again. Nothing is kept: a run reads
@@ -134,8 +138,7 @@ class Store:
     def save(self, record: GradeRecord, feedback_html: str) -> None:
         """Raw log and feedback first, the result last: a result on disk means done."""
         sid = record.student_id
-        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json",
-                     dump(raw_without_results(record.raw_log)))
+        write_atomic(self.raw_log_path(sid), dump(raw_without_results(record.raw_log)))
         write_atomic(self.feedback_path(sid), feedback_html)
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
