@@ -1,9 +1,11 @@
-"""HTML feedback: one page per student, and a class report for the TAs.
+"""A student's page (HTML), its top as Gradescope shows it (`render_page_top`), and
+`templates()`, the Jinja2 environment every page is rendered with (report.py's class
+and similarity reports too).
 
 Everything a student wrote (ids, messages, tracebacks, printed output) is untrusted:
 Jinja2 autoescapes it, `clean` strips control and bidi characters and caps its size,
 and the pages carry a CSP that forbids scripts and remote loads, so they work
-offline and nothing a student prints can run. Plots are inline SVG built here.
+offline and nothing a student prints can run. Plots are inline SVG (charts.py).
 """
 from __future__ import annotations
 
