@@ -254,7 +254,7 @@ def test_what_the_sandbox_says_is_chinese_on_a_chinese_page():
     import signal
 
     from grader.feedback import render_student
-    from grader.plan import read_source
+    from grader.capped import read_source
     from grader.sandbox.limits import Limits, StudentError
     from grader.sandbox.session import _death_cause
     from grader.strings import say
