@@ -12,7 +12,16 @@ import pytest
 from grader import interrupts
 
 
-def test_a_sigint_inside_is_raised_after_the_block():
+@pytest.fixture
+def interruptible():
+    """SIGINT as a terminal's Python has it: a run started in the background
+    (`make test &`) inherits it ignored, and Python then leaves it ignored."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
+def test_a_sigint_inside_is_raised_after_the_block(interruptible):
     reached = []
     with pytest.raises(KeyboardInterrupt):
         with interrupts.held():
@@ -33,6 +42,7 @@ def test_the_handler_is_restored():
 # import finish whole (numpy usable from torch) and the KeyboardInterrupt come after.
 CHILD = textwrap.dedent("""
     import os, signal, sys, threading
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's Python has it
     from grader import interrupts
     threading.Timer({delay}, os.kill, (os.getpid(), signal.SIGINT)).start()
     try:
