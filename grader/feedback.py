@@ -128,7 +128,11 @@ def failed_parts(record: GradeRecord, order: list[str]) -> tuple[list[str], set[
 def _blocked(test: TestRecord, record: GradeRecord) -> bool:
     """A test that failed for the record's own problem (no file, an import error): the
     banner at the top says why, once."""
-    problem = clean(record.problem)
+    return _blocked_by(test, record.problem)
+
+
+def _blocked_by(test: TestRecord, problem: str) -> bool:
+    problem = clean(problem)
     return bool(problem and not test.passed and test.error
                 and clean(test.error.get("message")) == problem)
 
@@ -198,6 +202,27 @@ def _failing_checks(test: TestRecord) -> list[dict]:
     return [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
 
 
+def shown_pictures(tests: list[TestRecord], problem: str) -> tuple[set[int], set[int]]:
+    """What a page draws, as id()s: the checks whose heatmap it draws (the first
+    failing check with one, in each part's first OPEN_FAILURES cards) and the tests
+    whose first picture it draws (those cards' first tests). `problem`: the record's."""
+    by_part: dict[str, list[TestRecord]] = defaultdict(list)
+    for test in tests:
+        by_part[test.part].append(test)
+    maps: set[int] = set()
+    pictured: set[int] = set()
+    for mine in by_part.values():
+        failing = [x for x in mine if not x.passed]
+        blocked = [x for x in failing if _blocked_by(x, problem)]
+        for group in _cards(failing, blocked)[:OPEN_FAILURES]:
+            pictured.add(id(group[0]))
+            checks = _failing_checks(group[0])
+            drawn = _drawn_heatmap([disclosed.check(c, group[0].practice) for c in checks])
+            if drawn is not None:
+                maps.add(id(checks[drawn]))
+    return maps, pictured
+
+
 def stored(record: GradeRecord) -> GradeRecord:
     """The record as results/<id>.json keeps it: what its page and every reader of a
     stored result read. A passed check keeps its name (the page counts it, the audit
@@ -205,20 +230,7 @@ def stored(record: GradeRecord) -> GradeRecord:
     them. A check's heatmap and a test's picture stay only where the page draws them
     (the others were 83 KB of a mistaken student's result). The page rendered from
     this record is the same, byte for byte."""
-    by_part: dict[str, list[TestRecord]] = defaultdict(list)
-    for test in record.tests:
-        by_part[test.part].append(test)
-    maps: set[int] = set()     # id() of the checks whose heatmap is drawn
-    pictured: set[int] = set()  # id() of the tests whose first picture is drawn
-    for tests in by_part.values():
-        failing = [x for x in tests if not x.passed]
-        blocked = [x for x in failing if _blocked(x, record)]
-        for group in _cards(failing, blocked)[:OPEN_FAILURES]:
-            pictured.add(id(group[0]))
-            checks = _failing_checks(group[0])
-            drawn = _drawn_heatmap([disclosed.check(c, group[0].practice) for c in checks])
-            if drawn is not None:
-                maps.add(id(checks[drawn]))
+    maps, pictured = shown_pictures(record.tests, record.problem)
 
     def kept(c: object) -> object:
         if not isinstance(c, dict):

@@ -227,7 +227,8 @@ class GradingPlugin:
         """Every fixture a hidden test may take, for one test: what the fixtures below
         give it (runner.GradingLoop calls a test with these)."""
         return {"student": self.as_student, "reference": self.refs.reference,
-                "explained": self.as_explained, "check": Checks(self.tolerances)}
+                "explained": self.as_explained,
+                "check": Checks(self.tolerances, later=True)}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
@@ -425,4 +426,4 @@ def explained(request: pytest.FixtureRequest) -> _Explained:
 
 @pytest.fixture
 def check(request: pytest.FixtureRequest) -> Checks:
-    return Checks(request.config.stash[PLUGIN].tolerances)
+    return Checks(request.config.stash[PLUGIN].tolerances, later=True)  # runner.score draws

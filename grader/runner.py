@@ -24,7 +24,9 @@ from grader import plugin as fixtures
 from grader import divergence, points, questions, smallest
 from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
+from grader.compare import Later
 from grader.diagnosis import diagnose
+from grader.feedback import shown_pictures
 from grader.plan import Submission, read_source
 from grader.plugin import GraderFault, GradingPlugin, StudentCaller, Verdict
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
@@ -275,10 +277,12 @@ class Scored:
     tests: list[TestRecord]
 
 
-def score(ctx: LessonContext, report: dict) -> Scored:
+def score(ctx: LessonContext, report: dict, problem: str | None = "") -> Scored:
     """Each part's points shared by its graded tests in exact units (grader/points.py);
     practice tests are recorded at 0 of 0. Which mistake explains each part is
-    `diagnosis.diagnose`'s to say."""
+    `diagnosis.diagnose`'s to say. The heatmaps a page shows are drawn (`draw_shown`;
+    `problem`: the record's, which decides which tests the page shows; None: not yet,
+    the caller draws them once the record's problem is known)."""
     lesson = ctx.lesson
     refs = ctx.refs
     entries = report["tests"]
@@ -294,7 +298,23 @@ def score(ctx: LessonContext, report: dict) -> Scored:
         mine = [(t, m) for t, m in found if t.part == name]
         part.diagnosis = diagnose([t for t, _ in mine], {t.name: m for t, m in mine},
                                   mistakes, refs.signatures or {})
+    if problem is not None:
+        draw_shown(tests, problem)
     return Scored(points.total(parts), points.total(parts, "max_score"), parts, tests)
+
+
+def draw_shown(tests: list[TestRecord], problem: str) -> None:
+    """Draw the heatmaps a page will show (`compare.Later`) and drop the others, in the
+    checks themselves: where a page draws one, the record holds it as it did when
+    every failing check drew its own (`feedback.shown_pictures` says where)."""
+    maps, _ = shown_pictures(tests, problem)
+    for test in tests:
+        for c in test.checks:
+            if isinstance(c, dict) and isinstance(c.get("heatmap"), Later):
+                if id(c) in maps:
+                    c["heatmap"] = c["heatmap"].value()
+                else:
+                    del c["heatmap"]
 
 
 def _test_record(t: dict) -> TestRecord:
@@ -340,7 +360,7 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             # examples, the questions and the traces is read from it, the solution never
             # imported (autograder_zip says why)
             recorded_only = os.environ.get(FROM_RECORDING) == "1"
-            scored = score(ctx, reports[0])  # once: every step below reads its verdicts
+            scored = score(ctx, reports[0], None)  # once: every step below reads it
             examples = _examples(ctx, caller, session, scored, recorded_only)
             answers = _answers(ctx, caller, session, scored, recorded_only)
             if session is not None:
@@ -415,12 +435,14 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
         if name in scored.parts and name in failing:
             scored.parts[name].where = found
     fatal = session.fatal if session is not None else None
+    problem = sub.problem if session is None else (fatal.message if fatal else "")
+    draw_shown(scored.tests, problem)
     return GradeRecord(
         student_id=sub.student_id, lesson=ctx.key,
         status=status_of(missing, fatal.kind if fatal else None, scored.tests),
         score=scored.score, max_score=scored.max_score, parts=scored.parts,
         tests=scored.tests,
-        problem=sub.problem if session is None else (fatal.message if fatal else ""),
+        problem=problem,
         import_traceback=fatal.traceback if fatal else "",
         output=session.output.text() if session is not None else "",
         sandboxed=bool(slot and slot.sandboxed),
