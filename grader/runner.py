@@ -96,9 +96,8 @@ class GradingLoop:
     worker. Each submission then runs every collected test: a test that takes only
     the grading plugin's fixtures (`runs_directly`: every hidden test) is called
     through the `pytest_pyfunc_call` hook with them, as pytest's per-item protocol
-    would call it, without that protocol's set-up, teardown and per-phase reports
-    (a fifth of a student's trusted-side time); any other test runs through the
-    protocol. Either way each test becomes an entry of the submission's raw report
+    would call it, without that protocol's set-up, teardown and per-phase reports;
+    any other test runs through the protocol. Either way each test becomes an entry of the submission's raw report
     in pytest-json-report's format: its node id, line, outcome, the grading plugin's
     evidence as its metadata, and its call phase (another phase only where it did not
     pass). Its plugin cannot do this part through its public API: it makes one report
