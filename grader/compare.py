@@ -39,7 +39,7 @@ class Check:
     ref_dtype: str | None = None
     outside: int | None = None      # elements beyond the tolerance, of `size`
     size: int | None = None
-    heatmap: list[list[float]] | None = None
+    heatmap: list[list[float]] | Later | None = None
     structure: dict | None = None   # what the difference looks like (grader/structure.py)
     axes: dict | None = None        # {"rows": Text, "cols": Text}: what a heatmap's axes are
     extra: dict = field(default_factory=dict)
@@ -57,16 +57,40 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def _drawable(err: np.ndarray | torch.Tensor) -> bool:
+    return err.ndim >= 2 and _numel(err) >= 4
+
+
+def _numel(err: np.ndarray | torch.Tensor) -> int:
+    return err.size if isinstance(err, np.ndarray) else err.numel()
+
+
+class Later:
+    """A check's heatmap, not drawn yet: most failing checks' never are (a page draws
+    one per card shown, `feedback.draw_shown`), and pooling each one's error into
+    Python floats was a sixth of a mistaken student's trusted-side time. Truthy, as a
+    drawn heatmap is."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: np.ndarray):
+        self.error = error
+
+    def value(self) -> list[list[float]] | None:
+        return _heatmap(torch.from_numpy(self.error))
+
+
 def _heatmap(err: torch.Tensor) -> list[list[float]] | None:
     """The error over tokens x hidden units, max-pooled to a small grid for a picture."""
-    if err.dim() < 2 or err.numel() < 4:
+    if not _drawable(err):
         return None
     grid = err.reshape(-1, err.shape[-1]).float()
     rows, cols = min(HEATMAP_ROWS, grid.shape[0]), min(HEATMAP_COLS, grid.shape[1])
     pooled = torch.nn.functional.adaptive_max_pool2d(grid[None, None], (rows, cols))[0, 0]
     # NaN and inf alike become the sentinel (an infinite error is not float32's max)
-    return [[round(float(v), 12) if math.isfinite(v) else NON_FINITE
-             for v in row] for row in pooled]
+    # (.tolist() first: the same floats, without a 0-d tensor per value)
+    return [[round(v, 12) if math.isfinite(v) else NON_FINITE
+             for v in row] for row in pooled.tolist()]
 
 
 def _float64(t: torch.Tensor) -> np.ndarray:
@@ -108,9 +132,10 @@ def _alternatives(alt) -> list:
 class Checks:
     """Records checks for one test; `failures` decides its outcome."""
 
-    def __init__(self, tolerances: dict, pictures: bool = True):
+    def __init__(self, tolerances: dict, pictures: bool = True, later: bool = False):
         self.tolerances = tolerances
         self.draw = pictures  # replays only need verdicts: no heatmaps to draw
+        self.later = later  # heatmaps as `Later`, drawn once a page is known to show them
         self.items: list[Check] = []
         self.pictures: list[dict] = []
 
@@ -247,7 +272,9 @@ class Checks:
             base.got_value = _finite(float(g.flat[worst]))
             base.ref_value = _finite(float(r.flat[worst]))
             if not base.passed:
-                if self.draw:
+                if self.draw and self.later:
+                    base.heatmap = Later(err) if _drawable(err) else None
+                elif self.draw:
                     base.heatmap = _heatmap(torch.from_numpy(err))
                 # no number of the reference's in a message: a graded case's is shown
                 base.outside, base.size = int((~(err <= allowed)).sum()), int(err.size)

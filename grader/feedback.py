@@ -130,7 +130,11 @@ def failed_parts(record: GradeRecord, order: list[str]) -> tuple[list[str], set[
 def _blocked(test: TestRecord, record: GradeRecord) -> bool:
     """A test that failed for the record's own problem (no file, an import error): the
     banner at the top says why, once."""
-    problem = clean(record.problem)
+    return _blocked_by(test, record.problem)
+
+
+def _blocked_by(test: TestRecord, problem: str) -> bool:
+    problem = clean(problem)
     return bool(problem and not test.passed and test.error
                 and clean(test.error.get("message")) == problem)
 
@@ -200,32 +204,63 @@ def _failing_checks(test: TestRecord) -> list[dict]:
     return [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
 
 
-def stored(record: GradeRecord) -> GradeRecord:
-    """The record as results/<id>.json keeps it: a check's heatmap only where the page
-    draws it. The others were most of a mistaken student's result (83 KB), and no page
-    showed them; the page rendered from this record is the same, byte for byte."""
+def shown_pictures(tests: list[TestRecord], problem: str) -> tuple[set[int], set[int]]:
+    """What a page draws, as id()s: the checks whose heatmap it draws (the first
+    failing check with one, in each part's first OPEN_FAILURES cards) and the tests
+    whose first picture it draws (those cards' first tests). `problem`: the record's."""
     by_part: dict[str, list[TestRecord]] = defaultdict(list)
-    for test in record.tests:
+    for test in tests:
         by_part[test.part].append(test)
-    kept: set[int] = set()  # id() of the checks whose heatmap is drawn
-    for tests in by_part.values():
-        failing = [x for x in tests if not x.passed]
-        blocked = [x for x in failing if _blocked(x, record)]
+    maps: set[int] = set()
+    pictured: set[int] = set()
+    for mine in by_part.values():
+        failing = [x for x in mine if not x.passed]
+        blocked = [x for x in failing if _blocked_by(x, problem)]
         for group in _cards(failing, blocked)[:OPEN_FAILURES]:
+            pictured.add(id(group[0]))
             checks = _failing_checks(group[0])
             drawn = _drawn_heatmap([disclosed.check(c, group[0].practice) for c in checks])
             if drawn is not None:
-                kept.add(id(checks[drawn]))
+                maps.add(id(checks[drawn]))
+    return maps, pictured
 
-    def dropped(c: object) -> bool:
-        return isinstance(c, dict) and bool(c.get("heatmap")) and id(c) not in kept
 
-    if not any(dropped(c) for test in record.tests for c in test.checks):
+def stored(record: GradeRecord) -> GradeRecord:
+    """The record as results/<id>.json keeps it: what its page and every reader of a
+    stored result read. A passed check keeps its name (the page counts it, the audit
+    names it); its numbers were most of a correct student's result, and no page shows
+    them. A check's heatmap and a test's picture stay only where the page draws them
+    (the others were 83 KB of a mistaken student's result). The page rendered from
+    this record is the same, byte for byte."""
+    maps, pictured = shown_pictures(record.tests, record.problem)
+
+    def kept(c: object) -> object:
+        if not isinstance(c, dict):
+            return c
+        if c.get("passed"):
+            return c if c.keys() <= _PASSED_CHECK else \
+                {k: c[k] for k in _PASSED_CHECK if k in c}
+        if c.get("heatmap") and id(c) not in maps:
+            return {k: v for k, v in c.items() if k != "heatmap"}
+        return c
+
+    def lean(test: TestRecord) -> TestRecord:
+        checks = [kept(c) for c in test.checks]
+        pictures = [p for p in test.pictures if isinstance(p, dict)][:1] \
+            if id(test) in pictured else []
+        if pictures == test.pictures and all(a is b for a, b in zip(checks, test.checks)):
+            return test
+        return replace(test, checks=checks, pictures=pictures)
+
+    tests = [lean(test) for test in record.tests]
+    if all(a is b for a, b in zip(tests, record.tests)):
         return record
-    tests = [replace(test, checks=[{k: v for k, v in c.items() if k != "heatmap"}
-                                   if dropped(c) else c for c in test.checks])
-             for test in record.tests]
     return replace(record, tests=tests)
+
+
+# what a stored result keeps of a passed check: the page counts passed checks, the
+# audit's report names them
+_PASSED_CHECK = {"name", "passed"}
 
 
 def _part_diagnoses(failing: list[TestRecord], lang: str) -> list[dict]:

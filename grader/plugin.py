@@ -221,6 +221,15 @@ class GradingPlugin:
         self.precompute = precompute  # mistake signatures now (a student bundle keeps them)
         self.meta: dict[str, dict] = {}
         self.fault: GraderFault | None = None
+        # the session-scoped fixtures' values (the fixtures below return these)
+        self.as_student, self.as_explained = _CurrentStudent(self), _Explained(self)
+
+    def fixtures(self) -> dict:
+        """Every fixture a hidden test may take, for one test: what the fixtures below
+        give it (runner.GradingLoop calls a test with these)."""
+        return {"student": self.as_student, "reference": self.refs.reference,
+                "explained": self.as_explained,
+                "check": Checks(self.tolerances, later=True)}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
@@ -401,7 +410,7 @@ PLUGIN = pytest.StashKey[GradingPlugin]()
 
 @pytest.fixture(scope="session")
 def student(request: pytest.FixtureRequest) -> _CurrentStudent:
-    return _CurrentStudent(request.config.stash[PLUGIN])
+    return request.config.stash[PLUGIN].as_student
 
 
 @pytest.fixture(scope="session")
@@ -411,9 +420,9 @@ def reference(request: pytest.FixtureRequest):
 
 @pytest.fixture(scope="session")
 def explained(request: pytest.FixtureRequest) -> _Explained:
-    return _Explained(request.config.stash[PLUGIN])
+    return request.config.stash[PLUGIN].as_explained
 
 
 @pytest.fixture
 def check(request: pytest.FixtureRequest) -> Checks:
-    return Checks(request.config.stash[PLUGIN].tolerances)
+    return Checks(request.config.stash[PLUGIN].tolerances, later=True)  # runner.score draws

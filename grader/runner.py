@@ -6,6 +6,7 @@ pytest-json-report's format) is kept beside the scores, which are computed from 
 """
 from __future__ import annotations
 
+import inspect
 import io
 import os
 import sys
@@ -23,10 +24,12 @@ from grader import plugin as fixtures
 from grader import divergence, points, questions, smallest
 from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
+from grader.compare import Later
 from grader.diagnosis import diagnose
 from grader.capped import read_source
+from grader.feedback import shown_pictures
 from grader.plan import Submission
-from grader.plugin import GraderFault, GradingPlugin, StudentCaller
+from grader.plugin import GraderFault, GradingPlugin, StudentCaller, Verdict
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
 from grader.reference import Caller
 from grader.sandbox.limits import StudentError
@@ -69,16 +72,39 @@ def read(sub: Submission) -> Submission:
     return sub
 
 
+# What a hidden test may take and still be run directly (`GradingLoop`): the grading
+# plugin's fixtures (and pytest's `request`, which they take), its own parameters, no
+# mark but these.
+DIRECT_FIXTURES = frozenset({"student", "reference", "explained", "check", "request"})
+DIRECT_MARKS = frozenset({"parametrize", "practice"})
+
+
+def runs_directly(item: pytest.Item) -> bool:
+    """A test whose set-up is only the grading plugin's fixtures: calling its function
+    with them is all pytest's per-item protocol would do for it."""
+    if not isinstance(item, pytest.Function):
+        return False
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    given = DIRECT_FIXTURES - {"request"} | params.keys()
+    return set(inspect.signature(item.obj).parameters) <= given and \
+        set(item.fixturenames) <= given | {"request"} and \
+        {m.name for m in item.iter_markers()} <= DIRECT_MARKS
+
+
 class GradingLoop:
     """A pytest plugin that grades a stream of submissions in one pytest session.
 
     Collection, the hidden test modules and pytest's start-up are paid once per
-    worker; each submission then runs every collected test through pytest's own
-    runtest protocol, and the test reports pytest hands its plugins become that
-    submission's raw log, in pytest-json-report's format, made with the functions
-    of its `serialize` module. Its plugin cannot do this part through its public
-    API: it makes one report per session, and a second instance cannot join a
-    session (its hook specifications would be added twice).
+    worker. Each submission then runs every collected test: a test that takes only
+    the grading plugin's fixtures (`runs_directly`: every hidden test) is called
+    through the `pytest_pyfunc_call` hook with them, as pytest's per-item protocol
+    would call it, without that protocol's set-up, teardown and per-phase reports;
+    any other test runs through the protocol. Either way each test becomes an entry of the submission's raw log
+    in pytest-json-report's format: its node id, line, outcome, the grading plugin's
+    evidence as its metadata, and its call phase (another phase only where it did not
+    pass). Its plugin cannot do this part through its public API: it makes one report
+    per session, and a second instance cannot join a session (its hook specifications
+    would be added twice).
     """
 
     def __init__(self, plugin: GradingPlugin,
@@ -94,11 +120,15 @@ class GradingLoop:
         if session.testsfailed and session.config.option.continue_on_collection_errors is False:
             raise session.Interrupted("the hidden tests could not be collected")
         items = session.items
+        direct = [item.ihook if runs_directly(item) else None for item in items]
         for caller, done in self.jobs:
             self.plugin.begin(caller)
             self.tests = {}
             started = time.time()
             for i, item in enumerate(items):
+                if direct[i] is not None:
+                    self._call(item, direct[i])
+                    continue
                 nextitem = items[i + 1] if i + 1 < len(items) else None
                 item.config.hook.pytest_runtest_protocol(item=item, nextitem=nextitem)
             if self.plugin.fault is not None:  # no verdict from a broken worker
@@ -111,24 +141,58 @@ class GradingLoop:
             done(raw)
         return True
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """One stage of a test (setup, call, teardown) into the test's record, as
-        pytest-json-report records it: a stage that did not pass sets the test's
-        outcome, and the grading plugin's evidence is the test's metadata. Grading
-        captures no output and no log, so the stages hold none."""
-        test = self.tests.get(report.nodeid)
+    def _call(self, item: pytest.Function, hook) -> None:
+        """Run a test that `runs_directly`: its function called through the hook with
+        the grading plugin's fixtures and its parameters, the outcome as pytest's
+        protocol reports it (a verdict's message is the plugin's, as there)."""
+        item.funcargs = {**getattr(getattr(item, "callspec", None), "params", {}),
+                         **self.plugin.fixtures()}
+        outcome, longrepr = "passed", ""
+        started = time.perf_counter()
+        try:
+            hook.pytest_pyfunc_call(pyfuncitem=item)
+        except (KeyboardInterrupt, pytest.exit.Exception):
+            raise
+        except pytest.skip.Exception as exc:
+            outcome, longrepr = "skipped", str(exc)
+        except (Exception, pytest.fail.Exception) as exc:  # noqa: BLE001 - a failed test
+            outcome = "failed"
+            longrepr = str(exc) if isinstance(exc, Verdict) else \
+                f"{type(exc).__name__}: {exc}"
+        finally:
+            item.funcargs = {}  # the test's check and results go with it
+        call = {"duration": time.perf_counter() - started, "outcome": outcome,
+                **({"longrepr": longrepr} if longrepr else {})}
+        self._entry(item.nodeid, item.location)["call"] = call
+        self._outcome(item.nodeid, outcome)
+
+    def _entry(self, nodeid: str, location: tuple) -> dict:
+        """The test's entry in the raw log, with the grading plugin's evidence."""
+        test = self.tests.get(nodeid)
         if test is None:
-            test = self.tests[report.nodeid] = serialize.make_testitem(
-                report.nodeid, list(report.keywords), report.location)
-        meta = self.plugin.meta.get(report.nodeid)
+            test = self.tests[nodeid] = {"nodeid": nodeid, "lineno": location[1],
+                                         "outcome": "passed"}
+        meta = self.plugin.meta.get(nodeid)
         if meta:
             test["metadata"] = meta
+        return test
+
+    def _outcome(self, nodeid: str, outcome: str) -> None:
+        """A phase that did not pass sets the test's outcome."""
+        if outcome not in ("passed", ""):
+            self.tests[nodeid]["outcome"] = outcome
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """One phase of a test run through pytest's protocol (setup, call, teardown)
+        into the test's entry: its call phase, and any other that did not pass.
+        Grading captures no output and no log, so the phases hold none."""
+        test = self._entry(report.nodeid, report.location)
         outcome = self.config.hook.pytest_report_teststatus(report=report,
                                                              config=self.config)[0]
-        if outcome not in ("passed", ""):
-            test["outcome"] = outcome
-        test[report.when] = serialize.make_teststage(report, None, None, None,
-                                                     omit_traceback=True)
+        self._outcome(report.nodeid, outcome)
+        if report.when == "call" or not report.passed:
+            test[report.when] = serialize.make_teststage(report, None, None, None,
+                                                         omit_traceback=True)
 
 
 @contextmanager
@@ -214,10 +278,12 @@ class Scored:
     tests: list[TestRecord]
 
 
-def score(ctx: LessonContext, raw: dict) -> Scored:
+def score(ctx: LessonContext, raw: dict, problem: str | None = "") -> Scored:
     """Each part's points shared by its graded tests in exact units (grader/points.py);
     practice tests are recorded at 0 of 0. Which mistake explains each part is
-    `diagnosis.diagnose`'s to say."""
+    `diagnosis.diagnose`'s to say. The heatmaps a page shows are drawn (`draw_shown`;
+    `problem`: the record's, which decides which tests the page shows; None: not yet,
+    the caller draws them once the record's problem is known)."""
     lesson = ctx.lesson
     refs = ctx.refs
     entries = raw["tests"]
@@ -233,7 +299,23 @@ def score(ctx: LessonContext, raw: dict) -> Scored:
         mine = [(t, m) for t, m in found if t.part == name]
         part.diagnosis = diagnose([t for t, _ in mine], {t.name: m for t, m in mine},
                                   mistakes, refs.signatures or {})
+    if problem is not None:
+        draw_shown(tests, problem)
     return Scored(points.total(parts), points.total(parts, "max_score"), parts, tests)
+
+
+def draw_shown(tests: list[TestRecord], problem: str) -> None:
+    """Draw the heatmaps a page will show (`compare.Later`) and drop the others, in the
+    checks themselves: where a page draws one, the record holds it as it did when
+    every failing check drew its own (`feedback.shown_pictures` says where)."""
+    maps, _ = shown_pictures(tests, problem)
+    for test in tests:
+        for c in test.checks:
+            if isinstance(c, dict) and isinstance(c.get("heatmap"), Later):
+                if id(c) in maps:
+                    c["heatmap"] = c["heatmap"].value()
+                else:
+                    del c["heatmap"]
 
 
 def _test_record(t: dict) -> TestRecord:
@@ -279,14 +361,15 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             # examples, the questions and the traces is read from it, the solution never
             # imported (autograder_zip says why)
             recorded_only = os.environ.get(FROM_RECORDING) == "1"
-            examples = _examples(ctx, caller, session, reports[0], recorded_only)
-            answers = _answers(ctx, caller, session, reports[0], recorded_only)
+            scored = score(ctx, reports[0], None)  # once: every step below reads it
+            examples = _examples(ctx, caller, session, scored, recorded_only)
+            answers = _answers(ctx, caller, session, scored, recorded_only)
             if session is not None:
                 session.close()
             first = {part: (e.probe, e.args) for part, e in examples.items()}
             where = divergence.trace_failing(ctx, session, reports[0], first,
                                              compute=not recorded_only)[0]
-            record = _record(ctx, sub, slot, session, missing, reports[0],
+            record = _record(ctx, sub, slot, session, missing, reports[0], scored,
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()}
             for name, found in answers.items():  # feedback only: after the points
@@ -297,14 +380,13 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
 
 
 def _examples(ctx: LessonContext, caller: object, session: Session | None,
-              raw: dict, recorded_only: bool = False) -> dict[str, smallest.Example]:
+              scored: Scored, recorded_only: bool = False) -> dict[str, smallest.Example]:
     """The smallest failing example of each failing part, asked of the student's code
     in its own session while it is open (fresh inputs only: grader/smallest.py, with
     the lesson's examples.py)."""
     if session is None or session.fatal is not None:
         return {}
-    failing = [name for name, part in score(ctx, raw).parts.items()
-               if part.passed < part.tests]
+    failing = [name for name, part in scored.parts.items() if part.passed < part.tests]
     try:
         return smallest.examples(ctx.tests, ctx.refs.probes, failing, caller,
                                  _reference(ctx, recorded_only))
@@ -322,13 +404,13 @@ def _reference(ctx: LessonContext, recorded_only: bool) -> Caller:
 
 
 def _answers(ctx: LessonContext, caller: object, session: Session | None,
-             raw: dict, recorded_only: bool = False) -> dict[str, list[dict]]:
+             scored: Scored, recorded_only: bool = False) -> dict[str, list[dict]]:
     """What the student's functions answer to the lesson's questions on fresh inputs
     (grader/questions.py), for each failing part no known mistake explains, asked in
     its own session while it is open."""
     if session is None or session.fatal is not None:
         return {}
-    unexplained = [name for name, part in score(ctx, raw).parts.items()
+    unexplained = [name for name, part in scored.parts.items()
                    if part.passed < part.tests and part.diagnosis is None]
     found: dict[str, list[dict]] = {}
     try:
@@ -344,23 +426,24 @@ def _answers(ctx: LessonContext, caller: object, session: Session | None,
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
-            session: Session | None, missing: bool | None, raw: dict,
+            session: Session | None, missing: bool | None, raw: dict, scored: Scored,
             elapsed: float, where: dict[str, dict] | None = None) -> GradeRecord:
     """The one place a result record is built: from the file `read` took (`missing`:
     None when it could be read, else whether it is absent), what the session
-    established about the run, and the verdicts of the raw log."""
-    scored = score(ctx, raw)
+    established about the run, and `scored`, the verdicts of its raw log."""
     failing = {t.part for t in scored.tests if not t.passed}
     for name, found in (where or {}).items():  # feedback only: after the points
         if name in scored.parts and name in failing:
             scored.parts[name].where = found
     fatal = session.fatal if session is not None else None
+    problem = sub.problem if session is None else (fatal.message if fatal else "")
+    draw_shown(scored.tests, problem)
     return GradeRecord(
         student_id=sub.student_id, lesson=ctx.key,
         status=status_of(missing, fatal.kind if fatal else None, scored.tests),
         score=scored.score, max_score=scored.max_score, parts=scored.parts,
         tests=scored.tests,
-        problem=sub.problem if session is None else (fatal.message if fatal else ""),
+        problem=problem,
         import_traceback=fatal.traceback if fatal else "",
         output=session.output.text() if session is not None else "",
         sandboxed=bool(slot and slot.sandboxed),

@@ -2,8 +2,9 @@
 layout is known here only; every other module asks a `Store` for a path.
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
-    OUT/raw/<id>.json       pytest-json-report's raw log for that student, less
-                            what results/<id>.json holds (`raw_without_results`)
+    OUT/raw/<id>.json       pytest-json-report's raw log for that student (each
+                            test's call phase, runner.GradingLoop), less what
+                            results/<id>.json holds (`raw_without_results`)
     OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, written at the end of a run from each
                             student's entry, spooled as it was graded

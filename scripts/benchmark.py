@@ -3,7 +3,8 @@
 
     .venv/bin/python scripts/benchmark.py            # 200 copies, --jobs = the cores
     .venv/bin/python scripts/benchmark.py --n 100 --jobs 2
-    .venv/bin/python scripts/benchmark.py --class-sizes 100,1000 [--against OLD_CHECKOUT]
+    .venv/bin/python scripts/benchmark.py --class-sizes 100,1000,10000 [--against OLD_CHECKOUT]
+    .venv/bin/python scripts/benchmark.py --busy 10,60 [--against OLD_CHECKOUT]
 
 It grades N copies of the lesson-13 solution (each with its own trailing comment, so
 no cache by content can help) through the `grader` CLI as a subprocess, as a TA
@@ -453,6 +454,100 @@ def class_sizes(root: Path, sizes: list[int], jobs: int, old: Path | None) -> bo
     return same
 
 
+CPUACCT = Path("/sys/fs/cgroup/cpuacct")  # cgroup v1's CPU accounting, where root has it
+
+
+def tree_cpu(cmd: list[str], log: Path, env: dict | None = None) -> float:
+    """CPU seconds of every process of a run: as root where cgroup v1's cpuacct is
+    mounted, the usage of a cgroup of its own, which every process it starts stays in
+    (the sandbox's too, however each ends); else the run's rusage once reaped, which
+    holds only what each parent reaped (a process killed with the sandbox's pid
+    namespace is not). Other work on the machine is in neither, as it is in /proc/stat."""
+    group = None
+    if os.geteuid() == 0 and (CPUACCT / "cpuacct.usage").exists():
+        group = CPUACCT / f"grader-bench-{os.getpid()}"
+        group.mkdir(exist_ok=True)
+
+    def enter() -> None:  # in the child, before it runs anything
+        if group is not None:
+            (group / "cgroup.procs").write_text(str(os.getpid()))
+
+    try:
+        with open(log, "w") as f:
+            proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=REPO,
+                                    start_new_session=True, env=env, preexec_fn=enter)
+            _, status, usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"grader run failed: {' '.join(cmd)}\n{log.read_text()[-3000:]}")
+        if group is None:
+            return usage.ru_utime + usage.ru_stime
+        while (group / "cgroup.procs").read_text().strip():  # stragglers: let them end
+            time.sleep(0.1)
+        return int((group / "cpuacct.usage").read_text()) / 1e9
+    finally:
+        if group is not None:
+            group.rmdir()
+
+
+def code_cmd(subs: Path, out: Path, jobs: int, code: Path) -> tuple[list[str], dict]:
+    """`grader run` as the checkout `code` runs it (this checkout's .venv)."""
+    return old_cmd(subs, out, jobs, code)
+
+
+def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
+                     codes: dict[str, Path], compute_s: float) -> None:
+    """Busy CPU per student for a correct class (copies of the solution) and a
+    mistaken one (copies of examples/13/grace: two known mistakes, every failing part
+    explained), each code's, as the difference between a class of `large` and one of
+    `small` (start-up cancels out), divided by the pure compute; codes alternate run
+    by run so that load on the machine falls on both alike."""
+    kinds = {"correct": COURSE.parent / "solutions" / "13_moe.py",
+             "mistaken": SAMPLE / "grace" / "13_moe.py"}
+    cpu: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    for kind, source in kinds.items():
+        for n in (small, large):
+            shutil.rmtree(root / f"busy-{kind}-{n}", ignore_errors=True)
+        classes = {n: make_class(root / f"busy-{kind}-{n}", n, source) for n in (small, large)}
+        for r in range(rounds):
+            names = list(codes) if r % 2 == 0 else list(reversed(codes))
+            for name in names:
+                for n, subs in classes.items():
+                    out = root / f"busy-out-{kind}-{name}-{n}"
+                    shutil.rmtree(out, ignore_errors=True)
+                    cmd, env = code_cmd(subs, out, jobs, codes[name])
+                    print(f"busy CPU: {kind}, {name} code, {n} students (round {r + 1}) …",
+                          flush=True)
+                    cpu[kind, name, n].append(tree_cpu(cmd, root / f"busy-{kind}-{name}-{n}.log",
+                                                       env))
+    rows = []
+    per: dict[tuple[str, str], float] = {}
+    for kind in kinds:
+        for name in codes:
+            each = [(b - a) / (large - small)
+                    for a, b in zip(cpu[kind, name, small], cpu[kind, name, large])]
+            per[kind, name] = sorted(each)[len(each) // 2]
+            rows.append((f"{kind} class, {name} code: CPU per student (median of {rounds})",
+                         f"{1000 * per[kind, name]:.0f} ms = "
+                         f"{per[kind, name] / compute_s:.1f}x compute"))
+    print()
+    print(table(rows))
+    print(f"pure probe compute: {1000 * compute_s:.1f} ms")
+    how = "a cpuacct cgroup's usage" if os.geteuid() == 0 and \
+        (CPUACCT / "cpuacct.usage").exists() else "rusage of the reaped tree"
+    targets = {"correct": 3, "mistaken": 6}
+    for kind in kinds:
+        ratio = per[kind, "new"] / compute_s
+        line = f"  {kind}: {ratio:.1f}x compute ({'meets' if ratio <= targets[kind] else 'MISSES'} " \
+               f"the {targets[kind]}x target)"
+        if "old" in codes:
+            line += f"; new / old {per[kind, 'new'] / per[kind, 'old']:.2f}"
+        print(line)
+    print(f"notes: each figure is (CPU of a {large}-student run - CPU of a {small}-student "
+          f"run) / {large - small}, the CPU of every process of the run ({how}), so other "
+          "load on the machine is not counted; the compute is the solution answering "
+          "every graded request, warm, one process")
+
+
 def main() -> None:
     cores = len(os.sched_getaffinity(0))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -465,7 +560,13 @@ def main() -> None:
     ap.add_argument("--class-sizes", metavar="N,N,...",
                     help="instead: the parent's peak memory at these class sizes")
     ap.add_argument("--against", type=Path, metavar="CHECKOUT",
-                    help="with --class-sizes: the old code, which reads back each class")
+                    help="with --class-sizes: the old code, which reads back each class; "
+                         "with --busy: the old code, measured beside this one")
+    ap.add_argument("--busy", metavar="SMALL,LARGE",
+                    help="instead: busy CPU per student, correct and mistaken classes")
+    ap.add_argument("--rounds", type=int, default=3, help="with --busy: runs of each")
+    ap.add_argument("--code", type=Path, metavar="CHECKOUT", default=REPO,
+                    help="with --busy: the new code (default: this checkout)")
     args = ap.parse_args()
     if not GRADER.exists():
         sys.exit(f"no {GRADER}: install the project into .venv first")
@@ -480,6 +581,13 @@ def main() -> None:
           f"workdir {root}, load average {os.getloadavg()[0]:.1f}", flush=True)
     global COURSE
     COURSE = snapshot_course(root / "course")
+    if args.busy:
+        small, large = (int(x) for x in args.busy.split(","))
+        print("pure probe compute …", flush=True)
+        compute = probe_compute(COURSE, args.compute_reps)
+        codes = {"new": args.code, **({"old": args.against} if args.against else {})}
+        busy_per_student(root, small, large, jobs, args.rounds, codes, compute["cpu_s"])
+        return
     if args.class_sizes:
         sizes = [int(x) for x in args.class_sizes.split(",")]
         if not class_sizes(root, sizes, jobs, args.against):

@@ -103,3 +103,28 @@ def test_the_tolerance_advisor_measures_errors_by_the_checks_own_rule():
     assert seen.max_rel == check.max_rel_diff == 0.25
     rec.close("one nan", torch.tensor([float("nan"), 1.0], dtype=torch.float64), ref)
     assert rec.compared[-1].max_abs == float("inf") and rec.items[-1].max_abs_diff is None
+
+
+def test_a_later_heatmap_is_the_one_drawn_at_once_and_only_shown_ones_are_drawn():
+    """The grading path's checks keep each failing check's heatmap for later
+    (`compare.Later`); drawn, it is the heatmap a check draws at once. The record then
+    draws the heatmaps its page shows, in the checks, and drops the others."""
+    from grader.compare import Later
+    from grader.record import TestRecord
+    from grader.runner import draw_shown
+
+    g = torch.Generator().manual_seed(3)
+    ref = torch.randn(5, 40, 70, generator=g)
+    got = ref + torch.rand(5, 40, 70, generator=g) ** 4
+    now, later = Checks(TOL), Checks(TOL, later=True)
+    for c in (now, later):
+        c.close("output", got, ref)
+        c.close("again", got, ref)
+    assert isinstance(later.items[0].heatmap, Later)
+    assert later.items[0].heatmap.value() == now.items[0].heatmap
+    checks = [c.to_dict() for c in later.items]
+    tests = [TestRecord(name="test_x[0]", part="ffn", practice=False, outcome="failed",
+                        checks=checks)]
+    draw_shown(tests, "")
+    assert checks[0]["heatmap"] == now.items[0].heatmap  # the first failing check's: drawn
+    assert "heatmap" not in checks[1]  # a page draws one a card

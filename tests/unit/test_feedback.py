@@ -211,6 +211,10 @@ def test_a_result_keeps_only_the_heatmaps_its_page_draws(course):
     assert maps(kept) == [("test_output[float64-1]", "output"), ("test_route[0]", "topk_weight"),
                           ("test_moe[0]", "output"), ("test_moe[1]", "output")]
     assert len(maps(record)) == 2 + 2 * 4  # the record itself is not changed
+    # a passed check keeps its name alone: the page counts it, the audit names it
+    passed = [c for t in kept.tests for c in t.checks if c.get("passed")]
+    assert passed and all(set(c) == {"name", "passed"} for c in passed)
+    assert any("max_abs_diff" in c for t in record.tests for c in t.checks if c.get("passed"))
     for lang in ("en", "zh"):
         assert feedback.render_student(kept, course, "13", lang) == \
             feedback.render_student(record, course, "13", lang)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from grader import runner
 from grader.context import LessonContext
 
-TEST_KEYS = {"nodeid", "lineno", "outcome", "keywords", "setup", "call", "teardown",
-             "metadata"}
+# each test's call phase; another phase only where it did not pass
+TEST_KEYS = {"nodeid", "lineno", "outcome", "call", "metadata"}
 
 
 def test_each_submission_has_its_own_raw_log(course):
@@ -42,3 +42,38 @@ def test_practice_tests_are_those_of_practice_files(course):
     assert files[runner.GRADED] and not any(f.startswith("test_practice_")
                                             for f in files[runner.GRADED])
     assert "pytestmark" not in (ctx.tests / "test_practice_norm.py").read_text()
+
+
+def _without_durations(report: dict) -> list[dict]:
+    return [{**t, "call": {k: v for k, v in t["call"].items() if k != "duration"}}
+            for t in report["tests"]]
+
+
+def test_a_test_called_directly_reports_as_through_pytests_protocol(course, monkeypatch):
+    """Every hidden test takes only the grading plugin's fixtures, so the loop calls it
+    without pytest's per-item protocol: the records are the same either way, verdicts,
+    evidence and diagnoses alike, for a correct and a mistaken submission."""
+    ctx = LessonContext(course, "13")
+    wrong = next(v.caller for v in ctx.refs.variants if v.mistake.part == "router")
+    decided: list[bool] = []
+    directly = runner.runs_directly
+    monkeypatch.setattr(runner, "runs_directly",
+                        lambda item: decided.append(directly(item)) or decided[-1])
+
+    def reports() -> list[dict]:
+        got: list[dict] = []
+        runner.run_tests(ctx, [(ctx.refs.reference.twin(), got.append),
+                               (wrong, got.append)])
+        return got
+
+    direct = reports()
+    assert decided and all(decided)  # every hidden test of the lesson
+    monkeypatch.setattr(runner, "runs_directly", lambda item: False)
+    protocol = reports()
+    # scored (which draws the heatmaps a page shows, in the checks): the same points
+    assert [runner.score(ctx, r).score for r in direct] == \
+        [runner.score(ctx, r).score for r in protocol]
+    assert [r["summary"] for r in direct] == [r["summary"] for r in protocol]
+    assert direct[1]["summary"]["failed"] > 0
+    assert [_without_durations(r) for r in direct] == [_without_durations(r) for r in protocol]
+
