@@ -52,7 +52,8 @@ the submission, return plain values (tensors, numbers, strings, lists, dicts).
 
 This file runs inside the sandbox on a student's module and on the trusted side on
 the solution: it holds no answer (students receive it). Errors raised here are
-shown to the student, so they say what to fix.
+shown to the student, so they say what to fix: raise probekit.ContractError, which the
+page shows as the interface's message, not as the student's exception.
 """
 import torch
 

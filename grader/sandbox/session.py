@@ -31,7 +31,8 @@ if TYPE_CHECKING:
 MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
 MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped (MAX_TEXT)
 MAX_TYPE = 200
-KINDS = frozenset({"exception", "not_implemented", "memory", "exit", "import", "load"})
+KINDS = frozenset({"exception", "not_implemented", "memory", "exit", "import", "load",
+                   "contract"})
 WRONG_REQUEST = ("your code answered for another request {where}: did it fork, or "
                  "start a thread that writes to the grader's socket?")
 
@@ -284,7 +285,7 @@ def _error_from(err: dict, limits: Limits) -> StudentError:
         message = f"your code called sys.exit({message})"
     elif kind == "not_implemented":
         message = "not implemented yet (NotImplementedError)" + (f": {message}" if message else "")
-    elif kind != "load":  # the loader's own sentence needs no exception type in front
+    elif kind not in ("load", "contract"):  # the grader's own sentence needs no type in front
         message = f"{type_}: {message}" if type_ else message
     if "[Errno 28]" in message:  # ENOSPC: in the sandbox only the scratch fills up
         message += f" (the scratch limit of {limits.scratch_mb} MiB)"
