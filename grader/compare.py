@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from grader import structure
+from grader.closeness import abs_error, allowance, rel_error
 from grader.strings import Said, Text, restored, say
 from grader.shown import NON_FINITE
 
@@ -106,22 +107,6 @@ def _float64(t: torch.Tensor) -> np.ndarray:
         except AttributeError:
             pass
     return cached
-
-
-def abs_error(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """|got - ref| per element: the one rule for values that are not numbers. Where
-    both are NaN they agree (0); any other NaN (one side's) is an infinite error."""
-    err = np.asarray(np.abs(got - ref))  # an array even for 0-dim tensors
-    if not np.isfinite(err).all():
-        err[np.isnan(got) & np.isnan(ref)] = 0.0
-        err[np.isnan(err)] = np.inf
-    return err
-
-
-def rel_error(err: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """`err` relative to |ref|; a zero or NaN reference counts as 1e-30 (a huge finite
-    ratio, not a division by zero; 0 where both are NaN)."""
-    return err / np.fmax(np.abs(ref), 1e-30)
 
 
 def _alternatives(alt) -> list:
@@ -260,9 +245,7 @@ class Checks:
             return base
         g, r = _float64(got), _float64(ref)
         err = abs_error(g, r)
-        allowed = np.asarray(t.atol + t.rtol * np.abs(r))
-        if np.isnan(allowed).any():  # a NaN reference: atol (a NaN answer's error is 0)
-            allowed = np.where(np.isnan(allowed), t.atol, allowed)
+        allowed = allowance(r, t.atol, t.rtol)
         base.passed = bool((err <= allowed).all())
         if err.size:
             worst = int(np.argmax(err - allowed))

@@ -56,6 +56,10 @@ class Where:
     matched: list[str] = field(default_factory=list)
     got: str = ""
     ref: str = ""
+    got_shape: list[int] = field(default_factory=list)  # [] where the sentence names none
+    ref_shape: list[int] = field(default_factory=list)
+    got_at: list[int] = field(default_factory=list)     # where the quoted values start,
+    ref_at: list[int] = field(default_factory=list)     # [] at the first element
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -67,7 +71,15 @@ class Where:
         return cls(str(d["kind"]), int(d.get("line") or 0), int(d.get("end") or 0),
                    str(d.get("code") or "")[:MAX_CODE], str(d.get("name") or "")[:60],
                    [str(n)[:60] for n in (d.get("matched") or [])][:MAX_MATCHED],
-                   str(d.get("got") or "")[:200], str(d.get("ref") or "")[:200])
+                   str(d.get("got") or "")[:200], str(d.get("ref") or "")[:200],
+                   *(_ints(d.get(k)) for k in ("got_shape", "ref_shape", "got_at", "ref_at")))
+
+
+def _ints(value: object) -> list[int]:
+    """A shape or an index as a record holds it; [] for anything else."""
+    if not isinstance(value, list) or len(value) > 8:
+        return []
+    return [int(v) for v in value if isinstance(v, int) and not isinstance(v, bool)]
 
 
 @dataclass
@@ -144,9 +156,15 @@ def _tolerance(tols: dict, *dtypes: torch.dtype) -> Tolerance:
     return Tolerance(t.atol, t.rtol) if t else Tolerance(1e-5, 1e-4)
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, tol: Tolerance) -> bool:
+def _near(a: torch.Tensor, b: torch.Tensor, tol: Tolerance) -> torch.Tensor:
+    """Per element, grader/closeness.py's rule in torch: a non-finite `b` is matched
+    only by itself."""
     same = (a == b) | (a.isnan() & b.isnan())
-    return bool((same | ((a - b).abs() <= tol.atol + tol.rtol * b.abs())).all())
+    return same | (b.isfinite() & ((a - b).abs() <= tol.atol + tol.rtol * b.abs()))
+
+
+def _close(a: torch.Tensor, b: torch.Tensor, tol: Tolerance) -> bool:
+    return bool(_near(a, b, tol).all())
 
 
 def same_values(s: torch.Tensor, r: torch.Tensor, tols: dict) -> bool:
@@ -255,20 +273,76 @@ def _quote(source_lines: list[str], span: tuple[int, int]) -> str:
     return text if len(text) <= MAX_CODE else text[:MAX_CODE - 1] + "…"
 
 
-def shown(t: torch.Tensor) -> str:
-    """A value as the page quotes it: a few numbers, and its shape if it has more."""
+def _items(flat: torch.Tensor, digits: int) -> list[str]:
+    if flat.dtype == torch.bool:
+        return ["True" if bool(x) else "False" for x in flat]
+    if flat.is_floating_point():
+        return [f"{float(x):.{digits}g}" for x in flat]
+    return [str(int(x)) for x in flat]
+
+
+def shown(t: torch.Tensor, start: int = 0, digits: int = 4) -> str:
+    """A value as the page quotes it: a few numbers from flat position `start` on
+    (`…` where some are left out). Its shape and that position are the sentence's to
+    say, in the page's language (`Where.got_shape`, `got_at`)."""
     flat = t.detach().reshape(-1)
-    if t.dtype == torch.bool:
-        items = ["True" if bool(x) else "False" for x in flat[:SHOWN]]
-    elif t.is_floating_point():
-        items = [f"{float(x):.4g}" for x in flat[:SHOWN]]
-    else:
-        items = [str(int(x)) for x in flat[:SHOWN]]
+    items = _items(flat[start:start + SHOWN], digits)
     if t.dim() == 0:
         return items[0] if items else "[]"
-    more = ", …" if flat.numel() > SHOWN else ""
-    shape = f" (shape {list(t.shape)})" if flat.numel() > SHOWN or t.dim() > 1 else ""
-    return f"[{', '.join(items)}{more}]{shape}"
+    before = "…, " if start > 0 else ""
+    more = ", …" if flat.numel() > start + SHOWN else ""
+    return f"[{before}{', '.join(items)}{more}]"
+
+
+def _index(t: torch.Tensor, flat: int) -> list[int]:
+    """The index, in `t`'s own shape, of its element at flat position `flat`."""
+    out = []
+    for size in reversed(t.shape):
+        out.append(flat % size)
+        flat //= size
+    return out[::-1]
+
+
+def _apart(s: torch.Tensor, r: torch.Tensor, tols: dict) -> int:
+    """The first flat position where `s` and `r` differ (values in the order they are
+    stored, so a flatten after a transpose shows where the orders part); 0 when their
+    sizes differ or no element does."""
+    if s.numel() != r.numel() or s.numel() == 0:
+        return 0
+    a, b = s.detach().double().reshape(-1), r.detach().double().reshape(-1)
+    off = (~_near(a, b, _tolerance(tols, s.dtype, r.dtype))).nonzero()
+    return int(off[0]) if len(off) else 0
+
+
+def _digits(s: torch.Tensor, r: torch.Tensor, at: int) -> int:
+    """Significant digits enough that the first values quoted read differently (4, or
+    up to 17 where they differ only further on)."""
+    if not (s.is_floating_point() and r.is_floating_point()) or s.numel() != r.numel() \
+            or s.numel() == 0:
+        return 4
+    a, b = float(s.detach().reshape(-1)[at]), float(r.detach().reshape(-1)[at])
+    digits = 4
+    while a != b and digits < 17 and f"{a:.{digits}g}" == f"{b:.{digits}g}":
+        digits += 1
+    return digits
+
+
+def _quoted(s: torch.Tensor, r: torch.Tensor | None, tols: dict) -> dict:
+    """The `Where` fields quoting a student's value and the reference's, from the first
+    position where they differ, with enough digits that they visibly differ."""
+    if r is None:
+        return {"got": shown(s), "got_shape": _shape(s)}
+    first = _apart(s, r, tols)
+    digits = _digits(s, r, first)
+    at = first if s.numel() > SHOWN else 0  # a short value is quoted whole
+    return {"got": shown(s, at, digits), "ref": shown(r, at, digits),
+            "got_shape": _shape(s), "ref_shape": _shape(r),
+            "got_at": _index(s, at) if at else [], "ref_at": _index(r, at) if at else []}
+
+
+def _shape(t: torch.Tensor) -> list[int]:
+    """The shape the sentence names: only where a value has more than it quotes."""
+    return list(t.shape) if t.numel() > SHOWN or t.dim() > 1 else []
 
 
 # ---------------------------------------------------------------- the finding
@@ -399,7 +473,7 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
                     and theirs.at(r.step) >= differ and r.name == e.name][:1]
             if here and not any(same_values(e.value, r, tols) for r in here):
                 return Where("line", span[0], span[1], _quote(source_lines, span), e.name,
-                             matched_before(differ), shown(e.value), shown(here[0]))
+                             matched_before(differ), **_quoted(e.value, here[0], tols))
         head = _quote(source_lines, span).split(" ", 1)[0].rstrip(":")
         if not produced and head in _BRANCH:
             return Where("path", span[0], span[1], _quote(source_lines, span),
@@ -427,8 +501,7 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     occurrence = sum(1 for e in before if e.name == event.name and e.func == event.func)
     ref_value = same_name[min(occurrence, len(same_name) - 1)] if same_name else None
     return Where("line", span[0], span[1], _quote(source_lines, span), event.name,
-                 matched_before(mine.at(event.step)), shown(event.value),
-                 shown(ref_value) if ref_value is not None else "")
+                 matched_before(mine.at(event.step)), **_quoted(event.value, ref_value, tols))
 
 
 # ---------------------------------------------------------------- a lesson's references
@@ -692,9 +765,19 @@ def sentence(found: object, t: dict[str, str]) -> str:
     if w.kind == "extra":
         return t["where_extra"].format(line=w.line, code=w.code, name=w.name)
     name = _shown_name(w.name, t)
-    here = (t["where_ref"].format(name=name, got=w.got, ref=w.ref) if w.ref
-            else t["where_noref"].format(name=name, got=w.got))
+    got = w.got + _placed(w.got_shape, w.got_at, t)
+    here = (t["where_ref"].format(name=name, got=got,
+                                  ref=w.ref + _placed(w.ref_shape, w.ref_at, t)) if w.ref
+            else t["where_noref"].format(name=name, got=got))
     return head + here + t["where_fresh"]
+
+
+def _placed(shape: list[int], at: list[int], t: dict[str, str]) -> str:
+    """" (from index [0, 2], shape [2, 3])" in the page's language: where the quoted
+    values start (when not at the first element) and the value's shape."""
+    if at:
+        return t["where_from_shape"].format(at=at, shape=shape)
+    return t["where_shape"].format(shape=shape) if shape else ""
 
 
 def sentence_html(found: object, t: dict[str, str]) -> Markup:

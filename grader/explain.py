@@ -112,7 +112,7 @@ def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
 def answer_text(finding: dict, t: dict[str, str]) -> str:
     """One finding of grader/questions.py as a sentence; "" for an unknown kind."""
     kind = finding.get("kind")
-    if kind not in ("ignores", "rows", "dtype"):
+    if kind not in ("ignores", "rows", "earlier", "dtype"):
         return ""
     return t[f"q_{kind}"].format(function=finding.get("function", ""),
                                  argument=finding.get("argument", ""),

@@ -6,6 +6,9 @@ the trusted side asks the student's function a few more questions on fresh input
   alone: the reference's outputs differ, the student's are the same.
 - `rows`: rows that depend on other rows. Two inputs that differ in one token alone:
   the reference's outputs for the other tokens are the same, the student's are not.
+- `earlier`: the same for a causal function: two inputs that differ in the last token
+  alone, the reference's outputs for the earlier tokens are the same, the student's
+  are not.
 - `dtype`: float64 in, another dtype out, where the reference keeps float64.
 
 Each holds only when it holds on every one of ROUNDS fresh inputs, so a finding is a
@@ -36,14 +39,14 @@ ROUNDS = 3             # fresh inputs per question: a finding holds on every one
 class Question:
     """One question about a part's function.
 
-    kind: ignores, rows or dtype; function: the student's function or class as the
-    page names it; probe: the probe called; outputs: the probe's outputs compared;
+    kind: ignores, rows, earlier or dtype; function: the student's function or class as
+    the page names it; probe: the probe called; outputs: the probe's outputs compared;
     inputs(i): the i-th fresh input, a pair of argument dicts for `ignores` (differing
-    in `argument` alone) and `rows` (differing in one token alone), one dict for
-    `dtype`, or None (no input: then nothing is claimed); argument: for `ignores`, the
-    argument the pair changes; others: for `rows`, an output's values for the tokens
-    the pair leaves alone; canonical: outputs as the tests compare them (top-k as
-    sets)."""
+    in `argument` alone), `rows` and `earlier` (differing in one token alone: the
+    first, the last), one dict for `dtype`, or None (no input: then nothing is
+    claimed); argument: for `ignores`, the argument the pair changes; others: for
+    `rows` and `earlier`, an output's values for the tokens the pair leaves alone;
+    canonical: outputs as the tests compare them (top-k as sets)."""
 
     kind: str
     function: str
@@ -106,7 +109,7 @@ def _round(q: Question, given: object, student, reference) -> dict | None | bool
     others = q.others or (lambda t: t)
     if not _same(*ref, q.outputs, others) or _same(*got, q.outputs, others):
         return False
-    return {"kind": "rows", "function": q.function}
+    return {"kind": q.kind, "function": q.function}
 
 
 def answer(q: Question, student, reference) -> dict | None:

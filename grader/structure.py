@@ -16,6 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from grader import contrast
+from grader.closeness import near
 
 MIN_FIT = 4        # elements needed before a fitted factor or shift means anything
 MAX_DENOMINATOR, MAX_NUMERATOR = 8, 64   # a factor is claimed only as such a fraction
@@ -30,7 +31,7 @@ def within(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> bool:
     """`got` matches `want` elementwise as `Checks.close` would (finite values only)."""
     if got.shape != want.shape or not np.isfinite(want).all() or not np.isfinite(got).all():
         return False
-    return bool((np.abs(got - want) <= atol + rtol * np.abs(want)).all())
+    return bool(near(got, want, atol, rtol).all())
 
 
 def _rows(a: np.ndarray) -> np.ndarray:
@@ -38,7 +39,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 
 def _row_ok(got: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:
-    return (np.abs(got - ref) <= atol + rtol * np.abs(ref)).all(axis=-1)
+    return near(got, ref, atol, rtol).all(axis=-1)
 
 
 def nonfinite(got, ref, atol, rtol) -> Claim | None:

@@ -211,6 +211,8 @@ def _describe_unguarded(exc: BaseException, path: str, max_text: int) -> dict:
     kit = sys.modules.get("grader.inside.probekit")  # loaded by the probes, if they use it
     if kit is not None and isinstance(exc, getattr(kit, "LoadError", ())):
         kind = "load"  # the grader's loader refused the module: not the student's raise
+    elif kit is not None and isinstance(exc, getattr(kit, "ContractError", ())):
+        kind = "contract"  # a probe says what the module lacks: not the student's raise
     elif isinstance(exc, NotImplementedError):
         kind = "not_implemented"
     elif isinstance(exc, MemoryError) or "can't allocate memory" in message[:2000]:

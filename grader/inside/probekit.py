@@ -16,11 +16,24 @@ import torch
 from torch import nn
 
 
+class ContractError(TypeError):
+    """What a probe found the student's module lacks of the lesson's contract (a class
+    that is not an nn.Module, a result that is not a tensor, a missing attribute): the
+    message says what to change, and nothing in the student's code raised. The harness
+    reports it as its own kind, not as the student's exception."""
+
+
+class LoadError(ContractError):
+    """The grader could not load the reference's weights into the student's module (a
+    parameter missing, or of another shape): its layout is wrong. Reported as its own
+    kind too, which says it was the loader."""
+
+
 def plain(value: object, what: str) -> torch.Tensor:
     """A detached copy of a tensor as a plain torch.Tensor (no subclass, no graph), or
-    a TypeError naming `what` so the student knows which result was wrong."""
+    a ContractError naming `what` so the student knows which result was wrong."""
     if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(value).__name__}")
+        raise ContractError(f"{what} must be a torch.Tensor, got {type(value).__name__}")
     return value.detach().as_subclass(torch.Tensor).clone()
 
 
@@ -39,7 +52,7 @@ def build(cls: object, what: str, *args, **kwargs) -> nn.Module:
     without nn.Linear's random initialisation: `load` overwrites every weight anyway,
     and initialisation is most of a small layer's cost."""
     if not isinstance(cls, type) or not issubclass(cls, nn.Module):
-        raise TypeError(f"{what} must be a subclass of torch.nn.Module")
+        raise ContractError(f"{what} must be a subclass of torch.nn.Module")
     reset = nn.Linear.reset_parameters
     nn.Linear.reset_parameters = lambda self: None
     try:
@@ -61,13 +74,6 @@ def noise(name: str, like: torch.Tensor) -> torch.Tensor:
     """Fixed non-zero values for a tensor the reference lacks, the same on both sides."""
     g = torch.Generator().manual_seed(zlib.crc32(name.encode()))
     return (torch.randn(like.shape, generator=g, dtype=torch.float64) * 0.5).to(like.dtype)
-
-
-class LoadError(Exception):
-    """The grader could not load the reference's weights into the student's module (a
-    parameter missing, or of another shape): its layout is wrong, but nothing in the
-    student's code raised. The harness reports it as its own kind, not as the student's
-    exception."""
 
 
 def load(module: nn.Module, state: dict[str, torch.Tensor], what: str) -> list[str]:

@@ -52,7 +52,8 @@ the submission, return plain values (tensors, numbers, strings, lists, dicts).
 
 This file runs inside the sandbox on a student's module and on the trusted side on
 the solution: it holds no answer (students receive it). Errors raised here are
-shown to the student, so they say what to fix.
+shown to the student, so they say what to fix: raise probekit.ContractError, which the
+page shows as the interface's message, not as the student's exception.
 """
 import torch
 
@@ -114,13 +115,16 @@ $checks''')
 PRACTICE_COMPOSITE = Template('''"""Practice case for part "$part" (0 points), built from the other parts: like its
 graded tests it compares with `explained` too, so a student whose other parts hold
 a known mistake sees it named there, not here. Shipped to students with its
-recorded results, so its inputs come from a seed no graded case uses."""
+recorded results, so its inputs come from a seed no graded case uses; its parameters
+are the graded tests', so its id names its case as theirs do."""
+import pytest
 import torch
 
 
-def test_practice_$part(student, reference, explained, check):
-    g = torch.Generator().manual_seed($seed)
-    x = torch.randn(2, 8, generator=g)
+@pytest.mark.parametrize("dtype,shape,seed", [("float32", (2, 8), $seed)])
+def test_practice_$part(student, reference, explained, check, dtype, shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g, dtype=torch.float64).to(getattr(torch, dtype))
 $checks''')
 
 EXAMPLES = Template('''# A sample class for lesson $key
@@ -136,13 +140,16 @@ mistake, one that raises, one that times out) and say what each should score.
 ''')
 
 PRACTICE = Template('''"""Practice case for part "$part" (0 points): shipped to students with its recorded
-reference result, so its inputs come from a seed no graded case uses."""
+reference result, so its inputs come from a seed no graded case uses; its parameters
+are the graded tests', so its id names its case as theirs do."""
+import pytest
 import torch
 
 
-def test_practice_$part(student, reference, check):
-    g = torch.Generator().manual_seed($seed)
-    x = torch.randn(2, 8, generator=g)
+@pytest.mark.parametrize("dtype,shape,seed", [("float32", (2, 8), $seed)])
+def test_practice_$part(student, reference, check, dtype, shape, seed):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(*shape, generator=g, dtype=torch.float64).to(getattr(torch, dtype))
     got, ref = student.call("$part", x=x), reference.call("$part", x=x)
     check.shape("output shape", got["y"], tuple(ref["y"].shape))
     check.close("output", got["y"], ref["y"])

@@ -34,7 +34,8 @@ if TYPE_CHECKING:
 MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
 MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped (MAX_TEXT)
 MAX_TYPE = 200
-KINDS = frozenset({"exception", "not_implemented", "memory", "exit", "import", "load"})
+KINDS = frozenset({"exception", "not_implemented", "memory", "exit", "import", "load",
+                   "contract"})
 _NOT_PROVIDED = re.compile(r"No module named '([A-Za-z_][\w]*)'")
 # the i18n.yml key of the sentence for each signal that names its own cause
 SIGNAL_CAUSES = {
@@ -287,7 +288,7 @@ def _error_from(err: dict, limits: Limits, allowed: Iterable[str] = ()) -> Stude
             and missing[1] not in allowed:  # the harness's import guard refused it
         message = say("err_not_provided", message=f"{type_}: {message}",
                       allowed=", ".join(sorted(allowed)))
-    elif kind != "load":  # the loader's own sentence needs no exception type in front
+    elif kind not in ("load", "contract"):  # the grader's own sentence needs no type in front
         message = f"{type_}: {message}" if type_ else message
     if "[Errno 28]" in message:  # ENOSPC: in the sandbox only the scratch fills up
         message = say("err_no_space", message=message, mb=limits.scratch_mb)

@@ -11,7 +11,8 @@ import pytest
 import torch
 
 from grader import plugin as fixtures
-from grader.compare import Check, Checks, _float64, abs_error, rel_error
+from grader.closeness import abs_error, rel_error
+from grader.compare import Check, Checks, _float64
 from grader.config import Course
 from grader.reference import Caller
 

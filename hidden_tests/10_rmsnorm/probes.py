@@ -2,17 +2,17 @@
 import torch
 from torch import nn
 
-from grader.inside.probekit import grad, plain
+from grader.inside.probekit import ContractError, grad, plain
 
 
 def rmsnorm(m, dim: int, eps: float, weight: torch.Tensor, x: torch.Tensor,
             gy: torch.Tensor) -> dict:
     cls = m.RMSNorm
     if not isinstance(cls, type) or not issubclass(cls, nn.Module):
-        raise TypeError("RMSNorm must be a subclass of torch.nn.Module")
+        raise ContractError("RMSNorm must be a subclass of torch.nn.Module")
     norm = cls(dim, eps=eps).to(x.dtype)
     if not isinstance(getattr(norm, "weight", None), nn.Parameter):
-        raise AttributeError("RMSNorm needs a learnable nn.Parameter named weight")
+        raise ContractError("RMSNorm needs a learnable nn.Parameter named weight")
     with torch.no_grad():
         norm.weight.copy_(weight)
     xs = x.clone().requires_grad_(True)

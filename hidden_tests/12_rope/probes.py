@@ -8,7 +8,7 @@ mistakes), with the whole table's shape and dtype.
 """
 import torch
 
-from grader.inside.probekit import plain
+from grader.inside.probekit import ContractError, plain
 
 # Rows of a slice sent back: a correct slice has seq_length (<= 16 in the tests), and a
 # wrong one, up to a whole table, must stay within what a reply may be beside the
@@ -19,11 +19,11 @@ MAX_ROWS = 128
 def _pair(out, what: str, names: tuple[str, str]) -> tuple[torch.Tensor, torch.Tensor]:
     """The two tensors of a (a, b) result, checked, not yet copied."""
     if not isinstance(out, (tuple, list)) or len(out) != 2:
-        raise TypeError(f"{what} must return a tuple ({names[0]}, {names[1]}), got "
+        raise ContractError(f"{what} must return a tuple ({names[0]}, {names[1]}), got "
                         f"{type(out).__name__}")
     for value, name in zip(out, names):
         if not isinstance(value, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+            raise ContractError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
     return out[0], out[1]
 
 

@@ -10,7 +10,8 @@ FFN. Errors raised here name what the student must fix.
 import torch
 from torch import nn
 
-from grader.inside.probekit import backward, build, fixed_linear, grad, load, plain
+from grader.inside.probekit import (ContractError, backward, build, fixed_linear, grad, load,
+                                    plain)
 # `grads` is dispatch's and moe's flag
 from grader.inside.probekit import grads as parameter_grads
 
@@ -59,7 +60,7 @@ def route(m, gate_weight: torch.Tensor, x_flat: torch.Tensor, k: int, norm: bool
     x = x_flat.clone().requires_grad_(True)
     out = m.route(x, gate, k, norm)
     if not isinstance(out, (tuple, list)) or len(out) != 3:
-        raise TypeError("route must return a tuple (scores, topk_weight, topk_idx), got "
+        raise ContractError("route must return a tuple (scores, topk_weight, topk_idx), got "
                         f"{type(out).__name__}" + (f" of length {len(out)}"
                                                    if isinstance(out, (tuple, list)) else ""))
     for t, n in zip(out, ("scores", "topk_weight", "topk_idx")):
@@ -147,7 +148,7 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
     y = layer(xs)
     plain(y, "MOEFeedForward.forward's result")
     if not hasattr(layer, "aux_loss"):
-        raise AttributeError("MOEFeedForward.forward must set self.aux_loss")
+        raise ContractError("MOEFeedForward.forward must set self.aux_loss")
     aux = layer.aux_loss
     plain(aux, "MOEFeedForward.aux_loss")
     out = {"y": plain(y, "y"), "aux": plain(aux, "aux"), "layout": layout}

@@ -1,18 +1,7 @@
 """Part "aux_loss": the load-balancing loss, a 0-dim tensor, for E of 3, 4 and 8."""
-from typing import NamedTuple
-
 import pytest
 
-from _moe_common import EXPERTS, aux_args, check_aux
-
-
-class Case(NamedTuple):
-    E: int
-    K: int
-    dtype: str
-    coef: float
-    N: int
-    seed: int
+from _moe_common import AuxCase as Case, EXPERTS, aux_args, check_aux
 
 
 CASES = [Case(4, 1, "float32", 5e-4, 10, 60), Case(4, 2, "float32", 1.0, 10, 61),

@@ -1,20 +1,8 @@
 """Part "dispatch": tokens to their experts and back, weighted and accumulated; E of 3,
 4 and 8, K up to E, one token, and experts that get no token."""
-from typing import NamedTuple
-
 import pytest
 
-from _moe_common import HIDDEN, SLOTS, check_dispatch, dispatch_args
-
-
-class Case(NamedTuple):
-    E: int
-    K: int
-    dtype: str
-    N: int
-    H: int
-    I: int  # noqa: E741 - the lesson's name for the intermediate size
-    seed: int
+from _moe_common import DispatchCase as Case, HIDDEN, SLOTS, check_dispatch, dispatch_args
 
 
 CASES = [Case(4, 1, "float32", 10, 64, 128, 40), Case(4, 2, "float32", 10, 48, 80, 41),

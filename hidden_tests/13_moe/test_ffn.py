@@ -1,19 +1,8 @@
 """Part "ffn": the dense SwiGLU FeedForward, at several sizes (H and I not powers of
 two, one token), its layout, outputs and gradients."""
-from typing import NamedTuple
-
 import pytest
 
-from _moe_common import HIDDEN, check_ffn, ffn_inputs
-
-
-class Case(NamedTuple):
-    dtype: str
-    H: int
-    I: int  # noqa: E741 - the lesson's name for the intermediate size
-    B: int
-    S: int
-    seed: int
+from _moe_common import FfnCase as Case, HIDDEN, check_ffn, ffn_inputs
 
 
 CASES = [Case("float32", 64, 128, 2, 5, 0), Case("float32", 48, 136, 3, 7, 1),

@@ -8,24 +8,10 @@ parts (the `explained` fixture: trusted code only, never the student's own parts
 again), and then those mistakes cost points in their parts only.
 """
 import itertools
-from typing import NamedTuple
 
 import pytest
 
-from _moe_common import HIDDEN, check_moe, moe_args
-
-
-class Case(NamedTuple):
-    E: int
-    K: int
-    norm_topk_prob: bool
-    dtype: str
-    coef: float
-    B: int
-    S: int
-    H: int
-    I: int  # noqa: E741 - the lesson's name for the intermediate size
-    seed: int
+from _moe_common import HIDDEN, MoeCase as Case, check_moe, moe_args
 
 
 CASES = [Case(4, 1, True, "float32", 5e-4, 2, 5, 64, 128, 100),

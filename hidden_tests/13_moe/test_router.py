@@ -1,20 +1,8 @@
 """Part "router": softmax scores, top-k experts (compared as sets) and their weights,
 for E of 3, 4 and 8 and K from 1 up to E, with and without renormalisation."""
-from typing import NamedTuple
-
 import pytest
 
-from _moe_common import GATE, HIDDEN, check_route, route_args
-
-
-class Case(NamedTuple):
-    E: int
-    K: int
-    norm_topk_prob: bool
-    dtype: str
-    N: int
-    H: int
-    seed: int
+from _moe_common import GATE, HIDDEN, RouteCase as Case, check_route, route_args
 
 
 CASES = [Case(3, 1, True, "float32", 10, 64, 20), Case(3, 3, True, "float64", 7, 48, 21),

@@ -239,7 +239,7 @@ def test_evil_objects(records):
     assert lost(rec) == {"router": PARTS["router"], "aux_loss": PARTS["aux_loss"],
                          "dispatch": PARTS["dispatch"]}
     assert failed_messages(rec, "router")[0] == \
-        "TypeError: route must return a tuple (scores, topk_weight, topk_idx), got _Evil"
+        "route must return a tuple (scores, topk_weight, topk_idx), got _Evil"
     assert set(failed_messages(rec, "aux_loss")) == \
         {"_BadStr: <the exception's message could not be shown>"}
     big = failed_messages(rec, "dispatch")[0]

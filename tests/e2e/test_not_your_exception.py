@@ -1,7 +1,8 @@
 """Smaller items of issue 26: a file Python could not read gets a syntax hint (its line
 and message) and no moe box about parts that "failed too"; weights the grader's loader
-could not load are said to be that, naming the parameter, not "Your code raised an
-exception"."""
+could not load are said to be that, naming the parameter, and what a probe finds the
+module lacks of the lesson's interface is said as the interface's message: neither is
+"Your code raised an exception"."""
 from __future__ import annotations
 
 import pytest
@@ -10,6 +11,7 @@ from markupsafe import escape
 from grader import feedback
 from tests.conftest import grade_sources
 
+MOE_RETURN = "        return y.view(batch_size, seq_len, hidden_dim)\n"
 FFN_INIT = "        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)\n"
 RENAMED = "        self.w1 = nn.Linear(hidden_size, intermediate_size, bias=False)\n" \
           "        self.gate_proj = self.w1\n"
@@ -19,7 +21,9 @@ RENAMED = "        self.w1 = nn.Linear(hidden_size, intermediate_size, bias=Fals
 def graded(ctx13, slot13, tmp_path_factory) -> dict:
     source = ctx13.refs.source
     assert source.count(FFN_INIT) == 1 and source.count("def route(") == 1
+    assert source.count(MOE_RETURN) == 1
     sources = {"renamed": source.replace(FFN_INIT, RENAMED),
+               "pair": source.replace(MOE_RETURN, MOE_RETURN[:-1] + ", self.aux_loss\n"),
                "syntax": source.replace("def route(", "def route(:", 1)}
     return grade_sources(ctx13, slot13, tmp_path_factory, sources)
 
@@ -37,6 +41,22 @@ def test_the_loaders_refusal_is_not_the_students_exception(graded, course, lang)
     ffn = page[page.index('id="part-ffn"'):page.index('id="part-router"')]
     assert str(escape(t["kind_load"])) in ffn and str(escape(t["kind_exception"])) not in ffn
     assert "gate_proj.weight" in ffn
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_probes_contract_message_is_not_the_students_exception(graded, course, lang):
+    """A layer whose forward returns (y, aux_loss): the probe says it must return a
+    tensor (probekit.ContractError), and the page says it is the interface, not a raise."""
+    record = graded["pair"]
+    errors = [t.error for t in record.tests if t.part == "moe" and t.error]
+    assert errors and all(e["kind"] == "contract" for e in errors)
+    assert errors[0]["message"] == ("MOEFeedForward.forward's result must be a torch.Tensor, "
+                                    "got tuple")
+    t = feedback.STRINGS[lang]
+    page = feedback.render_student(record, course, "13", lang)
+    moe = page[page.index('id="part-moe"'):]
+    assert str(escape(t["kind_contract"])) in moe and str(escape(t["kind_exception"])) not in moe
+    assert "must be a torch.Tensor, got tuple" in moe
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

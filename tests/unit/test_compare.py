@@ -1,6 +1,8 @@
 """Numeric checks: tolerances, shapes, NaN, None gradients, the worst element."""
+import numpy as np
 import torch
 
+from grader import divergence, structure
 from grader.compare import Checks
 from grader.config import Tolerance
 
@@ -39,6 +41,25 @@ def test_shape_mismatch_and_wrong_type_fail_with_a_message():
 def test_nan_never_passes():
     c = Checks(TOL)
     assert not c.close("nan", torch.tensor([float("nan")]), torch.tensor([0.0]))
+
+
+def test_a_non_finite_reference_is_matched_only_by_itself():
+    """Where the reference is inf, atol + rtol·|ref| was inf, so any finite answer (and
+    -inf) passed there. A non-finite reference allows no error: the same inf passes, a
+    finite value or the other sign fails; NaN where NaN passes, a number there fails."""
+    c = Checks(TOL)
+    inf = float("inf")
+    ref = torch.tensor([1.0, inf, -inf, float("nan")])
+    assert c.close("same", torch.tensor([1.0, inf, -inf, float("nan")]), ref)
+    for wrong in ([1.0, 3.0, -inf, float("nan")], [1.0, inf, inf, float("nan")],
+                  [1.0, inf, -inf, 0.0], [1.0, 1e38, -inf, float("nan")]):
+        assert not c.close("wrong", torch.tensor(wrong), ref), wrong
+        assert c.items[-1].outside == 1
+    # the structure sentences and the line of divergence read the same rule
+    assert not structure.within(np.array([1.0, 3.0]), np.array([1.0, inf]), 1e-5, 1e-4)
+    tol = divergence.Tolerance(1e-5, 1e-4)
+    assert not divergence._close(torch.tensor([1.0, 3.0]), torch.tensor([1.0, inf]), tol)
+    assert divergence._close(torch.tensor([1.0, inf]), torch.tensor([1.0, inf]), tol)
 
 
 def test_none_gradient_equals_zeros():

@@ -262,3 +262,33 @@ def test_a_recording_of_another_version_s_traces_is_not_read(course, tmp_path):
                                                        course.path(lesson.tests))))
     refs = lesson_refs("13", course.path(lesson.solution), course.path(lesson.tests), path)
     assert list(refs.traces) == ["new"]
+
+
+def test_values_quoted_from_where_they_first_differ_in_the_pages_language(course):
+    """Attention's output flattened without its transpose holds the reference's first
+    head_dim values (token 0, head 0) and differs only after: the sentence quotes both
+    from the first differing index, says which, and they read differently. The shape is
+    said in the page's language."""
+    from grader.context import LessonContext
+    lesson11 = divergence.lesson_traces(LessonContext(course, "11"))
+    old = "output.transpose(1, 2).reshape(bsz, seq_len, -1)"
+    source = lesson11.source.replace(old, "output.reshape(bsz, seq_len, -1)")
+    w = _where(lesson11, source, "attention")
+    assert w.kind == "line" and w.got_at == w.ref_at == [0, 0, 4]  # head_dim 4 alike
+    got = [v.strip() for v in w.got.strip("[]").split(",")]
+    ref = [v.strip() for v in w.ref.strip("[]").split(",")]
+    assert got[0] == ref[0] == "…" and got[1] != ref[1]  # the first quoted values differ
+    for lang in ("en", "zh"):
+        text = divergence.sentence(w.to_json(), STRINGS[lang])
+        placed = STRINGS[lang]["where_from_shape"].format(at=w.got_at, shape=w.got_shape)
+        assert text.count(placed) == 2, text
+    assert "(shape" not in divergence.sentence(w.to_json(), STRINGS["zh"])
+
+
+def test_a_short_value_is_quoted_whole_with_digits_enough_to_differ():
+    tols = {"float32": divergence.Tolerance(1e-5, 1e-4)}
+    got = torch.tensor([1.0, 2.0, 3.001], dtype=torch.float64)
+    q = divergence._quoted(got, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), tols)
+    assert q["got"] == "[1, 2, 3.001]" and q["ref"] == "[1, 2, 3]" and not q["got_at"]
+    q = divergence._quoted(torch.tensor([2.0, 1.23449]), torch.tensor([2.0, 1.23351]), tols)
+    assert (q["got"], q["ref"]) == ("[2, 1.2345]", "[2, 1.2335]")  # .4g reads 1.234 twice

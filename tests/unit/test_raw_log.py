@@ -3,7 +3,9 @@ raw log of its own, in pytest-json-report's format, and the practice tests are
 those of test_practice_<part>.py files, with no marker written in them."""
 from __future__ import annotations
 
-from grader import runner
+import pytest
+
+from grader import runner, testfile
 from grader.context import LessonContext
 
 # each test's call phase; another phase only where it did not pass
@@ -77,3 +79,29 @@ def test_a_test_called_directly_reports_as_through_pytests_protocol(course, monk
     assert direct[1]["summary"]["failed"] > 0
     assert [_without_durations(r) for r in direct] == [_without_durations(r) for r in protocol]
 
+
+def _fields(nodeid: str) -> list[str]:
+    """The case fields a test id names: `test_x[E=4 K=2 float32 N=10]` → E, K, dtype, N."""
+    inside = nodeid.partition("[")[2].rstrip("]")
+    return [w.split("=")[0] if "=" in w else "dtype" for w in inside.split()]
+
+
+@pytest.mark.parametrize("lesson", ["10", "11", "12", "13"])
+def test_practice_ids_name_their_case_as_the_graded_ids_do(course, lesson):
+    """`grader check` prints practice test ids: each names its case (`[E=4 K=2 ...]` where
+    the part's graded ids name fields, a case's name where they name cases)."""
+    ctx = LessonContext(course, lesson)
+    ids: dict[str, dict[str, set]] = {runner.GRADED: {}, runner.PRACTICE: {}}
+    for select in ids:
+        reports: list[dict] = []
+        runner.run_tests(ctx, [(ctx.refs.reference.twin(), reports.append)], select=select)
+        for t in reports[0]["tests"]:
+            part = testfile.part_of(t["nodeid"].split("::")[0])
+            ids[select].setdefault(part, set()).add(t["nodeid"].split("::")[1])
+    assert set(ids[runner.PRACTICE]) == set(ids[runner.GRADED])
+    for part, practice in ids[runner.PRACTICE].items():
+        graded = ids[runner.GRADED][part]
+        assert all("[" in n for n in practice | graded), (part, practice)
+        named = {tuple(_fields(n)) for n in graded if "=" in n}
+        assert all(tuple(_fields(n)) in named for n in practice) if named else True, (
+            part, practice, named)
