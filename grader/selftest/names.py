@@ -7,13 +7,14 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from grader import smallest, trace_inputs
+from grader import questions, smallest, trace_inputs
 from grader.config import Course
 from grader.selftest.findings import Finding, failed, ok
 
 # Files the grader loads by path under a per-lesson name, which every lesson may have:
-# probes.py, the trace's fresh inputs and the smallest example's cases.
-PER_LESSON = {"probes", Path(trace_inputs.FILE).stem, Path(smallest.FILE).stem}
+# probes.py, the trace's fresh inputs, the smallest example's cases and the questions.
+PER_LESSON = {"probes", Path(trace_inputs.FILE).stem, Path(smallest.FILE).stem,
+              Path(questions.FILE).stem}
 
 
 def _owners(course: Course) -> dict[str, dict[str, set[str]]]:
