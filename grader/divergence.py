@@ -36,9 +36,10 @@ MAX_CODE = 160         # characters of a quoted statement
 MAX_MATCHED = 6        # names listed as matching before the line
 _NAME = re.compile(r"(self\.)?[A-Za-z_][A-Za-z0-9_]{0,54}|return(\[[0-7]\])?")
 _GRADIENT = re.compile(r".*grads?$")
+_LEAF = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,59}")
 
 
-KINDS = ("line", "path", "skip", "extra", "gradient")
+KINDS = ("line", "path", "skip", "extra", "gradient", "cut", "added")
 
 
 @dataclass(frozen=True)
@@ -47,7 +48,10 @@ class Where:
     (a statement's value is new), "path" (a branch goes another way), "skip" (a
     statement computes nothing where the reference's computes `name`), "extra" (a
     layer built with a parameter the reference lacks, `name`), "gradient" (every
-    forward value matches, a gradient does not)."""
+    forward value matches, a gradient does not), "cut" / "added" (every forward value
+    matches; from this statement `name`'s gradient flows back to fewer / more leaves
+    (inputs, parameters) than the reference's same value: those it misses named in
+    `ref`, those it adds in `got`, where the reference's trace names them)."""
     kind: str
     line: int = 0
     end: int = 0
@@ -77,6 +81,9 @@ class Event:
     value: torch.Tensor
     func: str = ""
     step: int = 0  # index in Trace.lines of the statement that produced it
+    # the leaves its gradient reaches (tracer.Reach: [] none), None when unknown
+    reach: frozenset[int] | None = None
+    off: int = 0  # the line that turned gradient recording off for it (0: it was on)
 
 
 @dataclass
@@ -85,6 +92,7 @@ class Trace:
     result: object
     error: str
     lines: list[int] = field(default_factory=list)  # the lines run, in order
+    leaves: dict[int, str] = field(default_factory=dict)  # leaf id -> its argument's name
 
 
 # ---------------------------------------------------------------- tracing code
@@ -93,19 +101,20 @@ def run_traced(module: types.ModuleType, probes: types.ModuleType, probe: str,
                args: dict) -> Trace:
     """A trusted module's trace (the solution, a correct variant), as the child's."""
     with torch.random.fork_rng():
-        result, events, lines, error = tracer.trace(module.__file__, getattr(probes, probe),
-                                                    module, **args)
-    return Trace(_events(events, None), result, error, lines)
+        result, events, lines, error, leaves = tracer.trace(
+            module.__file__, getattr(probes, probe), module, **args)
+    return Trace(_events(events, None), result, error, lines, _leaves(leaves))
 
 
 def _events(raw: object, lines: int | None) -> list[Event]:
-    """Events as the tracer sends them ([line, name, value, func, step]), checked:
-    anything else (a hostile child's) is dropped."""
+    """Events as the tracer sends them ([line, name, value, func, step, reach, off]; a
+    recording of an earlier version's has neither of the last two), checked: anything
+    else (a hostile child's) is dropped."""
     out = []
     if not isinstance(raw, list):
         return out
     for e in raw[:tracer.MAX_EVENTS]:
-        if not (isinstance(e, list) and len(e) == 5 and type(e[0]) is int
+        if not (isinstance(e, list) and len(e) in (5, 7) and type(e[0]) is int
                 and isinstance(e[1], str) and isinstance(e[2], torch.Tensor)
                 and isinstance(e[3], str) and type(e[4]) is int):
             continue
@@ -113,8 +122,28 @@ def _events(raw: object, lines: int | None) -> list[Event]:
             continue
         if not _NAME.fullmatch(e[1]) or e[2].numel() > tracer.MAX_NUMEL:
             continue
-        out.append(Event(e[0], e[1], e[2], e[3][:60], e[4]))
+        reach, off = (_reach(e[5]), e[6]) if len(e) == 7 else (None, 0)
+        if type(off) is not int or off < 0 or (lines is not None and off > lines):
+            continue
+        out.append(Event(e[0], e[1], e[2], e[3][:60], e[4], reach, off))
     return out
+
+
+def _reach(raw: object) -> frozenset[int] | None:
+    if not isinstance(raw, list) or len(raw) > tracer.MAX_LEAVES:
+        return None
+    if not all(type(k) is int for k in raw):
+        return None
+    return frozenset(raw)
+
+
+def _leaves(raw: object) -> dict[int, str]:
+    """[leaf id, name] pairs as the tracer sends them, checked."""
+    if not isinstance(raw, list):
+        return {}
+    return {p[0]: p[1] for p in raw[:tracer.MAX_EVENTS]
+            if isinstance(p, list) and len(p) == 2 and type(p[0]) is int
+            and isinstance(p[1], str) and _LEAF.fullmatch(p[1])}
 
 
 def _lines(raw: object, lines: int) -> list[int]:
@@ -285,6 +314,16 @@ def _same_result(a: object, b: object, tols: dict, keep: Callable[[str], bool]) 
     return a == b
 
 
+def same_forward(a: object, b: object, tols: dict) -> bool:
+    """Two probe results agree on every value but the gradients."""
+    return _same_result(a, b, tols, lambda k: not _GRADIENT.match(k))
+
+
+def same_gradients(a: object, b: object, tols: dict) -> bool:
+    """Two probe results agree on their gradients."""
+    return _same_result(a, b, tols, lambda k: bool(_GRADIENT.match(k)))
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
@@ -414,9 +453,19 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         if student.error or not isinstance(student.result, dict):
             return None
         result = base.result
-        forward = _same_result(student.result, result, tols, lambda k: not _GRADIENT.match(k))
-        grads = _same_result(student.result, result, tols, lambda k: bool(_GRADIENT.match(k)))
-        return Where("gradient") if forward and not grads else None
+        if not same_forward(student.result, result, tols) or same_gradients(
+                student.result, result, tols):
+            return None
+        cut = _backward(student, flags, ref, tols)
+        if cut is None:
+            return Where("gradient")
+        event, missing, added = cut
+        span = spans.get(event.off or event.line)
+        if span is None:
+            return Where("gradient")
+        return Where("cut" if missing is not None else "added", span[0], span[1],
+                     _quote(source_lines, span), event.name, [], ", ".join(added or []),
+                     ", ".join(missing or []))
     event = student.events[first]
     span = spans.get(event.line)
     if span is None:
@@ -429,6 +478,33 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     return Where("line", span[0], span[1], _quote(source_lines, span), event.name,
                  matched_before(mine.at(event.step)), shown(event.value),
                  shown(ref_value) if ref_value is not None else "")
+
+
+def _backward(student: Trace, flags: list[str | None], ref: Reference, tols: dict
+              ) -> tuple[Event, list[str] | None, list[str] | None] | None:
+    """Every forward value matches: the first of the student's values whose gradient
+    flows back to other leaves (inputs, parameters) than every value of the
+    reference's that equals it, with the names of the leaves it misses (None: it
+    misses none) and adds (the reference's trace names them); None when each
+    reaches what one of the reference's does, or a reach is unknown (a recording of
+    an earlier version)."""
+    names = {k: v for t in ref.traces for k, v in t.leaves.items()}
+    for e, f in zip(student.events, flags):
+        if f != "ref" or e.reach is None or not e.value.is_floating_point():
+            continue
+        theirs = [r.reach for t in ref.traces for r in t.events
+                  if r.value.is_floating_point() and same_values(e.value, r.value, tols)]
+        if not theirs or None in theirs:
+            continue
+        if e.reach in theirs:
+            continue
+        missing = frozenset.intersection(*(r - e.reach for r in theirs))
+        added = frozenset.intersection(*(e.reach - r for r in theirs))
+        if not missing and not added:
+            return None  # its reach is another's of the same value, mixed: say no line
+        return (e, sorted(names[k] for k in missing if k in names) if missing else None,
+                sorted(names[k] for k in added if k in names))
+    return None
 
 
 # ---------------------------------------------------------------- a lesson's references
@@ -490,7 +566,8 @@ class LessonTraces:
             return found  # computed here: no need to decode what was just packed
         plain = protocol.loads(self.recorded[key].numpy().tobytes())
         traces = [Trace(_events(t.get("events"), None), t.get("result"),
-                        str(t.get("error") or ""), [int(n) for n in t.get("lines") or []])
+                        str(t.get("error") or ""), [int(n) for n in t.get("lines") or []],
+                        _leaves(t.get("leaves")))
                   for t in plain.get("traces") or []]
         return Reference((probe, args), traces, _tensors(args)) if traces else None
 
@@ -523,8 +600,11 @@ def _packed(plain: dict) -> torch.Tensor:
 def _plain(ref: Reference) -> dict:
     """A Reference's traces as the protocol's plain data (a recording's), events as
     the tracer sends them."""
-    return {"traces": [{"events": [[e.line, e.name, e.value, e.func, e.step] for e in t.events],
-                        "result": t.result, "error": t.error, "lines": t.lines}
+    return {"traces": [{"events": [[e.line, e.name, e.value, e.func, e.step,
+                                    None if e.reach is None else sorted(e.reach), e.off]
+                                   for e in t.events],
+                        "result": t.result, "error": t.error, "lines": t.lines,
+                        "leaves": [[k, n] for k, n in t.leaves.items()]}
                        for t in ref.traces]}
 
 
@@ -673,6 +753,22 @@ def _shown_name(name: str, t: dict[str, str]) -> str:
     return f"`{name}`"
 
 
+def _backward_sentence(w: Where, t: dict[str, str]) -> str:
+    """A "cut" or "added" finding's sentence, naming the leaves the value's gradient
+    misses (`w.ref`) or adds (`w.got`) where the reference's trace named them."""
+    def leaves(text: str) -> str:
+        return ", ".join(f"`{n.strip()}`" for n in text.split(","))
+
+    name = _shown_name(w.name, t)
+    if w.kind == "cut":
+        tail = (t["where_backward_cut"].format(name=name, leaves=leaves(w.ref)) if w.ref
+                else t["where_backward_less"].format(name=name))
+    else:
+        tail = (t["where_backward_more"].format(name=name, leaves=leaves(w.got)) if w.got
+                else t["where_backward_other"].format(name=name))
+    return t["where_backward"].format(line=w.line, code=w.code) + tail + t["where_fresh"]
+
+
 def sentence(found: object, t: dict[str, str]) -> str:
     """The page's (and `grader check`'s) sentence for a part's `Where`, in the
     language of `t`; "" when there is none. Plain text: the page escapes it."""
@@ -681,6 +777,8 @@ def sentence(found: object, t: dict[str, str]) -> str:
         return ""
     if w.kind == "gradient":
         return t["where_gradient"]
+    if w.kind in ("cut", "added"):
+        return _backward_sentence(w, t)
     matched = (t["where_matched"].format(names=", ".join(f"`{n}`" for n in w.matched))
                if w.matched else "")
     head = t["where_line_head"].format(line=w.line, code=w.code, matched=matched)
