@@ -15,6 +15,7 @@ before it is shown. Where no line can be named honestly, none is.
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 import re
 import time
@@ -347,21 +348,55 @@ def _norm(text: str) -> str:
 
 
 @dataclass
+class Statements:
+    """A program's statements as two runs are compared: each line's statement span,
+    and each span's digest (of its text without blanks), which tells only whether two
+    statements are written alike: a student bundle holds the reference's digests
+    (`anonymous`), never its text."""
+    spans: dict[int, tuple[int, int]]
+    digests: dict[tuple[int, int], str]
+
+    @classmethod
+    def of(cls, source: str) -> Statements:
+        spans = statements(source)
+        lines = source.splitlines()
+        every = set(spans.values()) | {(n, n) for n in range(1, len(lines) + 1)}
+        return cls(spans, {span: hashlib.sha256(_norm(_quote(lines, span)).encode())
+                           .hexdigest()[:16] for span in every})
+
+    def span(self, line: int) -> tuple[int, int]:
+        return self.spans.get(line, (line, line))
+
+    def anonymous(self) -> tuple[dict[int, str], dict[int, int]]:
+        """The digests numbered 1, 2, … in the order of their spans, without the
+        source's line numbers; and each line's number."""
+        number = {span: i for i, span in enumerate(sorted(self.digests), start=1)}
+        lines = {n: number[self.span(n)] for n in range(1, max(s[1] for s in number) + 1)
+                 if self.span(n) in number} if number else {}
+        return {i: self.digests[span] for span, i in number.items()}, lines
+
+    @classmethod
+    def numbered(cls, digests: dict[int, str]) -> Statements:
+        """`anonymous`'s digests as statements of one line each, at their numbers."""
+        return cls({i: (i, i) for i in digests}, {(i, i): d for i, d in digests.items()})
+
+
+@dataclass
 class _Run:
     """A trace's statements in the order they ran (a statement's consecutive line
-    events merged): their spans and texts, and each line event's position."""
+    events merged): their spans and digests, and each line event's position."""
     spans: list[tuple[int, int]]
     texts: list[str]
     position: list[int]
 
     @classmethod
-    def of(cls, lines: list[int], spans: dict, source_lines: list[str]) -> _Run:
+    def of(cls, lines: list[int], stmts: Statements) -> _Run:
         run = cls([], [], [])
         for n in lines:
-            span = spans.get(n, (n, n))
+            span = stmts.span(n)
             if not run.spans or run.spans[-1] != span:
                 run.spans.append(span)
-                run.texts.append(_norm(_quote(source_lines, span)))
+                run.texts.append(stmts.digests.get(span, ""))
             run.position.append(len(run.spans) - 1)
         return run
 
@@ -414,18 +449,20 @@ def _extra(student: Trace, ref: Reference, source: str, spans: dict) -> Where | 
 
 
 def find(student: Trace, ref: Reference, source: str, tols: dict,
-         ref_source: str) -> Where | None:
-    """The first divergence of a failing part on one traced request, or None."""
+         ref_statements: Statements) -> Where | None:
+    """The first divergence of a failing part on one traced request, or None.
+    `ref_statements`: the reference's (its source's, or a student bundle's digests)."""
     source_lines = source.splitlines()
-    spans = statements(source)
+    mine_statements = Statements.of(source)
+    spans = mine_statements.spans
     extra = _extra(student, ref, source, spans)
     if extra is not None:
         return extra
     flags = [_match(e, ref, tols) for e in student.events]
     first = next((i for i, f in enumerate(flags) if f is None), None)
-    mine = _Run.of(student.lines, spans, source_lines)
+    mine = _Run.of(student.lines, mine_statements)
     base = ref.traces[0]
-    theirs = _Run.of(base.lines, statements(ref_source), ref_source.splitlines())
+    theirs = _Run.of(base.lines, ref_statements)
     if "ref" not in flags and not set(mine.texts) & set(theirs.texts):
         return None  # nothing in common with the reference: no line can be named honestly
     limit = mine.at(student.events[first].step) if first is not None else len(mine.spans)
@@ -445,7 +482,7 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         # the code ran as the reference's up to this statement: what it computes here
         # is compared with what the reference computed here, name by name
         ref_span = theirs.spans[differ] if differ < len(theirs.spans) else None
-        ref_spans = statements(ref_source)
+        ref_spans = ref_statements.spans
         seen: set[str] = set()
         for e in student.events:  # this statement's first values (a call may come between)
             if (spans.get(e.line) != span or mine.at(e.step) < differ
@@ -537,9 +574,10 @@ class Variant:
 @dataclass
 class LessonTraces:
     """The reference's and its correct variants' traces of one lesson, per part:
-    computed on a part's first failure in a run, then reused for every student."""
+    computed on a part's first failure in a run, then reused for every student.
+    `source` None: a student bundle's, from its recording (values only, `for_students`)."""
     key: str
-    source: str
+    source: str | None
     variants: list[Variant]
     probes: types.ModuleType
     tolerances: dict
@@ -549,6 +587,12 @@ class LessonTraces:
     # and filled here
     recorded: dict[str, torch.Tensor] = field(default_factory=dict)
     compute: bool = True        # False: from the recording only, the solution never run
+    # part -> its fresh requests ([probe, args]), and the reference's statements'
+    # digests by number (`Statements.anonymous`): a student bundle's, whose tests
+    # folder has no trace_inputs.py and which holds no solution (`for_students`)
+    fresh: dict[str, list] | None = None
+    digests: dict[int, str] | None = None
+    _statements: Statements | None = None
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
 
@@ -563,11 +607,19 @@ class LessonTraces:
             self._modules[i] = module
         return self._modules[i]
 
+    def statements(self) -> Statements:
+        """The reference's statements, read once a run."""
+        if self._statements is None:
+            self._statements = (Statements.of(self.source) if self.source is not None
+                                else Statements.numbered(self.digests or {}))
+        return self._statements
+
     def references(self, part: str) -> list[Reference]:
         """The part's traced fresh inputs (the lesson's trace_inputs.py), each once a run."""
         if part not in self._cache:
-            found = (self.reference(probe, args) for probe, args
-                     in trace_inputs.fresh_inputs(self.tests, self.key, part))
+            requests = (trace_inputs.fresh_inputs(self.tests, self.key, part)
+                        if self.fresh is None else self.fresh.get(part, []))
+            found = (self.reference(probe, args) for probe, args in requests)
             self._cache[part] = [ref for ref in found if ref is not None]
         return self._cache[part]
 
@@ -647,6 +699,38 @@ def record_fresh(ctx) -> int:
     return len(lessons.recorded)
 
 
+def for_students(ctx) -> dict:
+    """What a student bundle's check needs to name a line: each part's fresh requests
+    (inputs of the lesson's trace_inputs.py, no graded case's), the reference's traces
+    of them, kept in the lesson's recording (`LessonRefs.traces`), and its statements'
+    digests. No text and no line number of the solution: a statement is a number and
+    a digest (`Statements.anonymous`), the reference's path and values are told by
+    those numbers, and its correct variants' traces keep their values only.
+    {"requests": part -> [[probe, args], ...], "statements": [[number, digest], ...]}."""
+    lessons = lesson_traces(ctx)
+    if lessons is None or lessons.source is None:
+        return {}
+    digests, number = lessons.statements().anonymous()
+    requests: dict[str, list] = {}
+    kept: dict[str, torch.Tensor] = {}
+    for part in trace_inputs.builders(Path(ctx.tests)):
+        requests[part] = []
+        for ref in lessons.references(part):
+            probe, args = ref.request
+            requests[part].append([probe, args])
+            plain = _plain(ref)
+            for i, t in enumerate(plain["traces"]):
+                base = i == 0  # the variants' paths are never compared
+                t["lines"] = [number.get(n, 0) for n in t["lines"]] if base else []
+                t["events"] = [[number.get(line, 0) if base else 0, name, value, func,
+                                step if base else 0, reach, 0]
+                               for line, name, value, func, step, reach, _ in t["events"]]
+            kept[request_key(probe, args)] = _packed(plain)
+    ctx.refs.traces.clear()  # nothing else: another recording's traces hold lines
+    ctx.refs.traces.update(kept)
+    return {"requests": requests, "statements": [[i, d] for i, d in digests.items()]}
+
+
 def correct_variants(source: str, tests) -> list[Variant]:
     """The lesson's equivalent mutants (equivalent_mutants.yml): correct code written
     otherwise, so that their values count as the reference's too."""
@@ -666,10 +750,17 @@ def correct_variants(source: str, tests) -> list[Variant]:
 
 
 def lesson_traces(ctx, compute: bool = True) -> LessonTraces | None:
-    """The run's LessonTraces (kept on the lesson context), or None without a solution.
-    `compute` False: the recorded traces only (a run from the autograder zip's
-    recording, which must not import the solution)."""
+    """The run's LessonTraces (kept on the lesson context), or None without a solution
+    nor a student bundle's recorded traces (`for_students`). `compute` False: the
+    recorded traces only (a run from the autograder zip's recording, which must not
+    import the solution)."""
     found = getattr(ctx, "_lesson_traces", None)
+    if found is None and ctx.refs.source is None and ctx.refs.fresh:
+        fresh = ctx.refs.fresh
+        found = LessonTraces(ctx.key, None, [], ctx.refs.probes, ctx.course.tolerances(ctx.key),
+                             ctx.tests, ctx.refs.traces, False, fresh["requests"],
+                             fresh["statements"])
+        ctx._lesson_traces = found
     if found is None:
         source = ctx.refs.source
         if source is None:
@@ -705,7 +796,7 @@ def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
                                                     lessons.tolerances, lambda _: True)
         if not differs:
             continue
-        return find(student, ref, source, lessons.tolerances, lessons.source)
+        return find(student, ref, source, lessons.tolerances, lessons.statements())
     return None
 
 
