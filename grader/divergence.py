@@ -219,7 +219,7 @@ class Reference:
     request: trace_inputs.Request
     traces: list[Trace]
     inputs: list[torch.Tensor]
-    _reached: dict[int, list] | None = None
+    _distinct: dict[int, list] | None = None
 
     def returns(self, func: str, name: str) -> list[torch.Tensor]:
         return [e.value for t in self.traces for e in t.events
@@ -228,25 +228,21 @@ class Reference:
     def named(self, name: str) -> list[torch.Tensor]:
         return [e.value for t in self.traces for e in t.events if e.name == name]
 
-    def values(self) -> list[torch.Tensor]:
-        return [e.value for t in self.traces for e in t.events]
-
-    def reached(self, numel: int) -> list[tuple[torch.Tensor, frozenset[int] | None]]:
-        """The distinct float values of `numel` elements the traces hold, each with
-        where its gradient reaches: the variants repeat most of the reference's."""
-        if self._reached is None:
-            self._reached = {}
+    def distinct(self, numel: int) -> list[tuple[torch.Tensor, frozenset[int] | None]]:
+        """The distinct values of `numel` elements the traces hold (only those can hold
+        another's values), each with where its gradient reaches: the variants repeat
+        most of the reference's, and comparing with each copy cost a second a part."""
+        if self._distinct is None:
+            self._distinct = {}
             seen: set[tuple] = set()
             for e in (e for t in self.traces for e in t.events):
-                if not e.value.is_floating_point():
-                    continue
                 key = (e.value.dtype, tuple(e.value.shape), e.reach,
                        tuple(e.value.reshape(-1).tolist()) if e.value.numel() <= 512
                        else id(e))
                 if key not in seen:
                     seen.add(key)
-                    self._reached.setdefault(e.value.numel(), []).append((e.value, e.reach))
-        return self._reached.get(numel, [])
+                    self._distinct.setdefault(e.value.numel(), []).append((e.value, e.reach))
+        return self._distinct.get(numel, [])
 
 
 def _match(event: Event, ref: Reference, tols: dict) -> str | None:
@@ -263,7 +259,7 @@ def _match(event: Event, ref: Reference, tols: dict) -> str | None:
     elif v.dim() == 0 and ref.named(event.name):
         pool, named = ref.named(event.name), True
     else:
-        pool = ref.values()
+        pool = [r for r, _ in ref.distinct(v.numel())]
     if any(same_values(v, r, tols) for r in pool):
         return "ref"
     if not named and any(same_values(v, r, tols) for r in ref.inputs):
@@ -547,8 +543,8 @@ def _backward(student: Trace, flags: list[str | None], ref: Reference, tols: dic
     for e, f in zip(student.events, flags):
         if f != "ref" or e.reach is None or not e.value.is_floating_point():
             continue
-        theirs = [reach for value, reach in ref.reached(e.value.numel())
-                  if same_values(e.value, value, tols)]
+        theirs = [reach for value, reach in ref.distinct(e.value.numel())
+                  if value.is_floating_point() and same_values(e.value, value, tols)]
         if not theirs or None in theirs:
             continue
         if e.reach in theirs:
