@@ -72,7 +72,8 @@ def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
                        "checks": [disclosed.check(c, t.practice) for c in t.checks
                                   if not c.get("passed")]}
                       for t in mine]}
-    return {"lesson": lesson_key, "language": lang, "status": record.status, "problem": record.problem,
+    return {"lesson": lesson_key, "language": lang, "status": record.status,
+            "problem": in_language(record.problem, lang),
             "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
             "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
             "parts": parts, "output": record.output, "examples": record.examples}
@@ -83,7 +84,9 @@ def _message(test: TestRecord, lang: str) -> str:
     plugin does (`name: message; ...`), each check's message in `lang`."""
     from grader.strings import in_language
     failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
-    if test.error or not failing:
+    if test.error:
+        return in_language(test.error.get("message_texts") or test.message, lang)
+    if not failing:
         return test.message
     return "; ".join(f"{c.get('name')}: "
                      f"{in_language(c.get('message_texts') or c.get('message'), lang)}"

@@ -252,7 +252,9 @@ def _test_view(test: TestRecord, t: dict[str, str], lang: str, picture: bool) ->
     checks = [c for c in test.checks if isinstance(c, dict)]
     failing = [disclosed.check(c, test.practice) for c in _failing_checks(test)]
     first_map = _drawn_heatmap(failing)
-    return {"name": test.name, "message": test.message, "error": test.error,
+    error = test.error and {**test.error, "message": in_language(
+        test.error.get("message_texts") or test.error.get("message"), lang)}
+    return {"name": test.name, "message": test.message, "error": error,
             "checks": [_check_view(c, t, lang, picture and i == first_map)
                        for i, c in enumerate(failing)],
             "pictures": [pair_bars_svg(_local_picture(disclosed.picture(p, test.practice),
@@ -314,7 +316,7 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
             "lesson_key": lesson_key, "lesson_title": lesson_title(course, lesson_key, lang),
             "student_id": record.student_id, "student_name": record.name,
             "status": record.status,
-            "problem": record.problem, "sandboxed": record.sandboxed,
+            "problem": in_language(record.problem, lang), "sandboxed": record.sandboxed,
             "syntax": syntax_error(record.problem) if record.status != "graded" else None,
             "import_traceback": record.import_traceback,
             "notes": [local_text(n, lang) for n in record.notes],

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from grader.record import ERROR_STATUSES, GradeRecord
 from grader.store import Store, fingerprint
+from grader.strings import say
 
 MAX_SOURCE = 1024 * 1024
 MAX_FILE = 32 * 1024 * 1024  # any other file of a class intake reads: a notebook, an archive entry
@@ -58,11 +59,11 @@ def read_source(path: Path) -> Source:
     try:
         data, size = read_capped(path, MAX_SOURCE)
     except FileNotFoundError:
-        return Source(None, 0, "no file was submitted")
+        return Source(None, 0, say("file_none"))
     except OSError as exc:
-        return Source(None, 0, f"the file could not be read: {exc.strerror}")
+        return Source(None, 0, say("file_unreadable", why=exc.strerror))
     if size > MAX_SOURCE:
-        return Source(None, size, f"the file is {size} bytes, over the {MAX_SOURCE}-byte limit")
+        return Source(None, size, say("file_too_big", size=size, cap=MAX_SOURCE))
     return Source(data, size)
 
 

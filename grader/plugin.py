@@ -23,6 +23,7 @@ from grader.reference import LessonRefs, request_key
 from grader.inside import protocol
 from grader.sandbox.limits import SandboxError, StudentError
 from grader.sandbox.session import Session
+from grader.strings import say
 from grader.testfile import is_practice, part_of
 
 class GraderFault(Exception):
@@ -60,7 +61,7 @@ class StudentCaller:
                 except (SandboxError, OSError) as exc:
                     raise GraderFault(f"the sandboxed worker failed: {exc!r}") from exc
                 if not isinstance(result, dict):
-                    raise StudentError("protocol", "the probe returned no results")
+                    raise StudentError("protocol", say("err_no_results"))
                 self.cache[key] = self._vet(key, probe, args, result)
             except StudentError as exc:
                 self.cache[key] = exc
@@ -84,9 +85,9 @@ class StudentCaller:
         for name, value in result.items():
             size = self._size(value)
             if size > self.SIZE_FACTOR * sizes[name] + self.SIZE_SLACK:
-                raise StudentError("protocol", f"your code returned {size} bytes for "
-                                   f"'{name}' {self.current_test}, where the reference "
-                                   f"returns {sizes[name]}: far too large to check")
+                raise StudentError("protocol", say(
+                    "err_result_too_large", size=size, name=name, expected=sizes[name],
+                    where=say("where_in", name=self.current_test)))
             kept += size
         # a decoded tensor is a view of the whole reply: copy, to keep none of the rest
         return self._copied(result) if 2 * kept < self.session.last_reply_bytes else result
@@ -275,10 +276,8 @@ class GradingPlugin:
         except Exception as exc:
             if self._student is None or self._fails_on_reference(pyfuncitem):
                 raise  # the hidden test itself is broken: a grader error
-            message = (f"your results could not be checked: {type(exc).__name__}: "
-                       f"{str(exc)[:300]}")
-            meta["error"] = {"kind": "malformed", "message": message, "traceback": "",
-                             "type": type(exc).__name__}
+            message = say("err_unchecked", detail=f"{type(exc).__name__}: {str(exc)[:300]}")
+            meta["error"] = StudentError("malformed", message, "", type(exc).__name__).as_dict()
             _fail(message)
         if checks is None:
             return result

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.strings import restored, stored
+from grader.strings import Said, restored, stored
 
 Json = dict[str, Any]
 
@@ -173,7 +173,9 @@ class GradeRecord:
         return {"student_id": self.student_id, "lesson": self.lesson, "status": self.status,
                 "score": self.score, "max_score": self.max_score,
                 "parts": {name: p.to_json() for name, p in self.parts.items()},
-                "tests": [t.to_json() for t in self.tests], "problem": self.problem,
+                "tests": [t.to_json() for t in self.tests], "problem": str(self.problem),
+                **({"problem_texts": stored(self.problem)} if isinstance(self.problem, Said)
+                   else {}),
                 "import_traceback": self.import_traceback, "output": self.output,
                 "sandboxed": self.sandboxed, "sandbox": self.sandbox,
                 "notes": [stored(n) for n in self.notes],
@@ -185,6 +187,7 @@ class GradeRecord:
         """The record as scores.json holds it: no timing, each test's verdict only."""
         doc = self.to_json()
         del doc["timing"], doc["examples"]
+        doc.pop("problem_texts", None)  # the exports read English text
         doc["notes"] = [str(n) for n in self.notes]  # the exports read English text
         doc["tests"] = [{k: t[k] for k in SCORE_TEST_KEYS} for t in doc["tests"]]
         return doc
@@ -201,7 +204,8 @@ class GradeRecord:
                           for k, v in (d.get("parts") or {}).items() if isinstance(v, dict)},
                    tests=[TestRecord.from_json(t) for t in d.get("tests") or []
                           if isinstance(t, dict)],
-                   problem=d.get("problem") or "",
+                   problem=restored(d["problem_texts"]) if isinstance(d.get("problem_texts"), dict)
+                   else d.get("problem") or "",
                    import_traceback=d.get("import_traceback") or "",
                    output=d.get("output") or "", sandboxed=bool(d.get("sandboxed", True)),
                    sandbox=str(d.get("sandbox", "none")), notes=[restored(n) for n in d.get("notes") or []],

@@ -31,6 +31,7 @@ from grader.reference import Caller
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import Slot
+from grader.strings import STRINGS, Said, in_language, say
 from grader.testfile import is_practice, part_of
 
 # Graded runs score the hidden cases only. Practice cases (test_practice_<part>.py, which
@@ -48,22 +49,22 @@ def read(sub: Submission) -> Submission:
     if sub.problem:
         return sub
     if sub.path is None:
-        sub.problem = ("no file could be graded: " + " ".join(sub.notes) if sub.notes
-                       else "no file was submitted")
+        why = Said({lang: " ".join(in_language(n, lang) for n in sub.notes) for lang in STRINGS})
+        sub.problem = say("file_none_why", why=why) if sub.notes else say("file_none")
         return sub
     got = read_source(sub.path)
     data = got.data
     if got.problem:
         sub.problem = got.problem
     elif not data.strip():
-        sub.problem = "the submitted file is empty"
+        sub.problem = say("file_empty")
     else:
         try:
             sub.source = data.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
-            sub.problem = f"the file is not UTF-8 text ({exc.reason} at byte {exc.start})"
+            sub.problem = say("file_not_utf8", reason=exc.reason, at=exc.start)
     if "\x00" in (sub.source or ""):
-        sub.source, sub.problem = None, "the file contains NUL bytes; submit Python source"
+        sub.source, sub.problem = None, say("file_nul")
     return sub
 
 

@@ -162,9 +162,8 @@ def _guard_imports(allowed: list[str]) -> None:
         if level == 0 and globals and globals.get("__name__") == MODULE_NAME:
             top = name.partition(".")[0]
             if top not in permitted:
-                raise ModuleNotFoundError(
-                    f"No module named '{top}': the grading environment provides only "
-                    f"the standard library and {', '.join(sorted(allowed))}")
+                # the trusted side says what the environment provides (session.py)
+                raise ModuleNotFoundError(f"No module named '{top}'", name=top)
         return real_import(name, globals, locals, fromlist, level)
 
     builtins.__import__ = guarded

@@ -27,7 +27,11 @@ class StudentError(Exception):
         self.kind, self.message, self.traceback, self.type = kind, message, traceback, type_
 
     def as_dict(self) -> dict:
-        return {"kind": self.kind, "message": self.message,
+        """As a test's record keeps it: the message in English, and where the grader
+        said it (a Said), in every language as `message_texts` (as a check's is)."""
+        texts = getattr(self.message, "texts", None)
+        return {"kind": self.kind, "message": str(self.message),
+                **({"message_texts": dict(texts)} if texts else {}),
                 "traceback": self.traceback, "type": self.type}
 
 

@@ -14,16 +14,19 @@ every string of an error report is capped before it is used.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grader.inside import protocol
 from grader.inside.confine import SCRATCH_FILES
 from grader.sandbox.limits import Limits, SandboxError, StudentError
+from grader.strings import Said, say
 
 if TYPE_CHECKING:
     from grader.sandbox.slot import Slot
@@ -32,16 +35,15 @@ MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
 MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped (MAX_TEXT)
 MAX_TYPE = 200
 KINDS = frozenset({"exception", "not_implemented", "memory", "exit", "import", "load"})
-WRONG_REQUEST = ("your code answered for another request {where}: did it fork, or "
-                 "start a thread that writes to the grader's socket?")
-
+_NOT_PROVIDED = re.compile(r"No module named '([A-Za-z_][\w]*)'")
+# the i18n.yml key of the sentence for each signal that names its own cause
 SIGNAL_CAUSES = {
-    signal.SIGXCPU: "exceeded the CPU time limit of {cpu_s} s",
-    signal.SIGSEGV: "crashed with a segmentation fault (SIGSEGV)",
-    signal.SIGBUS: "crashed with a bus error (SIGBUS)",
-    signal.SIGABRT: "aborted (SIGABRT)",
-    signal.SIGFPE: "crashed with a floating-point exception (SIGFPE)",
-    signal.SIGXFSZ: "exceeded the file size limit of {file_size_mb} MiB",
+    signal.SIGXCPU: "err_sigxcpu",
+    signal.SIGSEGV: "err_sigsegv",
+    signal.SIGBUS: "err_sigbus",
+    signal.SIGABRT: "err_sigabrt",
+    signal.SIGFPE: "err_sigfpe",
+    signal.SIGXFSZ: "err_sigxfsz",
 }
 
 
@@ -80,7 +82,7 @@ class Session:
         self.fatal: StudentError | None = None  # import failed: every call fails alike
         self.cpu_s = 0.0
         self.restarts = 0
-        self.timed_out: dict[str, str] = {}  # probe -> where it first ran out of time
+        self.timed_out: dict[str, str] = {}  # probe -> the test it first ran out of time in
         self.received = 0  # bytes of replies read, against limits.received_mb
         self.over_budget: StudentError | None = None  # sent too much: every call fails
         self.last_reply_bytes = 0
@@ -94,7 +96,7 @@ class Session:
         # the first submission of a run, took ~20 s of the first student's budget).
         return self.limits.submission_wall_s - self.waited
 
-    def _start(self, where: str) -> None:
+    def _start(self, where: Said) -> None:
         self.sock, out_r = self.slot.spawn(self.limits)
         pump = threading.Thread(target=self.output.pump, args=(out_r,), daemon=True)
         pump.start()
@@ -102,14 +104,14 @@ class Session:
         try:
             self._send(protocol.dumps({"source": self.source, "filename": self.filename,
                                        "allowed_imports": list(self.allowed)}),
-                       "while importing your file")
-            reply = self._receive("while importing your file")
+                       say("where_importing"))
+            reply = self._receive(say("where_importing"))
         except StudentError as exc:
             self.fatal = exc
             raise
         if not reply["ok"]:
             self._stop()
-            self.fatal = _error_from(reply["error"], self.limits)
+            self.fatal = _error_from(reply["error"], self.limits, self.allowed)
             raise self.fatal
 
     def _stop(self) -> dict | None:
@@ -144,29 +146,29 @@ class Session:
             raise self.over_budget
         where = where or probe
         if probe in self.timed_out:  # spend the budget on other parts, not on a known hang
-            raise StudentError("timeout", f"not run: the same code timed out after "
-                               f"{self.limits.test_wall_s:g} s in {self.timed_out[probe]}")
+            raise StudentError("timeout", say("err_same_timeout", s=f"{self.limits.test_wall_s:g}",
+                                              name=self.timed_out[probe]))
         if self.sock is None:
             if self.restarts and self._remaining() <= 0:
                 raise self._budget_error()
             self.restarts += 1
-            self._start(where)
-        self._send(frame or protocol.dumps({"probe": probe, "args": args}), f"in {where}")
+            self._start(say("where_in", name=where))
+        self._send(frame or protocol.dumps({"probe": probe, "args": args}),
+                   say("where_in", name=where))
         try:
-            reply = self._receive(f"in {where}")
+            reply = self._receive(say("where_in", name=where))
         except StudentError as exc:
             if exc.kind == "timeout":
                 self.timed_out[probe] = where
             raise
         if not reply.get("ok"):
-            raise _error_from(reply.get("error", {}), self.limits)
+            raise _error_from(reply.get("error", {}), self.limits, self.allowed)
         return reply.get("result")
 
     def _budget_error(self) -> StudentError:
-        return StudentError("timeout", "the submission used up its time budget of "
-                            f"{self.limits.submission_wall_s:g} s; this test was not run")
+        return StudentError("timeout", say("err_budget", s=f"{self.limits.submission_wall_s:g}"))
 
-    def _send(self, data: bytes, where: str) -> None:
+    def _send(self, data: bytes, where: Said) -> None:
         # _receive leaves whatever was left of its deadline on the socket; a send
         # gets a whole test's time (a child that stops reading must not block us).
         self.sock.settimeout(self.limits.test_wall_s)
@@ -176,15 +178,15 @@ class Session:
             protocol.send_bytes(self.sock, data, self._nonce)
         except (socket.timeout, TimeoutError):  # alive but not reading: not a crash
             self._stop()
-            raise StudentError("timeout", f"timed out after {self.limits.test_wall_s:g} s "
-                               f"{where} (your code stopped reading its input)") from None
+            raise StudentError("timeout", say("err_not_reading", s=f"{self.limits.test_wall_s:g}",
+                                              where=where)) from None
         except OSError:  # the child is already gone
             status = self._stop() or {}
             raise StudentError("crash", _death_cause(status, self.limits, where)) from None
         finally:
             self.waited += time.monotonic() - start
 
-    def _receive(self, where: str) -> dict:
+    def _receive(self, where: Said) -> dict:
         remaining = self._remaining()
         if remaining <= 0:
             self._stop()
@@ -197,69 +199,65 @@ class Session:
         except (socket.timeout, TimeoutError):
             self._stop()
             if timeout < self.limits.test_wall_s:  # cut short by the budget, not the test
-                raise StudentError("timeout", "the submission used up its time budget of "
-                                   f"{self.limits.submission_wall_s:g} s {where}") from None
-            raise StudentError("timeout", f"timed out after {timeout:g} s {where}") from None
+                raise StudentError("timeout", say("err_budget_where", where=where,
+                                                  s=f"{self.limits.submission_wall_s:g}")) from None
+            raise StudentError("timeout", say("err_timeout", s=f"{timeout:g}", where=where)) from None
         except (EOFError, ConnectionError):
             status = self._stop() or {}
             raise StudentError("crash", _death_cause(status, self.limits, where)) from None
         except protocol.ProtocolError as exc:
             self._stop()
-            problem = f"{exc} {where}"  # raised below: exc's frames hold the refused reply
+            problem = say("err_protocol", reason=str(exc), where=where)  # raised below: exc's
+            # frames hold the refused reply
         finally:
             self.waited += time.monotonic() - start
         if problem is not None:  # (the error is cached for the rest of the submission)
             raise StudentError("protocol", problem)
         if not isinstance(reply, dict) or "ok" not in reply:
             self._stop()
-            raise StudentError("protocol", f"malformed reply {where}")
+            raise StudentError("protocol", say("err_malformed_reply", where=where))
         return reply
 
-    def _read_reply(self, deadline: float, where: str) -> object:
+    def _read_reply(self, deadline: float, where: Said) -> object:
         """The reply to the request just sent: its nonce and size are checked before
         a byte of its body is read (or kept)."""
         size, nonce = protocol.recv_header(self.sock, deadline)
         if nonce != self._nonce:
             self._stop()
-            raise StudentError("protocol", WRONG_REQUEST.format(where=where))
+            raise StudentError("protocol", say("err_wrong_request", where=where))
         if size > MAX_REPLY:
             self._stop()
-            raise StudentError("protocol", f"your code sent a result of {size} bytes {where}; "
-                               f"a result may be at most {MAX_REPLY} bytes")
+            raise StudentError("protocol", say("err_reply_too_big", size=size, where=where,
+                                               cap=MAX_REPLY))
         budget = self.limits.received_mb << 20
         if self.received + size > budget:
             self._stop()
             self.over_budget = StudentError(
-                "protocol", f"your code sent more than the {self.limits.received_mb} MiB of "
-                f"results a submission may send (the last, {size} bytes, {where}); "
-                "the tests after it were not run")
+                "protocol", say("err_received_budget", mb=self.limits.received_mb, size=size,
+                                where=where))
             raise self.over_budget
         self.received += size
         self.last_reply_bytes = size
         return protocol.recv_body(self.sock, size, deadline, MAX_REPLY_JSON)
 
 
-def _death_cause(status: dict, limits: Limits, where: str) -> str:
+def _death_cause(status: dict, limits: Limits, where: Said) -> Said:
     sig, code = status.get("signal"), status.get("code")
     if status.get("scratch"):
-        return (f"your code's files exceeded the scratch limit of {limits.scratch_mb} MiB "
-                f"(or {SCRATCH_FILES} files) {where}")
+        return say("err_scratch", mb=limits.scratch_mb, files=SCRATCH_FILES, where=where)
     if status.get("oom"):
-        return (f"your code's processes together exceeded the {limits.memory_mb} MiB "
-                f"memory limit {where}")
+        return say("err_oom", mb=limits.memory_mb, where=where)
     if sig is not None:
-        template = SIGNAL_CAUSES.get(sig)
-        if template:
-            return f"your code {template.format(**limits.__dict__)} {where}"
+        if sig in SIGNAL_CAUSES:
+            return say(SIGNAL_CAUSES[sig], **limits.__dict__, where=where)
         if sig == signal.SIGKILL and (status.get("cpu_s") or 0) >= 0.9 * limits.cpu_s:
             # SIGXCPU caught or ignored: the hard limit, a second later, sends SIGKILL
             # (and rusage may read a little under the limit)
-            return f"your code {SIGNAL_CAUSES[signal.SIGXCPU].format(**limits.__dict__)} {where}"
+            return say(SIGNAL_CAUSES[signal.SIGXCPU], **limits.__dict__, where=where)
         if sig == signal.SIGKILL:
-            return (f"your code was killed {where} (the {limits.memory_mb} MiB memory "
-                    f"or {limits.cpu_s} s CPU limit)")
-        return f"your code was killed by signal {signal.Signals(sig).name} {where}"
-    return f"your code ended the process (exit status {code}) {where}"
+            return say("err_killed", mb=limits.memory_mb, cpu_s=limits.cpu_s, where=where)
+        return say("err_signal", name=signal.Signals(sig).name, where=where)
+    return say("err_exit_status", code=code, where=where)
 
 
 def _text(value: object, cap: int = protocol.MAX_TEXT) -> str:
@@ -269,7 +267,7 @@ def _text(value: object, cap: int = protocol.MAX_TEXT) -> str:
     return text if len(text) <= cap else text[:cap] + " […]"
 
 
-def _error_from(err: dict, limits: Limits) -> StudentError:
+def _error_from(err: dict, limits: Limits, allowed: Iterable[str] = ()) -> StudentError:
     """The child's error report, as the student sees it: a kind the grader knows
     (a child must not claim a timeout or a grader fault), every string capped."""
     if not isinstance(err, dict):
@@ -279,13 +277,18 @@ def _error_from(err: dict, limits: Limits) -> StudentError:
     message = _text(err.get("message"))
     type_ = _text(err.get("type"), MAX_TYPE)
     if kind == "memory":
-        message = f"exceeded the {limits.memory_mb} MiB memory limit ({type_}: {message[:300]})"
+        message = say("err_memory", mb=limits.memory_mb, detail=f"{type_}: {message[:300]}")
     elif kind == "exit":
-        message = f"your code called sys.exit({message})"
+        message = say("err_sys_exit", code=message)
     elif kind == "not_implemented":
-        message = "not implemented yet (NotImplementedError)" + (f": {message}" if message else "")
+        message = (say("err_not_implemented_why", detail=message) if message
+                   else say("err_not_implemented"))
+    elif kind == "import" and (missing := _NOT_PROVIDED.fullmatch(message)) \
+            and missing[1] not in allowed:  # the harness's import guard refused it
+        message = say("err_not_provided", message=f"{type_}: {message}",
+                      allowed=", ".join(sorted(allowed)))
     elif kind != "load":  # the loader's own sentence needs no exception type in front
         message = f"{type_}: {message}" if type_ else message
     if "[Errno 28]" in message:  # ENOSPC: in the sandbox only the scratch fills up
-        message += f" (the scratch limit of {limits.scratch_mb} MiB)"
+        message = say("err_no_space", message=message, mb=limits.scratch_mb)
     return StudentError(kind, message, _text(err.get("traceback")), type_)

@@ -244,3 +244,40 @@ def test_intakes_notes_are_chinese_on_a_chinese_page(tmp_path):
         for said in chinese[sid]:
             assert said in zh and said not in en, said
     assert "1001: Left out notes.pdf (only .py and .ipynb files are graded)." in taken.skipped
+
+
+def test_what_the_sandbox_says_is_chinese_on_a_chinese_page():
+    """Issue 25's leftover: the sandbox's sentences (a timeout while importing, a test
+    killed by a limit, a file that could not be graded) are made while grading, before
+    the page's language is known; a zh page, rendered again from the stored record,
+    says them in Chinese, and scores.json and the exports keep the English."""
+    import signal
+
+    from grader.feedback import render_student
+    from grader.plan import read_source
+    from grader.sandbox.limits import Limits, StudentError
+    from grader.sandbox.session import _death_cause
+    from grader.strings import say
+
+    limits = Limits(test_wall_s=5)
+    timeout = StudentError("timeout", say("err_timeout", s="5", where=say("where_importing")))
+    killed = StudentError("crash", _death_cause({"signal": signal.SIGXCPU}, limits,
+                                                say("where_in", name="ffn (test_shape)")))
+    unread = read_source(Path("/nonexistent/13_moe.py")).problem
+    cases = [(timeout.message, None, "timed out after 5 s while importing your file",
+              "在导入你的文件时超时（超过 5 秒）"),
+             ("", killed.as_dict(), "your code exceeded the CPU time limit of 60 s in ffn",
+              "你的代码在 ffn (test_shape) 中超过了 60 秒的 CPU 时间上限"),
+             (unread, None, "no file was submitted", "没有提交文件")]
+    for problem, error, english, chinese in cases:
+        doc = record("alice", "graded" if error else "import_error", [not error] + [True] * 4)
+        doc["tests"][0]["error"] = error
+        stored = GradeRecord.from_json(json.loads(json.dumps(
+            GradeRecord(**{**GradeRecord.from_json(doc).__dict__, "problem": problem})
+            .to_json())))
+        en, zh = (html.unescape(render_student(stored, course_in_order(), "13", lang))
+                  for lang in ("en", "zh"))
+        assert english in en and english not in zh, english
+        assert chinese in zh and chinese not in en, chinese
+        kept = json.dumps(stored.score_json(), ensure_ascii=False)
+        assert chinese not in kept and (not problem or english in kept)
