@@ -298,3 +298,19 @@ def test_a_recording_of_another_version_s_traces_is_not_read(course, tmp_path):
                                                        course.path(lesson.tests))))
     refs = lesson_refs("13", course.path(lesson.solution), course.path(lesson.tests), path)
     assert list(refs.traces) == ["new"]
+
+
+def test_a_gradient_sentence_names_only_the_leaves_it_knows():
+    """A cut whose missing leaves the reference's trace did not name says "fewer", an
+    addition names what it adds or says "also ... the reference's does not reach";
+    a hostile leaf name is escaped on a page."""
+    w = {"kind": "cut", "line": 4, "end": 4, "code": "s = x.detach()", "name": "s"}
+    en = STRINGS["en"]
+    assert "carries the gradient back to fewer inputs" in divergence.sentence(w, en)
+    assert "carries no gradient back to `x`" in divergence.sentence({**w, "ref": "x"}, en)
+    added = {**w, "kind": "added"}
+    assert "the reference’s does not reach" in divergence.sentence(added, en)
+    assert "also carries the gradient back to `w`" in divergence.sentence({**added, "got": "w"},
+                                                                          en)
+    html = divergence.sentence_html({**w, "ref": "<b>x</b>"}, en)
+    assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
