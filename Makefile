@@ -24,7 +24,7 @@ test: lint
 test-fast: lint
 	.venv/bin/python -m pytest -q $(XDIST) tests/unit \
 	    tests/e2e/test_cli.py::test_sample_class_scores \
-	    tests/e2e/test_cli.py::test_every_student_gets_a_page_and_a_raw_report
+	    tests/e2e/test_cli.py::test_every_student_gets_a_page_and_a_raw_log
 
 # The unit suite on Python 3.10 as well, the oldest Python supported, and the autograder
 # zip run as Gradescope runs it on 3.10 (no CAP_SYS_ADMIN, 768 MB): scripts/test-py310.sh.

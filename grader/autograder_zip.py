@@ -120,7 +120,7 @@ def setup_script(course_root: Path) -> str:
 
 def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     """Write the zip to dest (a .zip path, or a folder to put `autograder_<lesson>.zip` in)."""
-    from grader.config import EXPORT_KEYS, load
+    from grader.config import NOT_SCORED_KEYS, load
 
     course_root = Path(course_root).resolve()
     course = load(course_root / "course.yml")
@@ -128,7 +128,7 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     raw = yaml.safe_load((course_root / "course.yml").read_text(encoding="utf-8"))
     raw["lessons"] = {lesson_key: {k: v for k, v in raw["lessons"][
         next(k for k in raw["lessons"] if str(k) == lesson_key)].items()
-        if k not in ("submissions", "out", *EXPORT_KEYS)}}  # the LMS's keys stay home
+        if k not in ("submissions", "out", *NOT_SCORED_KEYS)}}  # staff's keys stay home
     raw.pop("roster", None)
     recording = f"reference/{safe_name(lesson_key)}.bin"
     raw["lessons"][lesson_key]["recorded"] = recording
@@ -161,13 +161,13 @@ def _recording(course, lesson_key: str) -> bytes:
     does first): a run on Gradescope then loads them instead of importing the solution
     and its mistakes and computing them again for each submission."""
     from grader import divergence, runner
-    from grader.pool import self_check
+    from grader.pool import grade_solution
     from grader.context import LessonContext
     from grader.reference import Caller, lesson_digest, recording
 
     lesson = course.lesson(lesson_key)
     ctx = LessonContext(course, lesson_key)
-    self_check(ctx)
+    grade_solution(ctx)
     refs = ctx.refs
     # Each known mistake graded as a submission, with a cache of its own: what grading
     # one asks of the trusted side beyond its own part's tests (a composite part
@@ -176,7 +176,7 @@ def _recording(course, lesson_key: str) -> bytes:
     runner.run_tests(ctx, [(Caller(v.caller.module, refs.probes), lambda raw: None)
                            for v in refs.variants])
     # the fresh inputs of the smallest examples and of the traces, the reference's side
-    divergence.record_fresh(ctx)
+    divergence.fresh_for_recording(ctx)
     return recording(refs, lesson_digest(course.path(lesson.solution),
                                          course.path(lesson.tests)))
 
@@ -206,7 +206,7 @@ def copy_submission(src: Path, dest: Path) -> None:
     over intake's size limit is copied as a sparse file of its size, which intake
     refuses in the same words. Folders and entries stop just past intake's own caps."""
     from grader.intake import MAX_DEPTH, MAX_ENTRIES
-    from grader.plan import MAX_FILE
+    from grader.capped import MAX_FILE
 
     try:
         top = os.open(src, _OPEN | os.O_DIRECTORY)

@@ -27,9 +27,10 @@ from pathlib import Path
 import yaml
 
 from grader import divergence, runner
-from grader.config import EXPORT_KEYS, Course
+from grader.config import NOT_SCORED_KEYS, Course
 from grader.context import LessonContext
-from grader.reference import Caller, record_combined, save_recording
+from grader.reference import Caller, combined_for_recording, save_recording
+from grader.strings import TEMPLATES
 from grader.testfile import is_practice
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -116,14 +117,14 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
                                          for v in refs.variants)]
     runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE,
                      precompute=True)
-    record_combined(refs)
+    combined_for_recording(refs)
     # the reference's traces of each part's fresh inputs, values only, so the check
     # names the line where a student's values first leave the reference's
     refs.fresh = divergence.for_students(ctx)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "templates", dest / "templates", dirs_exist_ok=True)
+    shutil.copytree(TEMPLATES, dest / "templates", dirs_exist_ok=True)  # beside its grader/
     project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     (dest / "pyproject.toml").write_text(PYPROJECT.format(
         key=lesson_key, dependencies="\n".join(f'  "{d}",' for d in _dependencies(project))),
@@ -141,7 +142,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     save_recording(refs, test_dir / RECORDING)
     entry = lesson.model_dump(mode="json", exclude_none=True,
                               exclude={"solution", "submissions", "out", "due",
-                                       *EXPORT_KEYS})  # staff's LMS keys stay home
+                                       *NOT_SCORED_KEYS})  # staff's keys stay home
     entry.update(stub=lesson.exercise, tests=f"tests/{tests.name}",
                  recorded=f"tests/{tests.name}/{RECORDING}")
     doc = {"course": course.course, "title": course.title, "title_zh": course.title_zh,

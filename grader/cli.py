@@ -265,7 +265,7 @@ class WrongInput(click.ClickException):
 @click.option("--watch", is_flag=True,
               help="keep checking: again each time the file is saved (Ctrl-C ends)")
 @click.option("--in-bwrap", is_flag=True, hidden=True,
-              help="already inside the bundle's bubblewrap sandbox (bwrap.check_command)")
+              help="already inside the bundle's bubblewrap sandbox (bwrap.practice_command)")
 def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> None:
     """Students: run the practice tests on your file (.py or .ipynb) and see each
     part's result.
@@ -273,14 +273,14 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     Exit status: 0 every practice test passed, 1 some failed, 2 the file or the
     command is wrong, 3 the grader itself failed (tell the course staff); with
     --watch, 130 when Ctrl-C ends it."""
-    from grader import check_report, checking
+    from grader import practice_output, practice_run
     from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
     try:
-        course, lesson_key = checking.lesson_for(checking.course_file(course_path),
+        course, lesson_key = practice_run.lesson_for(practice_run.course_file(course_path),
                                                  lesson_key, file)
-    except checking.WrongInput as exc:
+    except practice_run.WrongInput as exc:
         raise WrongInput(str(exc)) from None
     lesson = course.lesson(lesson_key)
     file = file or course.path(lesson.stub)
@@ -297,11 +297,11 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
                 "--lesson", lesson_key, *(["--json"] if as_json else []),
                 *(["--language", language] if language else []),
                 *(["--watch"] if watch else []), "--in-bwrap", str(file)]
-        command = bwrap.check_command(course.root.resolve(), file, argv)
+        command = bwrap.practice_command(course.root.resolve(), file, argv)
         sys.stdout.flush()
         if not watch:
             os.execv(command[0], command)
-        checking.finish(_watch_in_bwrap(command, file))
+        practice_run.finish(_watch_in_bwrap(command, file))
     sandboxed = in_bwrap or slots.available(True, support)
     if not sandboxed:
         console.print(f"note: your code runs without the sandbox "
@@ -318,30 +318,30 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     stdout = sys.stdout  # the tests' runs send sys.stdout elsewhere while they run
     # piped, a line is not wrapped at 80 columns mid-phrase
     out = Console(highlight=False, file=stdout, soft_wrap=not stdout.isatty())
-    shown: list[checking.Checked] = []
-    ctx = checking.context(course, lesson_key)
-    known = [checking.prepare(ctx)]  # while the sandbox boots
+    shown: list[practice_run.Practiced] = []
+    ctx = practice_run.context(course, lesson_key)
+    known = [practice_run.prepare(ctx)]  # while the sandbox boots
 
-    def show(checked: checking.Checked) -> None:
+    def show(checked: practice_run.Practiced) -> None:
         if watch and shown and not as_json:
             out.print(f"[dim]── {file.name} saved: checked again ──[/]")
         shown.append(checked)
         if as_json:
-            click.echo(json.dumps(checked.report, ensure_ascii=False,
+            click.echo(json.dumps(checked.outcome, ensure_ascii=False,
                                   indent=None if watch else 1), file=stdout)
         else:
-            check_report.print_check(checked.record, checked.report, course, lesson_key,
+            practice_output.print_outcome(checked.record, checked.outcome, course, lesson_key,
                                      out)
         stdout.flush()
         if watch:  # what this check had to compute, kept now: a watch ends by Ctrl-C
-            known[0] = checking.remember(ctx, known[0])
+            known[0] = practice_run.remember(ctx, known[0])
 
     slot = sandbox.sole_slot()
-    status = check_report.GRADER_FAILED
+    status = practice_output.GRADER_FAILED
     try:
         _torch_note(ctx.refs.torch)
         if not watch:
-            checked = checking.check_file(ctx, file, slot, language)
+            checked = practice_run.run_file(ctx, file, slot, language)
             show(checked)
             status = checked.status
         else:
@@ -349,9 +349,9 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
                 out.print(f"[dim]watching {escape(str(file))}: checked again each time "
                           "it is saved (Ctrl-C ends)[/]")
             with tempfile.TemporaryDirectory(prefix="grader-watch-") as tmp:
-                versions = (checking.received(sys.stdin.buffer, Path(tmp) / file.name)
-                            if in_bwrap else checking.saves(file))
-                checking.watch(ctx, versions, file.name, slot, show, language)
+                versions = (practice_run.received(sys.stdin.buffer, Path(tmp) / file.name)
+                            if in_bwrap else practice_run.saves(file))
+                practice_run.watch(ctx, versions, file.name, slot, show, language)
             status = 0  # the file's versions ended: the process outside bwrap stopped
     except (GraderFault, SandboxError) as exc:  # ours, never the student's
         console.print(f"Error: the grader failed (not your code; tell the course staff): "
@@ -359,9 +359,9 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     except KeyboardInterrupt:
         status = 130
     finally:
-        checking.close(slot)
-    checking.remember(ctx, known[0])
-    checking.finish(status)
+        practice_run.close(slot)
+    practice_run.remember(ctx, known[0])
+    practice_run.finish(status)
 
 
 def _watch_in_bwrap(command: list[str], file: Path) -> int:
@@ -370,12 +370,12 @@ def _watch_in_bwrap(command: list[str], file: Path) -> int:
     is in a session of its own, which the terminal's Ctrl-C does not reach)."""
     import subprocess
 
-    from grader import checking
+    from grader import practice_run
 
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, start_new_session=True)
     stopped = False
     try:
-        checking.send(file, proc.stdin)
+        practice_run.send(file, proc.stdin)
     except KeyboardInterrupt:
         stopped = True
     except BrokenPipeError:  # the check inside ended (it failed): its status says why
@@ -420,9 +420,9 @@ def _torch_note(graded: str) -> None:
 @LESSON
 @click.option("--variants", "folder", type=click.Path(file_okay=False, exists=True,
                                                       path_type=Path),
-              help="a folder of correct variants (*.py) (default: "
-                   "tests/fixtures/lesson<KEY>/correct, if present); two more are "
-                   "generated from the solution")
+              help="a folder of correct variants (*.py) (default: the lesson's "
+                   "`correct` in course.yml, if set); two more are generated from the "
+                   "solution")
 @click.option("--tests", "select", default="", help="only the graded tests pytest's -k "
                                                      "expression picks, e.g. test_tables")
 def tolerance(course_path, lesson_key, folder, select) -> None:
@@ -448,7 +448,7 @@ def tolerance(course_path, lesson_key, folder, select) -> None:
 @LESSON
 @click.option("--correct", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="a folder of correct variants (*.py) that must score full marks with no "
-                   "diagnosis (default: tests/fixtures/lesson<KEY>/correct, if present)")
+                   "diagnosis (default: the lesson's `correct` in course.yml, if set)")
 @click.option("--out", type=click.Path(path_type=Path),
               help="keep the graded class here (default: a temporary folder)")
 @JOBS

@@ -56,7 +56,8 @@ from distributed import WorkerPlugin
 from grader import runner
 from grader.config import Course
 from grader.context import LessonContext
-from grader.plan import Submission, Summary, read_source
+from grader.capped import read_source
+from grader.plan import Submission, Summary
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
 from grader.tally import Entry
@@ -66,7 +67,7 @@ JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
 MAX_BATCH = 16
 
 
-class SelfCheckFailed(RuntimeError):
+class SolutionFailsItsTests(RuntimeError):
     """The hidden tests fail the solution on a worker: stop the run, as the pool does."""
 
 
@@ -106,7 +107,7 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
         for fut in as_completed(list(futures)):
             try:
                 done = fut.result()
-            except SelfCheckFailed as exc:
+            except SolutionFailsItsTests as exc:
                 client.cancel(list(futures))
                 raise RuntimeError(str(exc)) from None
             except Exception as exc:  # noqa: BLE001 - a worker's failure, not a student's
@@ -170,7 +171,7 @@ def _connect(scheduler, jobs: int):
 def _item(sub: Submission) -> tuple[str, bytes | None, str, list[str], str, str]:
     """What a worker needs of a submission: (id, its file's bytes or None, fingerprint,
     notes, name, problem). Read here as `runner.read` reads it locally
-    (`plan.read_source`): an oversized or unreadable file ships no byte, only the
+    (`capped.read_source`): an oversized or unreadable file ships no byte, only the
     problem the worker's record then states, word for word as a local run's."""
     data, problem = None, ""
     if sub.path is not None:
@@ -304,9 +305,9 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     ctx = LessonContext(local, lesson_key)
     ctx.reset()  # an earlier version's test modules, imported under the same names
     try:
-        pool.self_check(ctx)  # warms the reference, as the pool's parent does
+        pool.grade_solution(ctx)  # warms the reference, as the pool's parent does
     except RuntimeError as exc:
-        raise SelfCheckFailed(str(exc)) from None
+        raise SolutionFailsItsTests(str(exc)) from None
     lesson = ctx.lesson
     slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload),
                      support=support)

@@ -88,6 +88,7 @@ class Lesson(Strict):
     canvas_assignment_id: int | None = None  # the Canvas column `Title (id)`
     moodle_item: str | None = None           # the Moodle grade item's name
     moodle_worksheet: Path | None = None     # the assignment's grading worksheet (CSV)
+    correct: Path | None = None  # correct variants (*.py) for `grader selftest`, `tolerance`
 
     @field_validator("parts")
     @classmethod
@@ -105,8 +106,9 @@ class Lesson(Strict):
         return self.tests / "probes.py"
 
 
-# A lesson's keys that only say where its scores go in an LMS, not what they are
-EXPORT_KEYS = {"canvas_assignment_id", "moodle_item", "moodle_worksheet"}
+# A lesson's keys that decide no score, which stay on the staff's machine: where its
+# scores go in an LMS, and the correct variants selftest grades
+NOT_SCORED_KEYS = {"canvas_assignment_id", "moodle_item", "moodle_worksheet", "correct"}
 
 
 class Defaults(Strict):
@@ -184,7 +186,7 @@ class Course(Strict):
         """Changes whenever anything that decides a lesson's scores changes (where the
         scores go in an LMS does not: setting `moodle_worksheet` regrades nobody)."""
         lesson = self.lesson(key)
-        h = hashlib.sha256(lesson.model_dump_json(exclude=EXPORT_KEYS).encode())
+        h = hashlib.sha256(lesson.model_dump_json(exclude=NOT_SCORED_KEYS).encode())
         h.update(self.defaults.model_dump_json().encode())
         for base in (lesson.solution, lesson.recorded, lesson.tests):
             if base is None or not self.path(base).exists():

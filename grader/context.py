@@ -1,11 +1,14 @@
 """One lesson as one run sees it: course.yml's entry and everything computed from it.
 
-A run builds one `LessonContext` and passes it down; every cache that outlives a
-single submission (the references and their results, the lesson folder's imported
-modules, the serialised probe requests, the reference's result sizes, the pages'
-compiled templates) lives here and nowhere else, so `reset()` forgets all that came
-from the lesson's files at once: a long-lived Dask worker calls it when they change,
-and no module keeps a stale copy.
+A run builds one `LessonContext` and passes it down; every cache of what came from
+the lesson's files that outlives a single submission (the references and their
+results, the lesson folder's imported modules, the serialised probe requests, the
+reference's result sizes) lives here, and so do the pages' compiled templates. The one
+other is `reference.lesson_file`'s (a lesson's examples.py, questions.py,
+trace_inputs.py, loaded by path), which `reset()` clears too; so `reset()` forgets all
+that came from the lesson's files at once: a long-lived Dask worker calls it when they
+change, and no module keeps a stale copy. The grader's own strings (strings.STRINGS)
+are read once at import: they are not the lesson's.
 """
 from __future__ import annotations
 
@@ -93,3 +96,6 @@ class LessonContext:
         self.expected.clear()
         self._refs = None
         self._version = None
+        reference = sys.modules.get("grader.reference")  # never imported: nothing cached
+        if reference is not None:
+            reference.lesson_file.cache_clear()

@@ -1,5 +1,5 @@
-"""What of a check a student may see: every surface a student reads (the page, its LMS
-summary, Gradescope's per-test output, `grader check`) shows a check through here.
+"""What of a check a student may see: every surface a student reads (the page, its top
+on Gradescope, Gradescope's per-test output, `grader check`) shows a check through here.
 
 A practice case ships with the reference's results for its own inputs, so its check is
 shown whole (your value and the expected one, the largest difference). A graded case's

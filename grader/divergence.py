@@ -674,7 +674,7 @@ def _plain(ref: Reference) -> dict:
                        for t in ref.traces]}
 
 
-def record_fresh(ctx) -> int:
+def fresh_for_recording(ctx) -> int:
     """Compute, for a recording, the reference's side of every fresh input a failing
     part's feedback asks about: the lesson's trace inputs, the candidates of its
     smallest examples (their results into the reference's cache, their traces into the
@@ -797,7 +797,7 @@ def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
 
 
 def failing_parts(raw: dict) -> list[str]:
-    """The parts with a failing test in a raw report, in their order."""
+    """The parts with a failing test in a raw log, in their order."""
     from grader.testfile import part_of
     parts: dict[str, None] = {}
     for t in raw.get("tests", []):

@@ -1,9 +1,11 @@
-"""HTML feedback: one page per student, and a class report for the TAs.
+"""A student's page (HTML), its top as Gradescope shows it (`render_page_top`), and
+`templates()`, the Jinja2 environment every page is rendered with (report.py's class
+and similarity reports too).
 
 Everything a student wrote (ids, messages, tracebacks, printed output) is untrusted:
 Jinja2 autoescapes it, `clean` strips control and bidi characters and caps its size,
 and the pages carry a CSP that forbids scripts and remote loads, so they work
-offline and nothing a student prints can run. Plots are inline SVG built here.
+offline and nothing a student prints can run. Plots are inline SVG (charts.py).
 """
 from __future__ import annotations
 
@@ -69,7 +71,7 @@ def _error_key(test: TestRecord) -> tuple:
     return (err.get("kind"), err.get("message"), err.get("traceback"))
 
 
-def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[TestRecord],
+def _part_view(part: str, title: str, scored: PartRecord | None, tests: list[TestRecord],
                record: GradeRecord, lang: str, t: dict[str, str], stub: Stub | None = None,
                failed_before: list[str] | None = None, explained: set[str] | None = None
                ) -> dict:
@@ -85,31 +87,31 @@ def _part_view(part: str, title: str, summary: PartRecord | None, tests: list[Te
     cards = [{"test": _test_view(group[0], t, lang, i < OPEN_FAILURES),
               "same": [x.name for x in group[1:]]}
              for i, group in enumerate(_cards(failing, blocked))]
-    return {"key": part, "title": title, "score": summary.score if summary else 0.0,
-            "max_score": summary.max_score if summary else 0.0,
-            "passed": summary.passed if summary else len(tests) - len(failing),
-            "tests": summary.tests if summary else len(tests),
+    return {"key": part, "title": title, "score": scored.score if scored else 0.0,
+            "max_score": scored.max_score if scored else 0.0,
+            "passed": scored.passed if scored else len(tests) - len(failing),
+            "tests": scored.tests if scored else len(tests),
             "groups": cards[:OPEN_FAILURES], "folded": cards[OPEN_FAILURES:],
             "folded_tests": sum(1 + len(g["same"]) for g in cards[OPEN_FAILURES:]),
             "blocked": len(blocked),
             "passing": [x.name for x in tests if x.passed],
             "diagnoses": _part_diagnoses(failing, lang),
-            "findings": part_findings(tests, summary, failed_before or [], explained or set(),
+            "findings": part_findings(tests, scored, failed_before or [], explained or set(),
                                       t),
             "missing": missing_from_stub(failing, stub),
             "example": record.examples.get(part, ""),
-            "where": divergence.sentence_html(summary.where, t) if summary and failing
+            "where": divergence.sentence_html(scored.where, t) if scored and failing
             else ""}
 
 
-def part_findings(tests: list[TestRecord], summary: PartRecord | None,
+def part_findings(tests: list[TestRecord], scored: PartRecord | None,
                   failed_before: list[str], explained: set[str], t: dict[str, str]
                   ) -> list[str]:
     """What a part's results show, in the order the page and `grader check` both say
     it: the composite part's parts first, the contrast rule, the answers to the
     grader's questions, then the structure of failing checks."""
     failing = [x for x in tests if not x.passed]
-    answers = summary.answers if summary is not None and failing else []
+    answers = scored.answers if scored is not None and failing else []
     return [x for x in [*explain.composite_sentences(tests, failed_before, explained, t),
                         *explain.contrast_sentences(tests, t),
                         *(explain.answer_text(a, t) for a in answers),
@@ -298,7 +300,7 @@ def syntax_error(problem: str) -> dict | None:
 
 
 def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:
-    """Everything the student template shows, with raw_report left out on purpose."""
+    """Everything the student template shows, with raw_log left out on purpose."""
     t = STRINGS[lang]
     titles = part_titles(course, lesson_key, lang)
     by_part: dict[str, list[TestRecord]] = defaultdict(list)
@@ -333,10 +335,10 @@ def render_student(record: GradeRecord, course: Course, lesson_key: str,
         **student_context(record, course, lesson_key, lang))
 
 
-def render_summary(record: GradeRecord, course: Course, lesson_key: str,
-                   language: str | None = None, pages: Environment | None = None) -> str:
-    """The page's head as an HTML fragment: total, problem, each part's score and the
+def render_page_top(record: GradeRecord, course: Course, lesson_key: str,
+                    language: str | None = None, pages: Environment | None = None) -> str:
+    """The page's top as an HTML fragment: total, problem, each part's score and the
     mistakes named, from the page's own view (so it says no more than the page)."""
     lang = language_of(course, language)
-    return (pages or templates()).get_template("summary.html.j2").render(
+    return (pages or templates()).get_template("page_top.html.j2").render(
         **student_context(record, course, lesson_key, lang))

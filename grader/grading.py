@@ -108,7 +108,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     # alone owns it (closed once the class is graded, or on any error or Ctrl-C).
     with ExitStack() as lifetime:
         sandbox = None
-        if scheduler is None and sandboxed_forks(unsandboxed, support):
+        if scheduler is None and zygote_is_fork(unsandboxed, support):
             out.mkdir(parents=True, exist_ok=True)
             sandbox = lifetime.enter_context(
                 boot(course, lesson, unsandboxed, support, (submissions, out), fork=True))
@@ -149,8 +149,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                         old := store.load(sub.student_id)) is not None:
                     tally.add(Entry.of(old))
             ids = sorted(s.student_id for s in subs)
-            store.scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                         spool.entries(ids), taken.by_number)
+            store.write_scores(lesson_key, course.course, ctx.version, lesson.max_score,
+                               spool.entries(ids), taken.by_number)
     write_report(tally, course, lesson_key, store, language, ctx.pages)
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
     return Graded(summary, students, taken.skipped, taken.absent, by_number)
@@ -193,7 +193,7 @@ def available(unsandboxed: bool, support: Support) -> bool:
         raise GradingError(str(exc)) from None
 
 
-def sandboxed_forks(unsandboxed: bool, support: Support) -> bool:
+def zygote_is_fork(unsandboxed: bool, support: Support) -> bool:
     """Will this run's zygote be a fork of this process (unsandboxed, allowed)? Where no
     sandbox can be had and none was allowed, no: the run is refused only if there is
     work (`boot`)."""

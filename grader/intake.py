@@ -41,7 +41,7 @@ import yaml
 
 from grader.config import Student
 from grader.notebook import load
-from grader.plan import MAX_FILE, read_capped
+from grader.capped import MAX_FILE, read_capped
 from grader.shown import printable, raw_bytes, reason_of
 from grader.store import safe_name
 from grader.strings import STRINGS, Said, in_language, say

@@ -8,7 +8,7 @@ import re
 import warnings
 from pathlib import Path
 
-from grader.plan import MAX_FILE, read_capped
+from grader.capped import MAX_FILE, read_capped
 from grader.shown import printable, reason_of
 from grader.store import write_atomic
 from grader.strings import say

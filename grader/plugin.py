@@ -6,7 +6,7 @@ It gives tests three fixtures: `student` (probe calls into the sandboxed worker)
 check failed, and, for a failing part, replays the test against each known
 mistake of that part: if the student's (cached) results pass against a mistake's
 results, that mistake is the diagnosis. Everything a test records (`meta`) is the
-test's metadata in its raw report (runner.GradingLoop).
+test's metadata in its raw log (runner.GradingLoop).
 """
 from __future__ import annotations
 

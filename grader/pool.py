@@ -36,7 +36,7 @@ from grader.tally import Entry
 DONE = None
 
 
-class _Noting:
+class _ReferenceAsStudent:
     """The reference in a student's place, noting each distinct request it is sent."""
 
     def __init__(self, caller: Caller):
@@ -47,17 +47,17 @@ class _Noting:
         return self.caller.call(probe, **args)
 
 
-def self_check(ctx: LessonContext) -> dict[str, dict]:
+def grade_solution(ctx: LessonContext) -> dict[str, dict]:
     """Grade the solution in-process as if it were a student: warms every cache the
     workers inherit and refuses to run with hidden tests that fail the solution.
     Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
-    as_student = _Noting(ctx.refs.reference.twin())
-    reports: list[dict] = []
+    as_student = _ReferenceAsStudent(ctx.refs.reference.twin())
+    raw_logs: list[dict] = []
     # Mistake signatures (which tests each known mistake fails) are computed here, once:
     # the composite part's rule and every diagnosis need them, and each forked worker
     # would otherwise pay for them again on its first failing student.
-    runner.run_tests(ctx, [(as_student, reports.append)], precompute=True)
-    result = runner.score(ctx, reports[0])
+    runner.run_tests(ctx, [(as_student, raw_logs.append)], precompute=True)
+    result = runner.score(ctx, raw_logs[0])
     if result.score != result.max_score:
         failing = [t.name for t in result.tests if not t.passed]
         raise RuntimeError(f"the solution of lesson {ctx.key} fails its own hidden "
@@ -118,9 +118,9 @@ def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
         # One submission of a lesson recorded when its zip was built (a Gradescope run):
         # the solution was checked then.
         if len(todo) > 1 or not ctx.refs.recorded:
-            self_check(ctx)  # while the sandbox boots
+            grade_solution(ctx)  # while the sandbox boots
         if len(todo) == 1:
-            slots = [_FirstUse(sandbox)]
+            slots = [_LazySlot(sandbox)]
             _grade_here(ctx, todo[0], out, slots[0], language, summary, progress, collect)
             return
         slots = [sandbox.slot() for _ in range(jobs)]
@@ -130,7 +130,7 @@ def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
             slot.close()
 
 
-class _FirstUse:
+class _LazySlot:
     """The sandbox's slot, taken when the submission's first child is spawned: after
     pytest has collected the hidden tests, which it does while the sandbox boots.
     A session needs only `spawn` and `kill` of its slot."""
@@ -155,7 +155,7 @@ class _FirstUse:
 
 
 def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
-                slot: _FirstUse, language: str, summary: Summary,
+                slot: _LazySlot, language: str, summary: Summary,
                 progress: Callable[[str, dict], None],
                 collect: Callable[[Entry], None]) -> None:
     """One submission, in this process: no worker to fork and start pytest in."""

@@ -165,11 +165,11 @@ class GradeRecord:
     fingerprint: str = ""
     name: str = ""                      # the student's name, where the roster or LMS says
     timing: Timing = field(default_factory=Timing)
-    raw_report: Json | None = None      # pytest-json-report's; stored in raw/, not here
+    raw_log: Json | None = None         # pytest-json-report's; stored in raw/, not here
     examples: dict[str, str] = field(default_factory=dict)  # part -> smallest.snippet
 
     def to_json(self) -> Json:
-        """results/<id>.json: everything but the raw report."""
+        """results/<id>.json: everything but the raw log."""
         return {"student_id": self.student_id, "lesson": self.lesson, "status": self.status,
                 "score": self.score, "max_score": self.max_score,
                 "parts": {name: p.to_json() for name, p in self.parts.items()},

@@ -198,7 +198,7 @@ class LessonRefs:
     # the torch version a recording's results were computed with ("": this process's)
     torch: str = ""
     # composite part -> request key -> (probe, args): what its comparison asked of the
-    # solution carrying known mistakes (`plugin._Explained`), for `record_combined`
+    # solution carrying known mistakes (`plugin._Explained`), for `combined_for_recording`
     asked: dict[str, dict[str, tuple[str, dict]]] = field(default_factory=dict)
     _combined: dict[tuple[str, ...], Caller] = field(default_factory=dict)
     # combination -> results a recording holds, where the solution is here too: its
@@ -224,7 +224,7 @@ class LessonRefs:
     def combined(self, ids: tuple[str, ...]) -> Caller:
         """The solution with several known mistakes at once (in different parts):
         trusted code standing for a student whose parts have exactly those bugs. A
-        student bundle has their practice results only, recorded (`record_combined`)."""
+        student bundle has their practice results only (`combined_for_recording`)."""
         ids = tuple(sorted(ids))
         if len(ids) == 1:  # one mistake: its variant, with the results it already has
             return next(v.caller for v in self.variants if v.mistake.id == ids[0])
@@ -294,7 +294,7 @@ def save_recording(refs: LessonRefs, path: Path) -> None:
     path.write_bytes(recording(refs))
 
 
-def record_combined(refs: LessonRefs) -> None:
+def combined_for_recording(refs: LessonRefs) -> None:
     """Answer what each composite part asked (`LessonRefs.asked`) with the solution
     carrying every combination of known mistakes in two or more of the other parts, so
     that a recording holds what a composite part compares with for any student whose

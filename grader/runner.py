@@ -1,7 +1,7 @@
 """Grades one submission: a session in the sandboxed worker, hidden tests in-process.
 
 The hidden tests run under pytest on the trusted side; the submission is reached
-only through probe calls on its session. Each submission's raw report (in
+only through probe calls on its session. Each submission's raw log (in
 pytest-json-report's format) is kept beside the scores, which are computed from it.
 """
 from __future__ import annotations
@@ -24,7 +24,8 @@ from grader import divergence, points, questions, smallest
 from grader.autograder_zip import FROM_RECORDING
 from grader.context import LessonContext
 from grader.diagnosis import diagnose
-from grader.plan import Submission, read_source
+from grader.capped import read_source
+from grader.plan import Submission
 from grader.plugin import GraderFault, GradingPlugin, StudentCaller
 from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
 from grader.reference import Caller
@@ -44,7 +45,7 @@ GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 
 def read(sub: Submission) -> Submission:
     """Load the source, turning every unreadable case into a clear problem. The file is
-    read as `plan.read_source` reads it; with no file, intake's notes say why (a link
+    read as `capped.read_source` reads it; with no file, intake's notes say why (a link
     left out, a broken notebook); a problem the Dask client found stands."""
     if sub.problem:
         return sub
@@ -74,7 +75,7 @@ class GradingLoop:
     Collection, the hidden test modules and pytest's start-up are paid once per
     worker; each submission then runs every collected test through pytest's own
     runtest protocol, and the test reports pytest hands its plugins become that
-    submission's raw report, in pytest-json-report's format, made with the functions
+    submission's raw log, in pytest-json-report's format, made with the functions
     of its `serialize` module. Its plugin cannot do this part through its public
     API: it makes one report per session, and a second instance cannot join a
     session (its hook specifications would be added twice).
@@ -175,14 +176,14 @@ class CollectionErrors:
 
 def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], None]]],
               select: str = GRADED, precompute: bool = False) -> None:
-    """Run the lesson's hidden tests once per job: (student caller, callback(raw report))."""
+    """Run the lesson's hidden tests once per job: (student caller, callback(raw log))."""
     tests = ctx.tests
     plugin = GradingPlugin(None, ctx.refs, ctx.course.tolerances(ctx.key),
                            list(ctx.lesson.parts), precompute)
     loop = GradingLoop(plugin, jobs)
     errors = CollectionErrors()
     # Only what grading uses: every plugin with per-test hooks costs each student.
-    # No autoloaded plugins (anyio, xdist, ...); the raw report is GradingLoop's.
+    # No autoloaded plugins (anyio, xdist, ...); the raw log is GradingLoop's.
     args = [str(tests), "-q", "--tb=no", "--capture=no", "--assert=plain",
             "--import-mode=importlib",
             "--disable-plugin-autoload", "--rootdir", str(tests), "-c", "/dev/null",
@@ -205,7 +206,7 @@ def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], 
 
 @dataclass
 class Scored:
-    """A raw report's verdicts: the points, the parts and each test's record."""
+    """A raw log's verdicts: the points, the parts and each test's record."""
 
     score: float
     max_score: float
@@ -213,13 +214,13 @@ class Scored:
     tests: list[TestRecord]
 
 
-def score(ctx: LessonContext, report: dict) -> Scored:
+def score(ctx: LessonContext, raw: dict) -> Scored:
     """Each part's points shared by its graded tests in exact units (grader/points.py);
     practice tests are recorded at 0 of 0. Which mistake explains each part is
     `diagnosis.diagnose`'s to say."""
     lesson = ctx.lesson
     refs = ctx.refs
-    entries = report["tests"]
+    entries = raw["tests"]
     tests = [_test_record(t) for t in entries]
     unknown = {t.part for t in tests} - set(lesson.parts)
     if unknown:
@@ -236,7 +237,7 @@ def score(ctx: LessonContext, report: dict) -> Scored:
 
 
 def _test_record(t: dict) -> TestRecord:
-    """One test's verdict from its pytest-json-report entry; points come later."""
+    """One test's verdict from its pytest-json-raw entry; points come later."""
     path, name = t["nodeid"].split("::", 1)
     meta = t.get("metadata", {})
     passed = t["outcome"] == "passed"
@@ -347,7 +348,7 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
             elapsed: float, where: dict[str, dict] | None = None) -> GradeRecord:
     """The one place a result record is built: from the file `read` took (`missing`:
     None when it could be read, else whether it is absent), what the session
-    established about the run, and the verdicts of the raw report."""
+    established about the run, and the verdicts of the raw log."""
     scored = score(ctx, raw)
     failing = {t.part for t in scored.tests if not t.passed}
     for name, found in (where or {}).items():  # feedback only: after the points
@@ -366,7 +367,7 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
         sandbox=slot.sandbox.mode if slot else "none", notes=sub.notes,
         fingerprint=sub.fingerprint, name=sub.name,
         timing=Timing(round(elapsed, 3), round(session.cpu_s, 3) if session else 0.0),
-        raw_report=raw)
+        raw_log=raw)
 
 
 def grade(ctx: LessonContext, sub: Submission, slot: Slot | None,

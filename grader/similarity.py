@@ -21,7 +21,7 @@ from pathlib import Path
 
 from typing import TYPE_CHECKING
 
-from grader.plan import MAX_SOURCE, read_capped
+from grader.capped import MAX_SOURCE, read_capped
 
 if TYPE_CHECKING:
     from copydetect import CodeFingerprint

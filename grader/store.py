@@ -2,7 +2,7 @@
 layout is known here only; every other module asks a `Store` for a path.
 
     OUT/results/<id>.json   what a student got, with the fingerprint it was graded at
-    OUT/raw/<id>.json       pytest-json-report's raw report for that student, less
+    OUT/raw/<id>.json       pytest-json-report's raw log for that student, less
                             what results/<id>.json holds (`raw_without_results`)
     OUT/feedback/<id>.html  the student's page (scores.json's `page` names it)
     OUT/scores.json         the class, written at the end of a run from each
@@ -99,9 +99,13 @@ class Store:
         self.intake_path = out / "intake"
         self.export_path = out / "export"
         self.pages_path = out / PAGES
+        self.results_path = out / "results"
 
     def result_path(self, student_id: str) -> Path:
-        return self.out / "results" / f"{safe_name(student_id)}.json"
+        return self.results_path / f"{safe_name(student_id)}.json"
+
+    def raw_log_path(self, student_id: str) -> Path:
+        return self.out / "raw" / f"{safe_name(student_id)}.json"
 
     def feedback_path(self, student_id: str) -> Path:
         return self.out / self.page_of(student_id)
@@ -114,7 +118,7 @@ class Store:
 
     def result_files(self) -> list[Path]:
         """Every stored result, in file-name order."""
-        return sorted((self.out / "results").glob("*.json"))
+        return sorted(self.results_path.glob("*.json"))
 
     def load(self, student_id: str) -> GradeRecord | None:
         """The student's result, or None to grade again. Nothing is kept: a run reads
@@ -132,15 +136,14 @@ class Store:
             self.feedback_path(student_id).exists()
 
     def save(self, record: GradeRecord, feedback_html: str) -> None:
-        """Raw report and feedback first, the result last: a result on disk means done."""
+        """Raw log and feedback first, the result last: a result on disk means done."""
         sid = record.student_id
-        write_atomic(self.out / "raw" / f"{safe_name(sid)}.json",
-                     dump(raw_without_results(record.raw_report)))
+        write_atomic(self.raw_log_path(sid), dump(raw_without_results(record.raw_log)))
         write_atomic(self.feedback_path(sid), feedback_html)
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
-    def scores(self, lesson: str, course: str, version: str, max_score: float,
-               entries: Iterable[bytes], participant_numbers: Iterable[str] = ()) -> None:
+    def write_scores(self, lesson: str, course: str, version: str, max_score: float,
+                     entries: Iterable[bytes], participant_numbers: Iterable[str] = ()) -> None:
         """scores.json, streamed: the class's `scores_entry` texts (UTF-8), in id order,
         inside the document `dump` would write of them, byte for byte;
         `participant_numbers`: the ids that are a Moodle download's participant numbers
@@ -160,12 +163,12 @@ class Store:
         write_atomic(self.scores_path, chunks())
 
 
-# what each test's metadata in the raw report holds that results/<id>.json holds too
+# what each test's metadata in the raw log holds that results/<id>.json holds too
 IN_RESULTS = ("name", "part", "case", "checks", "pictures", "error", "composite")
 
 
 def raw_without_results(raw: dict | None) -> dict | None:
-    """The raw report as raw/<id>.json keeps it: pytest-json-report's, each test's
+    """The raw log as raw/<id>.json keeps it: pytest-json-report's, each test's
     metadata less what results/<id>.json holds (its checks, pictures and case), which
     was most of it (the test's outcome, phases and diagnosis matches stay)."""
     if not isinstance(raw, dict) or not isinstance(raw.get("tests"), list):

@@ -11,7 +11,17 @@ import yaml
 import grader
 from grader.shown import clean
 
-TEMPLATES = Path(grader.__file__).parent.parent / "templates"
+
+def _templates_folder() -> Path:
+    """The pages' templates and strings: package data (grader/templates) in an installed
+    grader (a wheel: pyproject.toml ships templates/ there), else the templates/ folder
+    beside the package (the project's checkout, a student bundle, the autograder zip)."""
+    package = Path(grader.__file__).parent
+    shipped = package / "templates"
+    return shipped if shipped.is_dir() else package.parent / "templates"
+
+
+TEMPLATES = _templates_folder()
 Text = str | dict  # one text for every language, or {language: text}
 
 

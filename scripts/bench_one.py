@@ -28,7 +28,7 @@ also runs the three checks with that checkout's code, beside this one's: its bun
 this one's with its own grader package and templates (the recorded practice results
 are the same data). Every command runs once, untimed, before the rounds: what a
 student's second check costs (the project's check keeps the practice results it
-computed in the user's cache, `grader.checking`).
+computed in the user's cache, `grader.practice_run`).
 
 It prints each one's median wall time and its ratio to the imports' median of the same
 rounds (target: 1.25 or less), and the peak memory (target: under 600 MB). Exit 0:
@@ -196,7 +196,8 @@ def main() -> None:
                     times.setdefault("gradescope (container mode)", []).append(seconds)
                     peaks.append(peak)
             for tag, repo, bun in trees:
-                if (repo / "grader" / "checking.py").exists():  # the old one has no --watch
+                if any((repo / "grader" / name).exists()  # the old one has no --watch
+                       for name in ("practice_run.py", "checking.py")):
                     work = tmp / f"watch-{cores}"
                     work.mkdir(exist_ok=True)
                     times[f"{tag}watch re-check, project"] = watch_rechecks(

@@ -57,6 +57,8 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+from grader.store import Store  # OUT's layout: its one home
+
 REPO = Path(__file__).resolve().parent.parent
 VENV = REPO / ".venv" / "bin"
 PYTHON = VENV / "python"
@@ -258,11 +260,7 @@ class MemorySampler:
 # ------------------------------------------------------------------------ runs
 
 def count_results(out: Path) -> int:
-    try:
-        return sum(1 for p in (out / "results").iterdir() if p.suffix == ".json"
-                   and not p.name.startswith("."))
-    except FileNotFoundError:
-        return 0
+    return sum(1 for p in Store(out).result_files() if not p.name.startswith("."))
 
 
 def graded_now(log: str) -> int | None:
@@ -314,7 +312,7 @@ def probe_compute(course_yml: Path, reps: int) -> dict:
 
     torch.set_num_threads(1)  # as the sandbox and the trusted workers run
     ctx = LessonContext(config.load(course_yml), LESSON)
-    requests = pool.self_check(ctx)
+    requests = pool.grade_solution(ctx)
     refs = ctx.refs
     calls = [(getattr(refs.probes, r["probe"]), r["args"]) for r in requests.values()]
 
@@ -348,7 +346,7 @@ def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dic
     time.sleep(1.0)  # the sandbox dies with its parent (PR_SET_PDEATHSIG)
     survivors = [pid for pid in tree if pid != proc.pid and _stat(pid) is not None
                  and _stat(pid)[0] in tree]
-    torn = [p.name for p in (out / "results").iterdir() if p.name.startswith(".tmp-")]
+    torn = [p.name for p in Store(out).results_path.iterdir() if p.name.startswith(".tmp-")]
     resumed = timed_run(cmd, logs / "resumed.log")
     return {"at_kill": at_kill, "survivors": survivors, "torn": len(torn),
             "resume_seconds": resumed["seconds"], "resume_graded": resumed["graded"]}
@@ -357,12 +355,12 @@ def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dic
 def child_cpu(out: Path) -> float:
     """Mean CPU seconds of the sandboxed child per student (from the results)."""
     times = [json.loads(p.read_text(encoding="utf-8"))["timing"]["cpu_s"]
-             for p in (out / "results").glob("*.json")]
+             for p in Store(out).result_files()]
     return sum(times) / max(len(times), 1)
 
 
 def per_student(out: Path) -> dict:
-    doc = json.loads((out / "scores.json").read_text(encoding="utf-8"))
+    doc = json.loads(Store(out).scores_path.read_text(encoding="utf-8"))
     return {s["student_id"]: (s["score"], s["status"],
                               tuple(sorted((k, v["score"]) for k, v in s["parts"].items())))
             for s in doc["students"]}
@@ -384,10 +382,10 @@ def table(rows: list[tuple[str, str]]) -> str:
 def out_per_student(out: Path) -> dict[str, float]:
     """KB a student takes in OUT (results/, raw/ and their page), for the first copy of
     each sample student: alice is correct, bob and grace each have a known mistake."""
-    sizes = {}
-    for result in sorted((out / "results").glob("*-0000?.json")):
-        sid = result.stem
-        files = [result, out / "raw" / result.name, out / "feedback" / f"{sid}.html"]
+    store, sizes = Store(out), {}
+    for result in (p for p in store.result_files() if re.fullmatch(r".*-0000\d", p.stem)):
+        sid = result.stem  # the sample ids are plain names: their own file names
+        files = [result, store.raw_log_path(sid), store.feedback_path(sid)]
         sizes[sid.rsplit("-", 1)[0]] = sum(f.stat().st_size for f in files if f.exists()) / 1000
     return sizes
 
@@ -432,10 +430,10 @@ def class_sizes(root: Path, sizes: list[int], jobs: int, old: Path | None) -> bo
                          mib(theirs["memory"].hwm["parent"])))
         if old is not None:
             print(f"class of {n}: the old code reads it back …", flush=True)
-            mine = {f: (out / f).read_bytes() for f in ("scores.json", "report.html")}
+            mine = {f: f.read_bytes() for f in (Store(out).scores_path, Store(out).report_path)}
             cmd, env = old_cmd(subs, out, jobs, old)
             theirs = timed_run(cmd, root / f"old-reread-{n}.log", sample_memory=True, env=env)
-            equal = all((out / f).read_bytes() == b for f, b in mine.items())
+            equal = all(f.read_bytes() == b for f, b in mine.items())
             same = same and equal and theirs["graded"] == 0
             rows += [(f"{n} students: no-change rerun, old code, parent peak",
                       mib(theirs["memory"].hwm["parent"])),

@@ -2,12 +2,15 @@
 
 `export` writes each requested format from scores.json (the one source of truth, so
 every exported score equals it), read once as typed records (`record.ClassScores`), and
-a roster report when graded students and the roster disagree.
+a roster report when graded students and the roster disagree. Each format is one
+`Exporter` (grader/export/exporter.py) with one signature: `export(scores, options)`.
 """
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from grader.export.exporter import Exported, Exporter, ExportOptions
 
 if TYPE_CHECKING:
     from grader.config import Course
@@ -16,7 +19,8 @@ if TYPE_CHECKING:
 FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
 ROSTER_REPORT = "roster_report.txt"  # in the export folder: who got no row, and why
 
-__all__ = ["FORMATS", "export", "export_all"]
+__all__ = ["FORMATS", "Exported", "ExportOptions", "Exporter", "export", "export_all",
+           "exporters"]
 
 
 def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
@@ -26,12 +30,22 @@ def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
     return export_all(course, lesson_key, scores, out_dir, formats)[0]
 
 
+def exporters() -> dict[str, Exporter]:
+    """Every format's exporter, by its name in `--to` (imported here: nbgrader is slow)."""
+    from grader.export.canvas import Canvas
+    from grader.export.gradescope import Gradescope
+    from grader.export.lti import Lti
+    from grader.export.moodle import Moodle
+    from grader.export.nbgrader_db import Nbgrader
+
+    return {e.to: e for e in (Gradescope(), Canvas(), Lti(), Moodle(), Nbgrader())}
+
+
 def export_all(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
                formats: list[str]) -> tuple[list[Path], list[str]]:
     """`export`, and the graded students a format could not write a row for
     (`format: student: why`), which `grader export` reports and fails on."""
     from grader import roster
-    from grader.export import canvas, gradescope, lti, moodle, moodle_files, nbgrader_db
     from grader.feedback import templates
 
     unknown = sorted(set(formats) - set(FORMATS))
@@ -43,29 +57,14 @@ def export_all(course: Course, lesson_key: str, scores: ClassScores, out_dir: Pa
     out_dir.mkdir(parents=True, exist_ok=True)
     found = roster.match(roster.load(course, lesson_key),
                          [s.student_id for s in scores.students])
-    people = found.entries
+    options = ExportOptions(course, lesson_key, out_dir, found, templates())
+    by_name = exporters()
     written: list[Path] = []
     unwritten: list[str] = []
     for fmt in dict.fromkeys(formats):
-        if fmt == "gradescope":
-            written += gradescope.write(course, lesson_key, scores, out_dir, templates())
-        elif fmt == "canvas":
-            written += canvas.write(course, lesson_key, scores, people, out_dir)
-        elif fmt == "lti":
-            written += lti.write(course, lesson_key, scores, people, out_dir)
-        elif fmt == "moodle":
-            paths, left_out = moodle.write(course, lesson_key, scores, found, out_dir)
-            worksheet = course.lesson(lesson_key).moodle_worksheet
-            if worksheet is not None:
-                files, no_file = moodle_files.write(course, lesson_key, scores, found,
-                                                    out_dir, course.path(worksheet))
-                paths, left_out = paths + files, left_out + no_file
-            written += paths
-            unwritten += left_out
-        else:
-            db = course.nbgrader_db
-            written += nbgrader_db.write(course, lesson_key, scores, people,
-                                         course.path(db) if db else out_dir / "gradebook.db")
+        done = by_name[fmt].export(scores, options)
+        written += done.written
+        unwritten += done.left_out
     report = out_dir / ROSTER_REPORT
     report.unlink(missing_ok=True)  # an old run's mismatches must not outlive their fix
     if found.unrostered or found.absent or found.skipped or unwritten:

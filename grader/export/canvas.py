@@ -8,10 +8,9 @@ goes into ID. A missing submission is blank or 0, as course.yml's `missing` says
 """
 from __future__ import annotations
 
-from pathlib import Path
-
-from grader.config import Course, Student
+from grader.config import Course
 from grader.export.cells import score_cell, write_rows
+from grader.export.exporter import Exported, Exporter, ExportOptions
 from grader.record import ClassScores
 
 HEADER = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
@@ -24,15 +23,18 @@ def column(course: Course, lesson_key: str) -> str:
     return f"{title} ({assignment_id})" if assignment_id else title
 
 
-def write(course: Course, lesson_key: str, scores: ClassScores, people: dict[str, Student],
-          out_dir: Path) -> list[Path]:
-    path = out_dir / "canvas.csv"
-    rows = [HEADER + [column(course, lesson_key)],
-            ["    Points Possible", "", "", "", "", scores.max_score]]
-    for s in scores.students:
-        who = people[s.student_id]
-        rows.append([who.name or s.student_id, who.lms_id, who.sis_user_id,
-                     who.sis_login_id, who.section, score_cell(s, course.missing)])
-    with path.open("w", newline="", encoding="utf-8") as f:
-        write_rows(f, rows)
-    return [path]
+class Canvas(Exporter):
+    to = "canvas"
+
+    def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
+        course, people = options.course, options.roster.entries
+        path = options.out_dir / "canvas.csv"
+        rows = [HEADER + [column(course, options.lesson_key)],
+                ["    Points Possible", "", "", "", "", scores.max_score]]
+        for s in scores.students:
+            who = people[s.student_id]
+            rows.append([who.name or s.student_id, who.lms_id, who.sis_user_id,
+                         who.sis_login_id, who.section, score_cell(s, course.missing)])
+        with path.open("w", newline="", encoding="utf-8") as f:
+            write_rows(f, rows)
+        return Exported([path])

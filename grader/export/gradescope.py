@@ -19,7 +19,8 @@ from markupsafe import escape
 
 from grader import disclosed
 from grader.config import Course
-from grader.feedback import clean, render_summary
+from grader.export.exporter import Exported, Exporter, ExportOptions
+from grader.feedback import clean, render_page_top
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
 
@@ -54,8 +55,8 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
         })
     head = [STATUS_TEXT.get(student.status, student.status), *student.notes]
     output = "".join(f"<p>{escape(clean(line, 2000))}</p>" for line in head)
-    summary = render_summary(student, course, lesson_key, pages=pages)
-    return {"score": student.score, "output": output + summary,
+    top = render_page_top(student, course, lesson_key, pages=pages)
+    return {"score": student.score, "output": output + top,
             "output_format": "html", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests}
 
@@ -75,22 +76,24 @@ def _test_output(test: TestRecord, language: str) -> str:
     return "\n".join(lines)
 
 
-def write(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
-          pages: Environment) -> list[Path]:
-    """One file per student who handed something in, named as the store names its
-    results: whatever the id holds (`../`, `/`, a formula), the file lands in the
-    folder and names never collide."""
-    folder = out_dir / "gradescope"
-    folder.mkdir(parents=True, exist_ok=True)
-    paths: dict[Path, None] = {}
-    for student in scores.students:
-        if student.status == MISSING:
-            continue
-        path = folder / f"{safe_name(student.student_id)}.json"
-        if path.parent != folder or path in paths:
-            raise ValueError(f"no safe, unique file name for student id "
-                             f"{student.student_id!r}")
-        path.write_text(json.dumps(results(course, lesson_key, student, pages), indent=1,
-                                   ensure_ascii=False), encoding="utf-8")
-        paths[path] = None
-    return list(paths)
+class Gradescope(Exporter):
+    to = "gradescope"
+
+    def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
+        """One file per student who handed something in, named as the store names
+        its results: whatever the id holds (`../`, `/`, a formula), the file lands in
+        the folder and names never collide."""
+        folder = options.out_dir / "gradescope"
+        folder.mkdir(parents=True, exist_ok=True)
+        paths: dict[Path, None] = {}
+        for student in scores.students:
+            if student.status == MISSING:
+                continue
+            path = folder / f"{safe_name(student.student_id)}.json"
+            if path.parent != folder or path in paths:
+                raise ValueError(f"no safe, unique file name for student id "
+                                 f"{student.student_id!r}")
+            got = results(options.course, options.lesson_key, student, options.pages)
+            path.write_text(json.dumps(got, indent=1, ensure_ascii=False), encoding="utf-8")
+            paths[path] = None
+        return Exported(list(paths))

@@ -6,17 +6,16 @@ roster's lms_id; an unrostered student keeps their student id and is reported.
 Every graded score is FullyGraded: Canvas ignores the others, and scores.json is final.
 A missing submission is, as course.yml's `missing` says, a FullyGraded 0 or a score
 with no scoreGiven and gradingProgress NotReady, which leaves the gradebook cell empty.
-The comment is the student's result in one line (`summary.text`): Canvas shows it as
+The comment is the student's result in one line (`one_line.text`): Canvas shows it as
 a submission comment, Moodle as the grade's feedback.
 """
 from __future__ import annotations
 
 import json
 from datetime import datetime, timezone
-from pathlib import Path
-
-from grader.config import Course, Student
-from grader.export import summary
+from grader.config import Student
+from grader.export import one_line
+from grader.export.exporter import Exported, Exporter, ExportOptions
 from grader.record import MISSING, ClassScores, GradeRecord
 
 ACTIVITY = {MISSING: "Initialized"}  # every other status handed something in
@@ -24,7 +23,7 @@ ACTIVITY = {MISSING: "Initialized"}  # every other status handed something in
 
 def score_object(student: GradeRecord, who: Student, timestamp: str, missing: str,
                  comment: str) -> dict:
-    """The AGS score body for one student; `comment` is `summary.text` of the record."""
+    """The AGS score body for one student; `comment` is `one_line.text` of the record."""
     obj = {
         "userId": who.lms_id or student.student_id,
         "scoreGiven": student.score, "scoreMaximum": student.max_score,
@@ -44,13 +43,15 @@ def now() -> str:
         "+00:00", "Z")
 
 
-def write(course: Course, lesson_key: str, scores: ClassScores, people: dict[str, Student],
-          out_dir: Path) -> list[Path]:
-    stamp = now()
-    path = out_dir / "lti_scores.jsonl"
-    lines = [json.dumps(score_object(s, people[s.student_id], stamp, course.missing,
-                                     summary.text(course, lesson_key, s)),
-                        ensure_ascii=False)
-             for s in scores.students]
-    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    return [path]
+class Lti(Exporter):
+    to = "lti"
+
+    def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
+        course, people, stamp = options.course, options.roster.entries, now()
+        path = options.out_dir / "lti_scores.jsonl"
+        lines = [json.dumps(score_object(s, people[s.student_id], stamp, course.missing,
+                                         one_line.text(course, options.lesson_key, s)),
+                            ensure_ascii=False)
+                 for s in scores.students]
+        path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return Exported([path])

@@ -9,13 +9,11 @@ when feedback is imported alone.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 from grader.config import Course, Student
-from grader.export import summary
+from grader.export import one_line
 from grader.export.cells import score_cell, write_rows
+from grader.export.exporter import Exported, Exporter, ExportOptions
 from grader.record import ClassScores
-from grader.roster import Match
 
 WHY = {"username": "no username", "email": "no email in the roster",
        "idnumber": "no sis_user_id (Moodle's idnumber) in the roster"}
@@ -36,9 +34,24 @@ def identifier(kind: str, student_id: str, who: Student) -> str:
     return who.sis_login_id or student_id
 
 
-def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
-          out_dir: Path) -> tuple[list[Path], list[str]]:
-    """The file, and `moodle: student: why` for each student left out of it."""
+class Moodle(Exporter):
+    to = "moodle"
+
+    def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
+        """moodle.csv, and with the lesson's `moodle_worksheet` the feedback files zip
+        (grader/export/moodle_files.py); `moodle: student: why` for each left out."""
+        from grader.export import moodle_files
+
+        done = _csv(scores, options)
+        worksheet = options.course.lesson(options.lesson_key).moodle_worksheet
+        if worksheet is not None:
+            files = moodle_files.write(scores, options, options.course.path(worksheet))
+            done = Exported(done.written + files.written, done.left_out + files.left_out)
+        return done
+
+
+def _csv(scores: ClassScores, options: ExportOptions) -> Exported:
+    course, lesson_key, found = options.course, options.lesson_key, options.roster
     kind, name = course.moodle_identifier, item(course, lesson_key)
     rows: list[list[object]] = [[kind, name, f"Feedback: {name}"]]
     left_out: list[str] = []
@@ -53,8 +66,8 @@ def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
             left_out.append(f"moodle: {sid}: "
                             f"{WHY[kind] if found.known(sid) else 'not in the roster'}")
             continue
-        rows.append([ident, score_cell(s, course.missing), summary.text(course, lesson_key, s)])
-    path = out_dir / "moodle.csv"
+        rows.append([ident, score_cell(s, course.missing), one_line.text(course, lesson_key, s)])
+    path = options.out_dir / "moodle.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         write_rows(f, rows)
-    return [path], left_out
+    return Exported([path], left_out)

@@ -17,10 +17,10 @@ import re
 import zipfile
 from pathlib import Path
 
-from grader.config import ConfigError, Course
+from grader.config import ConfigError
+from grader.export.exporter import Exported, ExportOptions
 from grader.export.moodle import identifier
 from grader.record import MISSING, ClassScores
-from grader.roster import Match
 from grader.store import Store, safe_name
 
 ZIP_NAME = "moodle_feedback_files.zip"
@@ -69,10 +69,12 @@ def entry_name(full_name: str, number: str, file_name: str) -> str:
     return f"{name}_{number}_assignfeedback_file_{file_name}"
 
 
-def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
-          out_dir: Path, worksheet: Path) -> tuple[list[Path], list[str]]:
-    """The zip beside moodle.csv, and `moodle files: student: why` for each left out.
-    The pages are the graded folder's (out_dir is OUT/export)."""
+def write(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Exported:
+    """The zip beside moodle.csv (the Moodle export's second file), and `moodle files:
+    student: why` for each left out. The pages are the graded folder's (out_dir is
+    OUT/export)."""
+    course, lesson_key, found, out_dir = (options.course, options.lesson_key,
+                                          options.roster, options.out_dir)
     kind = course.moodle_identifier
     people = participants(worksheet, kind)
     file_name = f"feedback-lesson-{safe_name(lesson_key)}.html"
@@ -95,4 +97,4 @@ def write(course: Course, lesson_key: str, scores: ClassScores, found: Match,
             else:
                 number, full_name = people[ident]
                 z.write(page, entry_name(full_name, number, file_name))
-    return [path], left_out
+    return Exported([path], left_out)

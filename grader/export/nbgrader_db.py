@@ -15,7 +15,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from grader.config import Course, Student
+from grader.export.exporter import Exported, Exporter, ExportOptions
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
 
@@ -48,8 +48,18 @@ def _split_name(name: str) -> tuple[str, str]:
     return (first, last) if first else (last, "")
 
 
-def write(course: Course, lesson_key: str, scores: ClassScores, people: dict[str, Student],
-          db: Path) -> list[Path]:
+class Nbgrader(Exporter):
+    to = "nbgrader"
+
+    def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
+        """Into course.yml's `nbgrader_db`, or a gradebook.db in the export folder."""
+        db = options.course.nbgrader_db
+        path = options.course.path(db) if db else options.out_dir / "gradebook.db"
+        return Exported(_write(scores, options, path))
+
+
+def _write(scores: ClassScores, options: ExportOptions, db: Path) -> list[Path]:
+    course, lesson_key, people = options.course, options.lesson_key, options.roster.entries
     if shutil.which("alembic") is None:  # a new database shells out to it; it sits beside us
         here = str(Path(sys.executable).parent)
         os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", "")])

@@ -22,6 +22,7 @@ import signal
 import stat
 import struct
 import sys
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -211,24 +212,14 @@ class ScratchWatch:
         """Does the scratch hold more than its cap, in bytes or in files? (Every
         folder found is watched from now on.)"""
         self._drain()
-        used, files, todo = 0, 0, [self.path]
-        while todo:
-            try:
-                entries = list(os.scandir(todo.pop()))
-            except OSError:
-                continue
-            for entry in entries:
-                files += 1
-                if files > SCRATCH_FILES:
-                    return True
-                try:
-                    st = entry.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                used += st.st_blocks * 512
-                if stat.S_ISDIR(st.st_mode):
-                    self._watch(entry.path)
-                    todo.append(entry.path)
+        used, files = 0, 0
+        for path, st in _entries(self.path, lambda st: True):
+            files += 1
+            if files > SCRATCH_FILES:
+                return True
+            used += st.st_blocks * 512
+            if stat.S_ISDIR(st.st_mode):
+                self._watch(path)
         return used > self.cap
 
 
@@ -237,11 +228,11 @@ def unmount(path: str) -> None:
     libc.umount2(path.encode(), MNT_DETACH)
 
 
-def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: int | None,
+def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: int | None,
                    cgroup: SlotCgroup | None, scratch: str, userns: bool,
                    container: bool) -> None:
     """Confine this freshly forked child before the harness imports the submission: it
-    keeps only the data socket and the harness's report pipe, and its stdout and stderr
+    keeps only the data socket and the harness's failure pipe, and its stdout and stderr
     go to the output pipe. `uid` None: unsandboxed, nothing to drop to."""
     os.setsid()
     _first_to_go_when_memory_runs_out()
@@ -249,7 +240,7 @@ def become_student(data_fd: int, out_fd: int, report: int, limits: dict, uid: in
     os.dup2(out_fd, 2)
     if cgroup is not None:  # while privileged: the cgroup's files are root's
         cgroup.enter()
-    _close_all_but(data_fd, report)
+    _close_all_but(data_fd, failure)
     signal.set_wakeup_fd(-1)
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
@@ -406,7 +397,25 @@ def remove_leftovers(uid: int, files: bool = True,
 def _remove_owned(folder: str, uid: int) -> None:
     """Below `folder`: remove what `uid` owns, and look into every other folder it
     could have crossed (others may search it: a world-writable one may sit deeper)."""
-    todo = [folder]
+
+    def crossable(st: os.stat_result) -> bool:  # what is the uid's is gone already
+        return st.st_uid != uid and bool(st.st_mode & stat.S_IXOTH)
+
+    for path, st in _entries(folder, crossable):
+        if st.st_uid == uid:
+            if stat.S_ISDIR(st.st_mode):  # by descriptors: no link is followed
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                _unlink(path)
+
+
+def _entries(top: str, descend: Callable[[os.stat_result], bool]
+             ) -> Iterator[tuple[str, os.stat_result]]:
+    """Every entry below `top` with its lstat (no link is followed, nor looked through),
+    the scratch cap's walk and the leftovers' both: a folder is entered when `descend`
+    says so of it, asked once the caller has seen it (and may have removed it). What
+    cannot be listed or looked at (gone meanwhile) is passed over."""
+    todo = [top]
     while todo:
         try:
             entries = list(os.scandir(todo.pop()))
@@ -417,12 +426,8 @@ def _remove_owned(folder: str, uid: int) -> None:
                 st = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            if st.st_uid == uid:
-                if stat.S_ISDIR(st.st_mode):  # by descriptors: no link is followed
-                    shutil.rmtree(entry.path, ignore_errors=True)
-                else:
-                    _unlink(entry.path)
-            elif stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_IXOTH:
+            yield entry.path, st
+            if stat.S_ISDIR(st.st_mode) and descend(st):
                 todo.append(entry.path)
 
 

@@ -4,7 +4,7 @@ in the child the zygote forked for one submission, loaded by path (zygote.py say
 why); only the standard library here (the protocol module is handed in).
 
 Until the submission's code first runs, a failure is the harness's own and goes to
-the report pipe (`Harness.run`): the slot passes it on as a grader error. After,
+the failure pipe (`Harness.run`): the slot passes it on as a grader error. After,
 whatever fails is in the student's output, theirs to see.
 """
 from __future__ import annotations
@@ -25,11 +25,11 @@ HARNESS_FAILED = 70  # a child's exit status when the harness failed (also repor
 
 
 class Harness:
-    """One child's harness. `report`: the pipe for its own failure, held until the
+    """One child's harness. `failure`: the pipe for its own failure, held until the
     submission runs."""
 
-    def __init__(self, report: int, protocol: ModuleType, probes: ModuleType):
-        self.report: int | None = report
+    def __init__(self, failure: int, protocol: ModuleType, probes: ModuleType):
+        self.failure: int | None = failure
         self.protocol, self.probes = protocol, probes
         self.pid = os.getpid()  # the harness's own process (see `_answer`)
 
@@ -45,16 +45,16 @@ class Harness:
     def _failed(self) -> int:
         """Report the exception being handled on the harness's pipe if the submission has
         not run yet (the student cannot have caused it); else in the output, theirs."""
-        if self.report is None:
+        if self.failure is None:
             traceback.print_exc()
         else:
-            os.write(self.report, traceback.format_exc()[-self.protocol.MAX_TEXT:].encode())
+            os.write(self.failure, traceback.format_exc()[-self.protocol.MAX_TEXT:].encode())
         return HARNESS_FAILED
 
-    def _close_report(self) -> None:
+    def _close_failure(self) -> None:
         """The submission's code is about to run: nothing it causes may look like ours."""
-        os.close(self.report)
-        self.report = None
+        os.close(self.failure)
+        self.failure = None
 
     def _serve_submission(self, data: socket.socket, scratch: str) -> None:
         nonce, init = self.protocol.recv(data)
@@ -62,7 +62,7 @@ class Harness:
         with open(path, "w", encoding="utf-8") as f:
             f.write(init["source"])
         _guard_imports(init["allowed_imports"])
-        self._close_report()
+        self._close_failure()
         try:
             module = _import_submission(path)
             reply = {"ok": True}

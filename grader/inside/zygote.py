@@ -174,17 +174,17 @@ class _Child:
     own (closed before the submission runs: what comes through it is never the
     student's doing), and its scratch directory."""
 
-    def __init__(self, pid: int, report: int, scratch: str, uid: int | None,
+    def __init__(self, pid: int, failure: int, scratch: str, uid: int | None,
                  watch: ScratchWatch | None):
-        self.pid, self.report, self.scratch, self.uid = pid, report, scratch, uid
+        self.pid, self.failure, self.scratch, self.uid = pid, failure, scratch, uid
         self.watch = watch  # container mode: its scratch cap (confine.ScratchWatch)
         self.over_scratch = False  # killed for writing past it
 
     def harness_failure(self, max_text: int) -> str:
         """What the harness reported before it died (read once the child is gone)."""
-        os.set_blocking(self.report, False)
+        os.set_blocking(self.failure, False)
         try:
-            return os.read(self.report, max_text).decode(errors="replace")
+            return os.read(self.failure, max_text).decode(errors="replace")
         except BlockingIOError:
             return ""
 
@@ -273,17 +273,17 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
     if watch is not None:  # container mode
         os.chown(scratch, uid, uid)
         watch.start(scratch, limits["scratch_mb"])
-    report_r, report_w = os.pipe()
+    failure_r, failure_w = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 0  # (what it stays if even reporting a failure fails)
         try:
-            harness = state.harness.Harness(report_w, state.protocol, state.probes)
+            harness = state.harness.Harness(failure_w, state.protocol, state.probes)
 
             def confine() -> None:
                 ctrl.close()
-                os.close(report_r)
-                state.confine.become_student(data_fd, out_fd, report_w, limits, uid, cgroup,
+                os.close(failure_r)
+                state.confine.become_student(data_fd, out_fd, failure_w, limits, uid, cgroup,
                                              scratch, state.userns, state.container)
 
             code = harness.run(confine, data_fd, scratch)
@@ -291,8 +291,8 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
             os._exit(code)
     os.close(data_fd)
     os.close(out_fd)
-    os.close(report_w)
-    return _Child(pid, report_r, scratch, uid, watch)
+    os.close(failure_w)
+    return _Child(pid, failure_r, scratch, uid, watch)
 
 
 def _kill_all(child: _Child, state: Zygote) -> None:
@@ -332,7 +332,7 @@ def _cleanup(child: _Child, state: Zygote) -> None:
         os.waitpid(child.pid, 0)
     except ChildProcessError:
         pass
-    os.close(child.report)
+    os.close(child.failure)
     if state.sandboxed or state.container:  # the slot inherits every orphan: reap them all
         while True:
             try:

@@ -130,7 +130,7 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
 CHECK_ENV = ("LANG", "LC_ALL", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")
 
 
-def check_command(course_root: Path, file: Path, argv: list[str]) -> list[str]:
+def practice_command(course_root: Path, file: Path, argv: list[str]) -> list[str]:
     """`grader check` run whole inside one bubblewrap sandbox: for a student bundle,
     whose files hide nothing (no solution, no graded test). Inside, the grader and the
     student's code share torch's import (the zygote is a fork of the grader), so the

@@ -20,21 +20,19 @@ from grader.reference import load_mistakes
 from grader.selftest import graded, hints, leaks, names, precision, todos
 from grader.selftest.findings import CHECKS, SKIPPED, Finding, failed
 
-CORRECT = "tests/fixtures/lesson{key}/correct"  # correct variants, by convention
-
-
 def default_correct(course: Course, key: str) -> Path | None:
-    """The lesson's correct variants by convention, if it has that folder."""
-    folder = course.path(Path(CORRECT.format(key=key)))
-    return folder if folder.is_dir() else None
+    """The lesson's correct variants, where course.yml names them (`correct`): the
+    course's, so an installed grader has them as the project's checkout does."""
+    folder = course.lesson(key).correct
+    return course.path(folder) if folder is not None else None
 
 
 def static(course: Course, key: str) -> list[Finding]:
     """The checks that grade nothing (a second or so)."""
     mistakes = load_mistakes(course.path(course.lesson(key).tests) / "mistakes.yml")
-    return [*todos.check(course, key), *names.check(course, key),
-            *leaks.check(course, key, mistakes),
-            *hints.check(course, key, mistakes), leaks.stub_current(course, key)]
+    return [*todos.inspect(course, key), *names.inspect(course, key),
+            *leaks.inspect(course, key, mistakes),
+            *hints.inspect(course, key, mistakes), leaks.stub_current(course, key)]
 
 
 def grading(course: Course, key: str, correct: Path | None, out: Path,
@@ -50,7 +48,7 @@ def grading(course: Course, key: str, correct: Path | None, out: Path,
                 *(Finding(c, "", SKIPPED, "not graded: the solution must pass first")
                   for c in ("stub", "mistakes", "correct"))]
     return [graded.solution(records[graded.SOLUTION]), graded.practice(course, key),
-            *precision.check(course, key),
+            *precision.inspect(course, key),
             graded.stub(records[graded.STUB]),
             *(graded.mistake(m, records[graded.mistake_id(m)]) for m in mistakes),
             *(graded.correct(p.stem, records[graded.variant_id(p)]) for p in variants)]

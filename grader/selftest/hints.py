@@ -9,7 +9,7 @@ from jinja2 import Environment
 from markupsafe import escape
 from rich.console import Console
 
-from grader.check_report import print_check, summary
+from grader.practice_output import outcome, print_outcome
 from grader.config import Course
 from grader.feedback import STRINGS, clean, render_student, templates
 from grader.record import GRADED, Diagnosis, GradeRecord, PartRecord, TestRecord
@@ -31,7 +31,7 @@ def terminal(record: GradeRecord, course: Course, key: str, language: str) -> st
     """What `grader check` prints for `record`, in `language`, one line per text."""
     out = io.StringIO()
     shown = course.model_copy(update={"language": language})
-    print_check(record, summary(record, shown, key, []), shown, key,
+    print_outcome(record, outcome(record, shown, key, []), shown, key,
                 Console(file=out, width=100_000, highlight=False, color_system=None))
     return out.getvalue()
 
@@ -52,7 +52,7 @@ def _problems(m: Mistake, course: Course, key: str, language: str,
     return problems
 
 
-def check(course: Course, key: str, mistakes: list[Mistake]) -> list[Finding]:
+def inspect(course: Course, key: str, mistakes: list[Mistake]) -> list[Finding]:
     found, pages = [], templates()
     for m in mistakes:
         problems = [p for lang in STRINGS for p in _problems(m, course, key, lang, pages)]

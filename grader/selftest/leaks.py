@@ -50,7 +50,7 @@ def received(course: Course, key: str, mistakes: list[Mistake]) -> dict[str, str
     return texts
 
 
-def check(course: Course, key: str, mistakes: list[Mistake]) -> list[Finding]:
+def inspect(course: Course, key: str, mistakes: list[Mistake]) -> list[Finding]:
     lesson = course.lesson(key)
     secret = secret_lines(course.path(lesson.solution).read_text(encoding="utf-8"))
     found = []

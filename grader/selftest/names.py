@@ -29,7 +29,7 @@ def _owners(course: Course) -> dict[str, dict[str, set[str]]]:
     return owners
 
 
-def check(course: Course, key: str) -> list[Finding]:
+def inspect(course: Course, key: str) -> list[Finding]:
     """One finding per kind of name: unique, or which other lessons share which name."""
     found = []
     for kind, names in sorted(_owners(course).items()):

@@ -6,19 +6,19 @@ from __future__ import annotations
 from grader.config import Course
 from grader.context import LessonContext
 from grader.selftest.findings import Finding, failed, ok
-from grader.tolerance import record, variants
+from grader.tolerance import measured, variants
 
 
-def check(course: Course, key: str) -> list[Finding]:
+def inspect(course: Course, key: str) -> list[Finding]:
     """One finding per generated variant: full marks, or which tests it fails."""
     refs = LessonContext(course, key).refs
     if refs.source is None:
         return []
-    items = record.graded_tests(course, key)
+    items = measured.graded_tests(course, key)
     made, _ = variants.generated(refs.source, refs.reference, refs.probes, key)
     found = []
     for v in made:
-        run = record.run(items, v.caller, refs.reference, course.tolerances(key))
+        run = measured.run(items, v.caller, refs.reference, course.tolerances(key))
         if run.failed:
             found.append(failed("precision", v.name, f"{v.about}: fails "
                                 f"{', '.join(sorted(run.failed)[:3])}; precision is not a "

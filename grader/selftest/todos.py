@@ -34,7 +34,7 @@ def _titles(course: Course, key: str) -> list[str]:
     return [where for where, text in titles.items() if MARK in text]
 
 
-def check(course: Course, key: str) -> list[Finding]:
+def inspect(course: Course, key: str) -> list[Finding]:
     found = []
     for name, text in _places(course, key).items():
         lines = [n for n, line in enumerate(text.splitlines(), start=1) if MARK in line]

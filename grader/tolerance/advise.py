@@ -12,8 +12,8 @@ import numpy as np
 from grader.config import Course
 from grader.testfile import part_of
 from grader.context import LessonContext
-from grader.tolerance import record, variants
-from grader.tolerance.record import Compared, Run
+from grader.tolerance import measured, variants
+from grader.tolerance.measured import Compared, Run
 
 Key = tuple[str, str, str]  # (test, check, tolerance key)
 PREFER = 2.0  # a larger rtol is suggested only when it widens the margin this much
@@ -159,12 +159,12 @@ def advise(course: Course, key: str, folder: Path | None = None, select: str = "
     refs = LessonContext(course, key).refs
     if refs.source is None:
         raise ValueError(f"lesson {key} has no solution here (a student bundle?)")
-    items = record.graded_tests(course, key, select)
+    items = measured.graded_tests(course, key, select)
     tolerances = course.tolerances(key)
     made, notes = variants.generated(refs.source, refs.reference, refs.probes, key)
     chosen = variants.from_folder(folder, refs.probes) + made
-    correct = {v.name: record.run(items, v.caller, refs.reference, tolerances) for v in chosen}
-    wrong = {v.mistake.id: record.run(items, v.caller, refs.reference, tolerances)
+    correct = {v.name: measured.run(items, v.caller, refs.reference, tolerances) for v in chosen}
+    wrong = {v.mistake.id: measured.run(items, v.caller, refs.reference, tolerances)
              for v in refs.variants}
     c_rows, m_rows = _by_row(correct), _by_row(wrong)
     rows = [_row(k, c_rows[k], m_rows.get(k, {})) for k in c_rows]

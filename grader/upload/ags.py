@@ -116,7 +116,7 @@ class Platform:
         for _ in range(MAX_PAGES):
             if url is None:
                 break
-            resp = self._checked("GET", url, "list line items", params=params,
+            resp = self._request("GET", url, "list line items", params=params,
                                  headers={"Accept": CONTAINER_TYPE})
             items = resp.json()
             for item in items if isinstance(items, list) else []:
@@ -124,12 +124,12 @@ class Platform:
                     return str(item["id"])
             url, params = resp.links.get("next", {}).get("url"), None
         body = {"scoreMaximum": maximum, "label": label, "resourceId": resource_id}
-        resp = self._checked("POST", self.cfg.lineitems_url, "create the line item",
+        resp = self._request("POST", self.cfg.lineitems_url, "create the line item",
                              json=body, headers={"Content-Type": LINEITEM_TYPE,
                                                  "Accept": LINEITEM_TYPE})
         return str(resp.json()["id"])
 
-    def _checked(self, method: str, url: str, what: str, **kw) -> httpx.Response:
+    def _request(self, method: str, url: str, what: str, **kw) -> httpx.Response:
         try:
             resp = self.call(method, url, **kw)
         except Refused as exc:

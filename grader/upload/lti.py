@@ -18,7 +18,7 @@ import httpx
 
 from grader import roster
 from grader.config import Course
-from grader.export import summary
+from grader.export import one_line
 from grader.export.lti import now, score_object
 from grader.record import ClassScores
 from grader.store import Store, write_atomic
@@ -82,7 +82,7 @@ def scores_to_send(course: Course, lesson_key: str, scores: ClassScores,
             outcome.skipped.append((sid, "no lms_id (the LTI user id) in the roster"))
         else:
             bodies.append((sid, score_object(s, who, stamp, course.missing,
-                                             summary.text(course, lesson_key, s))))
+                                             one_line.text(course, lesson_key, s))))
     return bodies
 
 

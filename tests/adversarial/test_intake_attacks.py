@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from grader import intake, runner
-from grader.plan import MAX_SOURCE, Submission, fingerprint_of, plan
+from grader.capped import MAX_SOURCE
+from grader.plan import Submission, fingerprint_of, plan
 from grader.store import Store
 
 EX = "13_moe.py"

@@ -122,7 +122,7 @@ def test_bundle_traces_hold_no_graded_input_nor_output(bundle, ctx13):
     from grader.reference import request_key
 
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
-    graded = pool.self_check(ctx13)
+    graded = pool.grade_solution(ctx13)
     requests = [r for found in recorded["fresh"]["requests"].values() for r in found]
     assert requests and recorded["traces"]
     keys = {request_key(probe, args) for probe, args in requests}
@@ -195,7 +195,7 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
                        *(f"test_practice_{p}.py" for p in ("ffn", "router", "dispatch",
                                                           "aux_loss", "moe"))}
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
-    graded_keys = set(pool.self_check(ctx13))
+    graded_keys = set(pool.grade_solution(ctx13))
     assert recorded["reference"] and not graded_keys & set(recorded["reference"])
     for variant in recorded["variants"].values():
         assert not graded_keys & set(variant)

@@ -21,7 +21,7 @@ from grader.context import LessonContext
 from grader.plugin import replay
 from grader.testfile import part_of
 from grader.selftest import default_correct
-from grader.tolerance import record, variants
+from grader.tolerance import measured, variants
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted(config.load(ROOT / "course.yml").lessons)
@@ -132,7 +132,7 @@ def _rule_true(rule: contrast.Rule, outcomes: list[tuple[dict, bool]]) -> bool:
 def lesson(request, course):
     key = request.param
     refs = LessonContext(course, key).refs
-    return key, refs, record.graded_tests(course, key), course.tolerances(key)
+    return key, refs, measured.graded_tests(course, key), course.tolerances(key)
 
 
 def test_no_claim_on_a_correct_variant(course, lesson):
@@ -173,7 +173,7 @@ def test_top_k_of_the_smallest_reads_as_k_equals_e(course):
     assert refs.source.count(old) == 1
     source = refs.source.replace(old, old[:-1] + ", largest=False)")
     student = Caller(load_module("_topk_smallest", source, "13_moe.py"), refs.probes)
-    _, by_part = run(record.graded_tests(course, "13"), student, refs.reference,
+    _, by_part = run(measured.graded_tests(course, "13"), student, refs.reference,
                      course.tolerances("13"))
     assert contrast.rules(by_part["router"]) == [contrast.Rule("K", "differs", "E")]
     assert _rule_true(contrast.Rule("K", "differs", "E"), by_part["router"])

@@ -60,7 +60,7 @@ def test_sample_class_scores(first_run):
     assert "scores.json" in stderr and "feedback" in stderr
 
 
-def test_every_student_gets_a_page_and_a_raw_report(first_run):
+def test_every_student_gets_a_page_and_a_raw_log(first_run):
     out, _ = first_run
     for sid in by_id(out):
         page = (out / "feedback" / f"{sid}.html").read_text()
@@ -89,7 +89,7 @@ def test_unchanged_rerun_skips_everything(first_run, tmp_path):
     assert "errors: carol (import_error), erin (missing), heidi (import_error)" in proc.stderr
     assert "timeouts: frank" in proc.stderr
     assert {p.name: p.read_bytes() for p in (out / "feedback").iterdir()} == before
-    # nobody was graded again: no result or raw report was written (the benchmark
+    # nobody was graded again: no result or raw log was written (the benchmark
     # script reports how much faster that makes the rerun, as a ratio)
     assert (written(out / "results"), written(out / "raw")) == (results, raw)
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from grader import divergence, runner, smallest
-from grader.check_report import print_check, summary
+from grader.practice_output import outcome, print_outcome
 from grader.context import LessonContext
 from grader.feedback import STRINGS, render_student
 from grader.plan import Submission
@@ -199,8 +199,8 @@ def test_each_failing_part_of_a_mistake_names_its_line_on_the_page_and_in_check(
                            ("zh", f"第 {where['line']} 行 <code>")):
             page = render_student(record, course, "13", lang)
             assert said in page and STRINGS[lang]["where_head"] in page
-        report = summary(record, course, "13", [])
-        print_check(record, report, course, "13")
+        report = outcome(record, course, "13", [])
+        print_outcome(record, report, course, "13")
         assert f"where: Line {where['line']} `" in capsys.readouterr().out
 
 

@@ -2,8 +2,8 @@
 
 Each known mistake of every lesson, and an attack, are graded in-process (trusted
 callers in the student's seat, as the autograder zip's recording does), and everything
-a student receives is rendered from their records: the page and its LMS summary in both
-languages, the LMS exports (Gradescope's results.json, Canvas, LTI, Moodle), and what
+a student receives is rendered from their records: the page and its top (what
+Gradescope shows) in both languages, the LMS exports (Gradescope's results.json, Canvas, LTI, Moodle), and what
 `grader check` prints and writes as JSON. The reference's results of the graded cases
 (its cache after the run) are then searched for in that text:
 - at the precisions the surfaces print numbers (`num`, `.3g`, `.4g`, repr);
@@ -25,7 +25,7 @@ import pytest
 import torch
 from rich.console import Console
 
-from grader import check_report, feedback, runner
+from grader import practice_output, feedback, runner
 from grader.context import LessonContext
 from grader.export import export
 from grader.record import ClassScores, GradeRecord, status_of
@@ -97,12 +97,12 @@ def _surfaces(course, key: str, records: list[GradeRecord], tmp: Path) -> dict[s
     for r in records:
         for lang in ("en", "zh"):
             texts[f"page {r.student_id} {lang}"] = feedback.render_student(r, course, key, lang)
-            texts[f"summary {r.student_id} {lang}"] = feedback.render_summary(
+            texts[f"page top {r.student_id} {lang}"] = feedback.render_page_top(
                 r, course, key, lang)
-        report = check_report.summary(r, course, key, [])
+        report = practice_output.outcome(r, course, key, [])
         texts[f"check --json {r.student_id}"] = json.dumps(report, ensure_ascii=False)
         sink = io.StringIO()
-        check_report.print_check(r, report, course, key, Console(file=sink, width=200))
+        practice_output.print_outcome(r, report, course, key, Console(file=sink, width=200))
         texts[f"check {r.student_id}"] = sink.getvalue()
     scores = ClassScores(lesson=key, course=course.title, version="", max_score=0.0,
                          students=[GradeRecord.from_json(r.score_json()) for r in records])

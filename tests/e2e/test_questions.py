@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import check_report, explain, feedback, questions, runner
+from grader import practice_output, explain, feedback, questions, runner
 from grader.autograder_zip import FROM_RECORDING
 from grader.reference import Caller, load_module
 from grader.selftest import default_correct
@@ -92,7 +92,7 @@ def test_the_page_and_check_say_it_in_both_languages(graded, course):
         page = feedback.render_student(record, course, "13", lang)
         aux = page[page.index('id="part-aux_loss"'):page.index('id="part-moe"')]
         assert str(feedback.clean(said)).replace("'", "&#39;") in aux
-        report = check_report.summary(record, course, "13", [], lang)
+        report = practice_output.outcome(record, course, "13", [], lang)
         assert said in report["parts"]["aux_loss"]["findings"]
     assert not any(p.answers for n, p in record.parts.items() if n != "aux_loss")
 
@@ -113,19 +113,19 @@ def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13,
                                                           monkeypatch):
     """A run from the autograder zip's recording (FROM_RECORDING) never imports the
     solution: with no recorded answer to a question it states nothing; with the
-    recording's (`divergence.record_fresh`) it states what a full run states."""
+    recording's (`divergence.fresh_for_recording`) it states what a full run states."""
     from grader import divergence
     from grader.context import LessonContext
 
     honest, path = graded
     monkeypatch.setenv(FROM_RECORDING, "1")
-    from grader.pool import self_check
+    from grader.pool import grade_solution
 
     for recorded in (False, True):
         ctx = LessonContext(course, "13")
-        self_check(ctx)  # the graded tests' reference results, as a recording holds them
+        grade_solution(ctx)  # the graded tests' reference results, as a recording holds them
         if recorded:
-            divergence.record_fresh(ctx)
+            divergence.fresh_for_recording(ctx)
         ctx.refs.reference = Caller(None, ctx.refs.probes, dict(ctx.refs.reference.cache),
                                     load=_never)
         out: list = []

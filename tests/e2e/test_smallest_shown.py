@@ -11,7 +11,7 @@ import sys
 import pytest
 from rich.console import Console
 
-from grader import check_report, feedback, runner, smallest
+from grader import practice_output, feedback, runner, smallest
 from grader.context import LessonContext
 from tests.conftest import open_slot
 
@@ -50,9 +50,9 @@ def test_page_and_check_show_it(graded, course):
         page = feedback.render_student(record, course, "13", lang)
         assert feedback.STRINGS[lang]["smallest_head"] in page
         assert "m.load_balancing_loss(scores, topk_idx" in page
-    report = check_report.summary(record, course, "13", [])
+    report = practice_output.outcome(record, course, "13", [])
     sink = io.StringIO()
-    check_report.print_check(record, report, course, "13", Console(file=sink, width=300))
+    practice_output.print_outcome(record, report, course, "13", Console(file=sink, width=300))
     assert "smallest failing example" in sink.getvalue()
     assert "m.load_balancing_loss(scores, topk_idx" in sink.getvalue()
     assert smallest.SEED  # fresh seeds, named in one place

@@ -5,7 +5,7 @@ results, and every student with full marks in the graded run passes every practi
 test. One bundle build and one graded run per lesson.
 
 The bundle's check runs as a student runs it (its own `grader check` process); the
-project's two are that command's steps (`grader.checking`) run here, on one warm
+project's two are that command's steps (`grader.practice_run`) run here, on one warm
 slot per lesson (`check_here`): a process per file paid a torch import and a sandbox
 boot each, most of this file's time, and the bundle's command checks the same steps."""
 import json
@@ -17,7 +17,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import checking
+from grader import practice_run
 from grader.notebook import load as load_submission
 from tests.conftest import open_slot
 
@@ -56,7 +56,7 @@ def lesson_runs(course, student_bundle, sample_class):
             scores = json.loads((out / "scores.json").read_text())
             made[key] = {"bundle": bundle, "scores": {s["student_id"]: s
                                                       for s in scores["students"]}}
-            made[key]["ctx"] = checking.context(course, key)
+            made[key]["ctx"] = practice_run.context(course, key)
             made[key]["slot"] = open_slot(course, key)
         return made[key]
 
@@ -85,10 +85,10 @@ def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
 
 def check_here(file: Path, runs: dict) -> tuple[int, dict]:
     """`grader check --json FILE` through the steps grader/cli.py's `check` calls
-    (`grader.checking`), in this process on the lesson's warm slot: its exit status
+    (`grader.practice_run`), in this process on the lesson's warm slot: its exit status
     and its JSON."""
-    checked = checking.check_file(runs["ctx"], file, runs["slot"])
-    return checked.status, json.loads(json.dumps(checked.report, ensure_ascii=False))
+    checked = practice_run.run_file(runs["ctx"], file, runs["slot"])
+    return checked.status, json.loads(json.dumps(checked.outcome, ensure_ascii=False))
 
 
 def check(file: Path, key: str, cwd: Path, env: dict | None = None) -> tuple[int, dict]:

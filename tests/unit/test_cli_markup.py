@@ -5,7 +5,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader import check_report, config, console
+from grader import practice_output, config, console
 from grader.record import GradeRecord
 from grader.selftest.findings import Finding
 
@@ -21,7 +21,7 @@ def shown(print_fn, *args) -> str:
 
 def printed(record: GradeRecord, course: config.Course, out: Console) -> None:
     """What `grader check` prints for the record (lesson 10, no notes)."""
-    check_report.print_check(record, check_report.summary(record, course, "10", []), course,
+    practice_output.print_outcome(record, practice_output.outcome(record, course, "10", []), course,
                              "10", out)
 
 

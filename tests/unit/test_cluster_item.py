@@ -1,5 +1,5 @@
 """What the Dask path ships of a submission is read as the local path reads it
-(plan.read_source): a link is never followed (a student's 13_moe.py linked to a secret
+(capped.read_source): a link is never followed (a student's 13_moe.py linked to a secret
 ships nothing of it, and says why), a huge file ships no byte, and the worker's record
 states the same problem, word for word, as a local run's."""
 from __future__ import annotations
@@ -8,7 +8,8 @@ import os
 
 from grader import runner
 from grader.cluster import _item
-from grader.plan import MAX_SOURCE, Submission
+from grader.capped import MAX_SOURCE
+from grader.plan import Submission
 
 
 def on_worker(item: tuple) -> Submission:

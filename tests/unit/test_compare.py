@@ -93,9 +93,9 @@ def test_the_tolerance_advisor_measures_errors_by_the_checks_own_rule():
     """One rule for errors: `grader tolerance` records the error the check measured,
     both NaN agreeing and one NaN infinite, and a NaN in the reference leaves the
     relative error of the other elements a number."""
-    from grader.tolerance.record import Recording
+    from grader.tolerance.measured import Measuring
 
-    rec = Recording(TOL, "test_x", "case")
+    rec = Measuring(TOL, "test_x", "case")
     ref = torch.tensor([2.0, float("nan")], dtype=torch.float64)
     assert not rec.close("out", torch.tensor([2.5, float("nan")], dtype=torch.float64), ref)
     check, seen = rec.items[-1], rec.compared[-1]

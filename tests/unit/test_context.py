@@ -1,4 +1,4 @@
-"""The lesson context owns every cache of a run: kept warm between pytest sessions,
+"""The lesson context owns the caches of a run: kept warm between pytest sessions,
 and forgotten whole by `reset()` (a long-lived Dask worker after a lesson's files
 changed must not grade with an old helper module or an old reference)."""
 from __future__ import annotations
@@ -40,9 +40,13 @@ def test_reset_forgets_the_references_and_request_caches(course):
     assert ctx.refs is refs  # built once
     ctx.frames["k"], ctx.expected["k"] = b"frame", None
     version = ctx.version
+    from grader.reference import lesson_file
+
+    assert lesson_file(ctx.tests, "examples.py") is not None
     ctx.reset()
     assert ctx.refs is not refs and not ctx.frames and not ctx.expected
     assert ctx.version == version
+    assert lesson_file.cache_info().currsize == 0  # a changed examples.py is read again
 
 
 def test_two_contexts_share_nothing(course):

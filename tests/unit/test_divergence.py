@@ -159,7 +159,7 @@ def test_the_smallest_example_is_traced_first_and_its_values_are_quoted(course, 
 
 def test_from_a_recording_the_same_line_and_example_without_the_solution(course):
     """The autograder zip's recording holds the reference's side of every fresh input
-    (`record_fresh`); a run from it (compute=False, a recording-only reference) finds
+    (`fresh_for_recording`); a run from it (compute=False, a recording-only reference) finds
     the same example and names the same line, and never runs the solution."""
     from grader import smallest
     from grader.context import LessonContext
@@ -167,7 +167,7 @@ def test_from_a_recording_the_same_line_and_example_without_the_solution(course)
     from grader.inside import protocol
 
     ctx = LessonContext(course, "13")
-    assert divergence.record_fresh(ctx) >= 50
+    assert divergence.fresh_for_recording(ctx) >= 50
     data = protocol.loads(recording(ctx.refs))
     old = "weight = topk_weight[mask].view(-1, 1)"
     source = ctx.refs.source.replace(old, old + ".sqrt()")

@@ -180,10 +180,10 @@ def test_every_answer_has_a_sentence_in_every_language(found):
 def test_grader_check_says_what_the_page_says(course, lang):
     """Issue 26: `grader check` printed none of the page's contrast and structure
     sentences; its summary now holds the very list the page shows, part by part."""
-    from grader import check_report
+    from grader import practice_output
     record = _record(course)
     page = feedback.student_context(record, course, "13", lang)
-    report = check_report.summary(record, course, "13", [], lang)
+    report = practice_output.outcome(record, course, "13", [], lang)
     shown = {p["key"]: p["findings"] for p in page["parts"]}
     assert shown["dispatch"] and shown["moe"]
     assert {k: v["findings"] for k, v in report["parts"].items()} == shown

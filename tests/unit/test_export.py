@@ -441,8 +441,8 @@ def big_class(tmp_path) -> dict:
     for i, sid in enumerate(ids):
         rate = 1.0 if i == 0 else 0.0 if i == 1 else rng.random()
         store.save(graded_record(sid, rate, rng), "<html></html>")
-    store.scores("13", "minimind-test", "v", class_course().lesson("13").max_score,
-                 [scores_entry(store.load(sid)) for sid in ids])
+    store.write_scores("13", "minimind-test", "v", class_course().lesson("13").max_score,
+                       [scores_entry(store.load(sid)) for sid in ids])
     return json.loads((tmp_path / "out" / "scores.json").read_text(encoding="utf-8"))
 
 
@@ -566,3 +566,17 @@ def test_gradescope_autograder_names_the_student_folder_safely(tmp_path, sid):
     name = autograder_zip._student_id(tmp_path)
     assert name == safe_name(sid) and "/" not in name and not name.startswith(".")
     assert (tmp_path / "submissions" / name).resolve().parent == (tmp_path / "submissions")
+
+
+def test_every_format_is_one_exporter_with_one_signature():
+    """nbgrader's ExportPlugin as the anchor: one class per format, named by `--to`, and
+    every `export` takes the same typed arguments (no format gets a signature of its own)."""
+    import inspect
+
+    from grader.export import FORMATS, Exporter, exporters
+
+    found = exporters()
+    assert list(found) == list(FORMATS)
+    signatures = {inspect.signature(type(e).export) for e in found.values()}
+    assert signatures == {inspect.signature(Exporter.export)}
+    assert all(isinstance(e, Exporter) and e.to == name for name, e in found.items())

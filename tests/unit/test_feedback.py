@@ -75,7 +75,7 @@ def make_record(course: config.Course, student_id: str = "alice") -> dict:
     return {"student_id": student_id, "lesson": "13", "sandboxed": True, "score": 7.0,
             "max_score": 10.0, "status": "graded", "problem": "", "import_traceback": "",
             "output": "hello from the student\n", "timing": {"cpu_s": 1.5, "elapsed_s": 2.25},
-            "parts": parts, "tests": tests, "raw_report": {"secret": "RAW-REPORT-CONTENT"}}
+            "parts": parts, "tests": tests, "raw_log": {"secret": "RAW-REPORT-CONTENT"}}
 
 
 def _practice(record: dict) -> dict:

@@ -35,7 +35,7 @@ class Quiet:
 def box(monkeypatch) -> Box:
     """The unsandboxed fork path: a sandbox booted before the class is read."""
     made = Box()
-    monkeypatch.setattr(grading, "sandboxed_forks", lambda unsandboxed, support: True)
+    monkeypatch.setattr(grading, "zygote_is_fork", lambda unsandboxed, support: True)
     monkeypatch.setattr(grading, "boot", lambda *args, **kwargs: made)
     return made
 

@@ -1,5 +1,5 @@
 """Pages that reach students: scores.json names each page, file names stay readable,
-and each LMS gets the page or its summary beside the score (issue 19, item 2)."""
+and each LMS gets the page, its top or its one-line comment beside the score (issue 19, item 2)."""
 from __future__ import annotations
 
 import csv
@@ -37,8 +37,8 @@ def test_scores_json_names_each_students_page(tmp_path):
         store.save(GradeRecord(student_id=sid, lesson="13", status="graded", score=1.0,
                                max_score=10.0, parts={}, tests=[], fingerprint="f"),
                    "<html></html>")
-    store.scores("13", "c", "v", 10.0, [scores_entry(store.load(sid))
-                                         for sid in ("alice", "José Núñez")])
+    store.write_scores("13", "c", "v", 10.0, [scores_entry(store.load(sid))
+                                               for sid in ("alice", "José Núñez")])
     doc = json.loads((tmp_path / "scores.json").read_text(encoding="utf-8"))
     pages = {s["student_id"]: s["page"] for s in doc["students"]}
     assert pages["alice"] == "feedback/alice.html"
@@ -254,7 +254,7 @@ def test_what_the_sandbox_says_is_chinese_on_a_chinese_page():
     import signal
 
     from grader.feedback import render_student
-    from grader.plan import read_source
+    from grader.capped import read_source
     from grader.sandbox.limits import Limits, StudentError
     from grader.sandbox.session import _death_cause
     from grader.strings import say

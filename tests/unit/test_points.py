@@ -83,13 +83,13 @@ def test_a_class_adds_up_exactly_and_full_marks_are_the_maximum():
         if student == 0:
             for t in tests:
                 t.outcome = "passed"
-        summary = points.award(lesson, tests)
-        total = points.total(summary)
-        assert points.total(summary, "max_score") == 10.0
+        awarded = points.award(lesson, tests)
+        total = points.total(awarded)
+        assert points.total(awarded, "max_score") == 10.0
         assert sums_exactly([t.score for t in tests], total, rng)
         assert sums_exactly([t.max_score for t in tests], 10.0, rng)
-        assert sums_exactly([p.score for p in summary.values()], total, rng)
-        for name, p in summary.items():
+        assert sums_exactly([p.score for p in awarded.values()], total, rng)
+        for name, p in awarded.items():
             mine = [t for t in tests if t.part == name]
             assert sums_exactly([t.score for t in mine], p.score, rng)
             assert p.max_score == lesson[name].points
@@ -102,12 +102,12 @@ def test_practice_tests_are_worth_nothing_and_not_counted():
     tests = records(spec, random.Random(1), practice=2)
     for t in tests:
         t.outcome = "passed"
-    summary = points.award(parts(spec), tests)
+    awarded = points.award(parts(spec), tests)
     practice = [t for t in tests if t.practice]
     assert len(practice) == 4
     assert all(t.score == 0.0 and t.max_score == 0.0 for t in practice)
-    assert summary["ffn"] == PartRecord(score=2.0, max_score=2.0, passed=3, tests=3)
-    assert summary["router"].tests == 2 and summary["router"].passed == 2
+    assert awarded["ffn"] == PartRecord(score=2.0, max_score=2.0, passed=3, tests=3)
+    assert awarded["router"].tests == 2 and awarded["router"].passed == 2
     assert {t.max_score for t in tests if t.part == "ffn" and not t.practice} == \
         {points.as_points(683), points.as_points(682)}
 
@@ -115,9 +115,9 @@ def test_practice_tests_are_worth_nothing_and_not_counted():
 def test_a_run_of_practice_tests_alone_scores_zero_of_zero():
     spec = {"ffn": (2, 0), "router": (1.5, 0)}
     tests = records(spec, random.Random(2), practice=3)
-    summary = points.award(parts(spec), tests)
-    assert points.total(summary) == 0.0 and points.total(summary, "max_score") == 0.0
-    assert all(p.tests == 0 and p.passed == 0 for p in summary.values())
+    awarded = points.award(parts(spec), tests)
+    assert points.total(awarded) == 0.0 and points.total(awarded, "max_score") == 0.0
+    assert all(p.tests == 0 and p.passed == 0 for p in awarded.values())
 
 
 def test_a_part_without_graded_tests_is_a_lesson_error():
@@ -175,13 +175,13 @@ def test_pages_show_practice_records_without_counting_them(course):
     for t in tests:
         t.name = f"test_{t.part}_{'practice' if t.practice else 'case'}"
         t.message = "" if t.passed else "output differs"
-    summary = points.award(course.lesson("13").parts, tests)
+    awarded = points.award(course.lesson("13").parts, tests)
     record = GradeRecord(student_id="alice", lesson="13", status="graded",
-                         score=points.total(summary),
-                         max_score=points.total(summary, "max_score"),
-                         parts=summary, tests=tests)
+                         score=points.total(awarded),
+                         max_score=points.total(awarded, "max_score"),
+                         parts=awarded, tests=tests)
     page = feedback.render_student(record, course, "13")
-    assert f"{summary['ffn'].passed} / {summary['ffn'].tests}" in page
+    assert f"{awarded['ffn'].passed} / {awarded['ffn'].tests}" in page
     assert report.render_report(Tally.of([record]), course, "13")
 
 

@@ -22,13 +22,13 @@ def mistake(hint: str = "mean over the last dimension (-1)", part: str = "norm")
 
 
 def test_names_unique_in_the_course(course):
-    assert all(f.status == OK for f in names.check(course, "10"))
+    assert all(f.status == OK for f in names.inspect(course, "10"))
 
 
 def test_names_shared_with_another_lesson_fail(course):
     twin = course.lesson("10").model_copy(update={"exercise": "other.py"})
     doubled = course.model_copy(update={"lessons": {**course.lessons, "99": twin}})
-    found = {f.subject: f for f in names.check(doubled, "10")}
+    found = {f.subject: f for f in names.inspect(doubled, "10")}
     assert found["part"].failed and "'norm' (also lesson 99)" in found["part"].message
     assert found["module"].failed and found["exercise"].status == OK
 
@@ -54,7 +54,7 @@ def test_a_solution_line_in_a_shipped_file_is_a_leak(course, tmp_path):
     practice.write_text(practice.read_text() + f"\n# {line}\n")
     lesson = course.lesson("10").model_copy(update={"tests": tests})
     copy = course.model_copy(update={"lessons": {"10": lesson}})
-    found = {f.subject: f for f in leaks.check(copy, "10", [])}
+    found = {f.subject: f for f in leaks.inspect(copy, "10", [])}
     assert found[str(tests / "test_practice_norm.py")].failed
     assert found[str(tests / "probes.py")].status == OK
     assert found[str(lesson.stub)].status == OK
@@ -62,11 +62,11 @@ def test_a_solution_line_in_a_shipped_file_is_a_leak(course, tmp_path):
 
 @pytest.mark.parametrize("hint", ["torch.cat([cos, cos], dim=-1)", "[bold]x[/bold] <b>&</b>"])
 def test_hints_with_brackets_and_html_render_as_written(course, hint):
-    assert hints.check(course, "10", [mistake(hint)])[0].status == OK
+    assert hints.inspect(course, "10", [mistake(hint)])[0].status == OK
 
 
 def test_a_hint_with_control_characters_fails(course):
-    assert hints.check(course, "10", [mistake("red \x1b[31m text")])[0].failed
+    assert hints.inspect(course, "10", [mistake("red \x1b[31m text")])[0].failed
 
 
 def test_a_terminal_that_reads_markup_fails(course, monkeypatch):
@@ -75,8 +75,8 @@ def test_a_terminal_that_reads_markup_fails(course, monkeypatch):
         for part in record.parts.values():
             out.print(f"{part.diagnosis.title['en']} {part.diagnosis.hint['en']}")
 
-    monkeypatch.setattr(hints, "print_check", markup_on)
-    assert hints.check(course, "10", [mistake("torch.cat([cos, cos], dim=-1)")])[0].failed
+    monkeypatch.setattr(hints, "print_outcome", markup_on)
+    assert hints.inspect(course, "10", [mistake("torch.cat([cos, cos], dim=-1)")])[0].failed
 
 
 def record(scores: dict[str, tuple[float, float]], tests: list[dict] | None = None,
@@ -132,7 +132,7 @@ def test_a_todo_in_a_title_names_its_course_yml_key(course):
     parts = {"norm": lesson.parts["norm"].model_copy(update={"title": f"{MARK}: a title"})}
     copy = course.model_copy(update={"lessons": {"10": lesson.model_copy(
         update={"title": MARK, "parts": parts})}})
-    (finding,) = [f for f in todos.check(copy, "10") if f.subject == "course.yml"]
+    (finding,) = [f for f in todos.inspect(copy, "10") if f.subject == "course.yml"]
     assert finding.failed
     assert finding.message == (f"2 {MARK} left, in lessons.10.title, "
                                "lessons.10.parts.norm.title")

@@ -138,28 +138,28 @@ def remember(ctx: LessonContext, known: int) -> int:
 
 
 @dataclass
-class Checked:
-    """One check: the graded run's record of the practice tests, and the summary both
-    outputs show (`check_report.summary`)."""
+class Practiced:
+    """One check: the graded run's record of the practice tests, and the outcome both
+    outputs show (`practice_output.outcome`)."""
 
     record: GradeRecord
-    report: dict
+    outcome: dict
 
     @property
     def status(self) -> int:
-        from grader.check_report import exit_status
+        from grader.practice_output import exit_status
 
-        return exit_status(self.report)
-
-
-def _checked(ctx: LessonContext, record: GradeRecord, language: str | None) -> Checked:
-    from grader.check_report import summary
-
-    return Checked(record, summary(record, ctx.course, ctx.key, record.notes, language))
+        return exit_status(self.outcome)
 
 
-def check_file(ctx: LessonContext, file: Path, slot: Slot,
-               language: str | None = None) -> Checked:
+def _practiced(ctx: LessonContext, record: GradeRecord, language: str | None) -> Practiced:
+    from grader.practice_output import outcome
+
+    return Practiced(record, outcome(record, ctx.course, ctx.key, record.notes, language))
+
+
+def run_file(ctx: LessonContext, file: Path, slot: Slot,
+               language: str | None = None) -> Practiced:
     """Check one file: loaded as the graded run loads it (a notebook's code cells, the
     same notes), then its practice tests, on `slot`."""
     from grader import notebook, runner
@@ -168,11 +168,11 @@ def check_file(ctx: LessonContext, file: Path, slot: Slot,
         path, notes = notebook.load(file, file.name, Path(tmp) / ctx.lesson.exercise)
         record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
                               select=runner.PRACTICE)
-    return _checked(ctx, record, language)
+    return _practiced(ctx, record, language)
 
 
 def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
-          show: Callable[[Checked], None], language: str | None = None) -> None:
+          show: Callable[[Practiced], None], language: str | None = None) -> None:
     """Check each version of the file as it comes (`saves`, or `received` inside a
     bundle's sandbox), in one pytest session on one warm slot: a re-check costs the
     practice tests alone. `shown`: the file's name as the student knows it. Ends when
@@ -186,7 +186,7 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
                 yield runner.Submission("you", path, notes=notes)
 
         runner.grade_many(ctx, submissions(), slot,
-                          lambda record: show(_checked(ctx, record, language)),
+                          lambda record: show(_practiced(ctx, record, language)),
                           select=runner.PRACTICE)
 
 
@@ -219,7 +219,7 @@ def saves(file: Path, poll: float = POLL_S) -> Iterator[Path]:
 # file and sends each version's bytes down a pipe (`send`, `received`).
 def send(file: Path, pipe: IO[bytes]) -> None:
     """Each saved version of `file` down `pipe`, as a length line and the bytes."""
-    from grader.plan import MAX_FILE, read_capped
+    from grader.capped import MAX_FILE, read_capped
 
     for version in saves(file):
         try:

@@ -1,5 +1,5 @@
 """One pytest session grades a stream of submissions (runner.GradingLoop): each gets a
-raw report of its own, in pytest-json-report's format, and the practice tests are
+raw log of its own, in pytest-json-report's format, and the practice tests are
 those of test_practice_<part>.py files, with no marker written in them."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ TEST_KEYS = {"nodeid", "lineno", "outcome", "keywords", "setup", "call", "teardo
              "metadata"}
 
 
-def test_each_submission_has_its_own_raw_report(course):
+def test_each_submission_has_its_own_raw_log(course):
     ctx = LessonContext(course, "10")
     wrong = next(v.caller for v in ctx.refs.variants if v.mistake.id == "wrong_dim")
     reports: list[dict] = []

@@ -1,50 +1,50 @@
-"""grader.checking's steps that need no sandbox: which course and lesson a check is for,
+"""grader.practice_run's steps that need no sandbox: which course and lesson a check is for,
 and the versions `--watch` receives inside a bundle's sandbox."""
 import io
 from pathlib import Path
 
 import pytest
 
-from grader import checking
+from grader import practice_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_a_missing_file_is_named_before_a_lesson_is_guessed(tmp_path):
-    with pytest.raises(checking.WrongInput, match="^no such file: nope.py$"):
-        checking.lesson_for(ROOT / "course.yml", None, Path("nope.py"))
-    with pytest.raises(checking.WrongInput, match="not a file"):
-        checking.lesson_for(ROOT / "course.yml", None, tmp_path)
+    with pytest.raises(practice_run.WrongInput, match="^no such file: nope.py$"):
+        practice_run.lesson_for(ROOT / "course.yml", None, Path("nope.py"))
+    with pytest.raises(practice_run.WrongInput, match="not a file"):
+        practice_run.lesson_for(ROOT / "course.yml", None, tmp_path)
 
 
 def test_the_lesson_is_the_one_whose_exercise_has_the_files_name(tmp_path):
     mine = tmp_path / "13_moe.py"
     mine.write_text("")
-    course, key = checking.lesson_for(ROOT / "course.yml", None, mine)
+    course, key = practice_run.lesson_for(ROOT / "course.yml", None, mine)
     assert key == "13" and course.root == ROOT
     other = tmp_path / "notes.py"
     other.write_text("")
-    with pytest.raises(checking.WrongInput, match="which lesson"):
-        checking.lesson_for(ROOT / "course.yml", None, other)
+    with pytest.raises(practice_run.WrongInput, match="which lesson"):
+        practice_run.lesson_for(ROOT / "course.yml", None, other)
 
 
 def test_the_course_file_from_another_folder_is_the_one_beside_the_grader(tmp_path,
                                                                           monkeypatch):
     monkeypatch.chdir(tmp_path)  # a student's work folder: no course.yml
-    assert checking.course_file(None) == ROOT / "course.yml"
-    assert checking.course_file("elsewhere.yml") == Path("elsewhere.yml")
+    assert practice_run.course_file(None) == ROOT / "course.yml"
+    assert practice_run.course_file("elsewhere.yml") == Path("elsewhere.yml")
     (tmp_path / "course.yml").write_text("")
-    assert checking.course_file(None) == Path("course.yml")
+    assert practice_run.course_file(None) == Path("course.yml")
 
 
 def test_watch_inside_a_sandbox_receives_each_version_until_the_pipe_closes(tmp_path):
     versions = [b"x = 1\n", b"", "y = '\u00e9'\n".encode()]
     pipe = io.BytesIO(b"".join(b"%d\n" % len(v) + v for v in versions))
     dest = tmp_path / "13_moe.py"
-    got = [path.read_bytes() for path in checking.received(pipe, dest)]
+    got = [path.read_bytes() for path in practice_run.received(pipe, dest)]
     assert got == versions
 
 
 def test_no_course_file_says_where_to_run_it(tmp_path):
-    with pytest.raises(checking.WrongInput, match="give --course PATH"):
-        checking.lesson_for(tmp_path / "course.yml", None, None)
+    with pytest.raises(practice_run.WrongInput, match="give --course PATH"):
+        practice_run.lesson_for(tmp_path / "course.yml", None, None)

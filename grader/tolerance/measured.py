@@ -52,7 +52,7 @@ def _profiles(err: np.ndarray) -> dict[int, np.ndarray]:
     return out
 
 
-class Recording(Checks):
+class Measuring(Checks):
     """`Checks` that also summarise every numeric comparison (`compared`)."""
 
     def __init__(self, tolerances: dict, test: str, case: str):
@@ -119,7 +119,7 @@ def run(items: list[pytest.Function], student, reference: Caller, tolerances: di
     compared, raised, failed = [], {}, set()
     for item in items:
         case = getattr(getattr(item, "callspec", None), "id", "")
-        checks = Recording(tolerances, item.originalname, case)
+        checks = Measuring(tolerances, item.originalname, case)
         try:
             with torch.random.fork_rng():
                 fixtures.replay(item, {"student": student, "reference": reference,

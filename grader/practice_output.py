@@ -1,9 +1,9 @@
 """What `grader check` tells a student about one record: per part, the practice tests
 passed, the failing ones with their messages, and the likely mistake.
 
-One summary serves both outputs (`grader check` prints it, `--json` writes it), so the
+One outcome serves both outputs (`grader check` prints it, `--json` writes it), so the
 two never disagree; a test asserts the project's, the notebook's and the bundle's
-checks give the same summary.
+checks give the same outcome.
 """
 from __future__ import annotations
 
@@ -40,9 +40,9 @@ WORDS = {
 }
 
 
-def summary(record: GradeRecord, course: Course, lesson_key: str, notes: list[str],
+def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[str],
             language: str | None = None) -> dict:
-    """The record as the student's report, in `language` (default: course.yml's):
+    """The record as the student is told it, in `language` (default: course.yml's):
     every field plain JSON."""
     from grader.divergence import sentence
     from grader.feedback import STRINGS, failed_parts, part_findings
@@ -97,38 +97,38 @@ def _syntax_error(tests: list[TestRecord]) -> bool:
     return any((t.error or {}).get("type") in SYNTAX_ERRORS for t in tests)
 
 
-def exit_status(report: dict) -> int:
+def exit_status(outcome: dict) -> int:
     """0: every practice test passed; 2: there was no file to grade (missing, unreadable,
     not a notebook); 1: otherwise (some test failed)."""
-    if report["status"] in (MISSING, UNREADABLE):
+    if outcome["status"] in (MISSING, UNREADABLE):
         return WRONG_INPUT
-    return PASSED if report["total"] and report["passed"] == report["total"] else FAILED
+    return PASSED if outcome["total"] and outcome["passed"] == outcome["total"] else FAILED
 
 
-def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: str,
+def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key: str,
                 out: Console | None = None) -> None:
-    """A record as `grader check` shows it, from its `summary` (on `out`: `grader
+    """A record as `grader check` shows it, from its `outcome` (on `out`: `grader
     selftest` reads it back). A file that could not be run (a syntax error, a failed
     import) is shown once, with its traceback, not again under every part."""
     from grader.feedback import STRINGS, lesson_stub, missing_from_stub
 
     out = out or Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # no mid-phrase wrap
-    words = WORDS[report.get("language") or course.language]
-    for note in (n for n in report["notes"] if n not in report["problem"]):  # said below
+    words = WORDS[outcome.get("language") or course.language]
+    for note in (n for n in outcome["notes"] if n not in outcome["problem"]):  # said below
         out.print(f"{words['note']} {note}", markup=False)
-    if report["problem"]:
-        out.print(f"[bold red]{escape(report['problem'])}[/]")
-        if report["traceback"]:
-            out.print(report["traceback"].rstrip("\n"), markup=False)
-        if report["syntax_error"]:
+    if outcome["problem"]:
+        out.print(f"[bold red]{escape(outcome['problem'])}[/]")
+        if outcome["traceback"]:
+            out.print(outcome["traceback"].rstrip("\n"), markup=False)
+        if outcome["syntax_error"]:
             out.print(f"[yellow]{words['hint']}[/] ", end="")
             out.print(words["syntax"], markup=False)
     stub = lesson_stub(course, lesson_key)
-    for name, part in report["parts"].items():
+    for name, part in outcome["parts"].items():
         mark = "[green]✓[/]" if part["passed"] == part["total"] else "[red]✗[/]"
         out.print(f"{mark} {escape(name):9} {part['passed']}/{part['total']} "
                   f"{words['practice']}  [dim]{escape(part['title'])}[/]")
-        if report["problem"]:
+        if outcome["problem"]:
             continue  # said once, above
         for t in (t for t in part["tests"] if t["outcome"] != "passed"):
             out.print(f"    {t['name']}: ", end="", markup=False)
@@ -153,7 +153,7 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
                       markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
-            out.print("    " + STRINGS[report.get("language") or course.language][
+            out.print("    " + STRINGS[outcome.get("language") or course.language][
                 "missing_in_stub"].format(**where), markup=False)
         if part["where"]:
             out.print("    [yellow]where:[/] ", end="")
@@ -167,7 +167,7 @@ def print_check(record: GradeRecord, report: dict, course: Course, lesson_key: s
             out.print(part["likely_mistake"]["title"], markup=False)
             out.print(f"    [yellow]{words['hint']}[/] ", end="")
             out.print(part["likely_mistake"]["hint"], markup=False)
-    if report["output"]:
+    if outcome["output"]:
         out.print(f"[dim]{words['printed']}[/]")
-        out.print(report["output"][:2000], markup=False)
-    out.print(words["total"].format(passed=report["passed"], total=report["total"]))
+        out.print(outcome["output"][:2000], markup=False)
+    out.print(words["total"].format(passed=outcome["passed"], total=outcome["total"]))

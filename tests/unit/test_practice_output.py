@@ -1,7 +1,7 @@
 """What `grader check` reports: its exit status, and the bundle's command line."""
 from click.testing import CliRunner
 
-from grader import check_report, cli
+from grader import practice_output, cli
 
 
 def report(status: str, outcomes: list[str]) -> dict:
@@ -9,12 +9,12 @@ def report(status: str, outcomes: list[str]) -> dict:
 
 
 def test_exit_status_follows_the_practice_tests_and_the_file():
-    assert check_report.exit_status(report("graded", ["passed", "passed"])) == 0
-    assert check_report.exit_status(report("graded", ["passed", "failed"])) == 1
-    assert check_report.exit_status(report("import_error", ["failed"])) == 1
-    assert check_report.exit_status(report("graded", [])) == 1
+    assert practice_output.exit_status(report("graded", ["passed", "passed"])) == 0
+    assert practice_output.exit_status(report("graded", ["passed", "failed"])) == 1
+    assert practice_output.exit_status(report("import_error", ["failed"])) == 1
+    assert practice_output.exit_status(report("graded", [])) == 1
     for status in ("missing", "unreadable"):
-        assert check_report.exit_status(report(status, ["failed"])) == 2
+        assert practice_output.exit_status(report(status, ["failed"])) == 2
 
 
 def test_the_bundles_command_line_offers_the_students_commands_only():
