@@ -10,6 +10,10 @@ every combination of mistakes in the other parts (what it compares with), so tha
 the bundle's check is the project's. It never holds a graded test file (their
 cases, seeds and checks), mistakes.yml (whose edits quote the solution) or a result
 of a graded case: practice cases draw their inputs from seeds no graded case uses.
+The recording also holds the reference's traces of the lesson's fresh trace inputs
+(none a graded case's), values only: no line number, path or statement of the
+solution (`divergence.for_students`), so the check names the line where a student's
+values first leave the reference's.
 Its pyproject.toml takes any torch 2.x the student has and names the student's
 commands only (`grader check`); its install.py puts torch's CPU build where there
 is none.
@@ -22,7 +26,7 @@ from pathlib import Path
 
 import yaml
 
-from grader import runner
+from grader import divergence, runner
 from grader.config import NOT_SCORED_KEYS, Course
 from grader.context import LessonContext
 from grader.reference import Caller, combined_for_recording, save_recording
@@ -114,6 +118,9 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE,
                      precompute=True)
     combined_for_recording(refs)
+    # the reference's traces of each part's fresh inputs, values only, so the check
+    # names the line where a student's values first leave the reference's
+    refs.fresh = divergence.for_students(ctx)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("__pycache__"))

@@ -15,6 +15,7 @@ before it is shown. Where no line can be named honestly, none is.
 from __future__ import annotations
 
 import ast
+import hashlib
 import itertools
 import re
 import time
@@ -36,9 +37,10 @@ MAX_CODE = 160         # characters of a quoted statement
 MAX_MATCHED = 6        # names listed as matching before the line
 _NAME = re.compile(r"(self\.)?[A-Za-z_][A-Za-z0-9_]{0,54}|return(\[[0-7]\])?")
 _GRADIENT = re.compile(r".*grads?$")
+_LEAF = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,59}")
 
 
-KINDS = ("line", "path", "skip", "extra", "gradient")
+KINDS = ("line", "path", "skip", "extra", "gradient", "cut", "added")
 
 
 @dataclass(frozen=True)
@@ -47,7 +49,10 @@ class Where:
     (a statement's value is new), "path" (a branch goes another way), "skip" (a
     statement computes nothing where the reference's computes `name`), "extra" (a
     layer built with a parameter the reference lacks, `name`), "gradient" (every
-    forward value matches, a gradient does not)."""
+    forward value matches, a gradient does not), "cut" / "added" (every forward value
+    matches; from this statement `name`'s gradient flows back to fewer / more leaves
+    (inputs, parameters) than the reference's same value: those it misses named in
+    `ref`, those it adds in `got`, where the reference's trace names them)."""
     kind: str
     line: int = 0
     end: int = 0
@@ -89,6 +94,9 @@ class Event:
     value: torch.Tensor
     func: str = ""
     step: int = 0  # index in Trace.lines of the statement that produced it
+    # the leaves its gradient reaches (tracer.Reach: [] none), None when unknown
+    reach: frozenset[int] | None = None
+    off: int = 0  # the line that turned gradient recording off for it (0: it was on)
 
 
 @dataclass
@@ -97,6 +105,7 @@ class Trace:
     result: object
     error: str
     lines: list[int] = field(default_factory=list)  # the lines run, in order
+    leaves: dict[int, str] = field(default_factory=dict)  # leaf id -> its argument's name
 
 
 # ---------------------------------------------------------------- tracing code
@@ -105,19 +114,20 @@ def run_traced(module: types.ModuleType, probes: types.ModuleType, probe: str,
                args: dict) -> Trace:
     """A trusted module's trace (the solution, a correct variant), as the child's."""
     with torch.random.fork_rng():
-        result, events, lines, error = tracer.trace(module.__file__, getattr(probes, probe),
-                                                    module, **args)
-    return Trace(_events(events, None), result, error, lines)
+        result, events, lines, error, leaves = tracer.trace(
+            module.__file__, getattr(probes, probe), module, **args)
+    return Trace(_events(events, None), result, error, lines, _leaves(leaves))
 
 
 def _events(raw: object, lines: int | None) -> list[Event]:
-    """Events as the tracer sends them ([line, name, value, func, step]), checked:
-    anything else (a hostile child's) is dropped."""
+    """Events as the tracer sends them ([line, name, value, func, step, reach, off]; a
+    recording of an earlier version's has neither of the last two), checked: anything
+    else (a hostile child's) is dropped."""
     out = []
     if not isinstance(raw, list):
         return out
     for e in raw[:tracer.MAX_EVENTS]:
-        if not (isinstance(e, list) and len(e) == 5 and type(e[0]) is int
+        if not (isinstance(e, list) and len(e) in (5, 7) and type(e[0]) is int
                 and isinstance(e[1], str) and isinstance(e[2], torch.Tensor)
                 and isinstance(e[3], str) and type(e[4]) is int):
             continue
@@ -125,8 +135,28 @@ def _events(raw: object, lines: int | None) -> list[Event]:
             continue
         if not _NAME.fullmatch(e[1]) or e[2].numel() > tracer.MAX_NUMEL:
             continue
-        out.append(Event(e[0], e[1], e[2], e[3][:60], e[4]))
+        reach, off = (_reach(e[5]), e[6]) if len(e) == 7 else (None, 0)
+        if type(off) is not int or off < 0 or (lines is not None and off > lines):
+            continue
+        out.append(Event(e[0], e[1], e[2], e[3][:60], e[4], reach, off))
     return out
+
+
+def _reach(raw: object) -> frozenset[int] | None:
+    if not isinstance(raw, list) or len(raw) > tracer.MAX_LEAVES:
+        return None
+    if not all(type(k) is int for k in raw):
+        return None
+    return frozenset(raw)
+
+
+def _leaves(raw: object) -> dict[int, str]:
+    """[leaf id, name] pairs as the tracer sends them, checked."""
+    if not isinstance(raw, list):
+        return {}
+    return {p[0]: p[1] for p in raw[:tracer.MAX_EVENTS]
+            if isinstance(p, list) and len(p) == 2 and type(p[0]) is int
+            and isinstance(p[1], str) and _LEAF.fullmatch(p[1])}
 
 
 def _lines(raw: object, lines: int) -> list[int]:
@@ -207,6 +237,7 @@ class Reference:
     request: trace_inputs.Request
     traces: list[Trace]
     inputs: list[torch.Tensor]
+    _distinct: dict[int, list] | None = None
 
     def returns(self, func: str, name: str) -> list[torch.Tensor]:
         return [e.value for t in self.traces for e in t.events
@@ -215,8 +246,21 @@ class Reference:
     def named(self, name: str) -> list[torch.Tensor]:
         return [e.value for t in self.traces for e in t.events if e.name == name]
 
-    def values(self) -> list[torch.Tensor]:
-        return [e.value for t in self.traces for e in t.events]
+    def distinct(self, numel: int) -> list[tuple[torch.Tensor, frozenset[int] | None]]:
+        """The distinct values of `numel` elements the traces hold (only those can hold
+        another's values), each with where its gradient reaches: the variants repeat
+        most of the reference's, and comparing with each copy cost a second a part."""
+        if self._distinct is None:
+            self._distinct = {}
+            seen: set[tuple] = set()
+            for e in (e for t in self.traces for e in t.events):
+                key = (e.value.dtype, tuple(e.value.shape), e.reach,
+                       tuple(e.value.reshape(-1).tolist()) if e.value.numel() <= 512
+                       else id(e))
+                if key not in seen:
+                    seen.add(key)
+                    self._distinct.setdefault(e.value.numel(), []).append((e.value, e.reach))
+        return self._distinct.get(numel, [])
 
 
 def _match(event: Event, ref: Reference, tols: dict) -> str | None:
@@ -233,7 +277,7 @@ def _match(event: Event, ref: Reference, tols: dict) -> str | None:
     elif v.dim() == 0 and ref.named(event.name):
         pool, named = ref.named(event.name), True
     else:
-        pool = ref.values()
+        pool = [r for r, _ in ref.distinct(v.numel())]
     if any(same_values(v, r, tols) for r in pool):
         return "ref"
     if not named and any(same_values(v, r, tols) for r in ref.inputs):
@@ -359,26 +403,70 @@ def _same_result(a: object, b: object, tols: dict, keep: Callable[[str], bool]) 
     return a == b
 
 
+def same_forward(a: object, b: object, tols: dict) -> bool:
+    """Two probe results agree on every value but the gradients."""
+    return _same_result(a, b, tols, lambda k: not _GRADIENT.match(k))
+
+
+def same_gradients(a: object, b: object, tols: dict) -> bool:
+    """Two probe results agree on their gradients."""
+    return _same_result(a, b, tols, lambda k: bool(_GRADIENT.match(k)))
+
+
 def _norm(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
 
 @dataclass
+class Statements:
+    """A program's statements as two runs are compared: each line's statement span,
+    and each span's digest (of its text without blanks), which tells only whether two
+    statements are written alike: a student bundle holds the reference's digests
+    (`anonymous`), never its text."""
+    spans: dict[int, tuple[int, int]]
+    digests: dict[tuple[int, int], str]
+
+    @classmethod
+    def of(cls, source: str) -> Statements:
+        spans = statements(source)
+        lines = source.splitlines()
+        every = set(spans.values()) | {(n, n) for n in range(1, len(lines) + 1)}
+        return cls(spans, {span: hashlib.sha256(_norm(_quote(lines, span)).encode())
+                           .hexdigest()[:16] for span in every})
+
+    def span(self, line: int) -> tuple[int, int]:
+        return self.spans.get(line, (line, line))
+
+    def anonymous(self) -> tuple[dict[int, str], dict[int, int]]:
+        """The digests numbered 1, 2, … in the order of their spans, without the
+        source's line numbers; and each line's number."""
+        number = {span: i for i, span in enumerate(sorted(self.digests), start=1)}
+        lines = {n: number[self.span(n)] for n in range(1, max(s[1] for s in number) + 1)
+                 if self.span(n) in number} if number else {}
+        return {i: self.digests[span] for span, i in number.items()}, lines
+
+    @classmethod
+    def numbered(cls, digests: dict[int, str]) -> Statements:
+        """`anonymous`'s digests as statements of one line each, at their numbers."""
+        return cls({i: (i, i) for i in digests}, {(i, i): d for i, d in digests.items()})
+
+
+@dataclass
 class _Run:
     """A trace's statements in the order they ran (a statement's consecutive line
-    events merged): their spans and texts, and each line event's position."""
+    events merged): their spans and digests, and each line event's position."""
     spans: list[tuple[int, int]]
     texts: list[str]
     position: list[int]
 
     @classmethod
-    def of(cls, lines: list[int], spans: dict, source_lines: list[str]) -> _Run:
+    def of(cls, lines: list[int], stmts: Statements) -> _Run:
         run = cls([], [], [])
         for n in lines:
-            span = spans.get(n, (n, n))
+            span = stmts.span(n)
             if not run.spans or run.spans[-1] != span:
                 run.spans.append(span)
-                run.texts.append(_norm(_quote(source_lines, span)))
+                run.texts.append(stmts.digests.get(span, ""))
             run.position.append(len(run.spans) - 1)
         return run
 
@@ -431,18 +519,20 @@ def _extra(student: Trace, ref: Reference, source: str, spans: dict) -> Where | 
 
 
 def find(student: Trace, ref: Reference, source: str, tols: dict,
-         ref_source: str) -> Where | None:
-    """The first divergence of a failing part on one traced request, or None."""
+         ref_statements: Statements) -> Where | None:
+    """The first divergence of a failing part on one traced request, or None.
+    `ref_statements`: the reference's (its source's, or a student bundle's digests)."""
     source_lines = source.splitlines()
-    spans = statements(source)
+    mine_statements = Statements.of(source)
+    spans = mine_statements.spans
     extra = _extra(student, ref, source, spans)
     if extra is not None:
         return extra
     flags = [_match(e, ref, tols) for e in student.events]
     first = next((i for i, f in enumerate(flags) if f is None), None)
-    mine = _Run.of(student.lines, spans, source_lines)
+    mine = _Run.of(student.lines, mine_statements)
     base = ref.traces[0]
-    theirs = _Run.of(base.lines, statements(ref_source), ref_source.splitlines())
+    theirs = _Run.of(base.lines, ref_statements)
     if "ref" not in flags and not set(mine.texts) & set(theirs.texts):
         return None  # nothing in common with the reference: no line can be named honestly
     limit = mine.at(student.events[first].step) if first is not None else len(mine.spans)
@@ -462,7 +552,7 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         # the code ran as the reference's up to this statement: what it computes here
         # is compared with what the reference computed here, name by name
         ref_span = theirs.spans[differ] if differ < len(theirs.spans) else None
-        ref_spans = statements(ref_source)
+        ref_spans = ref_statements.spans
         seen: set[str] = set()
         for e in student.events:  # this statement's first values (a call may come between)
             if (spans.get(e.line) != span or mine.at(e.step) < differ
@@ -488,9 +578,19 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         if student.error or not isinstance(student.result, dict):
             return None
         result = base.result
-        forward = _same_result(student.result, result, tols, lambda k: not _GRADIENT.match(k))
-        grads = _same_result(student.result, result, tols, lambda k: bool(_GRADIENT.match(k)))
-        return Where("gradient") if forward and not grads else None
+        if not same_forward(student.result, result, tols) or same_gradients(
+                student.result, result, tols):
+            return None
+        cut = _backward(student, flags, ref, tols)
+        if cut is None:
+            return Where("gradient")
+        event, missing, added = cut
+        span = spans.get(event.off or event.line)
+        if span is None:
+            return Where("gradient")
+        return Where("cut" if missing is not None else "added", span[0], span[1],
+                     _quote(source_lines, span), event.name, [], ", ".join(added or []),
+                     ", ".join(missing or []))
     event = student.events[first]
     span = spans.get(event.line)
     if span is None:
@@ -502,6 +602,33 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     ref_value = same_name[min(occurrence, len(same_name) - 1)] if same_name else None
     return Where("line", span[0], span[1], _quote(source_lines, span), event.name,
                  matched_before(mine.at(event.step)), **_quoted(event.value, ref_value, tols))
+
+
+def _backward(student: Trace, flags: list[str | None], ref: Reference, tols: dict
+              ) -> tuple[Event, list[str] | None, list[str] | None] | None:
+    """Every forward value matches: the first of the student's values whose gradient
+    flows back to other leaves (inputs, parameters) than every value of the
+    reference's that equals it, with the names of the leaves it misses (None: it
+    misses none) and adds (the reference's trace names them); None when each
+    reaches what one of the reference's does, or a reach is unknown (a recording of
+    an earlier version)."""
+    names = {k: v for t in ref.traces for k, v in t.leaves.items()}
+    for e, f in zip(student.events, flags):
+        if f != "ref" or e.reach is None or not e.value.is_floating_point():
+            continue
+        theirs = [reach for value, reach in ref.distinct(e.value.numel())
+                  if value.is_floating_point() and same_values(e.value, value, tols)]
+        if not theirs or None in theirs:
+            continue
+        if e.reach in theirs:
+            continue
+        missing = frozenset.intersection(*(r - e.reach for r in theirs))
+        added = frozenset.intersection(*(e.reach - r for r in theirs))
+        if not missing and not added:
+            return None  # its reach is another's of the same value, mixed: say no line
+        return (e, sorted(names[k] for k in missing if k in names) if missing else None,
+                sorted(names[k] for k in added if k in names))
+    return None
 
 
 # ---------------------------------------------------------------- a lesson's references
@@ -516,9 +643,10 @@ class Variant:
 @dataclass
 class LessonTraces:
     """The reference's and its correct variants' traces of one lesson, per part:
-    computed on a part's first failure in a run, then reused for every student."""
+    computed on a part's first failure in a run, then reused for every student.
+    `source` None: a student bundle's, from its recording (values only, `for_students`)."""
     key: str
-    source: str
+    source: str | None
     variants: list[Variant]
     probes: types.ModuleType
     tolerances: dict
@@ -528,6 +656,12 @@ class LessonTraces:
     # and filled here
     recorded: dict[str, torch.Tensor] = field(default_factory=dict)
     compute: bool = True        # False: from the recording only, the solution never run
+    # part -> its fresh requests ([probe, args]), and the reference's statements'
+    # digests by number (`Statements.anonymous`): a student bundle's, whose tests
+    # folder has no trace_inputs.py and which holds no solution (`for_students`)
+    fresh: dict[str, list] | None = None
+    digests: dict[int, str] | None = None
+    _statements: Statements | None = None
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
 
@@ -542,11 +676,19 @@ class LessonTraces:
             self._modules[i] = module
         return self._modules[i]
 
+    def statements(self) -> Statements:
+        """The reference's statements, read once a run."""
+        if self._statements is None:
+            self._statements = (Statements.of(self.source) if self.source is not None
+                                else Statements.numbered(self.digests or {}))
+        return self._statements
+
     def references(self, part: str) -> list[Reference]:
         """The part's traced fresh inputs (the lesson's trace_inputs.py), each once a run."""
         if part not in self._cache:
-            found = (self.reference(probe, args) for probe, args
-                     in trace_inputs.fresh_inputs(self.tests, self.key, part))
+            requests = (trace_inputs.fresh_inputs(self.tests, self.key, part)
+                        if self.fresh is None else self.fresh.get(part, []))
+            found = (self.reference(probe, args) for probe, args in requests)
             self._cache[part] = [ref for ref in found if ref is not None]
         return self._cache[part]
 
@@ -563,7 +705,8 @@ class LessonTraces:
             return found  # computed here: no need to decode what was just packed
         plain = protocol.loads(self.recorded[key].numpy().tobytes())
         traces = [Trace(_events(t.get("events"), None), t.get("result"),
-                        str(t.get("error") or ""), [int(n) for n in t.get("lines") or []])
+                        str(t.get("error") or ""), [int(n) for n in t.get("lines") or []],
+                        _leaves(t.get("leaves")))
                   for t in plain.get("traces") or []]
         return Reference((probe, args), traces, _tensors(args)) if traces else None
 
@@ -596,8 +739,11 @@ def _packed(plain: dict) -> torch.Tensor:
 def _plain(ref: Reference) -> dict:
     """A Reference's traces as the protocol's plain data (a recording's), events as
     the tracer sends them."""
-    return {"traces": [{"events": [[e.line, e.name, e.value, e.func, e.step] for e in t.events],
-                        "result": t.result, "error": t.error, "lines": t.lines}
+    return {"traces": [{"events": [[e.line, e.name, e.value, e.func, e.step,
+                                    None if e.reach is None else sorted(e.reach), e.off]
+                                   for e in t.events],
+                        "result": t.result, "error": t.error, "lines": t.lines,
+                        "leaves": [[k, n] for k, n in t.leaves.items()]}
                        for t in ref.traces]}
 
 
@@ -622,6 +768,38 @@ def fresh_for_recording(ctx) -> int:
     return len(lessons.recorded)
 
 
+def for_students(ctx) -> dict:
+    """What a student bundle's check needs to name a line: each part's fresh requests
+    (inputs of the lesson's trace_inputs.py, no graded case's), the reference's traces
+    of them, kept in the lesson's recording (`LessonRefs.traces`), and its statements'
+    digests. No text and no line number of the solution: a statement is a number and
+    a digest (`Statements.anonymous`), the reference's path and values are told by
+    those numbers, and its correct variants' traces keep their values only.
+    {"requests": part -> [[probe, args], ...], "statements": [[number, digest], ...]}."""
+    lessons = lesson_traces(ctx)
+    if lessons is None or lessons.source is None:
+        return {}
+    digests, number = lessons.statements().anonymous()
+    requests: dict[str, list] = {}
+    kept: dict[str, torch.Tensor] = {}
+    for part in trace_inputs.builders(Path(ctx.tests)):
+        requests[part] = []
+        for ref in lessons.references(part):
+            probe, args = ref.request
+            requests[part].append([probe, args])
+            plain = _plain(ref)
+            for i, t in enumerate(plain["traces"]):
+                base = i == 0  # the variants' paths are never compared
+                t["lines"] = [number.get(n, 0) for n in t["lines"]] if base else []
+                t["events"] = [[number.get(line, 0) if base else 0, name, value, func,
+                                step if base else 0, reach, 0]
+                               for line, name, value, func, step, reach, _ in t["events"]]
+            kept[request_key(probe, args)] = _packed(plain)
+    ctx.refs.traces.clear()  # nothing else: another recording's traces hold lines
+    ctx.refs.traces.update(kept)
+    return {"requests": requests, "statements": [[i, d] for i, d in digests.items()]}
+
+
 def correct_variants(source: str, tests) -> list[Variant]:
     """The lesson's equivalent mutants (equivalent_mutants.yml): correct code written
     otherwise, so that their values count as the reference's too."""
@@ -641,10 +819,17 @@ def correct_variants(source: str, tests) -> list[Variant]:
 
 
 def lesson_traces(ctx, compute: bool = True) -> LessonTraces | None:
-    """The run's LessonTraces (kept on the lesson context), or None without a solution.
-    `compute` False: the recorded traces only (a run from the autograder zip's
-    recording, which must not import the solution)."""
+    """The run's LessonTraces (kept on the lesson context), or None without a solution
+    nor a student bundle's recorded traces (`for_students`). `compute` False: the
+    recorded traces only (a run from the autograder zip's recording, which must not
+    import the solution)."""
     found = getattr(ctx, "_lesson_traces", None)
+    if found is None and ctx.refs.source is None and ctx.refs.fresh:
+        fresh = ctx.refs.fresh
+        found = LessonTraces(ctx.key, None, [], ctx.refs.probes, ctx.course.tolerances(ctx.key),
+                             ctx.tests, ctx.refs.traces, False, fresh["requests"],
+                             fresh["statements"])
+        ctx._lesson_traces = found
     if found is None:
         source = ctx.refs.source
         if source is None:
@@ -680,7 +865,7 @@ def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
                                                     lessons.tolerances, lambda _: True)
         if not differs:
             continue
-        return find(student, ref, source, lessons.tolerances, lessons.source)
+        return find(student, ref, source, lessons.tolerances, lessons.statements())
     return None
 
 
@@ -746,6 +931,22 @@ def _shown_name(name: str, t: dict[str, str]) -> str:
     return f"`{name}`"
 
 
+def _backward_sentence(w: Where, t: dict[str, str]) -> str:
+    """A "cut" or "added" finding's sentence, naming the leaves the value's gradient
+    misses (`w.ref`) or adds (`w.got`) where the reference's trace named them."""
+    def leaves(text: str) -> str:
+        return ", ".join(f"`{n.strip()}`" for n in text.split(","))
+
+    name = _shown_name(w.name, t)
+    if w.kind == "cut":
+        tail = (t["where_backward_cut"].format(name=name, leaves=leaves(w.ref)) if w.ref
+                else t["where_backward_less"].format(name=name))
+    else:
+        tail = (t["where_backward_more"].format(name=name, leaves=leaves(w.got)) if w.got
+                else t["where_backward_other"].format(name=name))
+    return t["where_backward"].format(line=w.line, code=w.code) + tail + t["where_fresh"]
+
+
 def sentence(found: object, t: dict[str, str]) -> str:
     """The page's (and `grader check`'s) sentence for a part's `Where`, in the
     language of `t`; "" when there is none. Plain text: the page escapes it."""
@@ -754,6 +955,8 @@ def sentence(found: object, t: dict[str, str]) -> str:
         return ""
     if w.kind == "gradient":
         return t["where_gradient"]
+    if w.kind in ("cut", "added"):
+        return _backward_sentence(w, t)
     matched = (t["where_matched"].format(names=", ".join(f"`{n}`" for n in w.matched))
                if w.matched else "")
     head = t["where_line_head"].format(line=w.line, code=w.code, matched=matched)

@@ -208,6 +208,9 @@ class LessonRefs:
     # reads and fills it): recorded with the results, so a run from a recording names a
     # line without importing the solution
     traces: dict[str, torch.Tensor] = field(default_factory=dict)
+    # a student bundle's fresh requests by part and the reference's statements' digests
+    # by number (divergence.for_students): its tests folder has no trace_inputs.py
+    fresh: dict = field(default_factory=dict)
 
     def computed(self) -> int:
         """How many results the callers hold, and whether signatures are known: it
@@ -331,6 +334,7 @@ def recording(refs: LessonRefs, digest: str = "") -> bytes:
         "signatures": None if refs.signatures is None else {
             k: sorted(v) for k, v in refs.signatures.items()},
         "traces": refs.traces,
+        "fresh": refs.fresh,
         "digest": digest})
 
 
@@ -343,4 +347,21 @@ def _from_recording(data: dict, probes: types.ModuleType) -> LessonRefs:
                       None if signatures is None else {k: set(v) for k, v in signatures.items()},
                       torch=data.get("torch", ""),
                       _combined={tuple(ids.split("+")): Caller(None, probes, cache)
-                                 for ids, cache in data.get("combined", {}).items()})
+                                 for ids, cache in data.get("combined", {}).items()},
+                      traces={k: v for k, v in (data.get("traces") or {}).items()
+                              if isinstance(v, torch.Tensor)},
+                      fresh=_fresh(data.get("fresh")))
+
+
+def _fresh(raw: object) -> dict:
+    """A recording's `fresh` (divergence.for_students), or {} when it has none (made
+    by an earlier version)."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("requests"), dict):
+        return {}
+    requests = {part: [r for r in found if isinstance(r, list) and len(r) == 2
+                       and isinstance(r[0], str) and isinstance(r[1], dict)]
+                for part, found in raw["requests"].items() if isinstance(found, list)}
+    digests = {p[0]: p[1] for p in raw.get("statements") or []
+               if isinstance(p, list) and len(p) == 2 and type(p[0]) is int
+               and isinstance(p[1], str)}
+    return {"requests": requests, "statements": digests}

@@ -35,6 +35,8 @@ def main() -> None:
     parser.add_argument("--per-lesson", type=int, default=8)
     parser.add_argument("--lessons", default="10,11,12,13")
     parser.add_argument("-v", action="store_true", help="each mistake's time")
+    parser.add_argument("--backward", action="store_true",
+                        help="the gradient-only mistakes only (`backward` in the corpus)")
     options = parser.parse_args()
     n = options.per_lesson
     course = config.load(ROOT / "course.yml")
@@ -49,6 +51,10 @@ def main() -> None:
         once = time.monotonic() - started
         entries = yaml.safe_load((ROOT / "tests/fixtures/divergence" / f"{lesson}.yml")
                                  .read_text(encoding="utf-8"))
+        if options.backward:
+            entries = [e for e in entries if e.get("backward")]
+            if not entries:
+                continue
         entries = entries[::max(len(entries) // n, 1)][:n]
         slot = slots.open_slot(course.path(info.probes), bwrap.probe().reason is None,
                                tuple(info.preload))

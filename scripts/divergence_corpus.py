@@ -17,6 +17,7 @@ import sys
 import types
 from pathlib import Path
 
+import torch
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -81,6 +82,27 @@ HAND = {
          "tokens flattened after a transpose"),
         ("y = dispatch(x_flat, self.experts, topk_weight, topk_idx)",
          "y = dispatch(x_flat, self.experts, topk_weight.detach(), topk_idx)", "a detach"),
+        ("scores = F.softmax(gate(x_flat), dim=-1)",
+         "scores = F.softmax(gate(x_flat), dim=-1).detach()", "the scores detached"),
+        ("scores = F.softmax(gate(x_flat), dim=-1)",
+         "with torch.no_grad(): scores = F.softmax(gate(x_flat), dim=-1)",
+         "the router under no_grad"),
+        ("topk_weight, topk_idx = torch.topk(scores, k=num_experts_per_tok, dim=-1, sorted=False)",
+         "topk_weight, topk_idx = torch.topk(scores.data, k=num_experts_per_tok, dim=-1, "
+         "sorted=False)", ".data before top-k"),
+        ("weight = topk_weight[mask].view(-1, 1)", "weight = topk_weight[mask].view(-1, 1).detach()",
+         "the dispatch weight detached"),
+        ("y.index_add_(0, token_idx, (expert(x_flat[token_idx]) * weight).to(y.dtype))",
+         "y.index_add_(0, token_idx, (expert(x_flat[token_idx].detach()) * weight).to(y.dtype))",
+         "the expert's input detached"),
+        ("return (load * scores.mean(0)).sum() * num_experts * router_aux_loss_coef",
+         "return (load * scores.detach().mean(0)).sum() * num_experts * router_aux_loss_coef",
+         "the loss's scores detached"),
+        ("x_flat = x.view(-1, hidden_dim)", "x_flat = x.view(-1, hidden_dim).detach()",
+         "the layer's input detached"),
+        ("y = dispatch(x_flat, self.experts, topk_weight, topk_idx)",
+         "with torch.no_grad(): y = dispatch(x_flat, self.experts, topk_weight, topk_idx)",
+         "dispatch under no_grad"),
     ],
     "10": [
         ("normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)",
@@ -98,6 +120,14 @@ HAND = {
          "over the batch"),
         ("xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x",
          "xf = x", "no float32 for half precision"),
+        ("xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x",
+         "xf = x.float() if x.dtype in (torch.float16, torch.bfloat16) else x.detach()",
+         "the input detached"),
+        ("normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)",
+         "normed = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)).detach()",
+         "the normalised values detached"),
+        ("return self.weight * normed.type_as(x)", "return self.weight.data * normed.type_as(x)",
+         ".data on the weight"),
     ],
     "11": [
         ("device=scores.device).triu(1)", "device=scores.device).triu(0)",
@@ -112,6 +142,15 @@ HAND = {
          "return output.reshape(bsz, seq_len, -1)", "heads not moved back"),
         ("n_rep = n_heads // xk.shape[2]", "n_rep = n_heads // xk.shape[1]",
          "repeats from the wrong dim"),
+        ("scores = (xq @ xk.transpose(-2, -1)) / math.sqrt(head_dim)",
+         "scores = (xq @ xk.transpose(-2, -1)).detach() / math.sqrt(head_dim)",
+         "the scores detached"),
+        ("output = F.softmax(scores.float(), dim=-1).type_as(xq) @ xv",
+         "output = F.softmax(scores.float(), dim=-1).type_as(xq) @ xv.detach()",
+         "the values detached"),
+        ("output = F.softmax(scores.float(), dim=-1).type_as(xq) @ xv",
+         "with torch.no_grad(): output = F.softmax(scores.float(), dim=-1).type_as(xq) @ xv",
+         "the output under no_grad"),
     ],
     "12": [
         ("freqs = 1.0 / (rope_base ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))",
@@ -142,18 +181,34 @@ def _function_of(tree: ast.Module, line: int) -> str | None:
 
 
 def _differs(module: types.ModuleType, ref: types.ModuleType, probes, tests: Path,
-             lesson: str, part: str, tols: dict) -> bool:
-    """Whether the mistake changes the part's results on a traced input. One that
-    raises there is left out: its traceback already names the line."""
-    differs = False
+             lesson: str, part: str, tols: dict) -> str:
+    """What the mistake changes in the part's results on the traced inputs: "forward"
+    (a value), "gradient" (only gradients: a gradient-only mistake) or "" (nothing).
+    One that raises there is left out (""): its traceback already names the line."""
+    differs = ""
     for probe, args in trace_inputs.fresh_inputs(tests, lesson, part):
         want = divergence.run_traced(ref, probes, probe, args)
         got = divergence.run_traced(module, probes, probe, args)
         if got.error:
-            return False
-        differs = differs or not divergence._same_result(got.result, want.result, tols,
-                                                         lambda _: True)
+            return ""
+        if not divergence.same_forward(got.result, want.result, tols):
+            differs = "forward"
+        elif not _same_dtypes(got.result, want.result):
+            differs = "forward"  # the same numbers in another dtype (an index as floats)
+        elif not differs and not divergence.same_gradients(got.result, want.result, tols):
+            differs = "gradient"
     return differs
+
+
+def _same_dtypes(a: object, b: object) -> bool:
+    """Two probe results hold tensors of the same dtypes, key by key."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(_same_dtypes(a.get(k), v) for k, v in b.items())
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return all(_same_dtypes(x, y) for x, y in zip(a, b))
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor):
+        return a.dtype == b.dtype
+    return True
 
 
 def _module(source: str, name: str) -> types.ModuleType | None:
@@ -200,10 +255,13 @@ def corpus(lesson: str, course) -> list[dict]:
         edited = lines.copy()
         edited[line - 1] = text
         module = _module("\n".join(edited) + "\n", f"corpus{lesson}_{mid}")
-        if module is None or not _differs(module, ref, probes, tests, lesson, part, tols):
+        differs = "" if module is None else _differs(module, ref, probes, tests, lesson, part,
+                                                     tols)
+        if not differs:
             continue
         out.append({"id": mid, "part": part, "line": line, "old": lines[line - 1],
-                    "new": text, "why": why})
+                    "new": text, "why": why, **({"backward": True} if differs == "gradient"
+                                                else {})})
     return out
 
 

@@ -10,11 +10,15 @@ comes from one file: every other call (torch's, the probes') gets no local trace
 At each line event of a traced frame, the statement that just ran is the frame's
 previous line; what it produced is each local whose object or in-place version
 changed since, and at a return the value returned. Each value is kept as a small
-detached copy, within caps on the count of values and the size of each.
+detached copy, within caps on the count of values and the size of each, with where
+its gradient would flow back to (`Reach`): the leaves (the call's inputs and
+parameters that require grad) its autograd graph reaches, so that a gradient cut
+(a `.detach()`, a `torch.no_grad()`, a `.data`) shows on the line that made it.
 """
 from __future__ import annotations
 
 import sys
+import zlib
 from collections.abc import Callable
 
 import torch
@@ -24,6 +28,8 @@ MAX_NUMEL = 4096        # elements of one tensor value (a larger one is left out
 MAX_TOTAL = 200_000     # elements of all values together
 MAX_NAME = 60
 MAX_LINES = 5000        # lines executed, in order, kept per traced call
+MAX_NODES = 20_000      # autograd nodes walked per traced call (more: reach unknown)
+MAX_LEAVES = 64         # leaves kept in one value's reach (more: reach unknown)
 
 
 def _copy(value: object) -> torch.Tensor | None:
@@ -65,10 +71,85 @@ def _values(frame) -> list[tuple[str, object]]:
     return items
 
 
+def leaf_id(t: torch.Tensor) -> int:
+    """A leaf's identity on either side: its dtype, shape and first values, which are
+    the request's own numbers (an input's copy, a loaded weight), exact on any machine."""
+    head = [float(x) for x in t.detach().reshape(-1)[:4].tolist()]
+    return zlib.crc32(f"{t.dtype}{tuple(t.shape)}{head!r}".encode())
+
+
+class Reach:
+    """Which leaves each value's gradient flows back to: its autograd graph walked once
+    per node (memoised over the call), within MAX_NODES."""
+
+    def __init__(self):
+        self.nodes: dict[object, frozenset[int]] = {}  # node -> its leaves (kept alive)
+        self.leaves: dict[int, torch.Tensor] = {}      # leaf id -> the leaf (kept alive)
+        self.names: dict[int, str] = {}                # id(tensor) -> the name it came by
+        self.over = False
+
+    def name(self, name: str, value: object) -> None:
+        """Remember what a call's argument (a tensor, or a module's parameters) is called."""
+        if isinstance(value, torch.Tensor):
+            self.names.setdefault(id(value), name)
+        elif isinstance(value, torch.nn.Module):
+            prefix = "" if name == "self" else f"{name}."
+            for i, (pname, p) in enumerate(value.named_parameters()):
+                if i >= 200:
+                    break
+                self.names.setdefault(id(p), prefix + pname)
+
+    def _leaf(self, t: torch.Tensor) -> int:
+        key = leaf_id(t)
+        self.leaves.setdefault(key, t)
+        return key
+
+    def of(self, value: object) -> list[int] | None:
+        """The sorted leaf ids `value`'s gradient reaches ([] for none: a number, an
+        integer tensor, a detached one), or None when unknown (over the caps)."""
+        if not isinstance(value, torch.Tensor) or not value.requires_grad:
+            return []
+        if value.grad_fn is None:
+            return [self._leaf(value)]
+        found = self._walk(value.grad_fn)
+        if found is None or len(found) > MAX_LEAVES:
+            return None
+        return sorted(found)
+
+    def _walk(self, root) -> frozenset[int] | None:
+        stack = [(root, False)]
+        while stack and not self.over:
+            node, expanded = stack.pop()
+            if node in self.nodes:
+                continue
+            if len(self.nodes) >= MAX_NODES:
+                self.over = True
+                break
+            variable = getattr(node, "variable", None)
+            if isinstance(variable, torch.Tensor):
+                self.nodes[node] = frozenset({self._leaf(variable)})
+                continue
+            children = [n for n, _ in node.next_functions if n is not None]
+            if expanded:
+                self.nodes[node] = frozenset().union(*(self.nodes.get(c, frozenset())
+                                                       for c in children))
+                continue
+            stack.append((node, True))
+            stack.extend((c, False) for c in children if c not in self.nodes)
+        return None if self.over else self.nodes.get(root)
+
+    def named(self) -> list[list]:
+        """[leaf id, name] of each leaf reached whose name a call's arguments told."""
+        return [[key, self.names[id(t)][:MAX_NAME]] for key, t in self.leaves.items()
+                if id(t) in self.names][:MAX_EVENTS]
+
+
 class Tracer:
-    """Records [line, name, value, function, step] for frames of `filename`'s code:
-    line numbers of that file, names of locals (or "return" / "return[i]"), and how
-    many lines had run by then (`lines`, the path taken, in order)."""
+    """Records [line, name, value, function, step, reach, off] for frames of
+    `filename`'s code: line numbers of that file, names of locals (or "return" /
+    "return[i]"), how many lines had run by then (`lines`, the path taken, in order),
+    the leaves the value's gradient reaches (`Reach.of`), and, for a value computed
+    with gradient recording off, the line of the file that turned it off (0: none)."""
 
     def __init__(self, filename: str):
         self.filename = filename
@@ -77,8 +158,11 @@ class Tracer:
         self.total = 0
         self.full = False
         self._state: dict[int, tuple[int, dict]] = {}  # frame id -> (line, stamps)
+        self.reach = Reach()
+        self._on: dict[int, bool] = {}   # frame id -> gradient recording on as its line began
+        self._off: dict[int, int] = {}   # frame id -> the line of it that turned recording off
 
-    def _record(self, line: int, name: str, value: object, func: str) -> None:
+    def _record(self, frame, line: int, name: str, value: object, func: str) -> None:
         if self.full:
             return
         copy = _copy(value)
@@ -88,8 +172,29 @@ class Tracer:
             self.full = True
             return
         self.total += copy.numel()
+        try:
+            reach = self.reach.of(value)
+        except Exception:  # noqa: BLE001 - a hostile tensor's property: reach unknown
+            reach = None
+        off = 0 if torch.is_grad_enabled() else self._turned_off(frame)
         self.events.append([line, name[:MAX_NAME], copy, func[:MAX_NAME],
-                            len(self.lines) - 1])
+                            len(self.lines) - 1, reach, off])
+
+    def _turned_off(self, frame) -> int:
+        """The line of this file that turned gradient recording off (a `torch.no_grad()`
+        around a call, a `with` before): this frame's, else its callers' (of this
+        file) whose current line began with it on; 0 when it was off from outside."""
+        f = frame
+        while f is not None and f.f_code.co_filename == self.filename:
+            if self._off.get(id(f)):
+                return self._off[id(f)]
+            caller = f.f_back
+            if caller is None or caller.f_code.co_filename != self.filename:
+                return 0
+            if self._on.get(id(caller)):
+                return caller.f_lineno
+            f = caller
+        return 0
 
     def _changed(self, frame, line: int) -> dict:
         """Record the locals that changed since the frame's last event; its new stamps."""
@@ -99,18 +204,40 @@ class Tracer:
             stamp = _stamp(value)
             stamps[name] = stamp
             if old.get(name) != stamp:
-                self._record(line, name, value, frame.f_code.co_name)
+                self._record(frame, line, name, value, frame.f_code.co_name)
         return stamps
+
+    def _grad_mode(self, frame, previous: int) -> None:
+        """Note whether gradient recording is on as the frame's next line begins, and
+        the line that turned it off, if the one that just ran did."""
+        now = torch.is_grad_enabled()
+        if not now and previous and self._on.get(id(frame)):
+            self._off[id(frame)] = previous
+        elif now:
+            self._off.pop(id(frame), None)
+        self._on[id(frame)] = now
 
     def global_trace(self, frame, event, arg):
         if event != "call" or frame.f_code.co_filename != self.filename:
             return None
         try:
+            self._name_arguments(frame)
+            self._on[id(frame)] = torch.is_grad_enabled()
             self._arguments(frame)
             self._state[id(frame)] = (0, {n: _stamp(v) for n, v in _values(frame)})
         except Exception:  # noqa: BLE001 - a hostile local must not break the call
             self.full = True
         return self.local_trace
+
+    def _name_arguments(self, frame) -> None:
+        """Tell the reach what this call's arguments are called (a module being built
+        has no parameters yet: nothing to tell)."""
+        code = frame.f_code
+        for name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+            try:
+                self.reach.name(name, frame.f_locals.get(name))
+            except Exception:  # noqa: BLE001 - a module in its __init__, a hostile one
+                continue
 
     def _arguments(self, frame) -> None:
         """What the submission's own code passes to its own function: its values."""
@@ -119,13 +246,14 @@ class Tracer:
             code = frame.f_code
             for name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
                 if name != "self" and name in frame.f_locals:
-                    self._record(caller.f_lineno, name, frame.f_locals[name],
+                    self._record(caller, caller.f_lineno, name, frame.f_locals[name],
                                  caller.f_code.co_name)
 
     def local_trace(self, frame, event, arg):
         try:
             previous, _ = self._state.get(id(frame), (0, {}))
             if event == "line":
+                self._grad_mode(frame, previous)
                 if previous:
                     stamps = self._changed(frame, previous)
                 else:
@@ -138,19 +266,22 @@ class Tracer:
                 self._changed(frame, line)
                 if isinstance(arg, (tuple, list)):
                     for i, item in enumerate(arg[:8]):
-                        self._record(line, f"return[{i}]", item, frame.f_code.co_name)
+                        self._record(frame, line, f"return[{i}]", item,
+                                     frame.f_code.co_name)
                 else:
-                    self._record(line, "return", arg, frame.f_code.co_name)
+                    self._record(frame, line, "return", arg, frame.f_code.co_name)
                 self._state.pop(id(frame), None)
+                self._on.pop(id(frame), None)
+                self._off.pop(id(frame), None)
         except Exception:  # noqa: BLE001 - a hostile local must not break the call
             self.full = True
         return self.local_trace
 
 
 def trace(filename: str, fn: Callable, *args, **kwargs
-          ) -> tuple[object, list[list], list[int], str]:
+          ) -> tuple[object, list[list], list[int], str, list[list]]:
     """Call fn under a tracer of `filename`'s code: (its result or None, the events,
-    the lines run, the error's type or "")."""
+    the lines run, the error's type or "", the names of the leaves reached)."""
     tracer = Tracer(filename)
     previous = sys.gettrace()
     sys.settrace(tracer.global_trace)
@@ -160,4 +291,8 @@ def trace(filename: str, fn: Callable, *args, **kwargs
         result, error = None, f"{type(exc).__name__}"
     finally:
         sys.settrace(previous)
-    return result, tracer.events, tracer.lines, error
+    try:
+        leaves = tracer.reach.named()
+    except Exception:  # noqa: BLE001 - a hostile tensor's property
+        leaves = []
+    return result, tracer.events, tracer.lines, error, leaves

@@ -70,6 +70,79 @@ def test_check_at_home_speaks_chinese(bundle, tmp_path):
         "softmax 沿 token 维而不是 expert 维计算")
 
 
+def test_check_at_home_names_the_line_where_values_leave_the_reference(bundle, tmp_path):
+    """A mistake of the divergence corpus (the dispatch weight's `.sqrt()`, no known
+    mistake): the bundle's check names its line, in English and Chinese, from the
+    reference's recorded traces, without the solution."""
+    import yaml
+    entry = next(e for e in yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" /
+                                            "13.yml").read_text(encoding="utf-8"))
+                 if e["id"] == "hand-9")
+    lines = SOLUTION.splitlines()
+    lines[entry["line"] - 1] = entry["new"]
+    wrong = "\n".join(lines) + "\n"
+    code = entry["new"].strip()
+    for lang, said in (("en", f"where: Line {entry['line']} `{code}`: up to here"),
+                       ("zh", f"where: 第 {entry['line']} 行 `{code}`：")):
+        proc = check(bundle, wrong, tmp_path, "--language", lang)
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        dispatch = proc.stdout[proc.stdout.index(" dispatch "):proc.stdout.index(" aux_loss ")]
+        assert said in dispatch, proc.stdout
+    # and none on the solution, whose parts all pass
+    assert "where:" not in check(bundle, SOLUTION, tmp_path).stdout
+
+
+def _values(obj: object) -> list:
+    """Every tensor in a decoded recording's value."""
+    import torch
+    if isinstance(obj, torch.Tensor):
+        return [obj]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in _values(v)]
+    if isinstance(obj, (list, tuple)):
+        return [t for v in obj for t in _values(v)]
+    return []
+
+
+def _key(t) -> tuple | None:
+    """A tensor by its numbers; None for one too plain to tell (a constant, a few
+    elements) which any two computations may share."""
+    if t.numel() < 4 or bool((t == t.reshape(-1)[0]).all()):
+        return None
+    return (str(t.dtype), tuple(t.shape), tuple(t.reshape(-1).tolist()))
+
+
+def test_bundle_traces_hold_no_graded_input_nor_output(bundle, ctx13):
+    """The reference's traces the bundle's check names a line from: requests of fresh
+    inputs, none a graded case's, no tensor of a graded case's input or of the
+    reference's output on one among them, and no text of the solution."""
+    from grader import pool
+    from grader.bundle import RECORDING
+    from grader.inside import protocol
+    from grader.reference import request_key
+
+    recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
+    graded = pool.grade_solution(ctx13)
+    requests = [r for found in recorded["fresh"]["requests"].values() for r in found]
+    assert requests and recorded["traces"]
+    keys = {request_key(probe, args) for probe, args in requests}
+    assert keys == set(recorded["traces"]) and not keys & set(graded)
+    secret = {_key(t) for g in graded.values() for t in _values(g["args"])}
+    secret |= {_key(t) for g in graded.values()
+               for t in _values(ctx13.refs.reference.call(g["probe"], **g["args"]))}
+    secret.discard(None)
+    shipped = [t for _, args in requests for t in _values(args)]
+    for packed in recorded["traces"].values():
+        plain = protocol.loads(packed.numpy().tobytes())
+        shipped += _values(plain)
+        for t in plain["traces"][1:]:  # a variant's: values only
+            assert t["lines"] == [] and {e[0] for e in t["events"]} == {0}
+    assert len(shipped) > 100
+    assert not [t for t in shipped if _key(t) in secret]
+    digests = dict(recorded["fresh"]["statements"])
+    assert digests and all(len(d) == 16 for d in digests.values())
+
+
 PEEK = """
 import errno as _errno
 def _peek(path, mode="r"):

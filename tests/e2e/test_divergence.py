@@ -68,7 +68,8 @@ def test_the_page_names_the_edited_line(course, lesson):
     """Each mistake runs in a sandboxed child under the tracer, first on its smallest
     failing example where the lesson has them (as a graded run does), then on the
     lesson's fresh inputs; the sentence shown names the statement holding the edited
-    line (hit), another (wrong), or none."""
+    line (hit), another (wrong), or none. A gradient-only mistake (`backward`: every
+    forward value is the reference's) must be named, as a gradient cut or addition."""
     ctx = LessonContext(course, lesson)
     lessons = divergence.lesson_traces(ctx)
     info = course.lesson(lesson)
@@ -76,6 +77,7 @@ def test_the_page_names_the_edited_line(course, lesson):
     solution = ctx.refs.source
     slot = open_slot(course, lesson)
     hits, wrong, none, on_example = [], [], [], 0
+    backward: dict[str, str] = {}  # a gradient-only mistake's id -> the kind found
     try:
         for entry in corpus(lesson):
             source = edited(solution, entry)
@@ -91,6 +93,9 @@ def test_the_page_names_the_edited_line(course, lesson):
             finally:
                 session.close()
             line = (found or divergence.Where("none")).line
+            if entry.get("backward"):
+                backward[entry["id"]] = (found.kind if found and line and found.line
+                                         <= entry["line"] <= found.end else "missed")
             if not line:
                 none.append(entry["id"])
                 continue
@@ -102,11 +107,14 @@ def test_the_page_names_the_edited_line(course, lesson):
     n = len(hits) + len(wrong) + len(none)
     print(f"lesson {lesson}: {n} mistakes ({on_example} traced on their smallest example "
           f"first), edited line named {len(hits) / n:.0%}, a wrong line {len(wrong) / n:.0%}, "
-          f"none {len(none) / n:.0%}")
+          f"none {len(none) / n:.0%}; gradient-only {len(backward)}: {backward}")
     if smallest.load(ctx.tests) is not None:
         assert on_example >= 0.9 * n  # the examples are what is traced, nearly always
     assert len(hits) >= 0.9 * n, (wrong, none)
     assert len(wrong) <= 0.02 * n, wrong
+    assert all(kind in ("cut", "added") for kind in backward.values()), backward
+    if lesson in ("10", "11", "13"):  # the lessons that grade gradients
+        assert len(backward) >= 3
 
 
 # ---------------------------------------------------------------- whole grading runs

@@ -30,13 +30,14 @@ def test_records_each_line_s_new_values_in_place_changes_and_returns_of_its_file
                "    y += helper(x)\n"
                "    n = 3\n"
                "    return y, n\n")
-    result, events, lines, error = tracer.trace("<student>", m.f, torch.ones(2), other.helper)
+    result, events, lines, error, _ = tracer.trace("<student>", m.f, torch.ones(2),
+                                                   other.helper)
     assert error == "" and result[1] == 3
-    seen = [(line, name) for line, name, _, func, _ in events]
+    seen = [(line, name) for line, name, *_ in events]
     assert seen == [(3, "y"), (4, "y"), (5, "n"), (6, "return[0]"), (6, "return[1]")]
     assert torch.equal(events[1][2], torch.full((2,), 2.0))  # y after `+=`, a copy
     assert lines == [3, 4, 5, 6]
-    assert all(func == "f" for *_, func, _ in events)
+    assert all(func == "f" for _, _, _, func, *_ in events)
 
 
 def test_caps_on_the_count_and_size_of_values():
@@ -47,7 +48,7 @@ def test_caps_on_the_count_and_size_of_values():
                "        t = torch.ones(1) * i\n"
                "    return big\n")
     m.tracer_numel = tracer.MAX_NUMEL
-    _, events, lines, _ = tracer.trace("<student>", m.f)
+    _, events, lines, _, _ = tracer.trace("<student>", m.f)
     assert len(events) == tracer.MAX_EVENTS
     assert all(e[2].numel() <= tracer.MAX_NUMEL for e in events)
     assert "big" not in {e[1] for e in events}
@@ -56,7 +57,7 @@ def test_caps_on_the_count_and_size_of_values():
 
 def test_an_error_keeps_the_trace_up_to_it():
     m = module("import torch\ndef f(x):\n    y = x + 1\n    raise ValueError('no')\n")
-    result, events, _, error = tracer.trace("<student>", m.f, torch.ones(1))
+    result, events, _, error, _ = tracer.trace("<student>", m.f, torch.ones(1))
     assert result is None and error == "ValueError" and events[0][1] == "y"
 
 
@@ -69,9 +70,14 @@ def test_a_hostile_trace_is_dropped_not_shown():
            [2, "y", "not a tensor", "f", 0],
            [True, "y", torch.ones(1), "f", 0],
            "junk",
+           [2, "y", torch.ones(1), "f", 0, [1, 2], 10 ** 9],  # off beyond the file
+           [2, "y", torch.ones(1), "f", 0, [1, 2]],  # six: neither form
+           [3, "z", torch.ones(1), "f", 0, ["<b>"], 0],  # a reach of other types: unknown
            [2, "y", torch.ones(1), "f", 0]]
     events = divergence._events(raw, lines=5)
-    assert [(e.line, e.name) for e in events] == [(2, "y")]
+    assert [(e.line, e.name, e.reach) for e in events] == [(3, "z", None), (2, "y", None)]
+    assert divergence._leaves([[1, "gate.weight"], [2, "<script>"], [True, "x"], "junk"]) == {
+        1: "gate.weight"}
     assert divergence._lines([1, 2, 10 ** 9, "x", -1], 5) == [1, 2]
 
 
@@ -93,10 +99,16 @@ def _where(lessons, source: str, part: str):
     m = module(source)
 
     def call(probe, args):
-        t = divergence.run_traced(m, lessons.probes, probe, args)
-        return {"result": t.result, "error": t.error, "lines": t.lines,
-                "trace": [[e.line, e.name, e.value, e.func, e.step] for e in t.events]}
+        return reply(divergence.run_traced(m, lessons.probes, probe, args))
     return divergence.where(call, lessons, part, source)
+
+
+def reply(t: divergence.Trace) -> dict:
+    """A trace as the child's harness answers it (grader/inside/harness.py)."""
+    return {"result": t.result, "error": t.error, "lines": t.lines,
+            "trace": [[e.line, e.name, e.value, e.func, e.step,
+                       None if e.reach is None else sorted(e.reach), e.off]
+                      for e in t.events]}
 
 
 def test_the_sentence_names_the_line_its_values_and_the_matched_ones(lesson13):
@@ -130,9 +142,7 @@ def test_the_smallest_example_is_traced_first_and_its_values_are_quoted(course, 
 
     def call(probe, args):
         asked.append((probe, args))
-        t = divergence.run_traced(m, lessons.probes, probe, args)
-        return {"result": t.result, "error": t.error, "lines": t.lines,
-                "trace": [[e.line, e.name, e.value, e.func, e.step] for e in t.events]}
+        return reply(divergence.run_traced(m, lessons.probes, probe, args))
     lessons = lesson13
     w = divergence.where(call, lessons, "dispatch", source, (example.probe, example.args))
     assert asked[0] == (example.probe, example.args) and len(asked) == 1
@@ -177,9 +187,7 @@ def test_from_a_recording_the_same_line_and_example_without_the_solution(course)
                                           compute)
 
         def call(probe, args):
-            t = divergence.run_traced(m, ctx.refs.probes, probe, args)
-            return {"result": t.result, "error": t.error, "lines": t.lines,
-                    "trace": [[e.line, e.name, e.value, e.func, e.step] for e in t.events]}
+            return reply(divergence.run_traced(m, ctx.refs.probes, probe, args))
         found[side] = (example.snippet, divergence.where(call, lessons, "dispatch", source,
                                                          (example.probe, example.args)))
         if not compute:
@@ -191,10 +199,38 @@ def test_from_a_recording_the_same_line_and_example_without_the_solution(course)
     assert divergence.where(lambda p, a: {}, empty, "dispatch", source) is None
 
 
-def test_a_gradient_only_mistake_is_said_plainly(lesson13):
+def test_a_gradient_cut_names_its_line_and_what_no_gradient_reaches(lesson13):
+    """A `.detach()` on an argument: every forward value matches; the line is the one
+    whose value's gradient no longer reaches the router's weight and the layer's input."""
     old = "y = dispatch(x_flat, self.experts, topk_weight, topk_idx)"
     source = lesson13.source.replace(old, old.replace("topk_weight,", "topk_weight.detach(),"))
     w = _where(lesson13, source, "moe")
+    line = lesson13.source.splitlines().index("        " + old) + 1
+    assert (w.kind, w.line, w.name, w.ref) == ("cut", line, "topk_weight", "gate.weight, x")
+    said = divergence.sentence(w.to_json(), STRINGS["en"])
+    assert said.startswith(f"Line {line} `y = dispatch(x_flat, self.experts, topk_weight.detach()")
+    assert "`topk_weight` carries no gradient back to `gate.weight`, `x`" in said
+    assert "`topk_weight` 不再把梯度传回 `gate.weight`, `x`" in divergence.sentence(
+        w.to_json(), STRINGS["zh"])
+
+
+def test_a_no_grad_around_a_call_names_the_line_that_turned_recording_off(lesson13):
+    """The first value without a gradient is computed inside dispatch; the line named
+    is the caller's, whose `torch.no_grad()` turned gradient recording off."""
+    old = "y = dispatch(x_flat, self.experts, topk_weight, topk_idx)"
+    source = lesson13.source.replace(old, "with torch.no_grad(): " + old)
+    w = _where(lesson13, source, "moe")
+    line = lesson13.source.splitlines().index("        " + old) + 1
+    assert (w.kind, w.line) == ("cut", line)
+
+
+def test_a_gradient_only_mistake_that_cuts_no_leaf_is_said_plainly(lesson13):
+    """A detach on the denominator only: every value still reaches the same inputs and
+    parameters, so no line can be named from where gradients flow; the page says only
+    that the forward values match and the gradient does not."""
+    old = "topk_weight.sum(dim=-1, keepdim=True)"
+    source = lesson13.source.replace(old, old + ".detach()")
+    w = _where(lesson13, source, "router")
     assert w.kind == "gradient" and w.line == 0
     assert "the gradient does not" in divergence.sentence(w.to_json(), STRINGS["en"])
 
@@ -292,3 +328,19 @@ def test_a_short_value_is_quoted_whole_with_digits_enough_to_differ():
     assert q["got"] == "[1, 2, 3.001]" and q["ref"] == "[1, 2, 3]" and not q["got_at"]
     q = divergence._quoted(torch.tensor([2.0, 1.23449]), torch.tensor([2.0, 1.23351]), tols)
     assert (q["got"], q["ref"]) == ("[2, 1.2345]", "[2, 1.2335]")  # .4g reads 1.234 twice
+
+
+def test_a_gradient_sentence_names_only_the_leaves_it_knows():
+    """A cut whose missing leaves the reference's trace did not name says "fewer", an
+    addition names what it adds or says "also ... the reference's does not reach";
+    a hostile leaf name is escaped on a page."""
+    w = {"kind": "cut", "line": 4, "end": 4, "code": "s = x.detach()", "name": "s"}
+    en = STRINGS["en"]
+    assert "carries the gradient back to fewer inputs" in divergence.sentence(w, en)
+    assert "carries no gradient back to `x`" in divergence.sentence({**w, "ref": "x"}, en)
+    added = {**w, "kind": "added"}
+    assert "the reference’s does not reach" in divergence.sentence(added, en)
+    assert "also carries the gradient back to `w`" in divergence.sentence({**added, "got": "w"},
+                                                                          en)
+    html = divergence.sentence_html({**w, "ref": "<b>x</b>"}, en)
+    assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
