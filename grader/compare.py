@@ -16,7 +16,7 @@ import torch
 
 from grader import structure
 from grader.closeness import abs_error, allowance, rel_error
-from grader.strings import Said, Text, restored, say
+from grader.strings import Said, Text, message_fields, restored, say
 from grader.shown import NON_FINITE
 
 HEATMAP_ROWS, HEATMAP_COLS = 16, 32
@@ -50,7 +50,7 @@ class Check:
         `message_texts` each language's when the message was said in all of them."""
         out = {k: v for k, v in vars(self).items() if v is not None and v != {} and v != ""}
         if isinstance(self.message, Said):
-            out["message"], out["message_texts"] = str(self.message), self.message.texts
+            out.update(message_fields(self.message))
         return out
 
 

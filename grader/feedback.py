@@ -22,7 +22,7 @@ from grader.config import Course
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.charts import heatmap_svg, pair_bars_svg
 from grader.shown import clean, num, points
-from grader.strings import STRINGS, TEMPLATES, in_language, local_text
+from grader.strings import STRINGS, TEMPLATES, in_language, local_text, message_in
 
 OPEN_FAILURES = 2        # failing tests shown in full per part; the rest fold away
 
@@ -289,8 +289,7 @@ def _test_view(test: TestRecord, t: dict[str, str], lang: str, picture: bool) ->
     checks = [c for c in test.checks if isinstance(c, dict)]
     failing = [disclosed.check(c, test.practice) for c in _failing_checks(test)]
     first_map = _drawn_heatmap(failing)
-    error = test.error and {**test.error, "message": in_language(
-        test.error.get("message_texts") or test.error.get("message"), lang)}
+    error = test.error and {**test.error, "message": message_in(test.error, lang)}
     return {"name": test.name, "message": test.message, "error": error,
             "checks": [_check_view(c, t, lang, picture and i == first_map)
                        for i, c in enumerate(failing)],
@@ -320,7 +319,7 @@ def _check_view(check: dict, t: dict[str, str], lang: str, picture: bool) -> dic
         rows=rows, cols=cols)
     claim = check.get("structure")
     return {**check, "heatmap_svg": svg, "heatmap_caption": caption,
-            "message": local_text(check.get("message_texts") or check.get("message"), lang),
+            "message": clean(message_in(check, lang)),
             "structure_text": explain.structure_text(claim, t) if isinstance(claim, dict)
             else "",
             "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·|ref|"

@@ -82,14 +82,14 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
 def _message(test: TestRecord, lang: str) -> str:
     """A test's message in `lang`: one failed through its checks says them as the
     plugin does (`name: message; ...`), each check's message in `lang`."""
-    from grader.strings import in_language
+    from grader.strings import message_in
     failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
     if test.error:
-        return in_language(test.error.get("message_texts") or test.message, lang)
+        return message_in(test.error, lang)
     if not failing:
         return test.message
     return "; ".join(f"{c.get('name')}: "
-                     f"{in_language(c.get('message_texts') or c.get('message'), lang)}"
+                     f"{message_in(c, lang)}"
                      for c in failing[:5])
 
 

@@ -69,6 +69,18 @@ def in_language(value: object, language: str) -> str:
     return "" if value is None else str(value)
 
 
+def message_fields(message: str) -> dict[str, object]:
+    """A record's `message` as JSON keeps it: in English, and, where it was said in
+    every language (a Said), each language's as `message_texts` (read by `message_in`)."""
+    texts = getattr(message, "texts", None)
+    return {"message": str(message), **({"message_texts": dict(texts)} if texts else {})}
+
+
+def message_in(record: dict, language: str) -> str:
+    """A check's or an error's message (`message_fields`) in `language`."""
+    return in_language(record.get("message_texts") or record.get("message"), language)
+
+
 def stored(value: object) -> object:
     """How a Said is kept in JSON: its texts (read back by `restored`)."""
     return value.texts if isinstance(value, Said) else value

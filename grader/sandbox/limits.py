@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grader.strings import message_fields
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -29,9 +31,7 @@ class StudentError(Exception):
     def as_dict(self) -> dict:
         """As a test's record keeps it: the message in English, and where the grader
         said it (a Said), in every language as `message_texts` (as a check's is)."""
-        texts = getattr(self.message, "texts", None)
-        return {"kind": self.kind, "message": str(self.message),
-                **({"message_texts": dict(texts)} if texts else {}),
+        return {"kind": self.kind, **message_fields(self.message),
                 "traceback": self.traceback, "type": self.type}
 
 
