@@ -149,15 +149,15 @@ class Session:
         if probe in self.timed_out:  # spend the budget on other parts, not on a known hang
             raise StudentError("timeout", say("err_same_timeout", s=f"{self.limits.test_wall_s:g}",
                                               name=self.timed_out[probe]))
+        said_where = say("where_in", name=where)  # once per call: it is on every call's path
         if self.sock is None:
             if self.restarts and self._remaining() <= 0:
                 raise self._budget_error()
             self.restarts += 1
-            self._start(say("where_in", name=where))
-        self._send(frame or protocol.dumps({"probe": probe, "args": args}),
-                   say("where_in", name=where))
+            self._start(said_where)
+        self._send(frame or protocol.dumps({"probe": probe, "args": args}), said_where)
         try:
-            reply = self._receive(say("where_in", name=where))
+            reply = self._receive(said_where)
         except StudentError as exc:
             if exc.kind == "timeout":
                 self.timed_out[probe] = where
