@@ -86,6 +86,9 @@ class Session:
         self.timed_out: dict[str, str] = {}  # probe -> the test it first ran out of time in
         self.received = 0  # bytes of replies read, against limits.received_mb
         self.over_budget: StudentError | None = None  # sent too much: every call fails
+        # the grader's own failure (the machine ran out, the harness broke): every later
+        # call fails alike, or each would start a child the machine cannot hold either
+        self.broken: SandboxError | None = None
         self.last_reply_bytes = 0
         self._nonce = 0  # the request the next reply must answer
         self._pumps: list[threading.Thread] = []
@@ -123,13 +126,15 @@ class Session:
         status = self.slot.kill()
         self.cpu_s += status.get("cpu_s") or 0.0
         if status.get("harness"):  # failed before the submission ran: never theirs
-            raise SandboxError("the grader could not start the submission: "
-                               + _text(status["harness"]))
-        if status.get("oom_outside"):  # within its cap: the machine was too small
-            raise SandboxError(
+            self.broken = SandboxError("the grader could not start the submission: "
+                                       + _text(status["harness"]))
+        elif status.get("oom_outside"):  # within its cap: the machine was too small
+            self.broken = SandboxError(
                 f"the machine ran out of memory while the submission stayed under its "
                 f"{self.limits.memory_mb} MiB limit (not the student's doing): give the "
                 f"grader more memory, or lower limits.memory_mb")
+        if self.broken is not None:
+            raise self.broken
         return status
 
     def close(self) -> None:
@@ -141,6 +146,8 @@ class Session:
     def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> dict:
         """Run one probe in the child. Raises StudentError for anything it did wrong.
         `frame` is the request already serialised (the same for every student)."""
+        if self.broken is not None:
+            raise self.broken
         if self.fatal is not None:
             raise self.fatal
         if self.over_budget is not None:
