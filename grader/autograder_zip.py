@@ -29,6 +29,7 @@ import yaml
 
 from grader.sandbox.slot import BASE_UID
 from grader.store import Store, safe_name
+from grader.strings import TEMPLATES
 
 SETUP = """#!/usr/bin/env bash
 # Run once by Gradescope to build the image (Python >= 3.10: its default Ubuntu 22.04
@@ -134,8 +135,6 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     raw["lessons"][lesson_key]["recorded"] = recording
     sources = [course_root / "pyproject.toml", course_root / "grader"]
     sources += [course.path(p) for p in (lesson.solution, lesson.stub, lesson.tests)]
-    if (course_root / "templates").is_dir():
-        sources.append(course_root / "templates")
     dest = Path(dest)
     if dest.suffix != ".zip":
         dest = dest / f"autograder_{lesson_key}.zip"
@@ -151,6 +150,9 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
         for src in sources:
             for f in _files(src.resolve()):
                 z.write(f, f.relative_to(course_root).as_posix())
+        if not TEMPLATES.is_relative_to(course_root / "grader"):  # else shipped above
+            for f in _files(TEMPLATES):  # where the zip's grader finds them: beside it
+                z.write(f, (Path("templates") / f.relative_to(TEMPLATES)).as_posix())
     return dest
 
 

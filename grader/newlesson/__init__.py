@@ -4,8 +4,10 @@ It writes the course.yml entry (appended to the `lessons:` block as text, so the
 file's comments and layout stay as they are), a solution with SOLUTION markers and
 its stub, probes importing their helpers from grader.inside.probekit, per part a graded
 test and a practice test (comparing with `explained` too for a composite part),
-the headers of mistakes.yml and equivalent_mutants.yml, and an example class
-(examples/<key>/: its README and the stub as one student's hand-in). The project's contract test (tests/e2e/test_contract.py)
+the headers of mistakes.yml and equivalent_mutants.yml, the folder of correct variants
+course.yml names (`correct:`, with a README saying what goes there), and an example
+class (examples/<key>/: its README and the stub as one student's hand-in). The
+project's contract test (tests/e2e/test_contract.py)
 runs `grader selftest` on every lesson of course.yml, so the new one is covered by
 its entry. Nothing existing is ever overwritten; a skeleton that would not load is
 rolled back.
@@ -105,7 +107,9 @@ def skeleton(key: str, name: str, parts: list[str],
              f"{tests}/mistakes.yml": t.MISTAKES.substitute(key=key, module=module,
                                                             first_part=parts[0]),
              f"{tests}/equivalent_mutants.yml": t.EQUIVALENTS.substitute(key=key,
-                                                                         module=module)}
+                                                                         module=module),
+             f"{tests}/correct/README.md": t.CORRECT.substitute(key=key, module=module,
+                                                                mark=t.MARK)}
     for i, part in enumerate(parts):
         graded, practice = _tests(part, i, part == composite)
         files[f"{tests}/{name_of(part)}"] = graded

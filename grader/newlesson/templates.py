@@ -24,6 +24,7 @@ $i${i}provides: [torch, numpy]
 $i${i}preload: [torch]
 $i${i}submissions: examples/$key
 $i${i}out: out/$key
+$i${i}correct: hidden_tests/$module/correct  # selftest's correct variants (staff only)
 $i${i}parts:
 $parts''')
 
@@ -170,6 +171,15 @@ MISTAKES = Template('''# Known mistakes of lesson $key, each a text edit of solu
 #     - old: "a line of the solution (it must occur exactly once)"
 #       new: "the line with the mistake"
 []
+''')
+
+CORRECT = Template('''# Correct variants of lesson $key (`correct:` in course.yml)
+
+$mark: add at least one correct `$module.py` written differently from
+solutions/$module.py, as a student might (another decomposition, another library call),
+each as its own `*.py` here. `grader selftest --lesson $key` grades each one and fails
+unless it scores full marks with no mistake named: the check that the hidden tests judge
+behaviour, not the solution's form. They stay with the hidden tests: they are answers.
 ''')
 
 EQUIVALENTS = Template('''# Mutants of solutions/$module.py that no test can kill (`grader audit --lesson $key`

@@ -137,10 +137,10 @@ def practice_command(course_root: Path, file: Path, argv: list[str]) -> list[str
     check costs about the student's own imports on one core as on two, and the machine
     is kept from the student's code all the same: the bundle, the file and the
     interpreter read-only, no network, a private /tmp, nothing else of the host."""
+    from grader.strings import TEMPLATES  # (their one home: package data or a checkout's)
+
     package = _package()
-    binds = {str(course_root), str(file), str(package)}
-    if (package.parent / "templates").is_dir():
-        binds.add(str(package.parent / "templates"))
+    binds = {str(course_root), str(file), str(package), str(TEMPLATES)}
     args = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent",
             "--new-session", "--clearenv", "--cap-drop", "ALL",
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",

@@ -378,10 +378,17 @@ class Slot:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         out_r, out_w = os.pipe()
         msg = json.dumps({"op": "spawn", "limits": limits.__dict__}).encode()
-        socket.send_fds(self.ctrl, [msg], [theirs.fileno(), out_w])
-        theirs.close()
-        os.close(out_w)
-        _expect(self.ctrl, "spawned", 30)
+        try:
+            try:
+                socket.send_fds(self.ctrl, [msg], [theirs.fileno(), out_w])
+            finally:  # the child's ends are the zygote's now, or no one's
+                theirs.close()
+                os.close(out_w)
+            _expect(self.ctrl, "spawned", 30)
+        except BaseException:  # a dead worker: our ends would be left open
+            ours.close()
+            os.close(out_r)
+            raise
         return ours, out_r
 
     def kill(self) -> dict:

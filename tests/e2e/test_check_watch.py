@@ -35,8 +35,9 @@ def lines(proc: subprocess.Popen) -> "queue.Queue[str]":
     found: queue.Queue[str] = queue.Queue()
 
     def read() -> None:
-        for line in proc.stdout:
-            found.put(line)
+        with proc.stdout:  # closed when it ends: the test leaves no pipe open
+            for line in proc.stdout:
+                found.put(line)
         found.put("")
 
     threading.Thread(target=read, daemon=True).start()
@@ -63,8 +64,10 @@ def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[lis
     finally:
         proc.send_signal(signal.SIGINT)
         code = proc.wait(timeout=WAIT_S)
+    with proc.stderr:
+        stderr = proc.stderr.read()
     assert code == 130  # ended by Ctrl-C
-    return reports, proc.stderr.read()
+    return reports, stderr
 
 
 def outcome(report: dict) -> dict:

@@ -61,11 +61,15 @@ def fill(course: Path) -> None:
         text = re.sub(rf"(def {part}\(.*?### BEGIN SOLUTION\n\s*)return x\.clone\(\)[^\n]*",
                       rf"\g<1>{body}", text, count=1, flags=re.S)
     solution.write_text(text)
-    for path in [solution, course / "course.yml", *(course / "hidden_tests" / MODULE).iterdir(),
-                 course / "examples" / "99" / "README.md"]:
+    tests = course / "hidden_tests" / MODULE
+    for path in [solution, course / "course.yml", *tests.glob("*.*"),
+                 tests / "correct" / "README.md", course / "examples" / "99" / "README.md"]:
         text = re.sub(rf"\s*# {re.escape(MARK)}[^\n]*", "", path.read_text())
         path.write_text(text.replace(f"{MARK}: ", "").replace(MARK, "done"))
-    (course / "hidden_tests" / MODULE / "mistakes.yml").write_text(MISTAKES)
+    (tests / "mistakes.yml").write_text(MISTAKES)
+    # a correct variant written otherwise: selftest grades it from `correct:`
+    (tests / "correct" / "added.py").write_text(
+        solution.read_text().replace("return 2 * x", "return x + x"))
 
 
 def test_the_entry_is_appended_and_course_yml_keeps_its_comments(course):
@@ -78,7 +82,9 @@ def test_the_entry_is_appended_and_course_yml_keeps_its_comments(course):
     tests = course / "hidden_tests" / MODULE
     assert {p.name for p in tests.iterdir()} == {
         "probes.py", "mistakes.yml", "equivalent_mutants.yml", "test_scale.py",
-        "test_practice_scale.py", "test_shift.py", "test_practice_shift.py"}
+        "test_practice_scale.py", "test_shift.py", "test_practice_shift.py", "correct"}
+    assert lesson.correct == Path(f"hidden_tests/{MODULE}/correct")
+    assert MARK in (tests / "correct" / "README.md").read_text()
     assert "from grader.inside.probekit import" in (tests / "probes.py").read_text()
     assert "explained" not in (tests / "test_practice_scale.py").read_text()
     for name in ("test_shift.py", "test_practice_shift.py"):  # the composite part's
@@ -109,3 +115,4 @@ def test_selftest_fails_only_on_the_todos_until_they_are_filled(course):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "triple: named" in done.stdout and "minus: named" in done.stdout
     assert "solution: full marks (2/2)" in done.stdout
+    assert "added: full marks (2/2" in done.stdout, done.stdout
