@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from tests.conftest import outside_bwrap
+
 from conftest import SOLUTION
 from test_no_reach import class_folder  # noqa: F401 - the fixture: a course copy
 
@@ -53,12 +55,13 @@ def test_lazy_imports_of_a_venv_in_the_course_folder_work_in_container_mode(clas
     cmd = [str(venv / "bin" / "python"), "-c", "from grader.cli import main; main()", "run",
            "--lesson", "13", "--course", str(course / "course.yml"), "--submissions",
            str(top / "class"), "--out", str(top / "out"), "--jobs", "1"]
-    done = subprocess.run(
-        [shutil.which("capsh"), "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)],
-        # a container's environment holds more than plain variables (a CI job's token)
-        env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "GRADER_CONTAINER": "1",
-             "CI_JOB_TOKEN": "not-a-real-token"},
-        capture_output=True, text=True, timeout=600, cwd=top)
+    with outside_bwrap(shared=True):  # (tests/conftest.py)
+        done = subprocess.run(
+            [shutil.which("capsh"), "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)],
+            # a container's environment holds more than plain variables (a CI job's token)
+            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "GRADER_CONTAINER": "1",
+                 "CI_JOB_TOKEN": "not-a-real-token"},
+            capture_output=True, text=True, timeout=600, cwd=top)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     records = {sid: json.loads((top / "out" / "results" / f"{sid}.json").read_text())
                for sid in sources}

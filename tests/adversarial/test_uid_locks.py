@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import outside_bwrap
+
 from conftest import SOLUTION
 from test_no_reach import class_folder  # noqa: F401 - the fixture: a course copy
 from grader.sandbox import slot as slots
@@ -129,10 +131,11 @@ def test_a_run_grades_past_planted_locks(class_folder):  # noqa: F811 - the fixt
         cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run",
                "--lesson", "13", "--course", str(top / "course" / "course.yml"), "--submissions",
                str(top / "class"), "--out", str(top / "out"), "--jobs", "1"]
-        done = subprocess.run(
-            [shutil.which("capsh"), "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)],
-            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "GRADER_CONTAINER": "1"},
-            capture_output=True, text=True, timeout=600, cwd=top)
+        with outside_bwrap(shared=True):  # (tests/conftest.py)
+            done = subprocess.run(
+                [shutil.which("capsh"), "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)],
+                env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "GRADER_CONTAINER": "1"},
+                capture_output=True, text=True, timeout=600, cwd=top)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         record = json.loads((top / "out" / "results" / "s1.json").read_text())
         assert record["score"] == pytest.approx(10.0) and record["sandbox"] == "container"

@@ -17,6 +17,7 @@ import yaml
 
 from grader import autograder_zip
 from grader.sandbox import bwrap
+from tests.conftest import outside_bwrap
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "13_moe.py"
@@ -248,9 +249,11 @@ def gradescope_run(root: Path, source: Path, text: str, cap_mb: int = GS_MEMORY_
     env.pop("GRADER_ARGS", None)
     started = time.monotonic()
     try:
-        done = subprocess.run(
-            ["capsh", "--drop=cap_sys_admin", "--", "-c", enter + f"exec {root}/run_autograder"],
-            env=env, capture_output=True, text=True, timeout=600)
+        with outside_bwrap(shared=True):  # (tests/conftest.py)
+            done = subprocess.run(
+                ["capsh", "--drop=cap_sys_admin", "--", "-c",
+                 enter + f"exec {root}/run_autograder"],
+                env=env, capture_output=True, text=True, timeout=600)
         seconds = time.monotonic() - started
         peak = 0
         if group is not None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import BY_TEST, OUTSIDE_BWRAP, xdist_group
+from tests.conftest import BY_TEST, BY_TEST_BUT, OUTSIDE_BWRAP_LOCK, outside_bwrap, xdist_group
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -20,7 +20,11 @@ def test_a_file_is_a_group_and_a_lesson_file_one_per_lesson():
     assert xdist_group(f"{claims}::test_top_k_of_the_smallest_reads_as_k_equals_e") == claims
     check = "tests/e2e/test_student_check.py"
     assert xdist_group(f"{check}::test_three_checks_agree[13-alice]") == f"{check}[13]"
-    assert {xdist_group(f"{path}::test_x") for path in OUTSIDE_BWRAP} == {"outside-bwrap"}
+    layout = "tests/e2e/test_gradescope_layout.py"
+    assert layout in BY_TEST_BUT
+    assert xdist_group(f"{layout}::test_container_mode_x") == layout
+    assert xdist_group(f"{layout}::test_container_mode_y") == layout
+    assert xdist_group(f"{layout}::test_stub[py]") == f"{layout}::test_stub[py]"
     assert xdist_group(f"{BY_TEST[0]}::test_x[12]") == f"{BY_TEST[0]}::test_x[12]"
 
 
@@ -45,3 +49,24 @@ def test_two_workers_each_run_a_whole_file(tmp_path):
     assert len(ran) == 8
     workers = {module: {w for m, w in ran if m == module} for module, _ in ran}
     assert all(len(w) == 1 for w in workers.values()), ran
+
+
+def test_container_mode_runs_overlap_and_the_leftover_check_waits_for_them():
+    """`outside_bwrap`: while one test holds it shared, another may too, and the test
+    that counts leftover processes (it takes it alone) waits."""
+    probe = ("import fcntl, os, sys\n"
+             "fd = os.open(sys.argv[1], os.O_RDONLY)\n"
+             "try:\n"
+             "    fcntl.flock(fd, getattr(fcntl, sys.argv[2]) | fcntl.LOCK_NB)\n"
+             "    print('got')\n"
+             "except BlockingIOError:\n"
+             "    print('waits')\n")
+
+    def other(how: str) -> str:
+        return subprocess.run([sys.executable, "-c", probe, str(OUTSIDE_BWRAP_LOCK), how],
+                              capture_output=True, text=True, timeout=60).stdout.strip()
+
+    with outside_bwrap(shared=True):
+        assert other("LOCK_SH") == "got"
+        assert other("LOCK_EX") == "waits"
+    assert other("LOCK_EX") == "got"
