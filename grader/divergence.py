@@ -15,6 +15,7 @@ before it is shown. Where no line can be named honestly, none is.
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import itertools
 import re
@@ -427,7 +428,9 @@ class Statements:
     digests: dict[tuple[int, int], str]
 
     @classmethod
+    @functools.lru_cache(maxsize=8)  # a student's source is read for each failing part
     def of(cls, source: str) -> Statements:
+        """(Shared between callers: none changes it.)"""
         spans = statements(source)
         lines = source.splitlines()
         every = set(spans.values()) | {(n, n) for n in range(1, len(lines) + 1)}
@@ -647,7 +650,8 @@ class LessonTraces:
     `source` None: a student bundle's, from its recording (values only, `for_students`)."""
     key: str
     source: str | None
-    variants: list[Variant]
+    # the correct variants, or how to find them on first need (`correct`)
+    variants: list[Variant] | Callable[[], list[Variant]]
     probes: types.ModuleType
     tolerances: dict
     tests: Path                 # the lesson's tests folder: its fresh inputs live there
@@ -665,10 +669,18 @@ class LessonTraces:
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
 
+    def correct(self) -> list[Variant]:
+        """The correct variants, found when a trace is first computed: generating the
+        mutants they are takes seconds, which a run whose traces are all recorded
+        (a check after the first, a watch that warmed) never needs."""
+        if callable(self.variants):
+            self.variants = self.variants()
+        return self.variants
+
     def module(self, i: int) -> types.ModuleType:
         """The solution (0) or variant i - 1, compiled under a name of its own."""
         if i not in self._modules:
-            text = self.source if i == 0 else self.variants[i - 1].source
+            text = self.source if i == 0 else self.correct()[i - 1].source
             name = f"<traced {self.key} {i}>"
             module = types.ModuleType(f"_traced_{self.key}_{i}")
             module.__file__ = name
@@ -719,7 +731,7 @@ class LessonTraces:
         # values count only where its results are the reference's
         ran = set(base.lines)
         traces = [base]
-        for i, v in enumerate(self.variants, start=1):
+        for i, v in enumerate(self.correct(), start=1):
             if v.lines & ran:
                 t = run_traced(self.module(i), self.probes, probe, args)
                 if not t.error and _same_result(t.result, base.result, self.tolerances,
@@ -747,23 +759,30 @@ def _plain(ref: Reference) -> dict:
                        for t in ref.traces]}
 
 
-def fresh_for_recording(ctx) -> int:
+def fresh_for_recording(ctx, stop: Callable[[], bool] = lambda: False) -> int:
     """Compute, for a recording, the reference's side of every fresh input a failing
     part's feedback asks about: the lesson's trace inputs, the candidates of its
     smallest examples (their results into the reference's cache, their traces into the
     lesson's) and its questions' inputs (grader/questions.py). A run from that
-    recording then shows all three without the solution. How many requests were traced."""
+    recording then shows all three without the solution. `stop` is asked between
+    requests (`grader check --watch` computes this while the student edits, and stops
+    when a save comes). How many requests were traced."""
     from grader import questions, smallest
     lessons = lesson_traces(ctx)
     if lessons is None:
         return 0
-    parts = list(trace_inputs.builders(Path(ctx.tests)))
-    for part in parts:
+    for part in trace_inputs.builders(Path(ctx.tests)):
+        if stop():
+            return len(lessons.recorded)
         lessons.references(part)
     for _, probe, args in smallest.requests(Path(ctx.tests)):
+        if stop():
+            return len(lessons.recorded)
         ctx.refs.reference.call(probe, **args)
         lessons.reference(probe, args)
     for probe, args in questions.requests(Path(ctx.tests)):
+        if stop():
+            break
         ctx.refs.reference.call(probe, **args)
     return len(lessons.recorded)
 
@@ -835,7 +854,7 @@ def lesson_traces(ctx, compute: bool = True) -> LessonTraces | None:
         if source is None:
             return None
         found = LessonTraces(ctx.key, source,
-                             correct_variants(source, ctx.tests) if compute else [],
+                             (lambda: correct_variants(source, ctx.tests)) if compute else [],
                              ctx.refs.probes, ctx.course.tolerances(ctx.key), ctx.tests,
                              ctx.refs.traces, compute)
         ctx._lesson_traces = found

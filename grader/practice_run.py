@@ -16,6 +16,7 @@ import re
 import signal
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -181,13 +182,44 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
 
     with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
         def submissions() -> Iterator:
+            warming: threading.Thread | None = None
+            saved, warm = threading.Event(), threading.Event()
             for version in versions:
+                if warming is not None:  # it stops after the request it is on
+                    saved.set()
+                    warming.join()
                 path, notes = notebook.load(version, shown, Path(tmp) / ctx.lesson.exercise)
                 yield runner.Submission("you", path, notes=notes)
+                if not warm.is_set():  # a check is shown: warm (on) while they edit
+                    saved = threading.Event()
+                    warming = threading.Thread(target=_warm, args=(ctx, saved.is_set, warm),
+                                               daemon=True)
+                    warming.start()
 
         runner.grade_many(ctx, submissions(), slot,
                           lambda record: show(_practiced(ctx, record, language)),
                           select=runner.PRACTICE)
+
+
+def _warm(ctx: LessonContext, stop: Callable[[], bool], warm: threading.Event) -> None:
+    """Compute now, while the student edits, what a failing part's feedback asks of
+    the trusted side (the reference's traces, its smallest examples' and questions'
+    results): the first failing save of a part then costs its own code's run alone, not
+    the solution's import and traces (5 to 10 s), and `remember` keeps them for the next
+    check. It stops at the next save (`stop`), and goes on after that check; `warm` is
+    set once all is computed. Where the course has its solution only: a bundle's
+    recording holds them."""
+    if ctx.lesson.solution is None:
+        warm.set()
+        return
+    from grader.divergence import fresh_for_recording
+
+    try:
+        fresh_for_recording(ctx, stop)
+    except Exception:  # noqa: BLE001 - a head start only: a check computes what it needs
+        warm.set()  # (and it would fail again)
+    if not stop():
+        warm.set()
 
 
 def _stamp(file: Path) -> tuple[int, int, int] | None:

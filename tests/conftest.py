@@ -58,12 +58,13 @@ def outside_bwrap(shared: bool) -> Iterator[None]:
 # Long files whose module fixture is made per lesson, lazily, and whose tests' ids
 # begin with the lesson's key (`test_x[13]`, `test_x[13-alice]`): each lesson's tests
 # run on one worker, the lessons on several.
-BY_LESSON = ("tests/e2e/test_claims.py", "tests/e2e/test_student_check.py")
+BY_LESSON = ("tests/e2e/test_claims.py", "tests/e2e/test_student_check.py",
+             "tests/e2e/test_contract.py")  # (its selftest is run once per lesson and worker)
 # Files of long tests that share no module fixture, or only one made once per run for
 # every worker (test_cli's sample class): each test is dealt alone, so that one file is
 # not one worker's long queue while the others wait.
 BY_TEST = ("tests/unit/test_smallest.py", "tests/unit/test_export.py",
-           "tests/e2e/test_contract.py", "tests/e2e/test_audit.py", "tests/e2e/test_cli.py",
+           "tests/e2e/test_audit.py", "tests/e2e/test_cli.py",
            "tests/e2e/test_lms_downloads.py", "tests/e2e/test_check_watch.py",
            "tests/e2e/test_lti_upload.py", "tests/adversarial/test_leftovers.py",
            "tests/adversarial/test_no_reach.py", "tests/adversarial/test_syscalls.py")
@@ -287,3 +288,31 @@ def sample_class(tmp_path_factory):
         return folder / "out", (folder / "stderr.txt").read_text()
 
     return get
+
+
+def pytest_addoption(parser):
+    parser.addoption("--cpu-log", metavar="FILE",
+                     help="append each test's CPU seconds (its process and the children it "
+                          "waited for: subprocesses, sandboxes), setup to teardown, as JSON "
+                          "lines: what to cut first when the suite is too slow")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    path = item.config.getoption("--cpu-log")
+    if not path:
+        yield
+        return
+    import json
+    import resource
+
+    def used() -> float:
+        return sum(r.ru_utime + r.ru_stime for r in (
+            resource.getrusage(resource.RUSAGE_SELF),
+            resource.getrusage(resource.RUSAGE_CHILDREN)))
+
+    start, wall = used(), time.monotonic()
+    yield
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"test": item.nodeid, "cpu_s": round(used() - start, 2),
+                            "wall_s": round(time.monotonic() - wall, 2)}) + "\n")

@@ -26,6 +26,10 @@ def test_a_file_is_a_group_and_a_lesson_file_one_per_lesson():
     assert xdist_group(f"{layout}::test_container_mode_y") == layout
     assert xdist_group(f"{layout}::test_stub[py]") == f"{layout}::test_stub[py]"
     assert xdist_group(f"{BY_TEST[0]}::test_x[12]") == f"{BY_TEST[0]}::test_x[12]"
+    contract = "tests/e2e/test_contract.py"  # one selftest per lesson: on one worker
+    assert xdist_group(f"{contract}::test_lesson_keeps_its_contract[13-todos]") == \
+        xdist_group(f"{contract}::test_every_mistake_and_variant_was_graded[13]") == \
+        f"{contract}[13]"
 
 
 def test_two_workers_each_run_a_whole_file(tmp_path):
