@@ -21,9 +21,10 @@ test: lint
 	.venv/bin/python -m pytest -q $(XDIST)
 
 # The lane to run while changing code: the unit tests and the sample class graded end
-# to end once (no autograder zip, no bundle).
+# to end once (no autograder zip, no bundle). CPU-bound: two workers, one per core, and
+# no hypothesis plugin (only tests/fuzz uses it).
 test-fast: lint
-	.venv/bin/python -m pytest -q $(XDIST) tests/unit \
+	.venv/bin/python -m pytest -q -n 2 --dist loadgroup -p no:hypothesispytest tests/unit \
 	    tests/e2e/test_cli.py::test_sample_class_scores \
 	    tests/e2e/test_cli.py::test_every_student_gets_a_page_and_a_raw_log
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from grader import practice_run
+
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "solutions" / "13_moe.py").read_text()
 # a known mistake in router: softmax over the tokens
@@ -94,3 +96,25 @@ def test_watch_in_a_bundle_checks_again_on_each_save(student_bundle, tmp_path):
     bundle = student_bundle("13")
     env = {**os.environ, "PYTHONPATH": str(bundle)}
     assert_rechecked(*watch_two_saves(tmp_path, tmp_path, env))
+
+
+def test_a_watch_warms_what_failing_parts_ask_and_stops_at_a_save(course):
+    """`--watch` computes, while the student edits, the reference's side of every fresh
+    input a failing part's feedback uses, so that a failing save does not pay for the
+    solution's import and traces; a save stops it before its next request."""
+    from grader import divergence
+    from grader.context import LessonContext
+
+    ctx = LessonContext(course, "13")
+    warm = threading.Event()
+    practice_run._warm(ctx, lambda: True, warm)  # saved at once: nothing computed
+    assert not warm.is_set() and not ctx.refs.traces
+    practice_run._warm(ctx, lambda: False, warm)
+    assert warm.is_set() and len(ctx.refs.traces) >= 50
+    # all recorded now: a trace asks nothing of the correct variants (seconds to find)
+    again = LessonContext(course, "13")
+    again.refs.traces.update(ctx.refs.traces)
+    lessons = divergence.lesson_traces(again)
+    for part in ("router", "dispatch"):
+        assert lessons.references(part)
+    assert callable(lessons.variants)  # never needed, never generated

@@ -49,26 +49,3 @@ def test_no_course_file_says_where_to_run_it(tmp_path):
     with pytest.raises(practice_run.WrongInput, match="give --course PATH"):
         practice_run.lesson_for(tmp_path / "course.yml", None, None)
 
-
-def test_a_watch_warms_what_failing_parts_ask_and_stops_at_a_save(course):
-    """`--watch` computes, while the student edits, the reference's side of every fresh
-    input a failing part's feedback uses, so that a failing save does not pay for the
-    solution's import and traces; a save stops it before its next request."""
-    import threading
-
-    from grader import divergence
-    from grader.context import LessonContext
-
-    ctx = LessonContext(course, "13")
-    warm = threading.Event()
-    practice_run._warm(ctx, lambda: True, warm)  # saved at once: nothing computed
-    assert not warm.is_set() and not ctx.refs.traces
-    practice_run._warm(ctx, lambda: False, warm)
-    assert warm.is_set() and len(ctx.refs.traces) >= 50
-    # all recorded now: a trace asks nothing of the correct variants (seconds to find)
-    again = LessonContext(course, "13")
-    again.refs.traces.update(ctx.refs.traces)
-    lessons = divergence.lesson_traces(again)
-    for part in ("router", "dispatch"):
-        assert lessons.references(part)
-    assert callable(lessons.variants)  # never needed, never generated
