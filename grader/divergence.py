@@ -698,11 +698,15 @@ class LessonTraces:
     def references(self, part: str) -> list[Reference]:
         """The part's traced fresh inputs (the lesson's trace_inputs.py), each once a run."""
         if part not in self._cache:
-            requests = (trace_inputs.fresh_inputs(self.tests, self.key, part)
-                        if self.fresh is None else self.fresh.get(part, []))
-            found = (self.reference(probe, args) for probe, args in requests)
+            found = (self.reference(probe, args) for probe, args in self.requests(part))
             self._cache[part] = [ref for ref in found if ref is not None]
         return self._cache[part]
+
+    def requests(self, part: str) -> list:
+        """The part's fresh requests ([probe, args]): its trace_inputs.py's, or a
+        student bundle's, recorded."""
+        return (trace_inputs.fresh_inputs(self.tests, self.key, part)
+                if self.fresh is None else self.fresh.get(part, []))
 
     def reference(self, probe: str, args: dict) -> Reference | None:
         """The reference's and the agreeing variants' traces of one request; None when
@@ -771,15 +775,21 @@ def fresh_for_recording(ctx, stop: Callable[[], bool] = lambda: False) -> int:
     lessons = lesson_traces(ctx)
     if lessons is None:
         return 0
+
+    def trace(probe: str, args: dict) -> None:  # a recorded one is not decoded now
+        if request_key(probe, args) not in lessons.recorded:
+            lessons.reference(probe, args)
+
     for part in trace_inputs.builders(Path(ctx.tests)):
-        if stop():
-            return len(lessons.recorded)
-        lessons.references(part)
+        for probe, args in lessons.requests(part):
+            if stop():
+                return len(lessons.recorded)
+            trace(probe, args)
     for _, probe, args in smallest.requests(Path(ctx.tests)):
         if stop():
             return len(lessons.recorded)
         ctx.refs.reference.call(probe, **args)
-        lessons.reference(probe, args)
+        trace(probe, args)
     for probe, args in questions.requests(Path(ctx.tests)):
         if stop():
             break

@@ -184,17 +184,26 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
         def submissions() -> Iterator:
             warming: threading.Thread | None = None
             saved, warm = threading.Event(), threading.Event()
-            for version in versions:
-                if warming is not None:  # it stops after the request it is on
+
+            def stop_warming() -> None:  # it stops after the request it is on
+                if warming is not None:
                     saved.set()
                     warming.join()
-                path, notes = notebook.load(version, shown, Path(tmp) / ctx.lesson.exercise)
-                yield runner.Submission("you", path, notes=notes)
-                if not warm.is_set():  # a check is shown: warm (on) while they edit
-                    saved = threading.Event()
-                    warming = threading.Thread(target=_warm, args=(ctx, saved.is_set, warm),
-                                               daemon=True)
-                    warming.start()
+
+            try:
+                for version in versions:
+                    stop_warming()
+                    path, notes = notebook.load(version, shown,
+                                                Path(tmp) / ctx.lesson.exercise)
+                    yield runner.Submission("you", path, notes=notes)
+                    if not warm.is_set():  # a check is shown: warm (on) while they edit
+                        saved = threading.Event()
+                        warming = threading.Thread(target=_warm,
+                                                   args=(ctx, saved.is_set, warm),
+                                                   daemon=True)
+                        warming.start()
+            finally:  # Ctrl-C or the last version: what it computed is then `remember`ed,
+                stop_warming()  # which must not read the caches while it writes them
 
         runner.grade_many(ctx, submissions(), slot,
                           lambda record: show(_practiced(ctx, record, language)),
