@@ -277,6 +277,13 @@ class Scored:
     parts: dict[str, PartRecord]
     tests: list[TestRecord]
 
+    @property
+    def failing(self) -> list[str]:
+        """The parts with a failing test, practice tests included (a check runs only
+        those, and its parts' graded counts are 0 of 0), in the parts' order."""
+        failed = {t.part for t in self.tests if not t.passed}
+        return [name for name in self.parts if name in failed]
+
 
 def score(ctx: LessonContext, raw: dict, problem: str | None = "") -> Scored:
     """Each part's points shared by its graded tests in exact units (grader/points.py);
@@ -386,9 +393,8 @@ def _examples(ctx: LessonContext, caller: object, session: Session | None,
     the lesson's examples.py)."""
     if session is None or session.fatal is not None:
         return {}
-    failing = [name for name, part in scored.parts.items() if part.passed < part.tests]
     try:
-        return smallest.examples(ctx.tests, ctx.refs.probes, failing, caller,
+        return smallest.examples(ctx.tests, ctx.refs.probes, scored.failing, caller,
                                  _reference(ctx, recorded_only))
     except (StudentError, GraderFault):
         return {}  # the student's code broke on it: the tests already say so
@@ -410,8 +416,7 @@ def _answers(ctx: LessonContext, caller: object, session: Session | None,
     its own session while it is open."""
     if session is None or session.fatal is not None:
         return {}
-    unexplained = [name for name, part in scored.parts.items()
-                   if part.passed < part.tests and part.diagnosis is None]
+    unexplained = [name for name in scored.failing if scored.parts[name].diagnosis is None]
     found: dict[str, list[dict]] = {}
     try:
         for name in unexplained:
@@ -431,9 +436,9 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
     """The one place a result record is built: from the file `read` took (`missing`:
     None when it could be read, else whether it is absent), what the session
     established about the run, and `scored`, the verdicts of its raw log."""
-    failing = {t.part for t in scored.tests if not t.passed}
+    failing = scored.failing
     for name, found in (where or {}).items():  # feedback only: after the points
-        if name in scored.parts and name in failing:
+        if name in failing:
             scored.parts[name].where = found
     fatal = session.fatal if session is not None else None
     problem = sub.problem if session is None else (fatal.message if fatal else "")

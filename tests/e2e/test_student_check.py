@@ -54,8 +54,8 @@ def lesson_runs(course, student_bundle, sample_class):
             bundle = student_bundle(key)
             out, _ = sample_class(key)
             scores = json.loads((out / "scores.json").read_text())
-            made[key] = {"bundle": bundle, "scores": {s["student_id"]: s
-                                                      for s in scores["students"]}}
+            made[key] = {"bundle": bundle, "out": out,
+                         "scores": {s["student_id"]: s for s in scores["students"]}}
             made[key]["ctx"] = practice_run.context(course, key)
             made[key]["slot"] = open_slot(course, key)
         return made[key]
@@ -124,6 +124,17 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
     graded = runs["scores"][sid]
     if graded["score"] == graded["max_score"]:
         assert project_code == 0 and project["passed"] == project["total"] > 0, project
+    # the smallest failing example: the check's is the page's, for every part failing in
+    # both (the same fresh input and the reference's output; the student's side of an
+    # error names the test it was raised in), and a check shows none for a part that passes
+    failing = {name for name, part in project["parts"].items() if part["passed"] < part["total"]}
+    assert set(project["examples"]) <= failing
+    paged = json.loads((runs["out"] / "results" / f"{sid}.json").read_text())["examples"]
+    for part in failing & set(paged):
+        assert part in project["examples"], part
+        mine, theirs = (e.split("# yours gives:")[0] for e in (project["examples"][part],
+                                                               paged[part]))
+        assert mine == theirs, part
 
 
 def test_a_missing_file_is_named_and_exits_2(tmp_path):
