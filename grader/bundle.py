@@ -10,10 +10,14 @@ every combination of mistakes in the other parts (what it compares with), so tha
 the bundle's check is the project's. It never holds a graded test file (their
 cases, seeds and checks), mistakes.yml (whose edits quote the solution) or a result
 of a graded case: practice cases draw their inputs from seeds no graded case uses.
-The recording also holds the reference's traces of the lesson's fresh trace inputs
-(none a graded case's), values only: no line number, path or statement of the
-solution (`divergence.for_students`), so the check names the line where a student's
-values first leave the reference's.
+The recording also holds the reference's side of the lesson's fresh inputs (none a
+graded case's): its results on the candidates of the smallest failing examples and
+on the questions' inputs, with the lesson's examples.py and questions.py that make
+them, so the check shows a failing part's smallest example and what the questions
+found, as the page does; and its traces of the trace inputs and those candidates,
+values only: no line number, path or statement of the solution
+(`divergence.for_students`), so the check names the line where a student's values
+first leave the reference's.
 Its pyproject.toml takes any torch 2.x the student has and names the student's
 commands only (`grader check`); its install.py puts torch's CPU build where there
 is none.
@@ -26,7 +30,7 @@ from pathlib import Path
 
 import yaml
 
-from grader import divergence, runner
+from grader import divergence, questions, runner, smallest
 from grader.config import NOT_SCORED_KEYS, Course
 from grader.context import LessonContext
 from grader.reference import Caller, combined_for_recording, save_recording
@@ -99,7 +103,8 @@ def torch_pin(pyproject: str) -> str:
 def shipped(tests: Path) -> list[Path]:
     """The files of a lesson's tests folder that students receive."""
     return sorted(f for f in tests.glob("*.py")
-                  if f.name == "probes.py" or f.name.startswith("_") or is_practice(f))
+                  if f.name in ("probes.py", smallest.FILE, questions.FILE)
+                  or f.name.startswith("_") or is_practice(f))
 
 
 def build(course: Course, lesson_key: str, dest: Path) -> Path:
@@ -118,8 +123,11 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE,
                      precompute=True)
     combined_for_recording(refs)
-    # the reference's traces of each part's fresh inputs, values only, so the check
-    # names the line where a student's values first leave the reference's
+    # the reference's side of every fresh input a failing part's feedback asks about,
+    # its traces kept as values only, so the check shows the smallest example and the
+    # questions' findings, and names the line where a student's values first leave
+    # the reference's
+    divergence.fresh_for_recording(ctx)
     refs.fresh = divergence.for_students(ctx)
 
     shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,

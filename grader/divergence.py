@@ -800,7 +800,8 @@ def fresh_for_recording(ctx, stop: Callable[[], bool] = lambda: False) -> int:
 def for_students(ctx) -> dict:
     """What a student bundle's check needs to name a line: each part's fresh requests
     (inputs of the lesson's trace_inputs.py, no graded case's), the reference's traces
-    of them, kept in the lesson's recording (`LessonRefs.traces`), and its statements'
+    of them and of its smallest examples' candidates (traced first, on the example
+    shown), kept in the lesson's recording (`LessonRefs.traces`), and its statements'
     digests. No text and no line number of the solution: a statement is a number and
     a digest (`Statements.anonymous`), the reference's path and values are told by
     those numbers, and its correct variants' traces keep their values only.
@@ -808,22 +809,30 @@ def for_students(ctx) -> dict:
     lessons = lesson_traces(ctx)
     if lessons is None or lessons.source is None:
         return {}
+    from grader import smallest
     digests, number = lessons.statements().anonymous()
     requests: dict[str, list] = {}
     kept: dict[str, torch.Tensor] = {}
+
+    def keep(ref: Reference) -> None:
+        plain = _plain(ref)
+        for i, t in enumerate(plain["traces"]):
+            base = i == 0  # the variants' paths are never compared
+            t["lines"] = [number.get(n, 0) for n in t["lines"]] if base else []
+            t["events"] = [[number.get(line, 0) if base else 0, name, value, func,
+                            step if base else 0, reach, 0]
+                           for line, name, value, func, step, reach, _ in t["events"]]
+        kept[request_key(*ref.request)] = _packed(plain)
+
     for part in trace_inputs.builders(Path(ctx.tests)):
         requests[part] = []
         for ref in lessons.references(part):
-            probe, args = ref.request
-            requests[part].append([probe, args])
-            plain = _plain(ref)
-            for i, t in enumerate(plain["traces"]):
-                base = i == 0  # the variants' paths are never compared
-                t["lines"] = [number.get(n, 0) for n in t["lines"]] if base else []
-                t["events"] = [[number.get(line, 0) if base else 0, name, value, func,
-                                step if base else 0, reach, 0]
-                               for line, name, value, func, step, reach, _ in t["events"]]
-            kept[request_key(probe, args)] = _packed(plain)
+            requests[part].append(list(ref.request))
+            keep(ref)
+    for _, probe, args in smallest.requests(Path(ctx.tests)):  # traced first (`where`)
+        ref = lessons.reference(probe, args)
+        if ref is not None:
+            keep(ref)
     ctx.refs.traces.clear()  # nothing else: another recording's traces hold lines
     ctx.refs.traces.update(kept)
     return {"requests": requests, "statements": [[i, d] for i, d in digests.items()]}

@@ -23,6 +23,9 @@ SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
 WORDS = {
     "en": {"note": "note:", "hint": "hint:", "likely": "likely mistake:",
            "practice": "practice tests", "printed": "your code printed:",
+           "example": "smallest failing example",
+           "paste": "(paste next to your file and run it; the reference's result is in "
+                    "its comments):",
            "total": "practice tests: {passed}/{total} passed. The graded run has more "
                     "tests, hidden.",
            "diff": "{name}: max abs diff {diff:.3g} at {where}, got {got}, expected {ref} "
@@ -32,6 +35,8 @@ WORDS = {
                      "comma, bracket, colon or quote, here or on the line above)."},
     "zh": {"note": "说明：", "hint": "提示：", "likely": "最可能的错误：",
            "practice": "练习测试通过", "printed": "你的代码打印了：",
+           "example": "最小的失败示例",
+           "paste": "（保存在你的文件旁边并运行；参考结果写在注释中）：",
            "total": "练习测试：{passed}/{total} 通过。正式评分还有更多隐藏的测试。",
            "diff": "{name}：最大绝对误差 {diff:.3g}，位置 {where}，你的值 {got}，期望值 {ref}"
                    "（容差 {atol} + {rtol}·|ref|）",
@@ -147,8 +152,8 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
                               f"worst at {c.get('where')} (tolerance {c.get('atol')} + "
                               f"{c.get('rtol')}·|ref|)", markup=False)
         if record.examples.get(name):
-            out.print("    [yellow]smallest failing example[/] (paste next to your file "
-                      "and run it):")
+            out.print(f"    [yellow]{words['example']}[/] ", end="")
+            out.print(words["paste"], markup=False)
             out.print("      " + record.examples[name].rstrip("\n").replace("\n", "\n      "),
                       markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]

@@ -31,7 +31,7 @@ from grader.plugin import GraderFault
 from grader.reference import lesson_file
 from grader.smallest import differs
 
-FILE = "questions.py"  # in a lesson's tests folder; never shipped to students
+FILE = "questions.py"  # in a lesson's tests folder; a student bundle ships it (grader/bundle.py)
 ROUNDS = 3             # fresh inputs per question: a finding holds on every one
 
 

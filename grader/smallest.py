@@ -38,7 +38,7 @@ from grader.reference import lesson_file
 SEED = 7_000_000      # fresh inputs: far from every graded and practice seed
 ATOL, RTOL = 1e-10, 1e-8  # float64: correct re-orderings differ by ~1e-15
 MAX_TRIES = 40        # candidates tried per part: a bound on the student's extra calls
-FILE = "examples.py"  # in a lesson's tests folder; never shipped to students
+FILE = "examples.py"  # in a lesson's tests folder; a student bundle ships it (grader/bundle.py)
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """Lesson 10's smallest failing examples (grader/smallest.py): which fresh inputs the
 part is tried on, smallest first, and the lines of the snippet that call the student's
-layer. Graders only: not shipped to students."""
+layer. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
 
 from collections.abc import Callable

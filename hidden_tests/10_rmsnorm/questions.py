@@ -3,7 +3,7 @@ explains, what the student's RMSNorm is asked on fresh inputs: whether eps or th
 weight has any effect, whether a token's output depends on other tokens, and whether
 float64 stays float64. Inputs are made by examples.py's maker at sizes its smallest
 examples never try (more tokens and features than its HIGH), from its fresh seeds: no
-graded case. Graders only: not shipped to students."""
+graded case. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
 
 from pathlib import Path

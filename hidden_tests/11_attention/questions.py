@@ -3,7 +3,7 @@ explains, what the student's function is asked on fresh inputs: whether the padd
 mask or n_rep has any effect, whether a token's output changes with a later token's
 input (attention is causal), and whether float64 stays float64. Inputs are made by
 examples.py's makers at sizes its smallest examples never try (beyond its HIGH), from
-its fresh seeds: no graded case. Graders only: not shipped to students."""
+its fresh seeds: no graded case. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
 
 from pathlib import Path

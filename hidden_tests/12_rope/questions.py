@@ -2,8 +2,8 @@
 explains, what the student's function is asked on fresh inputs: whether rope_base,
 rope_scaling, sin, cos or the KV cache has any effect, and whether float64 q and k stay
 float64. Inputs are made by examples.py's makers at sizes its smallest examples never
-try (beyond its HIGH), from its fresh seeds: no graded case. Graders only: not shipped
-to students."""
+try (beyond its HIGH), from its fresh seeds: no graded case. Shipped in the student bundle
+(fresh inputs only)."""
 from __future__ import annotations
 
 from pathlib import Path

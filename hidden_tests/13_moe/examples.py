@@ -1,6 +1,6 @@
 """Lesson 13's smallest failing examples (grader/smallest.py): which fresh inputs each
 part is tried on, smallest first, how two outputs are compared, and the lines of the
-snippet that call the student's function. Graders only: not shipped to students."""
+snippet that call the student's function. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
 
 from collections.abc import Callable

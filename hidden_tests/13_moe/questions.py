@@ -2,8 +2,8 @@
 explains, what the student's function is asked on fresh inputs, to find an argument
 with no effect, float64 in and another dtype out, or a token's output that depends on
 other tokens. Inputs are made by examples.py's makers at sizes its smallest examples
-never try (more than MAX_SIDE tokens), from its fresh seeds: no graded case. Graders
-only: not shipped to students."""
+never try (more than MAX_SIDE tokens), from its fresh seeds: no graded case. Shipped
+in the student bundle (fresh inputs only)."""
 from __future__ import annotations
 
 from pathlib import Path

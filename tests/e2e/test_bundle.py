@@ -82,14 +82,19 @@ def test_check_at_home_names_the_line_where_values_leave_the_reference(bundle, t
     lines[entry["line"] - 1] = entry["new"]
     wrong = "\n".join(lines) + "\n"
     code = entry["new"].strip()
-    for lang, said in (("en", f"where: Line {entry['line']} `{code}`: up to here"),
-                       ("zh", f"where: 第 {entry['line']} 行 `{code}`：")):
+    for lang, said, example in (
+            ("en", f"where: Line {entry['line']} `{code}`: up to here", "smallest failing example"),
+            ("zh", f"where: 第 {entry['line']} 行 `{code}`：", "最小的失败示例")):
         proc = check(bundle, wrong, tmp_path, "--language", lang)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         dispatch = proc.stdout[proc.stdout.index(" dispatch "):proc.stdout.index(" aux_loss ")]
         assert said in dispatch, proc.stdout
+        # the smallest failing example as in the project: the bundle ships its makers
+        # and the reference's results on them
+        assert example in dispatch and "print(m.dispatch(" in dispatch
     # and none on the solution, whose parts all pass
-    assert "where:" not in check(bundle, SOLUTION, tmp_path).stdout
+    solved = check(bundle, SOLUTION, tmp_path).stdout
+    assert "where:" not in solved and "smallest failing example" not in solved
 
 
 def _values(obj: object) -> list:
@@ -116,7 +121,7 @@ def test_bundle_traces_hold_no_graded_input_nor_output(bundle, ctx13):
     """The reference's traces the bundle's check names a line from: requests of fresh
     inputs, none a graded case's, no tensor of a graded case's input or of the
     reference's output on one among them, and no text of the solution."""
-    from grader import pool
+    from grader import pool, smallest
     from grader.bundle import RECORDING
     from grader.inside import protocol
     from grader.reference import request_key
@@ -124,9 +129,11 @@ def test_bundle_traces_hold_no_graded_input_nor_output(bundle, ctx13):
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
     graded = pool.grade_solution(ctx13)
     requests = [r for found in recorded["fresh"]["requests"].values() for r in found]
+    requests += [[probe, args] for _, probe, args in smallest.requests(bundle / "tests" / "13_moe")]
     assert requests and recorded["traces"]
     keys = {request_key(probe, args) for probe, args in requests}
-    assert keys == set(recorded["traces"]) and not keys & set(graded)
+    assert set(recorded["traces"]) <= keys and not keys & set(graded)
+    assert len(recorded["traces"]) > sum(map(len, recorded["fresh"]["requests"].values()))
     secret = {_key(t) for g in graded.values() for t in _values(g["args"])}
     secret |= {_key(t) for g in graded.values()
                for t in _values(ctx13.refs.reference.call(g["probe"], **g["args"]))}
@@ -191,7 +198,7 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
     hidden = ROOT / "hidden_tests" / "13_moe"
     graded_files = [f for f in hidden.glob("test_*.py") if not f.name.startswith("test_practice_")]
     shipped = {f.name for f in (bundle / "tests" / "13_moe").iterdir()}
-    assert shipped == {"probes.py", "_moe_common.py", RECORDING,
+    assert shipped == {"probes.py", "_moe_common.py", "examples.py", "questions.py", RECORDING,
                        *(f"test_practice_{p}.py" for p in ("ffn", "router", "dispatch",
                                                           "aux_loss", "moe"))}
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())

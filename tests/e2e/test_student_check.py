@@ -119,6 +119,7 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
     bundle_code, bundle = check(py, key, runs["bundle"], bundle_env)
     assert practice(notebook) == practice(project), "the notebook's check differs"
     assert practice(bundle) == practice(project), "the bundle's check differs"
+    assert bundle["examples"] == project["examples"], "the bundle's examples differ"
     assert project_code == notebook_code == bundle_code
     assert any(n.startswith("Graded the ") for n in notebook["notes"])
     graded = runs["scores"][sid]
