@@ -3,6 +3,7 @@ charts and the class's score histogram. Every label is untrusted text, cleaned a
 escaped here; the SVG is then marked safe for the templates."""
 from __future__ import annotations
 
+import itertools
 import math
 
 from markupsafe import Markup, escape
@@ -37,12 +38,16 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
            f'viewBox="0 0 {w} {h}" role="img" aria-label="{escape(caption)}">',
            f'<text x="{left}" y="12" class="ax">↓ {escape(clean(rows_axis, 60))}</text>']
     for i, row in enumerate(grid):
-        for j, v in enumerate(row):
-            colour = (("#c0392b" if v > 0 else "#e8ecf1")
-                      if binary else _heat_colour(v, floor, span))
-            title = f"[{i}, {j}]" if binary else f"[{i}, {j}] {num(v)}"
-            out.append(f'<rect x="{left + j * cell}" y="{top + i * cell}" width="{cell - 1}" '
-                       f'height="{cell - 1}" fill="{colour}">'
+        # a run of cells alike (colour, and the value a title shows) is one rect whose
+        # title names its span: a page's maps drew 1,480 rects, 132 KB of grace's page
+        cells = [(("#c0392b" if v > 0 else "#e8ecf1") if binary
+                  else _heat_colour(v, floor, span), "" if binary else num(v)) for v in row]
+        for (colour, shown), run in itertools.groupby(enumerate(cells), key=lambda c: c[1]):
+            js = [j for j, _ in run]
+            at = f"[{i}, {js[0]}]" if len(js) == 1 else f"[{i}, {js[0]}–{js[-1]}]"
+            title = f"{at} {shown}".rstrip()
+            out.append(f'<rect x="{left + js[0] * cell}" y="{top + i * cell}" '
+                       f'width="{len(js) * cell - 1}" height="{cell - 1}" fill="{colour}">'
                        f'<title>{escape(title)}</title></rect>')
     out.append(f'<text x="{left}" y="{base + 12}" class="ax">{escape(clean(cols_axis, 60))} →'
                '</text>')

@@ -21,6 +21,7 @@ import itertools
 import re
 import time
 import types
+import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -113,8 +114,11 @@ class Trace:
 
 def run_traced(module: types.ModuleType, probes: types.ModuleType, probe: str,
                args: dict) -> Trace:
-    """A trusted module's trace (the solution, a correct variant), as the child's."""
-    with torch.random.fork_rng():
+    """A trusted module's trace (the solution, a correct variant), as the child's. A
+    variant's deprecation warnings (`x.T` on 3 dims) are the project's, not news for
+    the staff running a class: not printed."""
+    with torch.random.fork_rng(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         result, events, lines, error, leaves = tracer.trace(
             module.__file__, getattr(probes, probe), module, **args)
     return Trace(_events(events, None), result, error, lines, _leaves(leaves))
