@@ -495,10 +495,26 @@ _BRANCH = ("if", "elif", "while", "for", "else")
 _EXTRA = re.compile(r"[A-Za-z_][\w.]{0,80}")
 
 
+def _lacking(name: str, theirs: set[str]) -> str:
+    """The attribute that builds what the reference lacks in parameter `name`: the
+    outermost module none of the reference's parameters lies in (a shared expert), or,
+    when the module is the reference's too, the layer that holds the parameter (a bias:
+    the line that builds that layer)."""
+    parts = name.split(".")
+    for i in range(1, len(parts) if theirs else 1):
+        prefix = ".".join(parts[:i])
+        if not any(n == prefix or n.startswith(prefix + ".") for n in theirs):
+            named = [p for p in parts[:i] if not p.isdigit()]
+            if named:
+                return named[-1]
+    return next((p for p in reversed(parts[:-1]) if not p.isdigit()), "")
+
+
 def _extra(student: Trace, ref: Reference, source: str, spans: dict) -> Where | None:
-    """A layer built with a parameter the reference lacks (a bias): its line in
-    __init__, where the probe's layout names it (the values cannot: the grader
-    fills such a parameter with fixed values, so the forward line only looks wrong)."""
+    """A layer built with a parameter the reference lacks: the line in __init__ that
+    builds it, where the probe's layout names it (the values cannot: the grader
+    fills such a parameter with fixed values, so the forward line only looks wrong).
+    The line is named only where one assignment in the file builds it."""
     layout = student.result.get("layout") if isinstance(student.result, dict) else None
     base = ref.traces[0].result
     theirs = base.get("layout", {}).get("extra") if isinstance(base, dict) else None
@@ -512,17 +528,16 @@ def _extra(student: Trace, ref: Reference, source: str, spans: dict) -> Where | 
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    parts = [p for p in name.split(".")[:-1] if not p.isdigit()]
-    for attr in reversed(parts):
-        found = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
-                 and any(isinstance(t, ast.Attribute) and t.attr == attr
-                         and isinstance(t.value, ast.Name) and t.value.id == "self"
-                         for t in node.targets)]
-        if len(found) == 1:
-            span = spans.get(found[0].lineno)
-            if span:
-                return Where("extra", span[0], span[1], _quote(source.splitlines(), span), name)
-    return None
+    state = ref.request[1].get("state") if isinstance(ref.request[1], dict) else None
+    attr = _lacking(name, set(state) if isinstance(state, dict) else set())
+    found = [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
+             and any(isinstance(t, ast.Attribute) and t.attr == attr
+                     and isinstance(t.value, ast.Name) and t.value.id == "self"
+                     for t in node.targets)]
+    span = spans.get(found[0].lineno) if len(found) == 1 else None
+    if span is None:
+        return None
+    return Where("extra", span[0], span[1], _quote(source.splitlines(), span), name)
 
 
 def find(student: Trace, ref: Reference, source: str, tols: dict,
@@ -605,6 +620,13 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     before = student.events[:first]
     same_name = (ref.returns(event.func, event.name) if event.name.startswith("return")
                  else ref.named(event.name))
+    if (not any(f == "ref" and e.value.dim() > 0 for e, f in zip(before, flags))
+            and (not same_name or event.value.dim() == 0)):
+        # no tensor of the reference's before it, and this is no tensor the reference
+        # computes under that name: code written otherwise from its first value (weights
+        # packed for a fused kernel, a constructor's own arguments), where "up to here
+        # every value matches" would say nothing true
+        return None
     occurrence = sum(1 for e in before if e.name == event.name and e.func == event.func)
     ref_value = same_name[min(occurrence, len(same_name) - 1)] if same_name else None
     return Where("line", span[0], span[1], _quote(source_lines, span), event.name,

@@ -95,3 +95,21 @@ def test_a_loss_that_ignores_topk_idx_is_told_so(graded):
         assert {"kind": "ignores", "function": "load_balancing_loss",
                 "argument": "topk_idx"} in aux.answers, (name, aux.answers)
     assert graded["minimind_upstream"].parts["aux_loss"].answers == []
+
+
+def test_no_line_of_divergence_on_code_nobody_here_wrote(graded):
+    """Issue 27: these blocks are written otherwise from their first value (weights
+    packed for a fused kernel, a router in float32): no line is named where their values
+    left the reference's. The one line a page names is Qwen2-MoE's shared expert, a
+    parameter the reference lacks, at the line that builds it (it named FeedForward's
+    gate_proj line, which the shared expert does not use)."""
+    for name in EXPECTED:
+        source = (OUTSIDE / f"{name}.py").read_text(encoding="utf-8").splitlines()
+        named = {part: p.where for part, p in graded[name].parts.items()
+                 if p.where and p.where.get("line")}
+        if name == "hf_qwen2_moe":
+            assert set(named) == {"moe"} and named["moe"]["kind"] == "extra", named
+            line = source[named["moe"]["line"] - 1].strip()
+            assert line.startswith("self.shared_expert = "), line
+        else:
+            assert not named, (name, named)

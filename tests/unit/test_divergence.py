@@ -256,6 +256,33 @@ def test_no_line_where_the_code_shares_nothing_with_the_reference(lesson13):
     assert _where(lesson13, wrong, "router") is None
 
 
+def test_no_line_where_the_first_value_is_one_the_reference_never_computes(lesson13):
+    """Code nobody here wrote (Hugging Face's blocks, wrapped) often begins with a value
+    of its own (weights packed for a fused kernel): nothing matched before it and the
+    reference has no value of that name, so that line is no place where the values
+    left the reference's; no line is named (before: that first line was)."""
+    old = "    y = torch.zeros_like(x_flat)\n"
+    wrong = lesson13.source.replace(old, "    packed = torch.cat([x_flat, x_flat], dim=-1)\n"
+                                    + old).replace("weight = topk_weight[mask].view(-1, 1)",
+                                                   "weight = topk_weight[mask].view(-1, 1).sqrt()")
+    assert "packed" in wrong and ".sqrt()" in wrong
+    assert _where(lesson13, wrong, "dispatch") is None
+
+
+def test_an_extra_parameter_names_the_line_that_builds_what_the_reference_lacks():
+    """A bias is the reference's layer built otherwise: the layer's line. A shared
+    expert is a module the reference has nothing of: its own line, not that of a layer
+    of the same name elsewhere in the file (Qwen2-MoE's page named FeedForward's
+    gate_proj line)."""
+    theirs = {"gate.weight", "experts.0.gate_proj.weight", "experts.0.up_proj.weight",
+              "experts.0.down_proj.weight"}
+    assert divergence._lacking("experts.0.gate_proj.bias", theirs) == "gate_proj"
+    assert divergence._lacking("gate.bias", theirs) == "gate"
+    assert divergence._lacking("shared_expert.gate_proj.weight", theirs) == "shared_expert"
+    assert divergence._lacking("shared_expert_gate.weight", theirs) == "shared_expert_gate"
+    assert divergence._lacking("experts.0.gate_proj.bias", set()) == "gate_proj"
+
+
 def test_fresh_inputs_use_no_seed_of_a_test():
     """Every generator here starts above SEED_BASE; the hidden and practice tests'
     seeds are small integers written in their files."""
