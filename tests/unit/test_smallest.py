@@ -80,6 +80,24 @@ def _same(got: object, want: object) -> bool:
     return got == want
 
 
+def _snippet_prints_what_it_shows(lesson: types.ModuleType, ex: smallest.Example,
+                                  solution: types.ModuleType, mistaken: types.ModuleType,
+                                  name: str) -> None:
+    """The snippet, run next to the solution and next to the mistaken code, prints the
+    numbers its comments show as the reference's and as the student's."""
+    assert _in_float64(ex), (name, ex.args)
+    text = smallest.snippet(lesson, ex)
+    for module, want in ((solution, ex.reference), (mistaken, ex.student)):
+        if "error" in want:
+            assert want["error"] in text
+            continue
+        got = _as_shown(lesson, ex.outputs, _run(text, lesson.MODULE, module))
+        for o, g in zip(ex.outputs, got):
+            assert _same(g, want[o]), (name, o, g, want[o])
+            # the numbers the snippet's comments show are these
+            assert f"#   {o} = {smallest._shown(want[o])}" in text, (name, o)
+
+
 @pytest.mark.parametrize("key", LESSONS)
 def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(course, key):
     ctx, lesson = _lesson(course, key)
@@ -92,17 +110,7 @@ def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(course, 
             assert ex is None, (v.mistake.id, "has an example now: drop it from the list")
             continue
         assert ex is not None, v.mistake.id
-        assert _in_float64(ex), (v.mistake.id, ex.args)
-        text = smallest.snippet(lesson, ex)
-        for module, want in ((solution, ex.reference), (v.caller.module, ex.student)):
-            if "error" in want:
-                assert want["error"] in text
-                continue
-            got = _as_shown(lesson, ex.outputs, _run(text, lesson.MODULE, module))
-            for o, g in zip(ex.outputs, got):
-                assert _same(g, want[o]), (v.mistake.id, o, g, want[o])
-                # the numbers the snippet's comments show are these
-                assert f"#   {o} = {smallest._shown(want[o])}" in text, (v.mistake.id, o)
+        _snippet_prints_what_it_shows(lesson, ex, solution, v.caller.module, v.mistake.id)
         found += 1
     assert found == len([v for v in refs.variants if v.mistake.id not in NO_EXAMPLE]) > 0
 
@@ -155,7 +163,8 @@ def test_correct_code_has_no_example(course, key):
 @pytest.mark.parametrize("key", LESSONS)
 def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
     """The corpus of single-line mistakes (audit mutants and hand-written ones) that
-    change the part's results: every one gets an example but those listed with why.
+    change the part's results: every one gets an example but those listed with why,
+    and its snippet prints the numbers it shows.
     A gradient-only mistake (`backward: true`: every forward value matches) is not
     asked for one: an example shows forward values; its page names the line instead
     (tests/e2e/test_divergence.py)."""
@@ -164,6 +173,7 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
     entries = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")
                              .read_text(encoding="utf-8"))
     listed = CORPUS_NO_EXAMPLE.get(key, {})
+    solution = load_module(f"_smallest_corpus_solution_{key}", refs.source, "solution")
     missing = []
     for entry in (e for e in entries if not e.get("backward")):
         lines = refs.source.splitlines()
@@ -175,6 +185,8 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
                                refs.reference)
         if ex is None:
             missing.append(entry["id"])
+        else:
+            _snippet_prints_what_it_shows(lesson, ex, solution, module, entry["id"])
     assert sorted(missing) == sorted(listed), missing
     assert len(missing) <= 0.1 * len(entries)
 
