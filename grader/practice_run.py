@@ -11,6 +11,7 @@ ships its recording (`grader.bundle`).
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -197,17 +198,33 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
                                                 Path(tmp) / ctx.lesson.exercise)
                     yield runner.Submission("you", path, notes=notes)
                     if not warm.is_set():  # a check is shown: warm (on) while they edit
-                        saved = threading.Event()
-                        warming = threading.Thread(target=_warm,
-                                                   args=(ctx, saved.is_set, warm),
-                                                   daemon=True)
-                        warming.start()
+                        with sigint_deferred():  # a thread made is a thread started
+                            saved = threading.Event()
+                            warming = threading.Thread(target=_warm,
+                                                       args=(ctx, saved.is_set, warm),
+                                                       daemon=True)
+                            warming.start()
             finally:  # Ctrl-C or the last version: what it computed is then `remember`ed,
                 stop_warming()  # which must not read the caches while it writes them
 
         runner.grade_many(ctx, submissions(), slot,
                           lambda record: show(_practiced(ctx, record, language)),
                           select=runner.PRACTICE)
+
+
+@contextlib.contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Ctrl-C held back until the block is over (the main thread's): a watch stopped
+    between making its warm-up thread and starting it joined a thread never started,
+    and ended in a grader error (exit 70), not as Ctrl-C (130)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _warm(ctx: LessonContext, stop: Callable[[], bool], warm: threading.Event) -> None:

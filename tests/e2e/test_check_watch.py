@@ -68,7 +68,7 @@ def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[lis
         code = proc.wait(timeout=WAIT_S)
     with proc.stderr:
         stderr = proc.stderr.read()
-    assert code == 130  # ended by Ctrl-C
+    assert code == 130, stderr  # ended by Ctrl-C
     return reports, stderr
 
 

@@ -49,3 +49,22 @@ def test_no_course_file_says_where_to_run_it(tmp_path):
     with pytest.raises(practice_run.WrongInput, match="give --course PATH"):
         practice_run.lesson_for(tmp_path / "course.yml", None, None)
 
+
+
+def test_ctrl_c_in_a_deferred_block_comes_after_it():
+    """A watch makes and starts its warm-up thread with Ctrl-C held back: stopped
+    between the two, it joined a thread never started and ended as a grader bug (exit
+    70; seen under load in test_check_watch)."""
+    import os
+    import signal
+
+    from grader.practice_run import sigint_deferred
+
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with sigint_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            reached.append("the block's end")
+        reached.append("after the block")  # not reached: Ctrl-C comes first
+    assert reached == ["the block's end"]
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
