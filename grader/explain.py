@@ -44,6 +44,8 @@ def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
     rule = found[0]
     if rule["field"] == TEST and rule["op"] == "eq":
         return [t["contrast_test"].format(value=_value(rule["value"]))]
+    if rule["field"] == TEST and rule["op"] == "ne":  # "the tests with test = …" said nothing
+        return [t["contrast_test_except"].format(value=_value(rule["value"]))]
     if rule["op"] == "ne" and rule["value"] is None:
         return [t["contrast_given"].format(field=rule["field"])]
     if rule["op"] == "ne":

@@ -187,3 +187,16 @@ def test_grader_check_says_what_the_page_says(course, lang):
     shown = {p["key"]: p["findings"] for p in page["parts"]}
     assert shown["dispatch"] and shown["moe"]
     assert {k: v["findings"] for k, v in report["parts"].items()} == shown
+
+
+@pytest.mark.parametrize("lang, said", [
+    ("en", "Fails in every test of this part but test_gradients, which passes."),
+    ("zh", "这一部分除 test_gradients 以外的测试都失败，test_gradients 通过。")])
+def test_every_test_but_one_fails_said_by_the_test_s_name(lang, said):
+    """A part failing in every test function but one (a `+ 1` where y starts: only the
+    gradients survive it) was "the tests with test = test_gradients pass"."""
+    tests = [TestRecord.from_json(
+        {"name": f"{f}[K={k}]", "outcome": "passed" if f == "test_gradients" else "failed",
+         "case": [["test", f], ["K", k]]})
+        for f in ("test_layout", "test_train", "test_eval", "test_gradients") for k in (1, 2)]
+    assert explain.contrast_sentences(tests, feedback.STRINGS[lang]) == [said]
