@@ -11,7 +11,6 @@ ships its recording (`grader.bundle`).
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -183,48 +182,53 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
 
     with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
         def submissions() -> Iterator:
-            warming: threading.Thread | None = None
-            saved, warm = threading.Event(), threading.Event()
-
-            def stop_warming() -> None:  # it stops after the request it is on
-                if warming is not None:
-                    saved.set()
-                    warming.join()
-
+            warming = Warming(ctx)
             try:
                 for version in versions:
-                    stop_warming()
+                    warming.stop()
                     path, notes = notebook.load(version, shown,
                                                 Path(tmp) / ctx.lesson.exercise)
                     yield runner.Submission("you", path, notes=notes)
-                    if not warm.is_set():  # a check is shown: warm (on) while they edit
-                        with sigint_deferred():  # a thread made is a thread started
-                            saved = threading.Event()
-                            warming = threading.Thread(target=_warm,
-                                                       args=(ctx, saved.is_set, warm),
-                                                       daemon=True)
-                            warming.start()
+                    warming.start()  # a check is shown: warm (on) while they edit
             finally:  # Ctrl-C or the last version: what it computed is then `remember`ed,
-                stop_warming()  # which must not read the caches while it writes them
+                warming.stop()  # which must not read the caches while it writes them
 
         runner.grade_many(ctx, submissions(), slot,
                           lambda record: show(_practiced(ctx, record, language)),
                           select=runner.PRACTICE)
 
 
-@contextlib.contextmanager
-def sigint_deferred() -> Iterator[None]:
-    """Ctrl-C held back until the block is over (the main thread's): a watch stopped
-    between making its warm-up thread and starting it joined a thread never started,
-    and ended in a grader error (exit 70), not as Ctrl-C (130)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+class Warming:
+    """A watch's warm-up thread (`_warm`): started once a check is shown, until all is
+    computed; stopped, after the request it is on, at the next save and before the
+    watch ends. Ctrl-C may come anywhere in `start`: a thread made and not yet started
+    is no error (`stop` joined it: "cannot join thread before it is started", a grader
+    bug's exit 70 where Ctrl-C's 130 was due), and one that starts after `stop` finds
+    itself stopped before it touches anything."""
+
+    def __init__(self, ctx: LessonContext):
+        self.ctx = ctx
+        self.done = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.done.is_set():
+            return
+        stopped = threading.Event()
+        thread = threading.Thread(target=_warm, args=(self.ctx, stopped.is_set, self.done),
+                                  daemon=True)
+        self._stopped, self._thread = stopped, thread
+        thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stopped.set()
+        try:
+            self._thread.join()
+        except RuntimeError:  # made, not started: if it starts, it sees it is stopped
+            pass
 
 
 def _warm(ctx: LessonContext, stop: Callable[[], bool], warm: threading.Event) -> None:
@@ -235,6 +239,8 @@ def _warm(ctx: LessonContext, stop: Callable[[], bool], warm: threading.Event) -
     check. It stops at the next save (`stop`), and goes on after that check; `warm` is
     set once all is computed. Where the course has its solution only: a bundle's
     recording holds them."""
+    if stop():  # started after the watch stopped it (Ctrl-C during `Warming.start`)
+        return
     if ctx.lesson.solution is None:
         warm.set()
         return
