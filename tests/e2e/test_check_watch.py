@@ -65,7 +65,11 @@ def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[lis
                 save(file, version)
     finally:
         proc.send_signal(signal.SIGINT)
-        code = proc.wait(timeout=WAIT_S)
+        try:
+            code = proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:  # Ctrl-C lost: fail with what it printed
+            proc.kill()
+            code = proc.wait()
     with proc.stderr:
         stderr = proc.stderr.read()
     assert code == 130, stderr  # ended by Ctrl-C
