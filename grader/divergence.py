@@ -498,12 +498,12 @@ _EXTRA = re.compile(r"[A-Za-z_][\w.]{0,80}")
 def _lacking(name: str, theirs: set[str]) -> str:
     """The attribute that builds what the reference lacks in parameter `name`: the
     outermost module none of the reference's parameters lies in (a shared expert), or,
-    when the module is the reference's too, the layer that holds the parameter (a bias:
-    the line that builds that layer)."""
+    when the module is the reference's too or the reference's names are unknown, the
+    layer that holds the parameter (a bias: the line that builds that layer)."""
     parts = name.split(".")
-    for i in range(1, len(parts) if theirs else 1):
+    for i in range(1, len(parts)):
         prefix = ".".join(parts[:i])
-        if not any(n == prefix or n.startswith(prefix + ".") for n in theirs):
+        if theirs and not any(n == prefix or n.startswith(prefix + ".") for n in theirs):
             named = [p for p in parts[:i] if not p.isdigit()]
             if named:
                 return named[-1]

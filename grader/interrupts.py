@@ -1,4 +1,5 @@
-"""Ctrl-C held back while torch initialises, then delivered.
+"""Ctrl-C held back while torch initialises, then delivered; and Ctrl-C noted where
+Python could drop it.
 
 torch's C extension imports numpy from C and, when that import raises, clears the
 exception and goes on without numpy. A Ctrl-C that lands there is a KeyboardInterrupt
@@ -13,7 +14,7 @@ import importlib
 import signal
 import threading
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 
@@ -34,6 +35,30 @@ def held() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
         if noted:  # delivered again, to whatever handled it before (Python's: raises)
             signal.raise_signal(signal.SIGINT)
+
+
+@contextmanager
+def noted() -> Iterator[Callable[[], bool]]:
+    """Ctrl-C raised as Python raises it, and noted too: Python prints and drops one
+    raised inside an object's finalizer, so a loop that must end on Ctrl-C asks the
+    yielded function as well (`grader check --watch`'s poll). Off the main thread, or
+    where Ctrl-C is not Python's (a process started in the background ignores it),
+    nothing changes and nothing is noted."""
+    pressed = threading.Event()
+    if (threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
+        yield pressed.is_set
+        return
+
+    def ctrl_c(signum: int, frame: object) -> None:
+        pressed.set()
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, ctrl_c)
+    try:
+        yield pressed.is_set
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def import_module(name: str) -> types.ModuleType:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from grader import config
+from grader import config, interrupts
 
 if TYPE_CHECKING:
     from grader.context import LessonContext
@@ -266,20 +266,12 @@ def saves(file: Path, poll: float = POLL_S) -> Iterator[Path]:
     """The file now, then again after each save: its modification time, size or inode
     changed and then held for one poll (an editor's write is over).
 
-    A Ctrl-C is noted as well as raised: Python raises it wherever the main thread is,
-    and one raised inside an object's finalizer is printed and dropped, which left a
-    watch polling after Ctrl-C (once in a suite run). The poll raises it again."""
-    pressed = threading.Event()
-    previous = None
-    if (threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler):
-        def ctrl_c(signum: int, frame: object) -> None:
-            pressed.set()
-            raise KeyboardInterrupt
-        previous = signal.signal(signal.SIGINT, ctrl_c)
-    try:
+    A Ctrl-C is noted as well as raised (`interrupts.noted`): one that Python dropped
+    inside a finalizer left a watch polling after Ctrl-C (once in a suite run). The
+    poll raises it again."""
+    with interrupts.noted() as pressed:
         last = None
-        while not pressed.is_set():
+        while not pressed():
             stamp = _stamp(file)
             if stamp is not None and stamp != last:
                 time.sleep(poll)
@@ -290,9 +282,6 @@ def saves(file: Path, poll: float = POLL_S) -> Iterator[Path]:
             else:
                 time.sleep(poll)
         raise KeyboardInterrupt
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
 
 
 # Inside a bundle's sandbox the file is a bind mount of the inode it had when the
