@@ -273,7 +273,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     Exit status: 0 every practice test passed, 1 some failed, 2 the file or the
     command is wrong, 3 the grader itself failed (tell the course staff); with
     --watch, 130 when Ctrl-C ends it."""
-    from grader import practice_output, practice_run
+    from grader import kept, practice_output, practice_run
     from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
 
@@ -320,7 +320,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
     out = Console(highlight=False, file=stdout, soft_wrap=not stdout.isatty())
     shown: list[practice_run.Practiced] = []
     ctx = practice_run.context(course, lesson_key)
-    known = [practice_run.prepare(ctx)]  # while the sandbox boots
+    practice_run.prepare(ctx)  # while the sandbox boots
 
     def show(checked: practice_run.Practiced) -> None:
         if watch and shown and not as_json:
@@ -334,7 +334,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
                                      out)
         stdout.flush()
         if watch:  # what this check had to compute, kept now: a watch ends by Ctrl-C
-            known[0] = practice_run.remember(ctx, known[0])
+            kept.remember(ctx)
 
     slot = sandbox.sole_slot()
     status = practice_output.GRADER_FAILED
@@ -360,7 +360,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
         status = 130
     finally:
         practice_run.close(slot)
-    practice_run.remember(ctx, known[0])
+    kept.remember(ctx)
     practice_run.finish(status)
 
 

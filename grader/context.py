@@ -37,6 +37,12 @@ class LessonContext:
     frames: dict[str, bytes] = field(default_factory=dict)
     # the size of each value of the reference's result, and their sum, by request key
     expected: dict[str, tuple[dict[str, int], int] | None] = field(default_factory=dict)
+    # the recording in the user's cache this context reads where the lesson ships none,
+    # and `grader.kept.remember` writes again (None: nothing kept between runs)
+    kept: Path | None = None
+    # how many results the references held when loaded (`LessonRefs.computed`): the kept
+    # recording is written again only when a run computed more
+    loaded: int = 0
     _refs: LessonRefs | None = field(default=None, repr=False)
     _version: str | None = field(default=None, repr=False)
     _pages: Environment | None = field(default=None, repr=False)
@@ -59,16 +65,22 @@ class LessonContext:
     @property
     def refs(self) -> LessonRefs:
         """The solution and its known mistakes as callers, loaded on first need; a
-        recording warms them where the lesson ships one."""
+        recording warms them where the lesson ships one, or the user's cache keeps one."""
         if self._refs is None:
             # imported here: grader.reference imports torch, which a run without work
             # (or before its sandbox is made) must not pay for
             from grader.reference import lesson_refs
 
             lesson = self.lesson
+            recorded = self.course.path(lesson.recorded) if lesson.recorded else self.kept
             self._refs = lesson_refs(
                 self.key, self.course.path(lesson.solution) if lesson.solution else None,
-                self.tests, self.course.path(lesson.recorded) if lesson.recorded else None)
+                self.tests, recorded)
+            self.loaded = self._refs.computed()
+        return self._refs
+
+    def loaded_refs(self) -> LessonRefs | None:
+        """The references if this run has loaded them, else None (nothing is loaded)."""
         return self._refs
 
     @property
@@ -95,6 +107,7 @@ class LessonContext:
         self.frames.clear()
         self.expected.clear()
         self._refs = None
+        self.loaded = 0
         self._version = None
         reference = sys.modules.get("grader.reference")  # never imported: nothing cached
         if reference is not None:

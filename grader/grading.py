@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from grader import intake, interrupts
+from grader import intake, interrupts, kept
 from grader import roster as rosters
 from grader.config import Course, Lesson
 from grader.context import LessonContext
@@ -95,7 +95,10 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
     (everything with `force`), then scores.json and the class report for all."""
     started = time.monotonic()
     lesson = course.lesson(lesson_key)
-    ctx = LessonContext(course, lesson_key)  # this run's one view of the lesson
+    # this run's one view of the lesson; on this machine, the reference's results an
+    # earlier run kept (a cluster's workers compute their own)
+    ctx = kept.context(course, lesson_key, "graded") if scheduler is None \
+        else LessonContext(course, lesson_key)
     # Unsandboxed, the zygote is a fork of this process (one torch import for both), made
     # now, before the class is read (no promise there: the code runs as this user and
     # may read it all). Sandboxed, it is a fresh exec, made only when there is work.
@@ -143,6 +146,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                       sandbox=sandbox, unsandboxed=unsandboxed, support=support,
                       scheduler=scheduler, events=events, collect=tally.add)
             lifetime.close()  # graded: the sandbox is done with
+            kept.remember(ctx)  # what this run computed from the solution, for the next
             summary.seconds = time.monotonic() - started
             for sub in subs:  # not graded now (a worker stopped): as its last result says
                 if sub.student_id not in tally and (
@@ -231,6 +235,8 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
                  else available(unsandboxed, support))
     with interrupts.held():  # torch's first import, where a Ctrl-C would be lost
         from grader import pool
+    if scheduler is None:
+        kept.loaded(ctx)  # the results kept by an earlier run (a damaged file: computed)
     if sandbox is not None and sandbox.memory_note:
         events.note(sandbox.memory_note)
     if sandbox is not None and sandbox.confine_note:

@@ -3,16 +3,14 @@ practice results the trusted side compares with, one check of one file on a warm
 and `--watch`'s re-checks on that same slot. The CLI's `check` and the tests call
 these functions, so what the tests assert is what a student runs.
 
-Where the course has its solution (the project), the practice results are kept in a
-recording in the user's cache, named by the lesson's version and torch's: after the
-first check of a kind, the trusted side answers from it and never loads the solution
-(whose `import transformers` was a second one beside the sandbox's). A student bundle
-ships its recording (`grader.bundle`).
+Where the course has its solution (the project), the practice results are kept in the
+user's cache (`grader.kept`): after the first check of a kind, the trusted side answers
+from them and never loads the solution (whose `import transformers` was a second one
+beside the sandbox's). A student bundle ships its recording (`grader.bundle`).
 """
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 import tempfile
@@ -81,61 +79,18 @@ def lesson_for(course_path: Path, lesson_key: str | None,
 
 def context(course: config.Course, lesson_key: str) -> LessonContext:
     """The lesson as a check sees it. With the solution here, its practice results
-    come from the user's cache where an earlier check recorded them (`remember`)."""
-    from grader.context import LessonContext
+    come from the user's cache where an earlier check kept them (`grader.kept`)."""
+    from grader import kept
 
-    lesson = course.lesson(lesson_key)
-    if lesson.solution is None:
-        return LessonContext(course, lesson_key)
-    recording = _recording_path(course, lesson_key)
-    lessons = {**course.lessons, lesson_key: lesson.model_copy(update={"recorded": recording})}
-    return LessonContext(course.model_copy(update={"lessons": lessons}), lesson_key)
+    return kept.context(course, lesson_key, "practice")
 
 
-def _recording_path(course: config.Course, lesson_key: str) -> Path:
-    """Where the practice results of this very lesson (solution, tests, course.yml
-    entry) computed with this very torch are kept."""
-    import torch
-
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    name = re.sub(r"[^\w.-]", "_", f"{course.course}-{lesson_key}-{course.version(lesson_key)}"
-                                   f"-torch{torch.__version__}")
-    return cache / "minimind-grader" / "practice" / f"{name}.bin"
-
-
-def prepare(ctx: LessonContext) -> int:
+def prepare(ctx: LessonContext) -> None:
     """Load what a check needs (the practice results, pytest and the runner) while the
-    sandbox boots; how many results the recording had (for `remember`)."""
-    from grader import notebook, runner  # noqa: F401 - imported now, not after the boot
+    sandbox boots."""
+    from grader import kept, notebook, runner  # noqa: F401 - imported now, not after the boot
 
-    try:
-        return ctx.refs.computed()
-    except Exception:  # noqa: BLE001 - a damaged recording in the cache, whatever it raised
-        recorded = ctx.lesson.recorded
-        if ctx.lesson.solution is None or recorded is None:
-            raise  # a bundle's own recording: nothing to compute it from
-        ctx.course.path(recorded).unlink(missing_ok=True)
-        ctx.reset()
-        return ctx.refs.computed()
-
-
-def remember(ctx: LessonContext, known: int) -> int:
-    """Keep what this check computed from the solution (`known`: what
-    `LessonRefs.computed` said before), for the next check; nothing to do in a
-    bundle, or when all came from the recording. What is known now."""
-    lesson = ctx.lesson
-    now = ctx.refs.computed()
-    if lesson.solution is None or lesson.recorded is None or now == known:
-        return now
-    from grader.reference import lesson_digest, recording
-    from grader.store import write_atomic
-
-    try:
-        write_atomic(ctx.course.path(lesson.recorded), recording(ctx.refs, lesson_digest(
-            ctx.course.path(lesson.solution), ctx.tests)))
-    except OSError:
-        pass  # a read-only home: the next check computes them again, no worse
-    return now
+    kept.loaded(ctx)
 
 
 @dataclass
@@ -190,7 +145,7 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
                                                 Path(tmp) / ctx.lesson.exercise)
                     yield runner.Submission("you", path, notes=notes)
                     warming.start()  # a check is shown: warm (on) while they edit
-            finally:  # Ctrl-C or the last version: what it computed is then `remember`ed,
+            finally:  # Ctrl-C or the last version: what it computed is then kept,
                 warming.stop()  # which must not read the caches while it writes them
 
         runner.grade_many(ctx, submissions(), slot,
@@ -235,7 +190,7 @@ def _warm(ctx: LessonContext, stop: Callable[[], bool], warm: threading.Event) -
     """Compute now, while the student edits, what a failing part's feedback asks of
     the trusted side (the reference's traces, its smallest examples' and questions'
     results): the first failing save of a part then costs its own code's run alone, not
-    the solution's import and traces (5 to 10 s), and `remember` keeps them for the next
+    the solution's import and traces (5 to 10 s), and `kept.remember` keeps them for the next
     check. It stops at the next save (`stop`), and goes on after that check; `warm` is
     set once all is computed. Where the course has its solution only: a bundle's
     recording holds them."""

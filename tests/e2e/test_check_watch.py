@@ -51,9 +51,13 @@ def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[lis
     then Ctrl-C: the reports and what it wrote on stderr."""
     file = work / "13_moe.py"
     save(file, SOLUTION)
+    # as a terminal starts it: a test run launched in the background (`make test &`)
+    # ignores SIGINT, which the watch would inherit, and Python then never raises
+    # KeyboardInterrupt (the watch ran on after Ctrl-C until WAIT_S)
     proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--watch",
                              "--json", str(file)], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out = lines(proc)
     reports = []
     try:
