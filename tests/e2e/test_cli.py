@@ -94,56 +94,72 @@ def test_unchanged_rerun_skips_everything(first_run, tmp_path):
     assert (written(out / "results"), written(out / "raw")) == (results, raw)
 
 
-def test_forced_regrade_is_byte_for_byte_identical(first_run, tmp_path):
-    out, _ = first_run
-    again = tmp_path / "again"
-    grade(again, "--force")
-    assert (again / "scores.json").read_bytes().replace(bytes(again), b"") == \
-        (out / "scores.json").read_bytes().replace(bytes(out), b"")
-    for page in (out / "feedback").iterdir():
-        assert (again / "feedback" / page.name).read_bytes() == page.read_bytes(), page.name
+def same_bytes(out: Path, first: Path) -> None:
+    """scores.json and every page as the first run's (but for the OUT path)."""
+    assert (out / "scores.json").read_bytes().replace(bytes(out), b"") == \
+        (first / "scores.json").read_bytes().replace(bytes(first), b"")
+    for page in (first / "feedback").iterdir():
+        assert (out / "feedback" / page.name).read_bytes() == page.read_bytes(), page.name
 
 
-def test_killed_run_resumes_to_the_same_scores(first_run, tmp_path):
-    out, _ = first_run
-    killed = tmp_path / "killed"
-    proc = subprocess.Popen([*GRADER, "run", "--lesson", "13", "--out", str(killed),
-                             "--jobs", "2"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and len(list((killed / "results").glob("*.json"))) < 3:
+def test_forced_regrade_grades_again_to_the_same_bytes(first_run, tmp_path):
+    """--force grades a student whose result is current again (a new result file),
+    to the same page; those not handed in this time are left as they were."""
+    out = tmp_path / "out"
+    shutil.copytree(first_run[0], out)
+    subs = tmp_path / "class"
+    for sid in ("alice", "bob"):  # full marks and a known mistake
+        shutil.copytree(ROOT / "examples" / "13" / sid, subs / sid)
+    results = written(out / "results")
+    grade(out, "--force", "--submissions", str(subs))
+    now = written(out / "results")
+    assert {name for name in results if now[name] != results[name]} == {"alice.json",
+                                                                         "bob.json"}
+    for page in ("alice.html", "bob.html"):
+        assert (out / "feedback" / page).read_bytes() == \
+            (first_run[0] / "feedback" / page).read_bytes(), page
+
+
+def count(out: Path) -> int:
+    return len(list((out / "results").glob("*.json")))
+
+
+def started(out: Path, at_least: int, **popen) -> subprocess.Popen:
+    """`grader run` in a session of its own, once `at_least` results are in OUT."""
+    proc = subprocess.Popen([*GRADER, "run", "--lesson", "13", "--out", str(out),
+                             "--jobs", "2"], cwd=ROOT, start_new_session=True, **popen)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and count(out) < at_least and proc.poll() is None:
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert 0 < len(list((killed / "results").glob("*.json"))) < 9
-    grade(killed)
-    assert {k: v["score"] for k, v in by_id(killed).items()} == \
-        {k: v["score"] for k, v in by_id(out).items()}
+    return proc
 
 
-def test_ctrl_c_stops_cleanly_and_the_rerun_resumes(first_run, tmp_path):
-    """Ctrl-C printed a worker's traceback and "hidden tests ... did not run"."""
+def test_ctrl_c_then_a_kill_then_the_rerun_resumes_to_the_same_bytes(first_run, tmp_path):
+    """Ctrl-C stops a run cleanly (it printed a worker's traceback and "hidden tests
+    ... did not run"); a rerun SIGKILLed midway loses nothing saved; the last rerun
+    grades the rest, and the class ends as the run of it in one go did, byte for byte."""
     out, _ = first_run
-    stopped = tmp_path / "stopped"
+    resumed = tmp_path / "resumed"
     # as a terminal starts it: a test run launched in the background (`make test &`)
     # ignores SIGINT, which its children would inherit, and Python then never raises
     # KeyboardInterrupt
-    proc = subprocess.Popen([*GRADER, "run", "--lesson", "13", "--out", str(stopped),
-                             "--jobs", "2"], cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and len(list((stopped / "results").glob("*.json"))) < 2:
-        time.sleep(0.05)
+    proc = started(resumed, 2, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     os.killpg(proc.pid, signal.SIGINT)  # what the terminal sends the whole group
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert "Traceback" not in stderr and "did not run" not in stderr, stderr
     assert re.search(r"stopped \(Ctrl-C\) with \d of 9 graded; their results are kept: "
                      r"rerun the same command to resume\.", stderr), stderr
-    grade(stopped)
-    assert {k: v["score"] for k, v in by_id(stopped).items()} == \
-        {k: v["score"] for k, v in by_id(out).items()}
+    stopped_at = count(resumed)
+    assert 0 < stopped_at < 9
+    proc = started(resumed, stopped_at + 1, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert stopped_at <= count(resumed) < 9
+    grade(resumed)
+    same_bytes(resumed, out)
 
 
 @pytest.fixture
