@@ -371,3 +371,27 @@ def test_a_gradient_sentence_names_only_the_leaves_it_knows():
                                                                           en)
     html = divergence.sentence_html({**w, "ref": "<b>x</b>"}, en)
     assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+
+
+def test_a_probe_that_timed_out_in_the_graded_session_is_not_traced(course):
+    """The trace of a part whose probe ran out of time in the graded session starts no
+    child: the same code would hang it until its own limit (frank's check took 25 s,
+    10 of them two traces that could show nothing)."""
+    from grader.context import LessonContext
+    from grader.sandbox.session import Session
+
+    class NoChild:
+        sandboxed = True
+
+        def spawn(self, limits):
+            raise AssertionError("the trace started a child")
+
+        def kill(self):
+            return {}
+
+    ctx = LessonContext(course, "13")
+    session = Session(NoChild(), "x = 1\n", "13_moe.py", (), course.limits("13"))
+    session.timed_out.update(dispatch="test_dispatch[E=4]", moe="test_train[E=4]")
+    raw = {"tests": [{"nodeid": "test_dispatch.py::test_dispatch[E=4]", "outcome": "failed"},
+                     {"nodeid": "test_moe.py::test_train[E=4]", "outcome": "failed"}]}
+    assert divergence.trace_failing(ctx, session, raw)[0] == {}
