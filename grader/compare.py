@@ -111,6 +111,23 @@ def _float64(t: torch.Tensor) -> np.ndarray:
     return cached
 
 
+def _allowed(ref: torch.Tensor, atol: float, rtol: float) -> np.ndarray:
+    """`allowance` of a reference tensor, kept on it per tolerance like its conversion:
+    the same for every student, and a third of a passing check's cost."""
+    kept = getattr(ref, "_grader_allowed", None)
+    if kept is None:
+        kept = {}
+        try:
+            ref._grader_allowed = kept
+        except AttributeError:
+            pass
+    found = kept.get((atol, rtol))
+    if found is None:
+        found = kept[atol, rtol] = allowance(_float64(ref), atol, rtol)
+        found.flags.writeable = False
+    return found
+
+
 def _alternatives(alt) -> list:
     alt = alt() if callable(alt) else alt
     return list(alt) if isinstance(alt, (list, tuple)) else [alt]
@@ -247,7 +264,7 @@ class Checks:
             return base
         g, r = _float64(got), _float64(ref)
         err = abs_error(g, r)
-        allowed = allowance(r, t.atol, t.rtol)
+        allowed = _allowed(ref, t.atol, t.rtol)
         base.passed = bool((err <= allowed).all())
         if err.size:
             worst = int(np.argmax(err - allowed))

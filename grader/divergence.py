@@ -946,17 +946,20 @@ def failing_parts(raw: dict) -> list[str]:
 def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | None = None,
                   compute: bool = True) -> tuple[dict[str, dict], float]:
     """Each failing part's finding (as JSON) for a graded submission whose session is
-    closed, and the seconds it took. Feedback only: no verdict reads it. `first`: per
-    part, the request of its smallest failing example, traced first (`where`);
+    still open, and the seconds it took. Feedback only: no verdict reads it. `first`:
+    per part, the request of its smallest failing example, traced first (`where`);
     `compute`: as `lesson_traces`.
 
-    The trace runs in a session of its own: a fresh child of the same slot, with its
-    own budget, output and error state, closed before this returns. Run in the graded
-    session, a trace restarted its child after a crash (the submission's import and
-    prints once more in the student's output), could set its fatal import error or
-    spend its budget: what the student's record says. Only the child's failures
-    (StudentError) are the trace's to swallow; a fault of the slot itself is raised,
-    as in a test, and never leaves the slot out of step for the next student."""
+    The trace runs in the graded child while it is alive (no second child to fork and
+    import the submission in: a mistaken student's dearest cost), its calls aside
+    (`Session.aside`: a budget of their own). Once that child is gone, or it dies in a
+    trace, the rest runs in a session of its own: a fresh child of the same slot, closed
+    before this returns. A trace never restarts the graded child: that imported the
+    submission again (its prints once more in the student's output), could set its
+    fatal import error or spend its budget: what the student's record says. Only the
+    child's failures (StudentError) are the trace's to swallow; a fault of the slot
+    itself is raised, as in a test, and never leaves the slot out of step for the next
+    student."""
     started = time.monotonic()
     parts = failing_parts(raw)
     if not parts or session is None or session.fatal is not None:
@@ -966,15 +969,20 @@ def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | 
         return {}, 0.0
     from grader.sandbox.session import Session
 
-    traced = Session(session.slot, session.source, session.filename, session.allowed,
-                     session.limits)
-    # a probe that ran out of time in the graded session is not traced: the same code
-    # would hang the trace until its own time limit too (5 s a part, for nothing shown)
-    traced.timed_out.update(session.timed_out)
+    own: list[Session] = []  # the trace's own session, once the graded child is gone
 
     def call(probe: str, args: dict) -> object:
         frame = protocol.dumps({"probe": probe, "args": args, "trace": True})
-        return traced.call(probe, args, "tracing", frame=frame)
+        if not own and session.alive:
+            with session.aside():
+                return session.call(probe, args, "tracing", frame=frame)
+        if not own:
+            own.append(Session(session.slot, session.source, session.filename,
+                               session.allowed, session.limits))
+            # a probe that ran out of time in the graded run is not traced: the same
+            # code would hang the trace until its own limit (5 s a part, nothing shown)
+            own[0].timed_out.update(session.timed_out)
+        return own[0].call(probe, args, "tracing", frame=frame)
 
     found: dict[str, dict] = {}
     try:
@@ -983,7 +991,8 @@ def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | 
             if w is not None:
                 found[part] = w.to_json()
     finally:
-        traced.close()
+        for traced in own:
+            traced.close()
     return found, time.monotonic() - started
 
 

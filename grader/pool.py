@@ -11,6 +11,7 @@ each result atomically as soon as it has it.
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing as mp
 import queue
 import signal
@@ -177,6 +178,12 @@ def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
 
 def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progress,
                  collect: Callable[[Entry], None]) -> None:
+    # What the workers inherit (torch, the hidden tests, the reference outputs) lives
+    # for the run: out of the garbage collector's reach, a worker's full collection
+    # walks only what it made itself (not 335k objects, 145 ms, every ~20 students)
+    # and copies no page it shares with this process.
+    gc.collect()
+    gc.freeze()
     forks = mp.get_context("fork")
     tasks, events = forks.Queue(), forks.Queue()
     for sub in todo:

@@ -371,11 +371,13 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             scored = score(ctx, reports[0], None)  # once: every step below reads it
             examples = _examples(ctx, caller, session, scored, recorded_only)
             answers = _answers(ctx, caller, session, scored, recorded_only)
-            if session is not None:
-                session.close()
             first = {part: (e.probe, e.args) for part, e in examples.items()}
-            where = divergence.trace_failing(ctx, session, reports[0], first,
-                                             compute=not recorded_only)[0]
+            try:  # in the graded child while it lives (trace_failing says how)
+                where = divergence.trace_failing(ctx, session, reports[0], first,
+                                                 compute=not recorded_only)[0]
+            finally:
+                if session is not None:
+                    session.close()
             record = _record(ctx, sub, slot, session, missing, reports[0], scored,
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()}

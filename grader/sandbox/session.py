@@ -19,7 +19,8 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -141,6 +142,26 @@ class Session:
         self._stop()
         for pump in self._pumps:
             pump.join(timeout=5)
+
+    @property
+    def alive(self) -> bool:
+        """Is the submission's child running, imported, and not cut off? (A call then
+        needs no new child.)"""
+        return self.sock is not None and self.fatal is None and self.broken is None \
+            and self.over_budget is None
+
+    @contextmanager
+    def aside(self) -> Iterator[None]:
+        """Calls that are not the graded run's (a trace): they spend a budget of their
+        own (wall time, bytes received, probes known to hang: the graded run's hangs are
+        known to them too, never theirs to it), and the graded run's is as it was after
+        them."""
+        kept = self.waited, self.received, self.timed_out, self.over_budget
+        self.waited, self.received, self.timed_out = 0.0, 0, dict(self.timed_out)
+        try:
+            yield
+        finally:
+            self.waited, self.received, self.timed_out, self.over_budget = kept
 
     # -- calls ----------------------------------------------------------------------
     def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> dict:

@@ -274,8 +274,9 @@ def test_a_trace_runs_apart_from_the_graded_session_and_leaves_the_slot_clean(
         course, monkeypatch, tmp_path):
     """A submission whose child dies in every failing part: its record (output, status,
     messages) is the same traced or not, and the slot then grades the solution to
-    full marks. Run in the graded session, a trace restarted the dead child, which
-    imported the submission again: one more print in the student's output."""
+    full marks. A trace that restarted the graded session's dead child imported the
+    submission again: one more print in the student's output (it goes on in a child of
+    its own once the graded one is gone)."""
     ctx = LessonContext(course, "13")
     path = tmp_path / "s" / "13_moe.py"
     path.parent.mkdir()

@@ -97,6 +97,18 @@ def test_reference_conversion_is_kept_and_never_changed():
     assert torch.equal(torch.from_numpy(ref._grader_f64.copy()).isnan(), ref.isnan())
 
 
+def test_a_reference_kept_allowance_is_its_tolerance_own():
+    """The allowance kept on a reference is per tolerance: the same reference checked
+    under a looser one and then a tighter one gets each verdict right."""
+    c = Checks(TOL)
+    ref = torch.ones(4, dtype=torch.float64)
+    got = ref + 1e-6
+    assert c.close("aux", got, ref, tol="aux")
+    assert not c.close("float64", got, ref)
+    assert c.close("aux again", got, ref, tol="aux")
+    assert not ref._grader_allowed[1e-10, 0].flags.writeable
+
+
 def test_a_non_finite_error_is_written_as_the_sentinel_the_pages_read():
     """compare writes NaN and inf cells of a heatmap as shown.NON_FINITE (JSON has
     neither), and the pages show that as inf, the chart's dark cell."""

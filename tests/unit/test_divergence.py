@@ -374,9 +374,9 @@ def test_a_gradient_sentence_names_only_the_leaves_it_knows():
 
 
 def test_a_probe_that_timed_out_in_the_graded_session_is_not_traced(course):
-    """The trace of a part whose probe ran out of time in the graded session starts no
-    child: the same code would hang it until its own limit (frank's check took 25 s,
-    10 of them two traces that could show nothing)."""
+    """The trace of a part whose probe ran out of time in the graded session (its child
+    then killed) starts no child: the same code would hang it until its own limit
+    (frank's check took 25 s, 10 of them two traces that could show nothing)."""
     from grader.context import LessonContext
     from grader.sandbox.session import Session
 
