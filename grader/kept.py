@@ -37,9 +37,14 @@ def path(course: config.Course, lesson_key: str, use: Literal["graded", "practic
     for f in sorted(GRADER.rglob("*.py")):
         code.update(f.relative_to(GRADER).as_posix().encode() + b"\0" + f.read_bytes())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    name = re.sub(r"[^\w.-]", "_", f"{course.course}-{lesson_key}-{course.version(lesson_key)}"
-                                   f"-torch{metadata.version('torch')}-grader{code.hexdigest()[:12]}")
-    return cache / "minimind-grader" / use / f"{name}.bin"
+    version = re.sub(r"[^\w.-]", "_", f"{course.version(lesson_key)}-torch"
+                                      f"{metadata.version('torch')}-grader{code.hexdigest()[:12]}")
+    return cache / "minimind-grader" / use / f"{_lesson_name(course, lesson_key)}{version}.bin"
+
+
+def _lesson_name(course: config.Course, lesson_key: str) -> str:
+    """What a recording's name begins with: its course and lesson (a safe file name)."""
+    return re.sub(r"[^\w.-]", "_", f"{course.course}-{lesson_key}-")
 
 
 def context(course: config.Course, lesson_key: str,
@@ -85,3 +90,8 @@ def remember(ctx: LessonContext) -> None:
     except OSError:
         return  # a read-only home: the next run computes them again, no worse
     ctx.loaded = now
+    # one recording per lesson and use: those of its earlier versions (the lesson's,
+    # torch's or the grader's) are never read again
+    for old in ctx.kept.parent.glob(f"{_lesson_name(ctx.course, ctx.key)}*.bin"):
+        if old != ctx.kept:
+            old.unlink(missing_ok=True)

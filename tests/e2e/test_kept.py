@@ -1,6 +1,7 @@
 """`grader run` keeps the reference's results in the user's cache (grader/kept.py): the
 next run of the same lesson loads them and never imports the solution on the trusted
-side, and grades to the same bytes; a damaged recording is computed afresh."""
+side, and grades to the same bytes; a damaged recording is computed afresh, and an
+earlier version's is removed."""
 import os
 import shutil
 import subprocess
@@ -41,9 +42,14 @@ def test_a_second_run_loads_the_kept_results_and_grades_the_same(tmp_path):
     for sid in ("alice", "bob"):  # a correct student and a known mistake
         shutil.copytree(ROOT / "examples" / "13" / sid, subs / sid)
     cache = tmp_path / "cache"
+    folder = cache / "minimind-grader" / "graded"
+    folder.mkdir(parents=True)
+    (folder / "minimind-llm-13-0ld-torch0-grader0.bin").write_bytes(b"an earlier version's")
+    (folder / "minimind-llm-12-0ld-torch0-grader0.bin").write_bytes(b"another lesson's")
     first = run(cache, subs, tmp_path / "first")
     assert "SOLUTION IMPORTED" in first
-    (kept,) = (cache / "minimind-grader" / "graded").glob("*-13-*.bin")
+    (kept,) = folder.glob("*-13-*.bin")  # the earlier version's was removed
+    assert (folder / "minimind-llm-12-0ld-torch0-grader0.bin").exists()
     second = run(cache, subs, tmp_path / "second")
     assert "SOLUTION NOT IMPORTED" in second, second[-3000:]
     assert outputs(tmp_path / "second") == outputs(tmp_path / "first")
