@@ -977,11 +977,7 @@ def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | 
             with session.aside():
                 return session.call(probe, args, "tracing", frame=frame)
         if not own:
-            own.append(Session(session.slot, session.source, session.filename,
-                               session.allowed, session.limits))
-            # a probe that ran out of time in the graded run is not traced: the same
-            # code would hang the trace until its own limit (5 s a part, nothing shown)
-            own[0].timed_out.update(session.timed_out)
+            own.append(session.apart())
         return own[0].call(probe, args, "tracing", frame=frame)
 
     found: dict[str, dict] = {}

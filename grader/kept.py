@@ -51,8 +51,6 @@ def context(course: config.Course, lesson_key: str,
             use: Literal["graded", "practice"]) -> LessonContext:
     """The lesson's context, reading the results kept for `use` where the course has
     its solution and ships no recording of its own."""
-    from grader.context import LessonContext
-
     lesson = course.lesson(lesson_key)
     if lesson.solution is None or lesson.recorded is not None:
         return LessonContext(course, lesson_key)

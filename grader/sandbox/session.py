@@ -150,6 +150,18 @@ class Session:
         return self.sock is not None and self.fatal is None and self.broken is None \
             and self.over_budget is None
 
+    def hangs(self) -> dict[str, str]:
+        """The probes this submission ran out of time in, for calls made apart from the
+        graded run (a trace): the same code is not run again to hang until its limit."""
+        return dict(self.timed_out)
+
+    def apart(self) -> Session:
+        """A session of its own for the same submission (a fresh child of the same
+        slot, its own budget), knowing its hangs."""
+        other = Session(self.slot, self.source, self.filename, self.allowed, self.limits)
+        other.timed_out = self.hangs()
+        return other
+
     @contextmanager
     def aside(self) -> Iterator[None]:
         """Calls that are not the graded run's (a trace): they spend a budget of their
@@ -157,7 +169,7 @@ class Session:
         known to them too, never theirs to it), and the graded run's is as it was after
         them."""
         kept = self.waited, self.received, self.timed_out, self.over_budget
-        self.waited, self.received, self.timed_out = 0.0, 0, dict(self.timed_out)
+        self.waited, self.received, self.timed_out = 0.0, 0, self.hangs()
         try:
             yield
         finally:
