@@ -209,10 +209,27 @@ def ctx13(course) -> LessonContext:
     return LessonContext(course, "13")
 
 
+# One warm sandbox per lesson's probes and preloads in each test process, closed when
+# the process ends: a boot costs 1.5 s (torch) to 3 s (and transformers) of CPU, and
+# the end-to-end files opened some fifteen. The sandbox's own guarantees are tested in
+# tests/adversarial, on sandboxes of their own.
+SANDBOXES: dict[tuple[Path, tuple[str, ...]], slots.Sandbox] = {}
+
+
 def open_slot(course: config.Course, lesson_key: str) -> Slot:
+    """A fresh slot (its own uid; close it) of this process's warm sandbox for the
+    lesson (`SANDBOXES`)."""
     lesson = course.lesson(lesson_key)
-    return slots.open_slot(course.path(lesson.probes), bwrap.probe().reason is None,
-                           tuple(lesson.preload))
+    key = (course.path(lesson.probes).resolve(), tuple(lesson.preload))
+    if key not in SANDBOXES or SANDBOXES[key].proc.poll() is not None:
+        SANDBOXES[key] = slots.Sandbox(key[0], bwrap.probe().reason is None, key[1])
+    return SANDBOXES[key].slot()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    for sandbox in SANDBOXES.values():
+        sandbox.close()
+    SANDBOXES.clear()
 
 
 def grade_sources(ctx: LessonContext, slot: Slot, folders, sources: dict[str, str]) -> dict:

@@ -36,16 +36,17 @@ UID_COUNT = 4096
 LOCK_DIR = Path("/run/minimind-grader")  # root's alone: no one else can plant a file
 
 
-def claim_uid(lock_dir: Path = LOCK_DIR) -> tuple[int, int]:
-    """The lowest sandbox uid no live grader process on this host holds, and the
-    locked file that holds it (released when the holder exits, however it exits).
+def claim_uid(lock_dir: Path = LOCK_DIR, skip: frozenset[int] = frozenset()) -> tuple[int, int]:
+    """The lowest sandbox uid no live grader process on this host holds, but those in
+    `skip`, and the locked file that holds it (released when the holder exits, however
+    it exits).
     RLIMIT_NPROC counts a uid machine-wide: two runs must never share one. As root,
     in a folder only root may write: a lock that is not a plain file of ours (a link,
     a folder, a fifo) is passed over, and nothing is ever made through a link."""
     folder = _lock_folder(lock_dir)
     try:
         for uid in range(BASE_UID, BASE_UID + UID_COUNT):
-            fd = _lock(folder, f"uid-{uid}.lock")
+            fd = None if uid in skip else _lock(folder, f"uid-{uid}.lock")
             if fd is not None:
                 return uid, fd
     finally:
@@ -264,6 +265,7 @@ class Sandbox:
         # Rootless, every child runs as the one uid the user has: its uid number inside
         # (a name for its processes and cgroup) need not be claimed from other runs.
         self._inner_uids = itertools.count(BASE_UID)
+        self._served: set[int] = set()  # root and container modes: the uids claimed
         # The sum of a submission's processes is capped by a memory cgroup where the
         # machine has one to give; `memory_note` says when it has not.
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
@@ -324,9 +326,14 @@ class Sandbox:
         return Slot(ours, self, uid if self.sandboxed else None, lock)
 
     def _claim_uid(self) -> tuple[int, int | None]:
-        """The slot's uid (and the lock that holds it on this host, as root)."""
+        """The slot's uid (and the lock that holds it on this host, as root): one that
+        no earlier slot of this sandbox had, since a slot's memory cgroup is named for
+        its uid and made once (a sandbox that opens slots after closing others, as
+        the tests' shared one does, would otherwise meet the old one's)."""
         if self.mode in ("root", "container"):
-            return claim_uid()
+            uid, lock = claim_uid(skip=frozenset(self._served))
+            self._served.add(uid)
+            return uid, lock
         return (next(self._inner_uids), None) if self.sandboxed else (0, None)
 
     def sole_slot(self) -> "Slot":

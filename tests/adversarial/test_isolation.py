@@ -15,7 +15,7 @@ import threading
 
 import pytest
 
-from conftest import LESSON, failed_messages, grade_all, hostile, require_sandbox
+from conftest import FULL, LESSON, SOLUTION, failed_messages, grade_all, hostile, require_sandbox
 from grader.sandbox import slot as slots
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
@@ -233,3 +233,23 @@ def test_two_students_at_once_cannot_talk(course, two_slots):
     listener, talker = out["listener"], out["talker"]
     assert listener["abstract_self"] == "ok", listener  # the channel works within a slot
     assert listener["heard"] == [] and talker["reached"] == [], (listener, talker)
+
+
+def test_a_slot_opened_after_another_closed_grades_under_a_uid_of_its_own(course, sandbox,
+                                                                          tmp_path):
+    """A sandbox that opens a slot after closing one (the tests' shared sandbox does):
+    the new slot's memory cgroup is named for its uid, so that uid must be new to the
+    sandbox; the old code handed the closed slot's uid again, and the new slot died
+    making its cgroup."""
+    first = sandbox.slot()
+    try:
+        rec = grade_all(course, first, tmp_path / "first", {"a": SOLUTION.read_text()})["a"]
+    finally:
+        first.close()
+    second = sandbox.slot()
+    try:
+        again = grade_all(course, second, tmp_path / "second", {"b": SOLUTION.read_text()})["b"]
+    finally:
+        second.close()
+    assert second.uid != first.uid
+    assert (rec["score"], again["score"]) == (FULL, FULL), again
