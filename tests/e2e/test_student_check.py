@@ -4,12 +4,16 @@ notebook, and in a freshly built student bundle) gives the same per-part practic
 results, and every student with full marks in the graded run passes every practice
 test. One bundle build and one graded run per lesson.
 
-The bundle's check runs as a student runs it (its own `grader check` process); the
-project's two are that command's steps (`grader.practice_run`) run here, on one warm
-slot per lesson (`check_here`): a process per file paid a torch import and a sandbox
-boot each, most of this file's time, and the bundle's command checks the same steps."""
+The bundle's check runs as a student runs it, in its own `grader check --watch`
+process, one per lesson, fed each student's code in turn as saves of one file
+(`bundle_checks`); the project's two are that command's steps (`grader.practice_run`)
+run here, on one warm slot per lesson (`check_here`): a process per file paid a torch
+import and a sandbox boot each, most of this file's time, and the bundle's command
+checks the same steps. (A one-off check in a bundle, its exit status included, is
+tests/e2e/test_bundle.py's.)"""
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +23,9 @@ import pytest
 
 from grader import practice_run
 from grader.notebook import load as load_submission
+from grader.practice_output import exit_status
 from tests.conftest import open_slot
+from tests.e2e.test_check_watch import WAIT_S, lines, save
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]
@@ -44,9 +50,10 @@ CASES = [(key, sid, path) for key in LESSONS for sid, path in students(key)]
 
 
 @pytest.fixture(scope="module")
-def lesson_runs(course, student_bundle, sample_class):
-    """Per lesson, made lazily, once: its student bundle and its graded sample class
-    (the suite's), and a warm slot with the lesson's context for the project's checks."""
+def lesson_runs(course, student_bundle, sample_class, tmp_path_factory):
+    """Per lesson, made lazily, once: its student bundle's check of every student, its
+    graded sample class (the suite's), and a warm slot with the lesson's context for
+    the project's checks."""
     made: dict = {}
 
     def get(key: str) -> dict:
@@ -55,7 +62,9 @@ def lesson_runs(course, student_bundle, sample_class):
             out, _ = sample_class(key)
             scores = json.loads((out / "scores.json").read_text())
             made[key] = {"bundle": bundle, "out": out,
-                         "scores": {s["student_id"]: s for s in scores["students"]}}
+                         "scores": {s["student_id"]: s for s in scores["students"]},
+                         "checked": bundle_checks(bundle, key,
+                                                  tmp_path_factory.mktemp(f"bundle{key}"))}
             made[key]["ctx"] = practice_run.context(course, key)
             made[key]["slot"] = open_slot(course, key)
         return made[key]
@@ -91,11 +100,39 @@ def check_here(file: Path, runs: dict) -> tuple[int, dict]:
     return checked.status, json.loads(json.dumps(checked.outcome, ensure_ascii=False))
 
 
-def check(file: Path, key: str, cwd: Path, env: dict | None = None) -> tuple[int, dict]:
-    done = subprocess.run([*GRADER, "check", "--lesson", key, "--json", str(file)], cwd=cwd,
-                          capture_output=True, text=True, timeout=600, env=env)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    return done.returncode, json.loads(done.stdout)
+def bundle_checks(bundle: Path, key: str, work: Path) -> dict[str, dict]:
+    """Each example student's report from `grader check --watch --json` in the lesson's
+    bundle, run there as a student runs it, on one file saved with each one's code in
+    turn (as a .py, as `as_both` makes it): one process and sandbox boot per lesson."""
+    file = work / f"{LESSONS[key]}.py"
+    versions = [(sid, as_both(path, work / sid, file.name)[0].read_text())
+                for sid, path in students(key)]
+    save(file, versions[0][1])
+    # SIGINT at its default, as a terminal starts it (test_check_watch says why)
+    proc = subprocess.Popen([*GRADER, "check", "--lesson", key, "--watch", "--json",
+                             str(file)], cwd=bundle, env={**os.environ, "PYTHONPATH": str(bundle)},
+                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    out = lines(proc)
+    reports: dict[str, dict] = {}
+    try:
+        for at, (sid, _) in enumerate(versions):
+            line = out.get(timeout=WAIT_S)
+            assert line, proc.stderr.read()
+            reports[sid] = json.loads(line)
+            if at + 1 < len(versions):
+                save(file, versions[at + 1][1])
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            code = proc.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+    with proc.stderr:
+        stderr = proc.stderr.read()
+    assert code == 130, stderr  # ended by Ctrl-C, having checked every version
+    return reports
 
 
 def practice(report: dict) -> dict:
@@ -115,8 +152,8 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
     py, nb = as_both(path, tmp_path / "work", exercise)
     project_code, project = check_here(py, runs)
     notebook_code, notebook = check_here(nb, runs)
-    bundle_env = {**os.environ, "PYTHONPATH": str(runs["bundle"])}
-    bundle_code, bundle = check(py, key, runs["bundle"], bundle_env)
+    bundle = runs["checked"][sid]
+    bundle_code = exit_status(bundle)  # what a one-off check in the bundle exits with
     assert practice(notebook) == practice(project), "the notebook's check differs"
     assert practice(bundle) == practice(project), "the bundle's check differs"
     assert bundle["examples"] == project["examples"], "the bundle's examples differ"
