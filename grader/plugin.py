@@ -51,10 +51,13 @@ class StudentCaller:
         key = request_key(probe, args)
         if key not in self.cache:
             try:
-                frames = self.ctx.frames
-                if key not in frames:
-                    frames[key] = protocol.dumps({"probe": probe, "args": args})
-                frame = frames[key]
+                # a graded request the sandbox holds is asked for by index (Sandbox.hold)
+                frame = self.session.slot.held.get(key)
+                if frame is None:
+                    frames = self.ctx.frames
+                    if key not in frames:
+                        frames[key] = protocol.dumps({"probe": probe, "args": args})
+                    frame = frames[key]
                 try:
                     result = self.session.call(probe, args, where=self.current_test,
                                                frame=frame)

@@ -292,6 +292,8 @@ class Sandbox:
         child.close()
         self.ctrl = parent
         self._ready = False
+        # request key -> the frame that asks a child for it by index (`hold`)
+        self.held: dict[str, bytes] = {}
 
     def wait_ready(self) -> None:
         if self._ready:
@@ -304,6 +306,26 @@ class Sandbox:
             self.close()
             raise SandboxError(f"the worker did not start: {exc} {err}") from None
         self._ready = True
+
+    def hold(self, requests: dict[str, dict]) -> None:
+        """Give the zygote the graded requests ({key: {"probe", "args"}}, the same for
+        every student) before any slot is made: every child inherits them and is asked
+        for one by index, so its inputs are not sent, received and decoded per student.
+        Every child is sent these inputs anyway; no expected result goes with them."""
+        from grader.inside import protocol  # torch: imported by now, never before a boot
+
+        self.wait_ready()
+        fd = os.memfd_create("graded-requests", os.MFD_CLOEXEC)
+        try:
+            with open(fd, "wb", closefd=False) as f:
+                for part in protocol.encode(list(requests.values())):
+                    f.write(part)
+            os.lseek(fd, 0, os.SEEK_SET)
+            socket.send_fds(self.ctrl, [b'{"op": "hold"}'], [fd])
+        finally:
+            os.close(fd)
+        _expect(self.ctrl, "held", 30)
+        self.held = {key: protocol.dumps({protocol.HELD: i}) for i, key in enumerate(requests)}
 
     def slot(self) -> "Slot":
         """A new slot: a fork of the warm zygote, under a uid no other slot holds."""
@@ -373,6 +395,11 @@ class Slot:
         self.sandboxed = sandbox.sandboxed
         self._uid_lock = uid_lock
         self.owns_sandbox = False  # close the sandbox with this slot (`sole_slot`)
+
+    @property
+    def held(self) -> dict[str, bytes]:
+        """Request key -> the frame that asks a child for it (`Sandbox.hold`)."""
+        return self.sandbox.held
 
     def spawn(self, limits: Limits) -> tuple[socket.socket, int]:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
