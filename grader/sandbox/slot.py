@@ -309,9 +309,10 @@ class Sandbox:
 
     def hold(self, requests: dict[str, dict]) -> None:
         """Give the zygote the graded requests ({key: {"probe", "args"}}, the same for
-        every student) before any slot is made: every child inherits them and is asked
-        for one by index, so its inputs are not sent, received and decoded per student.
-        Every child is sent these inputs anyway; no expected result goes with them."""
+        every student): the slots made after this inherit them, and their children are
+        asked for one by index, so its inputs are not sent, received and decoded per
+        student. Every child is sent these inputs anyway; no expected result goes with
+        them. A slot made earlier keeps what was held when it was forked."""
         from grader.inside import protocol  # torch: imported by now, never before a boot
 
         self.wait_ready()
@@ -343,7 +344,7 @@ class Sandbox:
             raise
         finally:
             theirs.close()
-        return Slot(ours, self, uid if self.sandboxed else None, lock)
+        return Slot(ours, self, uid if self.sandboxed else None, lock, self.held)
 
     def _claim_uid(self) -> tuple[int, int | None]:
         """The slot's uid (and the lock that holds it on this host, as root)."""
@@ -390,16 +391,14 @@ class Slot:
     """One warm worker: opens sessions one after another (see `Sandbox.slot`)."""
 
     def __init__(self, ctrl: socket.socket, sandbox: Sandbox, uid: int | None,
-                 uid_lock: int | None):
+                 uid_lock: int | None, held: dict[str, bytes]):
         self.ctrl, self.sandbox, self.uid = ctrl, sandbox, uid
         self.sandboxed = sandbox.sandboxed
+        # request key -> the frame that asks a child for it: what the zygote held when it
+        # forked this slot (`Sandbox.hold`; a later hold is its later slots' alone)
+        self.held = held
         self._uid_lock = uid_lock
         self.owns_sandbox = False  # close the sandbox with this slot (`sole_slot`)
-
-    @property
-    def held(self) -> dict[str, bytes]:
-        """Request key -> the frame that asks a child for it (`Sandbox.hold`)."""
-        return self.sandbox.held
 
     def spawn(self, limits: Limits) -> tuple[socket.socket, int]:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)

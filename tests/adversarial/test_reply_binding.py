@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SOLUTION, failed_messages, grade_all, hostile, wait_no_processes
+from conftest import SOLUTION, context, failed_messages, grade_all, hostile, wait_no_processes
 
 WRONG_REQUEST = "answered for another request"
 
@@ -149,3 +149,26 @@ def test_an_answer_claimed_for_an_earlier_request_is_refused(records):
 def test_next_student_is_unaffected(records, course, slot_of, tmp_path):
     rec = grade_all(course, slot_of, tmp_path, {"after": SOLUTION.read_text()})["after"]
     assert outcomes(rec) == outcomes(records["honest"])
+
+
+def test_a_slot_asks_by_the_requests_held_when_it_was_forked(course, tmp_path):
+    """A later hold (the same requests in another order) is the later slots' alone: a
+    slot forked before it still asks its children by the indices they inherited."""
+    from grader import pool
+    from grader.sandbox import slot as slots
+
+    lesson = course.lesson("13")
+    requests = pool.grade_solution(context(course))
+    with slots.Sandbox(course.path(lesson.probes), True, tuple(lesson.preload)) as sandbox:
+        sandbox.hold(requests)
+        first = sandbox.slot()
+        sandbox.hold(dict(reversed(requests.items())))
+        second = sandbox.slot()
+        try:
+            assert first.held != second.held
+            for s in (first, second):
+                rec = grade_all(course, s, tmp_path / str(s.uid), {"honest": SOLUTION.read_text()})
+                assert failed_messages(rec["honest"]) == [], failed_messages(rec["honest"])[:3]
+        finally:
+            first.close()
+            second.close()
