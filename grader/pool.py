@@ -118,12 +118,13 @@ def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
     try:
         # One submission of a lesson recorded when its zip was built (a Gradescope run):
         # the solution was checked then.
-        if len(todo) > 1 or not ctx.refs.recorded:
-            grade_solution(ctx)  # while the sandbox boots
+        requests = (grade_solution(ctx)  # while the sandbox boots
+                    if len(todo) > 1 or not ctx.refs.recorded else {})
         if len(todo) == 1:
             slots = [_LazySlot(sandbox)]
             _grade_here(ctx, todo[0], out, slots[0], language, summary, progress, collect)
             return
+        sandbox.hold(requests)  # before the slots: each of them inherits the requests
         slots = [sandbox.slot() for _ in range(jobs)]
         _run_workers(ctx, todo, out, slots, language, summary, progress, collect)
     finally:
@@ -134,10 +135,11 @@ def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
 class _LazySlot:
     """The sandbox's slot, taken when the submission's first child is spawned: after
     pytest has collected the hidden tests, which it does while the sandbox boots.
-    A session needs only `spawn` and `kill` of its slot."""
+    A session needs only `spawn`, `kill` and `held` of its slot."""
 
     def __init__(self, sandbox: Sandbox):
         self.sandbox, self.sandboxed, self._slot = sandbox, sandbox.sandboxed, None
+        self.held: dict[str, bytes] = {}  # one child: the requests are sent to it alone
 
     def _taken(self) -> Slot:
         if self._slot is None:

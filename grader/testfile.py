@@ -3,6 +3,7 @@ part's graded tests, `test_practice_<part>.py` its practice tests (worth 0 point
 by `grader check`, shipped to students with their reference results)."""
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import PurePath, PurePosixPath
 
 PRACTICE = "test_practice_"
@@ -10,13 +11,24 @@ PRACTICE = "test_practice_"
 
 def is_practice(test_file: str | PurePath) -> bool:
     """A file (name or path, a pytest node id's file part) of practice tests."""
-    return PurePosixPath(str(test_file)).name.startswith(PRACTICE)
+    return _is_practice(str(test_file))
 
 
 def part_of(test_file: str | PurePath) -> str:
     """The part a test file tests: `test_<part>.py` or `test_practice_<part>.py`."""
-    stem = PurePosixPath(str(test_file)).stem
-    return stem.removeprefix(PRACTICE) if is_practice(test_file) else stem.removeprefix("test_")
+    return _part_of(str(test_file))
+
+
+# by the path's text: asked for every test of every student, of a few files
+@lru_cache(maxsize=1024)
+def _is_practice(test_file: str) -> bool:
+    return PurePosixPath(test_file).name.startswith(PRACTICE)
+
+
+@lru_cache(maxsize=1024)
+def _part_of(test_file: str) -> str:
+    stem = PurePosixPath(test_file).stem
+    return stem.removeprefix(PRACTICE) if _is_practice(test_file) else stem.removeprefix("test_")
 
 
 def name_of(part: str, practice: bool = False) -> str:

@@ -26,11 +26,13 @@ HARNESS_FAILED = 70  # a child's exit status when the harness failed (also repor
 
 class Harness:
     """One child's harness. `failure`: the pipe for its own failure, held until the
-    submission runs."""
+    submission runs. `held`: the graded requests the zygote holds, which a request
+    names by index ({"held": k}) instead of carrying its inputs."""
 
-    def __init__(self, failure: int, protocol: ModuleType, probes: ModuleType):
+    def __init__(self, failure: int, protocol: ModuleType, probes: ModuleType,
+                 held: list = ()):
         self.failure: int | None = failure
-        self.protocol, self.probes = protocol, probes
+        self.protocol, self.probes, self.held = protocol, probes, held
         self.pid = os.getpid()  # the harness's own process (see `_answer`)
 
     def run(self, confine: Callable[[], None], data_fd: int, scratch: str) -> int:
@@ -76,6 +78,8 @@ class Harness:
                 nonce, request = self.protocol.recv(data)
             except EOFError:
                 return
+            if self.protocol.HELD in request:  # the trusted side's index: in range
+                request = self.held[request[self.protocol.HELD]]
             try:
                 probe = getattr(self.probes, request["probe"])
                 if request.get(TRACE):

@@ -40,6 +40,9 @@ DTYPES = {str(d).removeprefix("torch."): d for d in (
     torch.int16, torch.int32, torch.int64, torch.bool)}
 ITEMSIZE = {name: torch.empty((), dtype=d).element_size() for name, d in DTYPES.items()}
 Buffer = bytes | bytearray | memoryview
+# A request that names one of the graded requests the zygote holds, by index
+# ({HELD: k}), instead of carrying its inputs (zygote.Zygote.held)
+HELD = "held"
 SURROGATE = re.compile("[\ud800-\udfff]")  # a pair in JSON decodes to one character
 
 

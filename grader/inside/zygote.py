@@ -20,6 +20,8 @@ both ways, and are handed down in the run's `Zygote` state: no module state here
 Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
 SCM_RIGHTS). To the zygote (--ctrl-fd):
   <- {"event": "ready"}
+  -> {"op": "hold"}                    + [a memfd: one frame, the graded requests]
+  <- {"event": "held"}
   -> {"op": "slot", "uid": int}        + [the new slot's control socket]
   <- {"event": "slot"}
 To a slot:
@@ -48,7 +50,7 @@ import socket
 import sys
 import tempfile
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -64,9 +66,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 @dataclass(frozen=True)
 class Zygote:
     """What the zygote holds for its run, built once in `start` and inherited by every
-    slot and child: the sibling modules, the probe module and the mode. Nothing of the
-    hidden tests: a child receives each probe request as it is asked, and holds only
-    the one it is answering."""
+    slot and child: the sibling modules, the probe module and the mode. Of the hidden
+    tests, only the graded requests' inputs (`held`, once the trusted side gives them):
+    the same for every student, each child would be sent them all anyway; held, a child
+    is asked for request k and neither side encodes, sends and decodes them per
+    student. Never an expected result."""
 
     protocol: ModuleType
     confine: ModuleType
@@ -78,6 +82,7 @@ class Zygote:
     container: bool  # no namespaces to be had: the container is the boundary
     cgroup: str
     scratch: str
+    held: list = field(default_factory=list)  # the graded requests, by index
 
 
 def main() -> None:
@@ -150,6 +155,10 @@ def _serve_slots(ctrl: socket.socket, state: Zygote) -> None:
         if not msg:
             return
         request = json.loads(msg)
+        if request["op"] == "hold":  # before any slot: every slot and child inherits them
+            state = replace(state, held=_held(state, fds[0]))
+            ctrl.send(b'{"event": "held"}')
+            continue
         uid = request["uid"]
         (slot_fd,) = fds
         if os.fork() == 0:
@@ -167,6 +176,16 @@ def _serve_slots(ctrl: socket.socket, state: Zygote) -> None:
             os._exit(0)
         os.close(slot_fd)
         ctrl.send(b'{"event": "slot"}')
+
+
+def _held(state: Zygote, fd: int) -> list:
+    """The graded requests in the memfd `fd` (one frame: a list of {"probe", "args"}),
+    out of the garbage collector's reach as the warm heap is."""
+    with os.fdopen(fd, "rb") as f:
+        held = state.protocol.loads(f.read())
+    gc.collect()
+    gc.freeze()
+    return held
 
 
 class _Child:
@@ -278,7 +297,8 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
     if pid == 0:
         code = 0  # (what it stays if even reporting a failure fails)
         try:
-            harness = state.harness.Harness(failure_w, state.protocol, state.probes)
+            harness = state.harness.Harness(failure_w, state.protocol, state.probes,
+                                            state.held)
 
             def confine() -> None:
                 ctrl.close()

@@ -294,6 +294,8 @@ class Sandbox:
         child.close()
         self.ctrl = parent
         self._ready = False
+        # request key -> the frame that asks a child for it by index (`hold`)
+        self.held: dict[str, bytes] = {}
 
     def wait_ready(self) -> None:
         if self._ready:
@@ -306,6 +308,27 @@ class Sandbox:
             self.close()
             raise SandboxError(f"the worker did not start: {exc} {err}") from None
         self._ready = True
+
+    def hold(self, requests: dict[str, dict]) -> None:
+        """Give the zygote the graded requests ({key: {"probe", "args"}}, the same for
+        every student): the slots made after this inherit them, and their children are
+        asked for one by index, so its inputs are not sent, received and decoded per
+        student. Every child is sent these inputs anyway; no expected result goes with
+        them. A slot made earlier keeps what was held when it was forked."""
+        from grader.inside import protocol  # torch: imported by now, never before a boot
+
+        self.wait_ready()
+        fd = os.memfd_create("graded-requests", os.MFD_CLOEXEC)
+        try:
+            with open(fd, "wb", closefd=False) as f:
+                for part in protocol.encode(list(requests.values())):
+                    f.write(part)
+            os.lseek(fd, 0, os.SEEK_SET)
+            socket.send_fds(self.ctrl, [b'{"op": "hold"}'], [fd])
+        finally:
+            os.close(fd)
+        _expect(self.ctrl, "held", 30)
+        self.held = {key: protocol.dumps({protocol.HELD: i}) for i, key in enumerate(requests)}
 
     def slot(self) -> "Slot":
         """A new slot: a fork of the warm zygote, under a uid no other slot holds."""
@@ -323,7 +346,7 @@ class Sandbox:
             raise
         finally:
             theirs.close()
-        return Slot(ours, self, uid if self.sandboxed else None, lock)
+        return Slot(ours, self, uid if self.sandboxed else None, lock, self.held)
 
     def _claim_uid(self) -> tuple[int, int | None]:
         """The slot's uid (and the lock that holds it on this host, as root): one that
@@ -375,9 +398,12 @@ class Slot:
     """One warm worker: opens sessions one after another (see `Sandbox.slot`)."""
 
     def __init__(self, ctrl: socket.socket, sandbox: Sandbox, uid: int | None,
-                 uid_lock: int | None):
+                 uid_lock: int | None, held: dict[str, bytes]):
         self.ctrl, self.sandbox, self.uid = ctrl, sandbox, uid
         self.sandboxed = sandbox.sandboxed
+        # request key -> the frame that asks a child for it: what the zygote held when it
+        # forked this slot (`Sandbox.hold`; a later hold is its later slots' alone)
+        self.held = held
         self._uid_lock = uid_lock
         self.owns_sandbox = False  # close the sandbox with this slot (`sole_slot`)
 

@@ -267,6 +267,27 @@ def slot(course):
     assert wait_no_processes(uids=[s.uid]) == [], "a student process got out of its sandbox"
 
 
+@pytest.fixture(scope="module")
+def held_slot(course):
+    """A slot of a sandbox that holds the graded requests, as a class's run has it
+    (pool: the solution graded first, then `Sandbox.hold`): a child is asked for a
+    request by its index."""
+    require_sandbox()
+    from grader import pool
+
+    lesson = course.lesson(LESSON)
+    sandbox = slots.Sandbox(course.path(lesson.probes), True, tuple(lesson.preload))
+    try:
+        sandbox.hold(pool.grade_solution(context(course)))
+    except BaseException:
+        sandbox.close()
+        raise
+    s = sandbox.sole_slot()
+    yield s
+    s.close()
+    assert wait_no_processes(uids=[s.uid]) == [], "a student process got out of its sandbox"
+
+
 def assert_honest_still_full(course, slot: Slot, root: Path) -> None:
     """The slot still grades the reference solution at full marks."""
     rec = grade_all(course, slot, root / "after", {"honest-after": SOLUTION.read_text()})

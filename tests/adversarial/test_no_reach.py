@@ -274,8 +274,9 @@ def test_a_submission_reaches_no_classmate(class_folder, mode):
     assert found["forked"] == "0", said.group(1)
     for what in ("marker", "id", "score", "roster"):
         assert what not in found["memory"] and what not in found["disk"], said.group(1)
-    # at import, no probe request has been sent yet: the child holds none of the graded
-    # requests, not even in memory a fork inherited
+    # graded alone, at import no probe request has been sent yet: the child holds none
+    # of the graded requests, not even in memory a fork inherited (a class's children
+    # hold their inputs from the zygote: docs/design.md)
     assert found["requests"] == "0" and found["requests_in_memory"] == "0", said.group(1)
     # the run still grades and writes everything
     assert record["score"] == 0

@@ -172,7 +172,9 @@ class _Session:
     """Stands in for a sandboxed session: answers with a given result."""
 
     def __init__(self, result: dict, reply_bytes: int):
+        from types import SimpleNamespace
         self.result, self.last_reply_bytes = result, reply_bytes
+        self.slot = SimpleNamespace(held={})  # its sandbox holds no request
 
     def call(self, probe, args, where="", frame=None):
         return self.result

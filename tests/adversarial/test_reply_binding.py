@@ -4,6 +4,10 @@ correct file forked at import still gets its marks); a second writer (a thread t
 found the socket, a reply sent twice) is the student's clear protocol error, and
 never a verdict shifted onto another test.
 
+Each holds whether the child is sent a request's inputs or asked for one of the graded
+requests its sandbox holds by index (`held`, as a class's run asks): the reply is the
+answer to the request the trusted side sent, whatever the child claims.
+
 Scores are compared with the solution graded in the same run, so the checks hold
 whatever the hidden tests' points are.
 """
@@ -11,7 +15,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SOLUTION, failed_messages, grade_all, hostile, wait_no_processes
+from conftest import SOLUTION, context, failed_messages, grade_all, hostile, wait_no_processes
 
 WRONG_REQUEST = "answered for another request"
 
@@ -68,12 +72,35 @@ def _twice(sock, obj, nonce=0):
     _send(sock, obj, nonce)
 _proto.send = _twice
 ''',
+    # Every reply carries the nonce of the child's first request (its import): an
+    # answer claimed for an earlier request.
+    "stale-nonce": SOLUTION.read_text() + '''
+
+import sys as _sys
+_f = _sys._getframe()
+while not hasattr(_f.f_locals.get("self"), "protocol"):  # the child's harness
+    _f = _f.f_back
+_proto = _f.f_locals["self"].protocol
+_send, _first = _proto.send, []
+def _stale(sock, obj, nonce=0):
+    _first.append(nonce)
+    _send(sock, obj, _first[0])
+_proto.send = _stale
+''',
 }
 
 
+@pytest.fixture(scope="module", params=["sent", "held"])
+def slot_of(request):
+    """The slot whose children are sent each request, or asked for it by index."""
+    slot = request.getfixturevalue("held_slot" if request.param == "held" else "slot")
+    assert bool(slot.held) == (request.param == "held")
+    return slot
+
+
 @pytest.fixture(scope="module")
-def records(course, slot, tmp_path_factory):
-    return grade_all(course, slot, tmp_path_factory.mktemp("binding"), SOURCES)
+def records(course, slot_of, tmp_path_factory):
+    return grade_all(course, slot_of, tmp_path_factory.mktemp("binding"), SOURCES)
 
 
 def outcomes(record: dict) -> dict[str, str]:
@@ -86,11 +113,11 @@ def test_honest_baseline(records):
 
 
 @pytest.mark.parametrize("sid", ["fork-at-import", "late-fork-at-import", "fork-in-dispatch"])
-def test_fork_that_carries_on_scores_like_the_solution(records, slot, sid):
+def test_fork_that_carries_on_scores_like_the_solution(records, slot_of, sid):
     rec = records[sid]
     assert failed_messages(rec) == [], failed_messages(rec)[:3]
     assert (rec["score"], rec["status"]) == (records["honest"]["score"], "graded")
-    assert wait_no_processes(slot) == []
+    assert wait_no_processes(slot_of) == []
 
 
 def test_forged_nonce_costs_its_part_with_a_clear_message(records):
@@ -112,6 +139,36 @@ def test_second_reply_is_a_protocol_error_never_a_shifted_verdict(records):
     assert rec["score"] == 0
 
 
-def test_next_student_is_unaffected(records, course, slot, tmp_path):
-    rec = grade_all(course, slot, tmp_path, {"after": SOLUTION.read_text()})["after"]
+def test_an_answer_claimed_for_an_earlier_request_is_refused(records):
+    rec = records["stale-nonce"]
+    messages = failed_messages(rec)
+    assert len(messages) == len(rec["tests"]) and rec["score"] == 0, messages[:3]
+    assert all(WRONG_REQUEST in m for m in messages), messages[:3]
+
+
+def test_next_student_is_unaffected(records, course, slot_of, tmp_path):
+    rec = grade_all(course, slot_of, tmp_path, {"after": SOLUTION.read_text()})["after"]
     assert outcomes(rec) == outcomes(records["honest"])
+
+
+def test_a_slot_asks_by_the_requests_held_when_it_was_forked(course, tmp_path):
+    """A later hold (the same requests in another order) is the later slots' alone: a
+    slot forked before it still asks its children by the indices they inherited."""
+    from grader import pool
+    from grader.sandbox import slot as slots
+
+    lesson = course.lesson("13")
+    requests = pool.grade_solution(context(course))
+    with slots.Sandbox(course.path(lesson.probes), True, tuple(lesson.preload)) as sandbox:
+        sandbox.hold(requests)
+        first = sandbox.slot()
+        sandbox.hold(dict(reversed(requests.items())))
+        second = sandbox.slot()
+        try:
+            assert first.held != second.held
+            for s in (first, second):
+                rec = grade_all(course, s, tmp_path / str(s.uid), {"honest": SOLUTION.read_text()})
+                assert failed_messages(rec["honest"]) == [], failed_messages(rec["honest"])[:3]
+        finally:
+            first.close()
+            second.close()
