@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 import torch
@@ -137,8 +139,11 @@ def _alternatives(alt) -> list:
 class Checks:
     """Records checks for one test; `failures` decides its outcome."""
 
-    def __init__(self, tolerances: dict, pictures: bool = True, later: bool = False):
+    def __init__(self, tolerances: dict, pictures: bool = True, later: bool = False,
+                 kept: dict | None = None):
         self.tolerances = tolerances
+        # failing checks' structures by content, kept by the caller for a whole class
+        self.described: dict = {} if kept is None else kept
         self.draw = pictures  # replays only need verdicts: no heatmaps to draw
         self.later = later  # heatmaps as `Later`, drawn once a page is known to show them
         self.items: list[Check] = []
@@ -199,7 +204,8 @@ class Checks:
             t = self._tol(tol, ref.dtype)
             labels = {k: v.tolist() if isinstance(v, torch.Tensor) else list(v)
                       for k, v in (rows or {}).items()}
-            check.structure = _described(got, ref, t.atol, t.rtol, labels)
+            check.structure = described(self.described, got, ref, t.atol, t.rtol,
+                                        labels)
         if not check.passed and alt is not None:
             for candidate in _alternatives(alt):
                 if isinstance(candidate, torch.Tensor):
@@ -288,20 +294,29 @@ class Checks:
         return base
 
 
-_DESCRIBED: dict[str, dict | None] = {}
-KEPT_DESCRIBED = 4096  # a worker's memory stays flat whatever the class's mistakes
+K, V = TypeVar("K"), TypeVar("V")
+KEPT = 4096  # what a cache by content keeps at most: a worker's memory stays flat
+# whatever the class's mistakes
 
 
-def _described(got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
-               labels: dict) -> dict | None:
-    """`structure.describe` of a failing check, once per content: students with the same
-    mistake fail a check with the same numbers (a class's copies of one mistake)."""
+def kept_by_content(cache: dict[K, V], key: K, make: Callable[[], V]) -> V:
+    """`make()` for `key`, made once while `cache` keeps it (at most `KEPT` entries, the
+    oldest dropped first), and copied out: a caller may change what it gets. For what
+    depends on content alone (students with the same mistake give the same numbers)."""
+    if key not in cache:
+        if len(cache) >= KEPT:
+            del cache[next(iter(cache))]
+        cache[key] = make()
+    return copy.deepcopy(cache[key])
+
+
+def described(cache: dict, got: torch.Tensor, ref: torch.Tensor, atol: float, rtol: float,
+              labels: dict) -> dict | None:
+    """`structure.describe` of a failing check, kept in `cache` by the check's numbers
+    and tolerance (`kept_by_content`)."""
     from grader.reference import request_key  # the one content hash (it imports yaml)
 
     key = request_key("structure", {"got": got, "ref": ref, "atol": atol, "rtol": rtol,
                                     "labels": labels})
-    if key not in _DESCRIBED:
-        if len(_DESCRIBED) >= KEPT_DESCRIBED:
-            del _DESCRIBED[next(iter(_DESCRIBED))]
-        _DESCRIBED[key] = structure.describe(_float64(got), _float64(ref), atol, rtol, labels)
-    return copy.deepcopy(_DESCRIBED[key])
+    return kept_by_content(cache, key, lambda: structure.describe(
+        _float64(got), _float64(ref), atol, rtol, labels))

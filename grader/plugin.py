@@ -10,14 +10,13 @@ test's metadata in its raw log (runner.GradingLoop).
 """
 from __future__ import annotations
 
-import copy
 import inspect
 import itertools
 
 import pytest
 
 from grader import cases
-from grader.compare import Checks
+from grader.compare import Checks, kept_by_content
 from grader.context import LessonContext
 from grader.diagnosis import explaining
 from grader.reference import LessonRefs, request_key
@@ -230,8 +229,6 @@ def replay(item: pytest.Function, fixtures: dict) -> None:
 
 
 class GradingPlugin:
-    KEPT_DIAGNOSES = 4096  # a worker's memory stays flat whatever the class's mistakes
-
     def __init__(self, student: StudentCaller | None, refs: LessonRefs, tolerances: dict,
                  parts: list[str], precompute: bool = False):
         self._student, self.refs, self.tolerances = student, refs, tolerances
@@ -245,13 +242,15 @@ class GradingPlugin:
         # a failing test's diagnosis by (test, what it was answered): students with the
         # same mistake are answered alike (a class's copies), so replays run once
         self.diagnoses: dict[tuple[str, str], dict] = {}
+        # a failing check's structure by its numbers and tolerance (`compare.described`)
+        self.described: dict[str, dict | None] = {}
 
     def fixtures(self) -> dict:
         """Every fixture a hidden test may take, for one test: what the fixtures below
         give it (runner.GradingLoop calls a test with these)."""
         return {"student": self.as_student, "reference": self.refs.reference,
                 "explained": self.as_explained,
-                "check": Checks(self.tolerances, later=True)}
+                "check": Checks(self.tolerances, later=True, kept=self.described)}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
@@ -364,11 +363,7 @@ class GradingPlugin:
         if not isinstance(self._student, StudentCaller):
             return self._replays(item, candidates)
         seen = (item.nodeid, self._student.served_digest())
-        if seen not in self.diagnoses:
-            if len(self.diagnoses) >= self.KEPT_DIAGNOSES:
-                del self.diagnoses[next(iter(self.diagnoses))]
-            self.diagnoses[seen] = self._replays(item, candidates)
-        return copy.deepcopy(self.diagnoses[seen])
+        return kept_by_content(self.diagnoses, seen, lambda: self._replays(item, candidates))
 
     def _replays(self, item: pytest.Function, candidates: list) -> dict:
         """`_diagnose`'s replays: the matches, or {} when a student call failed."""
@@ -460,4 +455,5 @@ def explained(request: pytest.FixtureRequest) -> _Explained:
 
 @pytest.fixture
 def check(request: pytest.FixtureRequest) -> Checks:
-    return Checks(request.config.stash[PLUGIN].tolerances, later=True)  # runner.score draws
+    plugin = request.config.stash[PLUGIN]
+    return Checks(plugin.tolerances, later=True, kept=plugin.described)  # runner.score draws

@@ -16,16 +16,25 @@ def test_a_failing_checks_structure_is_described_once_per_content(monkeypatch):
     calls = []
     real = structure.describe
     monkeypatch.setattr(structure, "describe", lambda *a: calls.append(1) or real(*a))
-    monkeypatch.setattr(compare, "_DESCRIBED", {})
+    kept: dict = {}
     ref = torch.arange(12.0).reshape(3, 4) + 1
-    first = compare._described(ref * 2, ref, 1e-6, 1e-6, {})
+    first = compare.described(kept, ref * 2, ref, 1e-6, 1e-6, {})
     assert first["kind"] == "factor" and len(calls) == 1
     first["kind"] = "changed by a caller"  # what is kept is not the caller's to change
-    again = compare._described(ref.clone() * 2, ref.clone(), 1e-6, 1e-6, {})
+    again = compare.described(kept, ref.clone() * 2, ref.clone(), 1e-6, 1e-6, {})
     assert again["kind"] == "factor" and len(calls) == 1
-    assert compare._described(-ref, ref, 1e-6, 1e-6, {})["kind"] == "sign"
-    assert compare._described(ref * 2, ref, 1e-6, 1e-3, {}) is not None
+    assert compare.described(kept, -ref, ref, 1e-6, 1e-6, {})["kind"] == "sign"
+    assert compare.described(kept, ref * 2, ref, 1e-6, 1e-3, {}) is not None
     assert len(calls) == 3  # other numbers, or another tolerance: described again
+
+
+def test_a_cache_by_content_keeps_at_most_its_bound_dropping_the_oldest(monkeypatch):
+    monkeypatch.setattr(compare, "KEPT", 2)
+    kept: dict = {}
+    for key in ("a", "b", "c"):
+        compare.kept_by_content(kept, key, lambda key=key: [key])
+    assert list(kept) == ["b", "c"]
+    assert compare.kept_by_content(kept, "a", lambda: ["again"]) == ["again"]
 
 
 class _Session:
