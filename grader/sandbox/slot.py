@@ -31,6 +31,7 @@ from grader.sandbox.limits import Limits, SandboxError
 
 BASE_UID = 61000
 UID_COUNT = 4096
+HANG_UP_S = 60  # s a closing slot may take to clean up before its uid is freed anyway
 
 
 LOCK_DIR = Path("/run/minimind-grader")  # root's alone: no one else can plant a file
@@ -444,15 +445,34 @@ class Slot:
             self.ctrl.setblocking(True)
 
     def close(self) -> None:
-        """Hang up: the slot kills its last child and exits (and frees its uid)."""
+        """Hang up: the slot kills its last child, removes what its uid left (container
+        mode) and exits; only then is its uid freed. Freed at once, another run could
+        claim the uid while this slot still cleaned up, and the slot removed that run's
+        files, which the uid owns as well (a scratch folder, gone before its child could
+        enter it: seen once with two container-mode runs at a time, on a loaded
+        machine)."""
         try:
-            self.ctrl.close()
+            self._hang_up()
         finally:
             if self._uid_lock is not None:
                 os.close(self._uid_lock)
                 self._uid_lock = None
             if self.owns_sandbox:
                 self.sandbox.close()
+
+
+    def _hang_up(self) -> None:
+        """Tell the slot to end, and wait until it has: its end of the socket closes when
+        it exits (its children close theirs before a submission runs)."""
+        try:
+            self.ctrl.shutdown(socket.SHUT_WR)
+            self.ctrl.settimeout(HANG_UP_S)
+            while self.ctrl.recv(65536):  # a last child's exit, which no one awaits now
+                pass
+        except OSError:  # gone already (a dead sandbox), or stuck past HANG_UP_S
+            pass
+        finally:
+            self.ctrl.close()
 
 
 def open_slot(probes: Path, sandboxed: bool = True,
