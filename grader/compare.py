@@ -140,10 +140,10 @@ class Checks:
     """Records checks for one test; `failures` decides its outcome."""
 
     def __init__(self, tolerances: dict, pictures: bool = True, later: bool = False,
-                 kept: dict | None = None):
+                 described: dict | None = None):
         self.tolerances = tolerances
         # failing checks' structures by content, kept by the caller for a whole class
-        self.described: dict = {} if kept is None else kept
+        self.described: dict = {} if described is None else described
         self.draw = pictures  # replays only need verdicts: no heatmaps to draw
         self.later = later  # heatmaps as `Later`, drawn once a page is known to show them
         self.items: list[Check] = []

@@ -250,7 +250,7 @@ class GradingPlugin:
         give it (runner.GradingLoop calls a test with these)."""
         return {"student": self.as_student, "reference": self.refs.reference,
                 "explained": self.as_explained,
-                "check": Checks(self.tolerances, later=True, kept=self.described)}
+                "check": Checks(self.tolerances, later=True, described=self.described)}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
@@ -456,4 +456,4 @@ def explained(request: pytest.FixtureRequest) -> _Explained:
 @pytest.fixture
 def check(request: pytest.FixtureRequest) -> Checks:
     plugin = request.config.stash[PLUGIN]
-    return Checks(plugin.tolerances, later=True, kept=plugin.described)  # runner.score draws
+    return Checks(plugin.tolerances, later=True, described=plugin.described)  # runner.score draws

@@ -9,26 +9,18 @@ from pathlib import PurePath, PurePosixPath
 PRACTICE = "test_practice_"
 
 
+# by the path: asked for every test of every student, of a few files
+@lru_cache(maxsize=1024)
 def is_practice(test_file: str | PurePath) -> bool:
     """A file (name or path, a pytest node id's file part) of practice tests."""
-    return _is_practice(str(test_file))
+    return PurePosixPath(str(test_file)).name.startswith(PRACTICE)
 
 
+@lru_cache(maxsize=1024)
 def part_of(test_file: str | PurePath) -> str:
     """The part a test file tests: `test_<part>.py` or `test_practice_<part>.py`."""
-    return _part_of(str(test_file))
-
-
-# by the path's text: asked for every test of every student, of a few files
-@lru_cache(maxsize=1024)
-def _is_practice(test_file: str) -> bool:
-    return PurePosixPath(test_file).name.startswith(PRACTICE)
-
-
-@lru_cache(maxsize=1024)
-def _part_of(test_file: str) -> str:
-    stem = PurePosixPath(test_file).stem
-    return stem.removeprefix(PRACTICE) if _is_practice(test_file) else stem.removeprefix("test_")
+    stem = PurePosixPath(str(test_file)).stem
+    return stem.removeprefix(PRACTICE) if is_practice(test_file) else stem.removeprefix("test_")
 
 
 def name_of(part: str, practice: bool = False) -> str:

@@ -460,7 +460,6 @@ class Slot:
             if self.owns_sandbox:
                 self.sandbox.close()
 
-
     def _hang_up(self) -> None:
         """Tell the slot to end, and wait until it has: its end of the socket closes when
         it exits (its children close theirs before a submission runs)."""
