@@ -161,3 +161,17 @@ def test_a_later_heatmap_is_the_one_drawn_at_once_and_only_shown_ones_are_drawn(
     draw_shown(tests, "")
     assert checks[0]["heatmap"] == now.items[0].heatmap  # the first failing check's: drawn
     assert "heatmap" not in checks[1]  # a page draws one a card
+
+
+def test_a_passed_check_keeps_its_largest_difference():
+    """Its test's largest difference (scores.json's `max_abs_diff`) counts a passed
+    check's too; where it is, and how far relative, a pass does not say."""
+    c = Checks(TOL)
+    ref = torch.zeros(2, 3)
+    got = ref.clone()
+    got[0, 1] = 4e-6
+    assert c.close("ok", got, ref)
+    check = c.items[-1]
+    assert abs(check.max_abs_diff - 4e-6) < 1e-9
+    assert check.to_dict().keys() == {"name", "passed", "max_abs_diff", "atol", "rtol",
+                                      "got_shape", "ref_shape", "got_dtype", "ref_dtype"}
