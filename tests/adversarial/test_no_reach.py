@@ -142,8 +142,9 @@ def _walk(root, seen, files):
             files += 1
             if files > budget:
                 return seen, files
-            try:
-                with open(_os.path.join(top, name), "rb") as f:
+            try:  # never waiting on a FIFO someone left in /tmp (its open would block)
+                fd = _os.open(_os.path.join(top, name), _os.O_RDONLY | _os.O_NONBLOCK)
+                with open(fd, "rb") as f:
                     data = f.read(1 << 20)
             except OSError:
                 continue
@@ -251,6 +252,8 @@ def test_a_submission_reaches_no_classmate(class_folder, mode):
     for sid, text in sources.items():
         (top / "class" / sid).mkdir(parents=True)
         (top / "class" / sid / "13_moe.py").write_text(text, encoding="utf-8")
+    # a FIFO where the spy walks: opened for reading, it would wait for a writer
+    os.mkfifo(top / "class" / "left-open")
     first = _grade(top, mode)
     assert _record(top, victim)["score"] == pytest.approx(10.0), first[-2000:]
     roots = [str(top / "class"), str(top / "out"), tempfile.gettempdir(), "/tmp"]
