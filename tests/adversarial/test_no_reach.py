@@ -155,6 +155,9 @@ def _walk(root, seen, files):
     return seen, files
 
 _mem, _objects, _mem_state, _requests, _requests_mem = _in_memory()
+# a FIFO in its own folder, walked first, as any left in /tmp: opened for reading
+# without O_NONBLOCK, it would wait for a writer until the test's time ran out
+_os.mkfifo("left-open")
 _disk, _files = _on_disk()
 raise RuntimeError("REACH memory=" + ",".join(sorted(_mem)) + " disk=" + ",".join(sorted(_disk))
                    + f" objects={{_objects}} files={{_files}} mem={{_mem_state}}"
@@ -252,8 +255,6 @@ def test_a_submission_reaches_no_classmate(class_folder, mode):
     for sid, text in sources.items():
         (top / "class" / sid).mkdir(parents=True)
         (top / "class" / sid / "13_moe.py").write_text(text, encoding="utf-8")
-    # a FIFO where the spy walks: opened for reading, it would wait for a writer
-    os.mkfifo(top / "class" / "left-open")
     first = _grade(top, mode)
     assert _record(top, victim)["score"] == pytest.approx(10.0), first[-2000:]
     roots = [str(top / "class"), str(top / "out"), tempfile.gettempdir(), "/tmp"]
