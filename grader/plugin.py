@@ -250,7 +250,12 @@ class GradingPlugin:
         give it (runner.GradingLoop calls a test with these)."""
         return {"student": self.as_student, "reference": self.refs.reference,
                 "explained": self.as_explained,
-                "check": Checks(self.tolerances, later=True, described=self.described)}
+                "check": self.checks()}
+
+    def checks(self) -> Checks:
+        """A test's `check`: heatmaps drawn later (runner.score draws those a page shows),
+        failing checks' structures kept for the class."""
+        return Checks(self.tolerances, later=True, described=self.described)
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
@@ -455,5 +460,4 @@ def explained(request: pytest.FixtureRequest) -> _Explained:
 
 @pytest.fixture
 def check(request: pytest.FixtureRequest) -> Checks:
-    plugin = request.config.stash[PLUGIN]
-    return Checks(plugin.tolerances, later=True, described=plugin.described)  # runner.score draws
+    return request.config.stash[PLUGIN].checks()
