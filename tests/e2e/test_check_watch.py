@@ -46,27 +46,28 @@ def lines(proc: subprocess.Popen) -> "queue.Queue[str]":
     return found
 
 
-def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[list[dict], str]:
-    """The reports of a watch on a correct file, saved with a mistake, saved fixed;
-    then Ctrl-C: the reports and what it wrote on stderr."""
-    file = work / "13_moe.py"
-    save(file, SOLUTION)
+def watch_saves(file: Path, versions: list[str], cwd: Path, env: dict | None = None,
+                options: tuple[str, ...] = ()) -> tuple[list[dict], str]:
+    """`grader check --watch --json` on `file`, saved with each version in turn (the
+    first before it starts), a report awaited after each; then Ctrl-C: the reports and
+    what it wrote on stderr."""
+    save(file, versions[0])
     # as a terminal starts it: a test run launched in the background (`make test &`)
     # ignores SIGINT, which the watch would inherit, and Python then never raises
     # KeyboardInterrupt (the watch ran on after Ctrl-C until WAIT_S)
-    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--watch",
-                             "--json", str(file)], cwd=cwd, env=env, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", *options,
+                             "--watch", "--json", str(file)], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     out = lines(proc)
     reports = []
     try:
-        for version in (MISTAKE, SOLUTION, None):
+        for following in [*versions[1:], None]:
             line = out.get(timeout=WAIT_S)
             assert line, proc.stderr.read()
             reports.append(json.loads(line))
-            if version is not None:
-                save(file, version)
+            if following is not None:
+                save(file, following)
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -76,8 +77,13 @@ def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[lis
             code = proc.wait()
     with proc.stderr:
         stderr = proc.stderr.read()
-    assert code == 130, stderr  # ended by Ctrl-C
+    assert code == 130, stderr  # ended by Ctrl-C, having checked every version
     return reports, stderr
+
+
+def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[list[dict], str]:
+    """The reports of a watch on a correct file, saved with a mistake, saved fixed."""
+    return watch_saves(work / "13_moe.py", [SOLUTION, MISTAKE, SOLUTION], cwd, env)
 
 
 def outcome(report: dict) -> dict:

@@ -13,7 +13,6 @@ checks the same steps. (A one-off check in a bundle, its exit status included, i
 tests/e2e/test_bundle.py's.)"""
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +24,7 @@ from grader import practice_run
 from grader.notebook import load as load_submission
 from grader.practice_output import exit_status
 from tests.conftest import open_slot
-from tests.e2e.test_check_watch import WAIT_S, lines, save
+from tests.e2e.test_check_watch import watch_saves
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]
@@ -107,32 +106,9 @@ def bundle_checks(bundle: Path, key: str, work: Path) -> dict[str, dict]:
     file = work / f"{LESSONS[key]}.py"
     versions = [(sid, as_both(path, work / sid, file.name)[0].read_text())
                 for sid, path in students(key)]
-    save(file, versions[0][1])
-    # SIGINT at its default, as a terminal starts it (test_check_watch says why)
-    proc = subprocess.Popen([*GRADER, "check", "--lesson", key, "--watch", "--json",
-                             str(file)], cwd=bundle, env={**os.environ, "PYTHONPATH": str(bundle)},
-                            text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    out = lines(proc)
-    reports: dict[str, dict] = {}
-    try:
-        for at, (sid, _) in enumerate(versions):
-            line = out.get(timeout=WAIT_S)
-            assert line, proc.stderr.read()
-            reports[sid] = json.loads(line)
-            if at + 1 < len(versions):
-                save(file, versions[at + 1][1])
-    finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            code = proc.wait(timeout=WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            code = proc.wait()
-    with proc.stderr:
-        stderr = proc.stderr.read()
-    assert code == 130, stderr  # ended by Ctrl-C, having checked every version
-    return reports
+    reports, _ = watch_saves(file, [code for _, code in versions], bundle,
+                             {**os.environ, "PYTHONPATH": str(bundle)}, ("--lesson", key))
+    return {sid: report for (sid, _), report in zip(versions, reports)}
 
 
 def practice(report: dict) -> dict:
