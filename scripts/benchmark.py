@@ -494,18 +494,20 @@ def code_cmd(subs: Path, out: Path, jobs: int, code: Path) -> tuple[list[str], d
     return old_cmd(subs, out, jobs, code)
 
 
-def warm_up(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int) -> None:
-    """One untimed run of `code` on the class, with a cache of its own: a code's first
-    run computes the reference's results and keeps them (kept.py), and the codes' kept
-    recordings are named by their code, so in a shared cache each run of one code
-    replaced the other's, and the next run of the other computed them again: in
-    whichever class size it came first, which skewed the difference either way."""
-    out = root / f"busy-out-{kind}-{name}-warm"
+def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int,
+             label: str, said: str) -> float:
+    """One run of `code` on the class, its CPU (`tree_cpu`), with a cache of its own: a
+    code's first run computes the reference's results and keeps them (kept.py), and the
+    codes' kept recordings are named by their code, so in a shared cache each run of one
+    code replaced the other's, and the next run of the other computed them again: in
+    whichever class size it came first, which skewed the difference either way (each
+    code's first run is an untimed warm-up)."""
+    out = root / f"busy-out-{kind}-{name}-{label}"
     shutil.rmtree(out, ignore_errors=True)
     cmd, env = code_cmd(subs, out, jobs, code)
     env["XDG_CACHE_HOME"] = str(root / f"cache-{name}")
-    print(f"busy CPU: {kind}, {name} code, warming its kept results …", flush=True)
-    tree_cpu(cmd, root / f"busy-{kind}-{name}-warm.log", env)
+    print(f"busy CPU: {kind}, {name} code, {said} …", flush=True)
+    return tree_cpu(cmd, root / f"busy-{kind}-{name}-{label}.log", env)
 
 
 def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
@@ -518,26 +520,22 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     kinds = {"correct": COURSE.parent / "solutions" / "13_moe.py",
              "mistaken": SAMPLE / "grace" / "13_moe.py"}
     cpu: dict[tuple[str, str, int], list[float]] = defaultdict(list)
-    for name in codes:  # each code's own kept recording (kept.py): see `warm_up`
+    for name in codes:  # each code's own kept recording (kept.py): see `busy_run`
         shutil.rmtree(root / f"cache-{name}", ignore_errors=True)
     for kind, source in kinds.items():
         for n in (small, large):
             shutil.rmtree(root / f"busy-{kind}-{n}", ignore_errors=True)
         classes = {n: make_class(root / f"busy-{kind}-{n}", n, source) for n in (small, large)}
         for name in codes:
-            warm_up(root, kind, name, codes[name], classes[small], jobs)
+            busy_run(root, kind, name, codes[name], classes[small], jobs, "warm",
+                     "warming its kept results")
         for r in range(rounds):
             names = list(codes) if r % 2 == 0 else list(reversed(codes))
             for name in names:
                 for n, subs in classes.items():
-                    out = root / f"busy-out-{kind}-{name}-{n}"
-                    shutil.rmtree(out, ignore_errors=True)
-                    cmd, env = code_cmd(subs, out, jobs, codes[name])
-                    env["XDG_CACHE_HOME"] = str(root / f"cache-{name}")
-                    print(f"busy CPU: {kind}, {name} code, {n} students (round {r + 1}) …",
-                          flush=True)
-                    cpu[kind, name, n].append(tree_cpu(cmd, root / f"busy-{kind}-{name}-{n}.log",
-                                                       env))
+                    cpu[kind, name, n].append(busy_run(
+                        root, kind, name, codes[name], subs, jobs, str(n),
+                        f"{n} students (round {r + 1})"))
     rows = []
     per: dict[tuple[str, str], float] = {}
     for kind in kinds:
