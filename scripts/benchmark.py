@@ -40,6 +40,14 @@ sample student takes in OUT (results/, raw/ and the page). With --against
 the smallest class and reads back each class too, and both codes' scores.json and
 report.html of each class are compared byte for byte.
 
+With --busy SMALL,LARGE it measures instead the busy CPU per student: a class of SMALL
+and one of LARGE copies of the solution (a correct class), then of examples/13/grace
+(every student a known mistake), each graded --rounds times; a student's figure is the
+difference of the two runs' CPU over the difference of their sizes (start-up cancels
+out), against the pure compute (targets: 3x and 6x), and how much of it the sandboxed
+children spent. With --against, the old code's figures beside the new code's, in the
+same run.
+
 Exit status 1 only when a correctness check fails; speed targets are reported.
 """
 from __future__ import annotations
@@ -495,8 +503,10 @@ def code_cmd(subs: Path, out: Path, jobs: int, code: Path) -> tuple[list[str], d
 
 
 def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int,
-             label: str, said: str) -> float:
-    """One run of `code` on the class, its CPU (`tree_cpu`), with a cache of its own: a
+             label: str, said: str) -> tuple[float, float]:
+    """One run of `code` on the class: its CPU (`tree_cpu`), and the part of it its
+    sandboxed children spent (each result's `timing.cpu_s`, from the slot's wait4: what
+    the rest, the trusted workers, the slots and the parent, did not). With a cache of its own: a
     code's first run computes the reference's results and keeps them (kept.py), and the
     codes' kept recordings are named by their code, so in a shared cache each run of one
     code replaced the other's, and the next run of the other computed them again: in
@@ -507,7 +517,8 @@ def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int
     cmd, env = code_cmd(subs, out, jobs, code)
     env["XDG_CACHE_HOME"] = str(root / f"cache-{name}")
     print(f"busy CPU: {kind}, {name} code, {said} …", flush=True)
-    return tree_cpu(cmd, root / f"busy-{kind}-{name}-{label}.log", env)
+    total = tree_cpu(cmd, root / f"busy-{kind}-{name}-{label}.log", env)
+    return total, child_cpu(out) * len(Store(out).result_files())
 
 
 def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
@@ -519,7 +530,7 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     by run so that load on the machine falls on both alike."""
     kinds = {"correct": COURSE.parent / "solutions" / "13_moe.py",
              "mistaken": SAMPLE / "grace" / "13_moe.py"}
-    cpu: dict[tuple[str, str, int], list[float]] = defaultdict(list)
+    cpu: dict[tuple[str, str, int], list[tuple[float, float]]] = defaultdict(list)
     for name in codes:  # each code's own kept recording (kept.py): see `busy_run`
         shutil.rmtree(root / f"cache-{name}", ignore_errors=True)
     for kind, source in kinds.items():
@@ -540,12 +551,15 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     per: dict[tuple[str, str], float] = {}
     for kind in kinds:
         for name in codes:
-            each = [(b - a) / (large - small)
-                    for a, b in zip(cpu[kind, name, small], cpu[kind, name, large])]
-            per[kind, name] = sorted(each)[len(each) // 2]
+            each = sorted(((b - a) / (large - small), (cb - ca) / (large - small))
+                          for (a, ca), (b, cb) in zip(cpu[kind, name, small],
+                                                      cpu[kind, name, large]))
+            per[kind, name], child = each[len(each) // 2]  # the median run, both parts
             rows.append((f"{kind} class, {name} code: CPU per student (median of {rounds})",
                          f"{1000 * per[kind, name]:.0f} ms = "
                          f"{per[kind, name] / compute_s:.1f}x compute"))
+            rows.append(("  of which the sandboxed child / the rest",
+                         f"{1000 * child:.0f} ms / {1000 * (per[kind, name] - child):.0f} ms"))
     print()
     print(table(rows))
     print(f"pure probe compute: {1000 * compute_s:.1f} ms")
@@ -562,7 +576,9 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     print(f"notes: each figure is (CPU of a {large}-student run - CPU of a {small}-student "
           f"run) / {large - small}, the CPU of every process of the run ({how}), so other "
           "load on the machine is not counted; the compute is the solution answering "
-          "every graded request, warm, one process")
+          "every graded request, warm, one process; the child's share is the same "
+          "difference of the results' timing.cpu_s (each child's rusage, reaped by its "
+          "slot), the rest is the trusted workers', the slots' and the parent's")
 
 
 def main() -> None:
