@@ -268,6 +268,13 @@ class Checks:
         if got.is_complex() or got.dtype == torch.bool:
             base.message = say("check_dtype", got=base.got_dtype, ref=base.ref_dtype)
             return base
+        if got.dtype == ref.dtype and torch.equal(got, ref):
+            # Equal element for element (equal infinities too): each error is 0 by
+            # closeness's rule, so the check passes with 0 as its largest difference,
+            # as the comparison below would find at ten times the cost. (A NaN equals
+            # no NaN here: such a pair takes the comparison.)
+            base.passed, base.max_abs_diff = True, 0.0
+            return base
         g, r = _float64(got), _float64(ref)
         err = abs_error(g, r)
         allowed = _allowed(ref, t.atol, t.rtol)

@@ -163,6 +163,38 @@ def test_a_later_heatmap_is_the_one_drawn_at_once_and_only_shown_ones_are_drawn(
     assert "heatmap" not in checks[1]  # a page draws one a card
 
 
+def test_equal_tensors_are_recorded_as_the_full_comparison_records_them(monkeypatch):
+    """Tensors equal element for element pass at once with 0 as their largest
+    difference: the record is the one the full comparison makes of them, field for
+    field (infinities, an empty tensor, a 0-dim one, float64 included)."""
+    inf = float("inf")
+    cases = [torch.randn(3, 7, 48), torch.tensor([1.0, inf, -inf, -0.0]), torch.zeros(0, 4),
+             torch.tensor(2.5), torch.randn(5, dtype=torch.float64)]
+
+    def records() -> list[dict]:
+        c = Checks(TOL)
+        for i, ref in enumerate(cases):
+            assert c.close(f"c{i}", ref.clone(), ref)
+        return [check.to_dict() for check in c.items]
+
+    quick = records()
+    assert all(r["max_abs_diff"] == 0.0 for r in quick)
+    with monkeypatch.context() as m:  # every pair through the full comparison
+        m.setattr(torch, "equal", lambda a, b: False)
+        assert records() == quick
+
+
+def test_a_nan_or_another_dtype_takes_the_full_comparison():
+    """A NaN equals no NaN for torch.equal, and a float64 answer is not a float32
+    reference: both are compared by closeness's rule (two NaNs agree; the tolerance is
+    the reference's dtype's)."""
+    c = Checks(TOL)
+    ref = torch.tensor([1.0, float("nan")])
+    assert c.close("nan", ref.clone(), ref) and c.items[-1].max_abs_diff == 0.0
+    assert not c.close("float64", ref.double() + 1e-3, ref)
+    assert c.items[-1].got_dtype == "float64" and c.items[-1].where == [0]
+
+
 def test_a_passed_check_keeps_its_largest_difference():
     """Its test's largest difference (scores.json's `max_abs_diff`) counts a passed
     check's too; where it is, and how far relative, a pass does not say."""
