@@ -121,10 +121,10 @@ def loads(data: Buffer, json_limit: int = MAX_JSON) -> object:
 def _tensor(entry: list, body: memoryview) -> torch.Tensor:
     name, shape, offset, size = entry
     dtype = DTYPES[name]
-    if not all(isinstance(s, int) and s >= 0 for s in shape):
-        raise ValueError("bad shape")
     numel = 1
     for s in shape:
+        if not isinstance(s, int) or s < 0:
+            raise ValueError("bad shape")
         numel *= s
     if (not isinstance(offset, int) or size != numel * ITEMSIZE[name] or offset % ALIGN
             or not (0 <= offset and offset + size <= len(body))):
@@ -147,7 +147,7 @@ def _valid_text(v):
 
 def _resolve(v, tensors: list[torch.Tensor]):
     if isinstance(v, dict):
-        if set(v) == {"$t"}:
+        if len(v) == 1 and "$t" in v:
             return tensors[v["$t"]]
         return {k: _resolve(x, tensors) for k, x in v.items()}
     if isinstance(v, list):
