@@ -361,10 +361,15 @@ def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dic
             "resume_seconds": resumed["seconds"], "resume_graded": resumed["graded"]}
 
 
+def child_times(out: Path) -> list[float]:
+    """CPU seconds of each student's sandboxed children (each result's timing.cpu_s)."""
+    return [json.loads(p.read_text(encoding="utf-8"))["timing"]["cpu_s"]
+            for p in Store(out).result_files()]
+
+
 def child_cpu(out: Path) -> float:
     """Mean CPU seconds of the sandboxed child per student (from the results)."""
-    times = [json.loads(p.read_text(encoding="utf-8"))["timing"]["cpu_s"]
-             for p in Store(out).result_files()]
+    times = child_times(out)
     return sum(times) / max(len(times), 1)
 
 
@@ -504,12 +509,12 @@ def code_cmd(subs: Path, out: Path, jobs: int, code: Path) -> tuple[list[str], d
 
 def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int,
              label: str, said: str) -> tuple[float, float]:
-    """One run of `code` on the class: its CPU (`tree_cpu`), and the part of it its
-    sandboxed children spent (each result's `timing.cpu_s`, from the slot's wait4: what
-    the rest, the trusted workers, the slots and the parent, did not). With a cache of its own: a
-    code's first run computes the reference's results and keeps them (kept.py), and the
-    codes' kept recordings are named by their code, so in a shared cache each run of one
-    code replaced the other's, and the next run of the other computed them again: in
+    """One run of `code` on the class: its CPU (`tree_cpu`), and how much of it the
+    sandboxed children spent (`child_times`: the rest is the trusted workers', the
+    slots' and the parent's). Each code has a cache of its own: a code's first run
+    computes the reference's results and keeps them (kept.py), and the codes' kept
+    recordings are named by their code, so in a shared cache each run of one code
+    replaced the other's, and the next run of the other computed them again: in
     whichever class size it came first, which skewed the difference either way (each
     code's first run is an untimed warm-up)."""
     out = root / f"busy-out-{kind}-{name}-{label}"
@@ -518,7 +523,7 @@ def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int
     env["XDG_CACHE_HOME"] = str(root / f"cache-{name}")
     print(f"busy CPU: {kind}, {name} code, {said} …", flush=True)
     total = tree_cpu(cmd, root / f"busy-{kind}-{name}-{label}.log", env)
-    return total, child_cpu(out) * len(Store(out).result_files())
+    return total, sum(child_times(out))
 
 
 def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
