@@ -44,9 +44,9 @@ With --busy SMALL,LARGE it measures instead the busy CPU per student: a class of
 and one of LARGE copies of the solution (a correct class), then of examples/13/grace
 (every student a known mistake), each graded --rounds times; a student's figure is the
 difference of the two runs' CPU over the difference of their sizes (start-up cancels
-out), against the pure compute (targets: 3x and 6x), and how much of it the sandboxed
-children spent. With --against, the old code's figures beside the new code's, in the
-same run.
+out), against the pure compute measured before and after each round (targets: 3x and
+6x), and how much of it the sandboxed children spent. With --against, the old code's
+figures beside the new code's, in the same run.
 
 Exit status 1 only when a correctness check fails; speed targets are reported.
 """
@@ -64,6 +64,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from grader.store import Store  # OUT's layout: its one home
@@ -311,9 +312,10 @@ def timed_run(cmd: list[str], log: Path, sample_memory: bool = False,
             "done_first": done_first}
 
 
-def probe_compute(course_yml: Path, reps: int) -> dict:
-    """CPU seconds for the solution to answer every request of the graded tests once,
-    warm, in this process: the compute a submission's grading cannot avoid."""
+def compute_timer(course_yml: Path) -> tuple[int, Callable[[int], float]]:
+    """The number of graded requests, and a timer of the solution answering them all,
+    warm, in this process: `measure(reps)` is the CPU seconds of one pass, the mean of
+    `reps`. The compute a submission's grading cannot avoid."""
     import torch
 
     from grader import config, pool
@@ -329,11 +331,21 @@ def probe_compute(course_yml: Path, reps: int) -> dict:
         for probe, args in calls:
             probe(refs.reference.module, **args)
 
+    def measure(reps: int) -> float:
+        started = time.process_time()
+        for _ in range(reps):
+            once()
+        return (time.process_time() - started) / reps
+
     once()  # warm: first-use costs are paid once per worker in the real run too
-    started = time.process_time()
-    for _ in range(reps):
-        once()
-    return {"requests": len(calls), "cpu_s": (time.process_time() - started) / reps}
+    return len(calls), measure
+
+
+def probe_compute(course_yml: Path, reps: int) -> dict:
+    """CPU seconds for the solution to answer every request of the graded tests once
+    (`compute_timer`)."""
+    count, measure = compute_timer(course_yml)
+    return {"requests": count, "cpu_s": measure(reps)}
 
 
 def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dict:
@@ -527,15 +539,19 @@ def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int
 
 
 def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
-                     codes: dict[str, Path], compute_s: float) -> None:
+                     codes: dict[str, Path], compute: Callable[[], float]) -> None:
     """Busy CPU per student for a correct class (copies of the solution) and a
     mistaken one (copies of examples/13/grace: two known mistakes, every failing part
     explained), each code's, as the difference between a class of `large` and one of
     `small` (start-up cancels out), divided by the pure compute; codes alternate run
-    by run so that load on the machine falls on both alike."""
+    by run so that load on the machine falls on both alike. The compute is measured
+    again in every round, beside the runs it divides: on a shared machine a CPU second
+    buys more or less work from one minute to the next (the same warm compute read 48
+    and 78 ms in one hour here), and a ratio of two readings taken apart skews with it."""
     kinds = {"correct": COURSE.parent / "solutions" / "13_moe.py",
              "mistaken": SAMPLE / "grace" / "13_moe.py"}
     cpu: dict[tuple[str, str, int], list[tuple[float, float]]] = defaultdict(list)
+    computes: dict[str, list[float]] = defaultdict(list)
     for name in codes:  # each code's own kept recording (kept.py): see `busy_run`
         shutil.rmtree(root / f"cache-{name}", ignore_errors=True)
     for kind, source in kinds.items():
@@ -546,44 +562,53 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
             busy_run(root, kind, name, codes[name], classes[small], jobs, "warm",
                      "warming its kept results")
         for r in range(rounds):
+            before = compute()
             names = list(codes) if r % 2 == 0 else list(reversed(codes))
             for name in names:
                 for n, subs in classes.items():
                     cpu[kind, name, n].append(busy_run(
                         root, kind, name, codes[name], subs, jobs, str(n),
                         f"{n} students (round {r + 1})"))
+            computes[kind].append((before + compute()) / 2)  # the round's, either side
     rows = []
-    per: dict[tuple[str, str], float] = {}
+    ratio: dict[tuple[str, str], float] = {}
     for kind in kinds:
         for name in codes:
-            each = sorted(((b - a) / (large - small), (cb - ca) / (large - small))
-                          for (a, ca), (b, cb) in zip(cpu[kind, name, small],
-                                                      cpu[kind, name, large]))
-            per[kind, name], child = each[len(each) // 2]  # the median run, both parts
+            each = sorted((((b - a) / (large - small)) / c, (b - a) / (large - small),
+                           (cb - ca) / (large - small))
+                          for (a, ca), (b, cb), c in zip(cpu[kind, name, small],
+                                                         cpu[kind, name, large],
+                                                         computes[kind]))
+            ratio[kind, name], per, child = each[len(each) // 2]  # the median round's
             rows.append((f"{kind} class, {name} code: CPU per student (median of {rounds})",
-                         f"{1000 * per[kind, name]:.0f} ms = "
-                         f"{per[kind, name] / compute_s:.1f}x compute"))
+                         f"{1000 * per:.0f} ms = {ratio[kind, name]:.1f}x compute"))
             rows.append(("  of which the sandboxed child / the rest",
-                         f"{1000 * child:.0f} ms / {1000 * (per[kind, name] - child):.0f} ms"))
+                         f"{1000 * child:.0f} ms / {1000 * (per - child):.0f} ms"))
+            rows.append(("  each round, against its compute",
+                         ", ".join(f"{r:.1f}x" for r, _, _ in each)))
     print()
     print(table(rows))
-    print(f"pure probe compute: {1000 * compute_s:.1f} ms")
+    for kind in kinds:
+        print(f"pure probe compute beside the {kind} class's rounds: "
+              + ", ".join(f"{1000 * c:.1f}" for c in computes[kind]) + " ms")
     how = "a cpuacct cgroup's usage" if os.geteuid() == 0 and \
         (CPUACCT / "cpuacct.usage").exists() else "rusage of the reaped tree"
     targets = {"correct": 3, "mistaken": 6}
     for kind in kinds:
-        ratio = per[kind, "new"] / compute_s
-        line = f"  {kind}: {ratio:.1f}x compute ({'meets' if ratio <= targets[kind] else 'MISSES'} " \
+        line = f"  {kind}: {ratio[kind, 'new']:.1f}x compute " \
+               f"({'meets' if ratio[kind, 'new'] <= targets[kind] else 'MISSES'} " \
                f"the {targets[kind]}x target)"
         if "old" in codes:
-            line += f"; new / old {per[kind, 'new'] / per[kind, 'old']:.2f}"
+            line += f"; new / old {ratio[kind, 'new'] / ratio[kind, 'old']:.2f}"
         print(line)
     print(f"notes: each figure is (CPU of a {large}-student run - CPU of a {small}-student "
           f"run) / {large - small}, the CPU of every process of the run ({how}), so other "
           "load on the machine is not counted; the compute is the solution answering "
-          "every graded request, warm, one process; the child's share is the same "
-          "difference of the results' timing.cpu_s (each child's rusage, reaped by its "
-          "slot), the rest is the trusted workers', the slots' and the parent's")
+          "every graded request, warm, one process, measured before and after each round "
+          "(the mean of the two divides that round); the median round is shown; the "
+          "child's share is the same difference of the results' timing.cpu_s (each "
+          "child's rusage, reaped by its slot), the rest is the trusted workers', the "
+          "slots' and the parent's")
 
 
 def main() -> None:
@@ -621,10 +646,11 @@ def main() -> None:
     COURSE = snapshot_course(root / "course")
     if args.busy:
         small, large = (int(x) for x in args.busy.split(","))
-        print("pure probe compute …", flush=True)
-        compute = probe_compute(COURSE, args.compute_reps)
+        print("pure probe compute: warming …", flush=True)
+        _, measure = compute_timer(COURSE)
         codes = {"new": args.code, **({"old": args.against} if args.against else {})}
-        busy_per_student(root, small, large, jobs, args.rounds, codes, compute["cpu_s"])
+        busy_per_student(root, small, large, jobs, args.rounds, codes,
+                         lambda: measure(args.compute_reps))
         return
     if args.class_sizes:
         sizes = [int(x) for x in args.class_sizes.split(",")]
