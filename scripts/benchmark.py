@@ -574,18 +574,18 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     ratio: dict[tuple[str, str], float] = {}
     for kind in kinds:
         for name in codes:
-            each = sorted((((b - a) / (large - small)) / c, (b - a) / (large - small),
-                           (cb - ca) / (large - small))
-                          for (a, ca), (b, cb), c in zip(cpu[kind, name, small],
-                                                         cpu[kind, name, large],
-                                                         computes[kind]))
+            span = large - small
+            by_round = [((b - a) / span, (cb - ca) / span, c)
+                        for (a, ca), (b, cb), c in zip(cpu[kind, name, small],
+                                                       cpu[kind, name, large], computes[kind])]
+            each = sorted((per / c, per, child) for per, child, c in by_round)
             ratio[kind, name], per, child = each[len(each) // 2]  # the median round's
             rows.append((f"{kind} class, {name} code: CPU per student (median of {rounds})",
                          f"{1000 * per:.0f} ms = {ratio[kind, name]:.1f}x compute"))
             rows.append(("  of which the sandboxed child / the rest",
                          f"{1000 * child:.0f} ms / {1000 * (per - child):.0f} ms"))
             rows.append(("  each round, against its compute",
-                         ", ".join(f"{r:.1f}x" for r, _, _ in each)))
+                         ", ".join(f"{x:.1f}x" for x, _, _ in each)))
     print()
     print(table(rows))
     for kind in kinds:
