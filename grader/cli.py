@@ -127,9 +127,9 @@ class Grader(click.Group):
             where = f"{exc.filename}: " if exc.filename else ""
             raise click.ClickException(f"{where}{exc.strerror or exc}") from None
         except KeyboardInterrupt:
-            click.echo("stopped (Ctrl-C). What was written before is kept; rerun the "
-                       "same command to resume.", err=True)
-            ctx.exit(130)
+            click.echo(f"stopped ({interrupts.stop_name()}). What was written before is "
+                       "kept; rerun the same command to resume.", err=True)
+            ctx.exit(interrupts.status())
         except Exception:  # noqa: BLE001 - everything expected is handled above
             click.echo(traceback.format_exc(), err=True, nl=False)
             click.echo(BUG, err=True)
@@ -272,7 +272,14 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
 
     Exit status: 0 every practice test passed, 1 some failed, 2 the file or the
     command is wrong, 3 the grader itself failed (tell the course staff); with
-    --watch, 130 when Ctrl-C ends it."""
+    --watch, 130 when Ctrl-C ends it (143 a kill, 129 a closed terminal)."""
+    with interrupts.as_ctrl_c():  # killed or hung up, it cleans up as on Ctrl-C
+        _check(course_path, lesson_key, file, as_json, language, watch, in_bwrap)
+
+
+def _check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> None:
+    """`check`'s work, which ends the process (`practice_run.finish`) but where a file
+    or the command is wrong (exit 2)."""
     from grader import kept, practice_output, practice_run
     from grader.sandbox import bwrap
     from grader.sandbox import slot as slots
@@ -357,7 +364,7 @@ def check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) -> 
         console.print(f"Error: the grader failed (not your code; tell the course staff): "
                       f"{exc}", markup=False)
     except KeyboardInterrupt:
-        status = 130
+        status = interrupts.status()
     finally:
         practice_run.close(slot)
     kept.remember(ctx)
@@ -390,7 +397,7 @@ def _watch_in_bwrap(command: list[str], file: Path) -> int:
     except (subprocess.TimeoutExpired, KeyboardInterrupt):
         proc.kill()
         code = proc.wait()
-    return 130 if stopped else code
+    return interrupts.status() if stopped else code
 
 
 main.add_command(check)

@@ -1,5 +1,6 @@
-"""Ctrl-C held back while torch initialises, then delivered; and Ctrl-C noted where
-Python could drop it.
+"""Ctrl-C held back while torch initialises, then delivered; Ctrl-C noted where
+Python could drop it; and a kill (SIGTERM) or a closed terminal (SIGHUP) taken as Ctrl-C
+where a command must clean up after itself (`as_ctrl_c`).
 
 torch's C extension imports numpy from C and, when that import raises, clears the
 exception and goes on without numpy. A Ctrl-C that lands there is a KeyboardInterrupt
@@ -17,46 +18,89 @@ import types
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+# The signals `as_ctrl_c` turns into KeyboardInterrupt, besides Ctrl-C's own
+OTHER_STOPS = (signal.SIGTERM, signal.SIGHUP)
+_last_stop = [signal.SIGINT]  # the signal that raised the last KeyboardInterrupt
+_pressed = threading.Event()  # set by `_stop`: what `noted` asks
+
+
+def _stop(signum: int, frame: object) -> None:
+    """A stop signal, raised as Ctrl-C is, and remembered (`status`, `noted`)."""
+    _last_stop[0] = signum
+    _pressed.set()
+    raise KeyboardInterrupt
+
+
+def status() -> int:
+    """The exit status of a command a stop signal ended: 128 + its number (130 for
+    Ctrl-C, 143 for SIGTERM, 129 for SIGHUP), as a shell reports a process it killed."""
+    return 128 + _last_stop[0]
+
+
+def stop_name() -> str:
+    """The stop signal as a user knows it: "Ctrl-C", "SIGTERM" or "SIGHUP"."""
+    signum = _last_stop[0]
+    return "Ctrl-C" if signum == signal.SIGINT else signal.Signals(signum).name
+
+
+@contextmanager
+def as_ctrl_c() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise KeyboardInterrupt in the block, as Ctrl-C does, so what
+    the command cleans up on Ctrl-C (a check's sandbox and temporary folders) is cleaned
+    up when it is killed or its terminal closes too. A signal the command was started
+    with ignored (`nohup`) stays ignored; off the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = {s: signal.getsignal(s) for s in OTHER_STOPS}
+    for signum, handler in before.items():
+        if handler is signal.SIG_DFL:
+            signal.signal(signum, _stop)
+    try:
+        yield
+    finally:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
 
 @contextmanager
 def held() -> Iterator[None]:
-    """A Ctrl-C during the block is noted, not raised, and raised again after it.
-    Blocking the signal would not do: the kernel hands a process's signal to any
+    """A Ctrl-C during the block is noted, not raised, and raised again after it (and so
+    is a stop `as_ctrl_c` raises as Ctrl-C). Blocking the signal would not do: the kernel hands a process's signal to any
     thread not blocking it (a progress bar's, the sandbox's), and Python then raises
     in the main thread all the same. Only the main thread can set a handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     noted: list[int] = []
-    previous = signal.signal(signal.SIGINT, lambda signum, frame: noted.append(signum))
+    # Ctrl-C, and the stops `as_ctrl_c` raises as it: torch would drop those too
+    held_back = [signal.SIGINT, *(s for s in OTHER_STOPS if signal.getsignal(s) is _stop)]
+    previous = {s: signal.signal(s, lambda signum, frame: noted.append(signum))
+                for s in held_back}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
         if noted:  # delivered again, to whatever handled it before (Python's: raises)
-            signal.raise_signal(signal.SIGINT)
+            signal.raise_signal(noted[0])
 
 
 @contextmanager
 def noted() -> Iterator[Callable[[], bool]]:
     """Ctrl-C raised as Python raises it, and noted too: Python prints and drops one
     raised inside an object's finalizer, so a loop that must end on Ctrl-C asks the
-    yielded function as well (`grader check --watch`'s poll). Off the main thread, or
-    where Ctrl-C is not Python's (a process started in the background ignores it),
-    nothing changes and nothing is noted."""
-    pressed = threading.Event()
+    yielded function as well (`grader check --watch`'s poll). The stops `as_ctrl_c`
+    raises are noted alike. Off the main thread, or where Ctrl-C is not Python's (a
+    process started in the background ignores it), Ctrl-C's handler is left as it is."""
+    _pressed.clear()
     if (threading.current_thread() is not threading.main_thread()
             or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield pressed.is_set
+        yield _pressed.is_set
         return
-
-    def ctrl_c(signum: int, frame: object) -> None:
-        pressed.set()
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGINT, ctrl_c)
+    previous = signal.signal(signal.SIGINT, _stop)
     try:
-        yield pressed.is_set
+        yield _pressed.is_set
     finally:
         signal.signal(signal.SIGINT, previous)
 

@@ -132,3 +132,45 @@ def test_a_watch_warms_what_failing_parts_ask_and_stops_at_a_save(course):
     for part in ("router", "dispatch"):
         assert lessons.references(part)
     assert callable(lessons.variants)  # never needed, never generated
+
+
+def test_a_watch_ended_by_sigterm_or_a_closed_terminal_cleans_up(tmp_path):
+    """A closed terminal (SIGHUP) or a kill (SIGTERM) ends a watch as Ctrl-C does: its
+    sandbox closed and its temporary folders removed, the status 128 + the signal's
+    number. A SIGHUP the shell had ignored (`nohup`) stays ignored: the watch goes on
+    checking saves."""
+    file, scratch = tmp_path / "13_moe.py", tmp_path / "tmp"
+    scratch.mkdir()
+    save(file, SOLUTION)
+
+    def ignoring_sighup() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    for signum, setup in ((signal.SIGHUP, None), (signal.SIGTERM, ignoring_sighup)):
+        proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--watch",
+                                 "--json", str(file)], cwd=ROOT,
+                                env={**os.environ, "TMPDIR": str(scratch)}, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                preexec_fn=setup)
+        out = lines(proc)
+        try:
+            assert out.get(timeout=WAIT_S), proc.stderr.read()
+            assert list(scratch.iterdir()), "the watch keeps its file in TMPDIR"
+            if setup is not None:  # ignored: a save is still checked
+                proc.send_signal(signal.SIGHUP)
+                save(file, MISTAKE)
+                line = out.get(timeout=WAIT_S)
+                assert line and outcome(json.loads(line))["router"][0] == 0
+            proc.send_signal(signum)
+            code = proc.wait(timeout=WAIT_S)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        with proc.stderr:
+            stderr = proc.stderr.read()
+        assert code == 128 + signum, stderr
+        assert "Traceback" not in stderr, stderr
+        assert list(scratch.iterdir()) == []
+        save(file, SOLUTION)

@@ -61,3 +61,41 @@ def test_a_sigint_during_torchs_import_stops_after_it(delay):
     done = subprocess.run([sys.executable, "-c", CHILD.format(delay=delay)],
                           capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "interrupted 0.0", done.stderr[-2000:]
+
+
+def test_as_ctrl_c_raises_a_sigterm_or_sighup_as_ctrl_c_and_says_which():
+    for signum, code, name in ((signal.SIGTERM, 143, "SIGTERM"), (signal.SIGHUP, 129, "SIGHUP")):
+        before = signal.getsignal(signum)
+        with pytest.raises(KeyboardInterrupt):
+            with interrupts.as_ctrl_c():
+                os.kill(os.getpid(), signum)
+                signal.sigtimedwait([], 0.1)  # hold here until Python runs the handler
+        assert (interrupts.status(), interrupts.stop_name()) == (code, name)
+        assert signal.getsignal(signum) is before  # restored
+
+
+def test_as_ctrl_c_leaves_an_ignored_signal_ignored():
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with interrupts.as_ctrl_c():
+            assert signal.getsignal(signal.SIGHUP) is signal.SIG_IGN
+            os.kill(os.getpid(), signal.SIGHUP)  # ignored: nothing is raised
+    finally:
+        signal.signal(signal.SIGHUP, before)
+
+
+def test_a_sigterm_taken_as_ctrl_c_is_held_like_it_and_noted():
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts.as_ctrl_c():
+            with interrupts.held():
+                os.kill(os.getpid(), signal.SIGTERM)
+                reached.append("rest of the block")
+            reached.append("after the block")
+    assert reached == ["rest of the block"]
+    with interrupts.as_ctrl_c(), interrupts.noted() as stopped:
+        assert not stopped()
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGTERM)
+            signal.sigtimedwait([], 0.1)
+        assert stopped()
