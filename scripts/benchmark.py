@@ -46,7 +46,10 @@ and one of LARGE copies of the solution (a correct class), then of examples/13/g
 difference of the two runs' CPU over the difference of their sizes (start-up cancels
 out), against the pure compute measured before and after each round (targets: 3x and
 6x), and how much of it the sandboxed children spent. With --against, the old code's
-figures beside the new code's, in the same run.
+figures beside the new code's, in the same run: each code grades its own checkout's
+course (an old grader reads neither a newer course.yml nor hidden tests written for a
+newer one) and is divided by the compute of its own course's graded requests, which
+each code measures in a process of its own (`code_compute`).
 
 Exit status 1 only when a correctness check fails; speed targets are reported.
 """
@@ -113,16 +116,18 @@ def make_sample_class(root: Path, n: int) -> Path:
     return subs
 
 
-def snapshot_course(dest: Path) -> Path:
-    """A frozen copy of course.yml and every lesson's solution, stub and hidden tests:
-    an edit of the course in the work tree while this runs (which changes the lesson
-    version, so everything is regraded) cannot spoil the rerun and resume figures."""
+def snapshot_course(dest: Path, checkout: Path = REPO) -> Path:
+    """A frozen copy of `checkout`'s course.yml and every lesson's solution, stub and
+    hidden tests: an edit of the course in the work tree while this runs (which changes
+    the lesson version, so everything is regraded) cannot spoil the rerun and resume
+    figures. Each code of --busy grades its own checkout's course: an old code reads
+    neither a newer course.yml nor hidden tests written for a newer grader."""
     from grader import config
 
-    course = config.load(REPO / "course.yml")
+    course = config.load(checkout / "course.yml")
     shutil.rmtree(dest, ignore_errors=True)
     dest.mkdir(parents=True)
-    shutil.copy2(REPO / "course.yml", dest / "course.yml")
+    shutil.copy2(checkout / "course.yml", dest / "course.yml")
     paths = [p for lesson in course.lessons.values()
              for p in (lesson.solution, lesson.stub, lesson.tests)]
     if isinstance(course.roster, Path):
@@ -142,8 +147,9 @@ def snapshot_course(dest: Path) -> Path:
 COURSE = REPO / "course.yml"  # replaced by the snapshot in main()
 
 
-def grader_cmd(subs: Path, out: Path, jobs: int, extra: list[str]) -> list[str]:
-    return [str(GRADER), "run", "--course", str(COURSE), "--lesson", LESSON,
+def grader_cmd(subs: Path, out: Path, jobs: int, extra: list[str],
+               course: Path | None = None) -> list[str]:
+    return [str(GRADER), "run", "--course", str(course or COURSE), "--lesson", LESSON,
             "--submissions", str(subs), "--out", str(out), "--jobs", str(jobs), *extra]
 
 
@@ -416,10 +422,11 @@ def out_per_student(out: Path) -> dict[str, float]:
     return sizes
 
 
-def old_cmd(subs: Path, out: Path, jobs: int, old: Path) -> tuple[list[str], dict]:
+def old_cmd(subs: Path, out: Path, jobs: int, old: Path,
+            course: Path | None = None) -> tuple[list[str], dict]:
     """`grader run` as the code in `old` runs it: its package first on the path (before
     the working folder, which `python -c` puts first, and which is this checkout)."""
-    cmd = grader_cmd(subs, out, jobs, [])
+    cmd = grader_cmd(subs, out, jobs, [], course)
     env = {**os.environ, "PYTHONPATH": str(old)}
     code = f"import sys; sys.path.insert(0, {str(old)!r}); from grader.cli import main; main()"
     return [str(PYTHON), "-c", code, *cmd[1:]], env
@@ -514,13 +521,27 @@ def tree_cpu(cmd: list[str], log: Path, env: dict | None = None) -> float:
             group.rmdir()
 
 
-def code_cmd(subs: Path, out: Path, jobs: int, code: Path) -> tuple[list[str], dict]:
+def code_cmd(subs: Path, out: Path, jobs: int, code: Path,
+             course: Path) -> tuple[list[str], dict]:
     """`grader run` as the checkout `code` runs it (this checkout's .venv)."""
-    return old_cmd(subs, out, jobs, code)
+    return old_cmd(subs, out, jobs, code, course)
 
 
-def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int,
-             label: str, said: str) -> tuple[float, float]:
+def code_compute(code: Path, course: Path, reps: int) -> float:
+    """The pure compute of `probe_compute`, as the checkout `code` measures it on its
+    own course (`course`): its graded requests, its grader, in a process of its own."""
+    script = (f"import json, sys; sys.path[:0] = [{str(code)!r}, {str(code / 'scripts')!r}]; "
+              "from pathlib import Path; import benchmark; "
+              f"print(json.dumps(benchmark.probe_compute(Path({str(course)!r}), {reps})))")
+    done = subprocess.run([str(PYTHON), "-c", script], cwd=code, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(code)})
+    if done.returncode != 0:
+        sys.exit(f"the compute of {code} failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])["cpu_s"]
+
+
+def busy_run(root: Path, kind: str, name: str, code: tuple[Path, Path], subs: Path,
+             jobs: int, label: str, said: str) -> tuple[float, float]:
     """One run of `code` on the class: its CPU (`tree_cpu`), and how much of it the
     sandboxed children spent (`child_times`: the rest is the trusted workers', the
     slots' and the parent's). Each code has a cache of its own: a code's first run
@@ -531,7 +552,7 @@ def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int
     code's first run is an untimed warm-up)."""
     out = root / f"busy-out-{kind}-{name}-{label}"
     shutil.rmtree(out, ignore_errors=True)
-    cmd, env = code_cmd(subs, out, jobs, code)
+    cmd, env = code_cmd(subs, out, jobs, *code)
     env["XDG_CACHE_HOME"] = str(root / f"cache-{name}")
     print(f"busy CPU: {kind}, {name} code, {said} …", flush=True)
     total = tree_cpu(cmd, root / f"busy-{kind}-{name}-{label}.log", env)
@@ -539,7 +560,8 @@ def busy_run(root: Path, kind: str, name: str, code: Path, subs: Path, jobs: int
 
 
 def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
-                     codes: dict[str, Path], compute: Callable[[], float]) -> None:
+                     codes: dict[str, tuple[Path, Path]],
+                     compute: Callable[[str], float]) -> None:
     """Busy CPU per student for a correct class (copies of the solution) and a
     mistaken one (copies of examples/13/grace: two known mistakes, every failing part
     explained), each code's, as the difference between a class of `large` and one of
@@ -547,11 +569,13 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     by run so that load on the machine falls on both alike. The compute is measured
     again in every round, beside the runs it divides: on a shared machine a CPU second
     buys more or less work from one minute to the next (the same warm compute read 48
-    and 78 ms in one hour here), and a ratio of two readings taken apart skews with it."""
+    and 78 ms in one hour here), and a ratio of two readings taken apart skews with it.
+    `codes`: name -> (checkout, its course snapshot); each code is divided by the compute
+    of its own course's graded requests (`compute(name)`)."""
     kinds = {"correct": COURSE.parent / "solutions" / "13_moe.py",
              "mistaken": SAMPLE / "grace" / "13_moe.py"}
     cpu: dict[tuple[str, str, int], list[tuple[float, float]]] = defaultdict(list)
-    computes: dict[str, list[float]] = defaultdict(list)
+    computes: dict[tuple[str, str], list[float]] = defaultdict(list)
     for name in codes:  # each code's own kept recording (kept.py): see `busy_run`
         shutil.rmtree(root / f"cache-{name}", ignore_errors=True)
     for kind, source in kinds.items():
@@ -562,14 +586,15 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
             busy_run(root, kind, name, codes[name], classes[small], jobs, "warm",
                      "warming its kept results")
         for r in range(rounds):
-            before = compute()
+            before = {name: compute(name) for name in codes}
             names = list(codes) if r % 2 == 0 else list(reversed(codes))
             for name in names:
                 for n, subs in classes.items():
                     cpu[kind, name, n].append(busy_run(
                         root, kind, name, codes[name], subs, jobs, str(n),
                         f"{n} students (round {r + 1})"))
-            computes[kind].append((before + compute()) / 2)  # the round's, either side
+            for name in codes:  # the round's, either side
+                computes[kind, name].append((before[name] + compute(name)) / 2)
     rows = []
     ratio: dict[tuple[str, str], float] = {}
     for kind in kinds:
@@ -577,7 +602,8 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
             span = large - small
             by_round = [((b - a) / span, (cb - ca) / span, c)
                         for (a, ca), (b, cb), c in zip(cpu[kind, name, small],
-                                                       cpu[kind, name, large], computes[kind])]
+                                                       cpu[kind, name, large],
+                                                       computes[kind, name])]
             each = sorted((per / c, per, child) for per, child, c in by_round)
             ratio[kind, name], per, child = each[len(each) // 2]  # the median round's
             rows.append((f"{kind} class, {name} code: CPU per student (median of {rounds})",
@@ -589,8 +615,10 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     print()
     print(table(rows))
     for kind in kinds:
-        print(f"pure probe compute beside the {kind} class's rounds: "
-              + ", ".join(f"{1000 * c:.1f}" for c in computes[kind]) + " ms")
+        for name in codes:
+            print(f"pure probe compute of the {name} code's course beside the {kind} "
+                  "class's rounds: " + ", ".join(f"{1000 * c:.1f}" for c in
+                                                  computes[kind, name]) + " ms")
     how = "a cpuacct cgroup's usage" if os.geteuid() == 0 and \
         (CPUACCT / "cpuacct.usage").exists() else "rusage of the reaped tree"
     targets = {"correct": 3, "mistaken": 6}
@@ -646,11 +674,12 @@ def main() -> None:
     COURSE = snapshot_course(root / "course")
     if args.busy:
         small, large = (int(x) for x in args.busy.split(","))
-        print("pure probe compute: warming …", flush=True)
-        _, measure = compute_timer(COURSE)
-        codes = {"new": args.code, **({"old": args.against} if args.against else {})}
+        codes = {"new": (args.code, COURSE if args.code == REPO else
+                         snapshot_course(root / "course-new", args.code))}
+        if args.against:
+            codes["old"] = (args.against, snapshot_course(root / "course-old", args.against))
         busy_per_student(root, small, large, jobs, args.rounds, codes,
-                         lambda: measure(args.compute_reps))
+                         lambda name: code_compute(*codes[name], args.compute_reps))
         return
     if args.class_sizes:
         sizes = [int(x) for x in args.class_sizes.split(",")]
