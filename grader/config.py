@@ -18,6 +18,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
 from grader import points as exact
 from grader import testfile
 from grader.sandbox.limits import Limits
+from grader.yamlread import LOADER
 
 
 class Strict(BaseModel):
@@ -236,9 +237,8 @@ def load(path: Path | str = "course.yml") -> Course:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml's: ten times faster
-        node = yaml.compose(text, Loader=loader)
-        data = yaml.load(text, Loader=loader)
+        node = yaml.compose(text, Loader=LOADER)
+        data = yaml.load(text, Loader=LOADER)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path} is not valid YAML: {exc}") from None
     if not isinstance(data, dict):

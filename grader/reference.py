@@ -25,10 +25,8 @@ import yaml
 
 from grader.config import inputs
 from grader.inside import protocol
+from grader.yamlread import LOADER
 
-# libyaml's parser where PyYAML has it: the pure-Python one takes a tenth of a second
-# over a lesson's mistakes.yml, on every run
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def request_key(probe: str, args: dict) -> str:
@@ -123,7 +121,7 @@ def load_mistakes(path: Path) -> list[Mistake]:
     if not path.exists():
         return []
     try:
-        data = yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER) or []
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER) or []
     except yaml.YAMLError as exc:
         raise ValueError(f"{path} is not valid YAML: {exc}") from None
     out = []

@@ -10,6 +10,7 @@ import yaml
 
 import grader
 from grader.shown import clean
+from grader.yamlread import LOADER
 
 
 def _templates_folder() -> Path:
@@ -27,7 +28,7 @@ Text = str | dict  # one text for every language, or {language: text}
 
 def _load_strings(path: Path) -> dict[str, dict[str, str]]:
     """templates/i18n.yml (key -> {en, zh}) turned into language -> key -> text."""
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data = yaml.load(path.read_text(encoding="utf-8"), Loader=LOADER)
     languages = {lang for entry in data.values() for lang in entry}
     missing = [f"{k}.{lang}" for k, entry in data.items()
                for lang in languages if lang not in entry]
