@@ -121,9 +121,13 @@ def watch_rechecks(cmd: list[str], file: Path, cores: int, rounds: int, cwd: Pat
     solution = (REPO / "solutions" / "13_moe.py").read_text()
     versions = [solution.replace("dim=-1)", "dim=0)", 1), solution]
     file.write_text(solution)
+    def start() -> None:  # pinned, and with Ctrl-C as a terminal has it: this script
+        os.sched_setaffinity(0, cpus)  # run in the background (`... &`) ignores SIGINT,
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # and the watch would never end
+
     proc = subprocess.Popen([*cmd[:-1], "--watch", "--json", str(file)], cwd=cwd, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+                            preexec_fn=start)
     seconds = []
     try:
         proc.stdout.readline()  # the first check
