@@ -66,9 +66,10 @@ def as_ctrl_c() -> Iterator[None]:
 @contextmanager
 def held() -> Iterator[None]:
     """A Ctrl-C during the block is noted, not raised, and raised again after it (and so
-    is a stop `as_ctrl_c` raises as Ctrl-C). Blocking the signal would not do: the kernel hands a process's signal to any
-    thread not blocking it (a progress bar's, the sandbox's), and Python then raises
-    in the main thread all the same. Only the main thread can set a handler."""
+    is a stop `as_ctrl_c` raises as Ctrl-C). Blocking the signal would not do: the
+    kernel hands a process's signal to any thread not blocking it (a progress bar's,
+    the sandbox's), and Python then raises in the main thread all the same. Only the
+    main thread can set a handler."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return

@@ -28,7 +28,6 @@ from grader.inside import protocol
 from grader.yamlread import LOADER
 
 
-
 def request_key(probe: str, args: dict) -> str:
     """A content hash of a probe call: same inputs, same key."""
     h = hashlib.sha256(probe.encode())

@@ -121,6 +121,7 @@ def watch_rechecks(cmd: list[str], file: Path, cores: int, rounds: int, cwd: Pat
     solution = (REPO / "solutions" / "13_moe.py").read_text()
     versions = [solution.replace("dim=-1)", "dim=0)", 1), solution]
     file.write_text(solution)
+
     def start() -> None:  # pinned, and with Ctrl-C as a terminal has it: this script
         os.sched_setaffinity(0, cpus)  # run in the background (`... &`) ignores SIGINT,
         signal.signal(signal.SIGINT, signal.SIG_DFL)  # and the watch would never end

@@ -318,10 +318,9 @@ def timed_run(cmd: list[str], log: Path, sample_memory: bool = False,
             "done_first": done_first}
 
 
-def compute_timer(course_yml: Path) -> tuple[int, Callable[[int], float]]:
-    """The number of graded requests, and a timer of the solution answering them all,
-    warm, in this process: `measure(reps)` is the CPU seconds of one pass, the mean of
-    `reps`. The compute a submission's grading cannot avoid."""
+def probe_compute(course_yml: Path, reps: int) -> dict:
+    """CPU seconds for the solution to answer every request of the graded tests once,
+    warm, in this process: the compute a submission's grading cannot avoid."""
     import torch
 
     from grader import config, pool
@@ -337,21 +336,11 @@ def compute_timer(course_yml: Path) -> tuple[int, Callable[[int], float]]:
         for probe, args in calls:
             probe(refs.reference.module, **args)
 
-    def measure(reps: int) -> float:
-        started = time.process_time()
-        for _ in range(reps):
-            once()
-        return (time.process_time() - started) / reps
-
     once()  # warm: first-use costs are paid once per worker in the real run too
-    return len(calls), measure
-
-
-def probe_compute(course_yml: Path, reps: int) -> dict:
-    """CPU seconds for the solution to answer every request of the graded tests once
-    (`compute_timer`)."""
-    count, measure = compute_timer(course_yml)
-    return {"requests": count, "cpu_s": measure(reps)}
+    started = time.process_time()
+    for _ in range(reps):
+        once()
+    return {"requests": len(calls), "cpu_s": (time.process_time() - started) / reps}
 
 
 def kill_and_resume(subs: Path, out: Path, jobs: int, n: int, logs: Path) -> dict:
