@@ -75,7 +75,7 @@ dependencies = [
 ]
 
 [project.scripts]
-grader = "grader.cli:student"
+grader = "grader.student_cli:student"
 
 [tool.setuptools.packages.find]
 include = ["grader*"]

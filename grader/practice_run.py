@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from grader import config, interrupts
+from grader import interrupts
 
 if TYPE_CHECKING:
+    from grader import config
     from grader.context import LessonContext
     from grader.record import GradeRecord
     from grader.sandbox.slot import Slot
@@ -49,11 +50,9 @@ def course_file(given: str | None) -> Path:
     return beside if beside.is_file() else here
 
 
-def lesson_for(course_path: Path, lesson_key: str | None,
-               file: Path | None) -> tuple[config.Course, str]:
-    """The course and the lesson a check is for: named, or the one whose exercise file
-    has this file's name, or the course's only one. A file that is not there is said
-    first: no lesson can be guessed from it."""
+def given(course_path: Path, file: Path | None) -> None:
+    """The paths a check is given, said wrong before anything is read. A file that is
+    not there is said first: no lesson can be guessed from it."""
     if file is not None and not file.exists():
         raise WrongInput(f"no such file: {file}")
     if file is not None and not file.is_file():
@@ -61,6 +60,15 @@ def lesson_for(course_path: Path, lesson_key: str | None,
     if not course_path.exists():
         raise WrongInput(f"no course file {course_path} here: run this in the course's (or "
                          "the student bundle's) folder, or give --course PATH")
+
+
+def lesson_for(course_path: Path, lesson_key: str | None,
+               file: Path | None) -> tuple[config.Course, str]:
+    """The course and the lesson a check is for: named, or the one whose exercise file
+    has this file's name, or the course's only one (`given`'s paths said first)."""
+    from grader import config
+
+    given(course_path, file)
     try:
         course = config.load(course_path)
         if lesson_key is None:

@@ -13,8 +13,9 @@ same cores and one after the other (so a busy moment hits them alike):
 * imports: that yardstick;
 * check, project: `grader check` on the solution in the project, where the grader
   holds the solution, so the student's code runs in a sandbox of its own;
-* check, sandboxed: `grader check` in a student bundle, with bubblewrap where this
-  machine has it (the whole check runs inside it, its zygote a fork of the grader);
+* check, sandboxed: `grader check` in a student bundle, run by the `grader` the bundle
+  installs, with bubblewrap where this machine has it (the whole check runs inside
+  it, its zygote a fork of the grader);
 * check, no bwrap: the same where bubblewrap is not installed (most students' laptops):
   the sandbox's zygote is a fork of the grader's process, one import for both;
 * watch re-check: with `grader check --watch`, from a save to its report (each
@@ -146,6 +147,13 @@ def watch_rechecks(cmd: list[str], file: Path, cores: int, rounds: int, cwd: Pat
     return seconds
 
 
+def bundles_check(bundle: Path) -> list[str]:
+    """`grader check` as the bundle's own `grader` runs it: the command group its
+    pyproject.toml names (`grader.cli`'s before it had a module of its own)."""
+    home = "student_cli" if (bundle / "grader" / "student_cli.py").exists() else "cli"
+    return [PY, "-c", f"from grader.{home} import student; student()", "check"]
+
+
 def old_bundle(bundle: Path, old: Path, dest: Path) -> Path:
     """This checkout's bundle with the old checkout's grader package and templates."""
     shutil.copytree(bundle, dest)
@@ -181,8 +189,8 @@ def main() -> None:
         commands = [(f"{tag}check, {name}", cmd, cwd, env) for tag, repo, bun in trees
                     for name, cmd, cwd, env in (
                         ("project", [*check[:-1], "solutions/13_moe.py"], repo, None),
-                        ("sandboxed", check, bun, None),
-                        ("no bwrap", check, bun, plain_env))]
+                        ("sandboxed", [*bundles_check(bun), "13_moe.py"], bun, None),
+                        ("no bwrap", [*bundles_check(bun), "13_moe.py"], bun, plain_env))]
         commands.sort(key=lambda c: c[0].removeprefix("old "))  # old beside new
         for _, cmd, cwd, env in commands:  # warm: the disk cache, the practice results
             timed(cmd, max(args.cores), cwd=cwd, env=env)
@@ -208,7 +216,8 @@ def main() -> None:
                     times[f"{tag}watch re-check, project"] = watch_rechecks(
                         check, work / "13_moe.py", cores, args.rounds, repo)
                     times[f"{tag}watch re-check, sandboxed"] = watch_rechecks(
-                        check, bun / "13_moe.py", cores, args.rounds, bun)
+                        [*bundles_check(bun), "13_moe.py"], bun / "13_moe.py", cores,
+                        args.rounds, bun)
             base = statistics.median(times["imports"])
             print(f"\n{cores} core(s):")
             for name, values in times.items():

@@ -9,6 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "solutions" / "13_moe.py").read_text()
+# the `grader` a student bundle installs (its pyproject.toml's script), and the staff's
+BUNDLES_GRADER = [sys.executable, "-c", "from grader.student_cli import student; student()"]
+STAFFS_GRADER = [sys.executable, "-m", "grader.cli"]
 
 
 @pytest.fixture(scope="module")
@@ -17,15 +20,25 @@ def bundle(student_bundle) -> Path:
     return student_bundle("13")
 
 
-def check(bundle: Path, source: str, tmp_path: Path, *options: str) -> subprocess.CompletedProcess:
+def check(bundle: Path, source: str, tmp_path: Path, *options: str,
+          grader: list[str] = BUNDLES_GRADER) -> subprocess.CompletedProcess:
     """The bundle's `grader check` run as a student who installed it runs it: from
     their own work folder, which holds no course.yml (the bundle's is found beside
     its grader)."""
     work = tmp_path / "13_moe.py"
     work.write_text(source)
     env = {**os.environ, "PYTHONPATH": str(bundle)}
-    return subprocess.run([sys.executable, "-m", "grader.cli", "check", *options, str(work)],
+    return subprocess.run([*grader, "check", *options, str(work)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+
+
+def whole_in_bwrap() -> None:
+    """Skip where a bundle's check cannot run whole inside bwrap."""
+    from grader.sandbox import bwrap
+
+    support = bwrap.probe()
+    if support.mode not in ("root", "userns"):
+        pytest.skip(f"bwrap not usable here: {support.reason or support.mode}")
 
 
 def test_bundle_holds_no_solution(bundle):
@@ -163,21 +176,19 @@ raise RuntimeError("PEEK " + " ".join(f"{{n}}={{_peek(p, m)}}" for n, p, m in (
 """
 
 
-def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
+@pytest.mark.parametrize("grader", [BUNDLES_GRADER, STAFFS_GRADER], ids=["bundles", "staffs"])
+def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path, grader):
     """Where bwrap works, a bundle's check runs inside it whole (one torch import for
     the grader and the code): the code sees no host file, changes nothing in the
-    bundle, writes only its own /tmp, and the check still reports every part."""
-    from grader.sandbox import bwrap
-
-    support = bwrap.probe()
-    if support.mode not in ("root", "userns"):
-        pytest.skip(f"bwrap not usable here: {support.reason or support.mode}")
+    bundle, writes only its own /tmp, and the check still reports every part; from
+    the bundle's own `grader`, and from the staff's, which reads the course first."""
+    whole_in_bwrap()
     host = tmp_path / "outside" / "secret.txt"
     host.parent.mkdir()
     host.write_text("not for the student's code")
     before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
     proc = check(bundle, SOLUTION + PEEK.format(host=str(host), bundle=str(bundle / "README.md")),
-                 tmp_path)
+                 tmp_path, grader=grader)
     assert proc.returncode == 1 and "practice tests: 5/5" not in proc.stdout
     peek = proc.stdout[proc.stdout.index("PEEK"):].split("\n")[0:3]
     seen = " ".join(peek)
@@ -186,6 +197,40 @@ def test_check_runs_whole_in_bwrap_and_keeps_the_machine(bundle, tmp_path):
     # each part reported, none crashed the check; the failed import shown once
     assert proc.stdout.count("0/1 practice tests") == 5
     assert proc.stdout.count("RuntimeError: PEEK") == 1
+
+
+def imported_outside(proc: subprocess.CompletedProcess) -> set[str]:
+    """The modules that `-X importtime` listed: those of the process outside bwrap
+    (the one inside is started afresh, without the option)."""
+    return {line.split("|")[-1].strip() for line in proc.stderr.splitlines()
+            if line.startswith("import time:")}
+
+
+def test_the_bundles_grader_enters_its_sandbox_before_reading_the_course(bundle, tmp_path):
+    """From the bundle's own `grader`, a check with its file named starts bwrap before it
+    imports pydantic (course.yml's reader) or rich: the student does not wait for them
+    twice. The staff's `grader`, which reads the course to decide, imports both."""
+    whole_in_bwrap()
+    timed = [sys.executable, "-X", "importtime", *BUNDLES_GRADER[1:]]
+    proc = check(bundle, SOLUTION, tmp_path, grader=timed)
+    assert proc.returncode == 0 and "practice tests: 5/5 passed" in proc.stdout, proc.stderr
+    outside = imported_outside(proc)
+    assert "grader.student_cli" in outside and "grader.sandbox.bwrap" in outside
+    assert not {"pydantic", "rich", "grader.config", "torch"} & outside
+    staffs = check(bundle, SOLUTION, tmp_path,
+                   grader=[sys.executable, "-X", "importtime", *STAFFS_GRADER[1:]])
+    assert staffs.returncode == 0, staffs.stderr
+    assert {"pydantic", "rich", "grader.config"} <= imported_outside(staffs)
+
+
+def test_the_bundles_grader_refuses_a_course_with_its_solution(bundle, tmp_path):
+    """The bundle's sandbox shares one process between the grader and the student's
+    code: a course whose solution is there is checked by the course's own grader."""
+    whole_in_bwrap()
+    proc = check(bundle, SOLUTION, tmp_path, "--course", str(ROOT / "course.yml"))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "holds the lesson's solution" in proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_bundle_holds_no_graded_case(bundle, ctx13):

@@ -47,7 +47,8 @@ def lines(proc: subprocess.Popen) -> "queue.Queue[str]":
 
 
 def watch_saves(file: Path, versions: list[str], cwd: Path, env: dict | None = None,
-                options: tuple[str, ...] = ()) -> tuple[list[dict], str]:
+                options: tuple[str, ...] = (),
+                grader: tuple[str, ...] = ("-m", "grader.cli")) -> tuple[list[dict], str]:
     """`grader check --watch --json` on `file`, saved with each version in turn (the
     first before it starts), a report awaited after each; then Ctrl-C: the reports and
     what it wrote on stderr."""
@@ -55,7 +56,7 @@ def watch_saves(file: Path, versions: list[str], cwd: Path, env: dict | None = N
     # as a terminal starts it: a test run launched in the background (`make test &`)
     # ignores SIGINT, which the watch would inherit, and Python then never raises
     # KeyboardInterrupt (the watch ran on after Ctrl-C until WAIT_S)
-    proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", *options,
+    proc = subprocess.Popen([sys.executable, *grader, "check", *options,
                              "--watch", "--json", str(file)], cwd=cwd, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
@@ -81,9 +82,11 @@ def watch_saves(file: Path, versions: list[str], cwd: Path, env: dict | None = N
     return reports, stderr
 
 
-def watch_two_saves(work: Path, cwd: Path, env: dict | None = None) -> tuple[list[dict], str]:
+def watch_two_saves(work: Path, cwd: Path, env: dict | None = None,
+                    grader: tuple[str, ...] = ("-m", "grader.cli")) -> tuple[list[dict], str]:
     """The reports of a watch on a correct file, saved with a mistake, saved fixed."""
-    return watch_saves(work / "13_moe.py", [SOLUTION, MISTAKE, SOLUTION], cwd, env)
+    return watch_saves(work / "13_moe.py", [SOLUTION, MISTAKE, SOLUTION], cwd, env,
+                       grader=grader)
 
 
 def outcome(report: dict) -> dict:
@@ -105,11 +108,12 @@ def test_watch_in_the_project_checks_again_on_each_save(tmp_path):
 
 
 def test_watch_in_a_bundle_checks_again_on_each_save(student_bundle, tmp_path):
-    """Run from the student's work folder, as an installed bundle's command is: the
-    bundle's course.yml is found beside its grader."""
+    """Run from the student's work folder, as an installed bundle's command is (its
+    pyproject.toml's `grader`): the bundle's course.yml is found beside its grader."""
     bundle = student_bundle("13")
     env = {**os.environ, "PYTHONPATH": str(bundle)}
-    assert_rechecked(*watch_two_saves(tmp_path, tmp_path, env))
+    bundles_grader = ("-c", "from grader.student_cli import student; student()")
+    assert_rechecked(*watch_two_saves(tmp_path, tmp_path, env, grader=bundles_grader))
 
 
 def test_a_watch_warms_what_failing_parts_ask_and_stops_at_a_save(course):

@@ -1,7 +1,7 @@
 """What `grader check` reports: its exit status, and the bundle's command line."""
 from click.testing import CliRunner
 
-from grader import practice_output, cli
+from grader import cli, practice_output, student_cli
 
 
 def report(status: str, outcomes: list[str]) -> dict:
@@ -18,7 +18,7 @@ def test_exit_status_follows_the_practice_tests_and_the_file():
 
 
 def test_the_bundles_command_line_offers_the_students_commands_only():
-    assert set(cli.student.commands) == {"check"}
-    shown = CliRunner().invoke(cli.student, ["--help"]).output
+    assert set(student_cli.student.commands) == {"check"}
+    shown = CliRunner().invoke(student_cli.student, ["--help"]).output
     assert "check" in shown and "audit" not in shown and "upload" not in shown
     assert {"check", "run", "audit"} <= set(cli.main.commands)
