@@ -29,7 +29,7 @@ also runs the three checks with that checkout's code, beside this one's: its bun
 this one's with its own grader package and templates (the recorded practice results
 are the same data). Every command runs once, untimed, before the rounds: what a
 student's second check costs (the project's check keeps the practice results it
-computed in the user's cache, `grader.practice_run`).
+computed in a cache, `grader.kept`: here one of the run's own for each checkout).
 
 It prints each one's median wall time and its ratio to the imports' median of the same
 rounds (target: 1.25 or less), and the peak memory (target: under 600 MB). Exit 0:
@@ -181,16 +181,21 @@ def main() -> None:
                         "--out", str(bundle)], cwd=REPO, check=True, capture_output=True)
         shutil.copy(REPO / "solutions" / "13_moe.py", bundle / "13_moe.py")
         check = [PY, "-m", "grader.cli", "check", "--lesson", "13", "13_moe.py"]
-        plain_env = {**os.environ, "PATH": no_bwrap_path(tmp)}
         trees = [("", REPO, bundle)]
         if args.old:
             old = args.old.resolve()
             trees.append(("old ", old, old_bundle(bundle, old, tmp / "old-bundle")))
+        # each checkout keeps its practice results in a cache of its own: in one cache,
+        # a check keeps one recording per lesson, and the two would remove each other's
+        cached = {tag: {**os.environ, "XDG_CACHE_HOME": str(tmp / f"{tag}cache")}
+                  for tag, _, _ in trees}
+        plain_path = no_bwrap_path(tmp)
         commands = [(f"{tag}check, {name}", cmd, cwd, env) for tag, repo, bun in trees
                     for name, cmd, cwd, env in (
-                        ("project", [*check[:-1], "solutions/13_moe.py"], repo, None),
-                        ("sandboxed", [*bundles_check(bun), "13_moe.py"], bun, None),
-                        ("no bwrap", [*bundles_check(bun), "13_moe.py"], bun, plain_env))]
+                        ("project", [*check[:-1], "solutions/13_moe.py"], repo, cached[tag]),
+                        ("sandboxed", [*bundles_check(bun), "13_moe.py"], bun, cached[tag]),
+                        ("no bwrap", [*bundles_check(bun), "13_moe.py"], bun,
+                         {**cached[tag], "PATH": plain_path}))]
         commands.sort(key=lambda c: c[0].removeprefix("old "))  # old beside new
         for _, cmd, cwd, env in commands:  # warm: the disk cache, the practice results
             timed(cmd, max(args.cores), cwd=cwd, env=env)
@@ -214,10 +219,10 @@ def main() -> None:
                     work = tmp / f"watch-{cores}"
                     work.mkdir(exist_ok=True)
                     times[f"{tag}watch re-check, project"] = watch_rechecks(
-                        check, work / "13_moe.py", cores, args.rounds, repo)
+                        check, work / "13_moe.py", cores, args.rounds, repo, cached[tag])
                     times[f"{tag}watch re-check, sandboxed"] = watch_rechecks(
                         [*bundles_check(bun), "13_moe.py"], bun / "13_moe.py", cores,
-                        args.rounds, bun)
+                        args.rounds, bun, cached[tag])
             base = statistics.median(times["imports"])
             print(f"\n{cores} core(s):")
             for name, values in times.items():
