@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from grader.config import Course
     from grader.sandbox.bwrap import Support
 
+
 class WrongInput(click.ClickException):
     """The file or the command is wrong: `grader check` exits 2 (docs/students.md)."""
 
