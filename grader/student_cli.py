@@ -68,17 +68,15 @@ def _check(course_path, lesson_key, file, as_json, language, watch, in_bwrap) ->
     course_file = practice_run.course_file(course_path)
     try:
         practice_run.given(course_file, file)
-    except practice_run.WrongInput as exc:
-        raise WrongInput(str(exc)) from None
-    # A student bundle hides nothing from the student's code (no solution, no graded
-    # test): where bwrap works, the whole check runs inside it, one torch import for
-    # the grader and the code. A course with its solution keeps the two apart. (Inside
-    # the bundle's sandbox, whether bwrap works is not asked: no sandbox is made there.)
-    support = None if in_bwrap else bwrap.probe()
-    whole = support is not None and support.mode in ("root", "userns")
-    if whole and file is not None and _bundles():
-        _enter_sandbox(course_file, lesson_key, file, as_json, language, watch)
-    try:
+        # A student bundle hides nothing from the student's code (no solution, no
+        # graded test): where bwrap works, the whole check runs inside it, one torch
+        # import for the grader and the code. A course with its solution keeps the two
+        # apart. (Inside the bundle's sandbox, whether bwrap works is not asked: no
+        # sandbox is made there.)
+        support = None if in_bwrap else bwrap.probe()
+        whole = support is not None and support.mode in ("root", "userns")
+        if whole and file is not None and _bundles():
+            _enter_sandbox(course_file, lesson_key, file, as_json, language, watch)
         course, lesson_key = practice_run.lesson_for(course_file, lesson_key, file)
     except practice_run.WrongInput as exc:
         raise WrongInput(str(exc)) from None
@@ -223,7 +221,6 @@ def _watch_in_bwrap(command: list[str], file: Path) -> int:
     return interrupts.status() if stopped else code
 
 
-
 @click.group()
 def student() -> None:
     """Check your work for the MiniMind course (a student bundle's commands)."""
@@ -243,4 +240,3 @@ def _torch_note(graded: str) -> None:
     if graded and graded.split("+")[0] != mine:
         console.print(f"note: you have torch {mine}; the graded run uses torch "
                       f"{graded.split('+')[0]}", markup=False)
-

@@ -148,10 +148,10 @@ def watch_rechecks(cmd: list[str], file: Path, cores: int, rounds: int, cwd: Pat
 
 
 def bundles_check(bundle: Path) -> list[str]:
-    """`grader check` as the bundle's own `grader` runs it: the command group its
-    pyproject.toml names (`grader.cli`'s before it had a module of its own)."""
+    """`grader check 13_moe.py` as the bundle's own `grader` runs it: the command group
+    its pyproject.toml names (`grader.cli`'s before it had a module of its own)."""
     home = "student_cli" if (bundle / "grader" / "student_cli.py").exists() else "cli"
-    return [PY, "-c", f"from grader.{home} import student; student()", "check"]
+    return [PY, "-c", f"from grader.{home} import student; student()", "check", "13_moe.py"]
 
 
 def old_bundle(bundle: Path, old: Path, dest: Path) -> Path:
@@ -193,9 +193,8 @@ def main() -> None:
         commands = [(f"{tag}check, {name}", cmd, cwd, env) for tag, repo, bun in trees
                     for name, cmd, cwd, env in (
                         ("project", [*check[:-1], "solutions/13_moe.py"], repo, cached[tag]),
-                        ("sandboxed", [*bundles_check(bun), "13_moe.py"], bun, cached[tag]),
-                        ("no bwrap", [*bundles_check(bun), "13_moe.py"], bun,
-                         {**cached[tag], "PATH": plain_path}))]
+                        ("sandboxed", bundles_check(bun), bun, cached[tag]),
+                        ("no bwrap", bundles_check(bun), bun, {**cached[tag], "PATH": plain_path}))]
         commands.sort(key=lambda c: c[0].removeprefix("old "))  # old beside new
         for _, cmd, cwd, env in commands:  # warm: the disk cache, the practice results
             timed(cmd, max(args.cores), cwd=cwd, env=env)
@@ -221,8 +220,7 @@ def main() -> None:
                     times[f"{tag}watch re-check, project"] = watch_rechecks(
                         check, work / "13_moe.py", cores, args.rounds, repo, cached[tag])
                     times[f"{tag}watch re-check, sandboxed"] = watch_rechecks(
-                        [*bundles_check(bun), "13_moe.py"], bun / "13_moe.py", cores,
-                        args.rounds, bun, cached[tag])
+                        bundles_check(bun), bun / "13_moe.py", cores, args.rounds, bun, cached[tag])
             base = statistics.median(times["imports"])
             print(f"\n{cores} core(s):")
             for name, values in times.items():
