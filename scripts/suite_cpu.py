@@ -14,9 +14,10 @@ the bwrap the test waits for: that CPU reaches no test's counters (test_cli's lo
 parent; a namespace's init, whose parent is gone when it ends, is tied to the bwrap
 that forked it (the bwrap just before it).
 
-It prints the run's CPU (every process, and the part the CPU log saw), what the test
-processes spent themselves, then by file and by test: CPU, and the processes that
-spent 1.5 s or more each (a torch import: a sandbox boot or a `grader` process).
+It prints the run's CPU (every process's, the part the CPU log saw, and how many
+cores' worth that is over the tests' wall time), what the test processes spent
+themselves, then by file and by test: CPU, and the processes that spent 1.5 s or more
+each (a torch import: a sandbox boot or a `grader` process).
 
 Needs root and `accton` and `dump-acct` (Debian's package acct). Accounting is
 machine-wide: run nothing else meanwhile. Exit 0: figures are reported, not asserted.
@@ -102,8 +103,10 @@ def report(processes: list[Process], tests: list[dict], top: int) -> None:
     workers = {t["pid"] for t in tests}
     total = sum(p.cpu_s for p in processes)
     own = sum(t["own_s"] for t in tests)
+    wall = max(t["began"] + t["wall_s"] for t in tests) - min(t["began"] for t in tests)
     print(f"every process: {total:.0f} CPU-s, {len(processes)} processes; the CPU log "
-          f"saw {sum(t['cpu_s'] for t in tests):.0f}")
+          f"saw {sum(t['cpu_s'] for t in tests):.0f}; over the tests' {wall:.0f} s, "
+          f"{total / wall:.2f} cores' worth")
     print(f"test processes themselves: {own:.0f} CPU-s in tests, "
           f"{sum(p.cpu_s for p in processes if p.pid in workers) - own:.0f} outside them; "
           f"their children, charged to a test: "
