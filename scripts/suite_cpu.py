@@ -3,8 +3,8 @@
 kernel's process accounting, each finished process's CPU charged to the test whose
 process started it.
 
-    sudo .venv/bin/python scripts/suite_cpu.py                 # make test's pytest run
-    sudo .venv/bin/python scripts/suite_cpu.py -- tests/e2e    # any pytest arguments
+    .venv/bin/python scripts/suite_cpu.py                 # as root: make test's pytest run
+    .venv/bin/python scripts/suite_cpu.py -- tests/e2e    # as root: any pytest arguments
     .venv/bin/python scripts/suite_cpu.py --report ACCT CPU_LOG  # an earlier run's files
 
 `pytest --cpu-log` alone counts a test's process and the children it waited for. A
@@ -54,8 +54,11 @@ class Process:
 def read_accounting(path: Path) -> list[Process]:
     """Every record of `path`, through dump-acct (its fields: comm, version, user and
     system time in ticks, ..., pid, ppid, ..., start time)."""
-    text = subprocess.run(["dump-acct", str(path)], capture_output=True, text=True,
-                          check=True).stdout
+    try:
+        text = subprocess.run(["dump-acct", str(path)], capture_output=True, text=True,
+                              check=True).stdout
+    except FileNotFoundError:
+        sys.exit("suite_cpu.py: no dump-acct here: install Debian's package acct")
     hz = os.sysconf("SC_CLK_TCK")
     out = []
     for line in text.splitlines():
@@ -135,7 +138,12 @@ def run(pytest_args: list[str], folder: Path) -> tuple[Path, Path]:
     """The suite under accounting: (accounting file, CPU log)."""
     acct, log = folder / "pacct", folder / "cpu.jsonl"
     acct.touch()
-    subprocess.run(["accton", str(acct)], check=True, capture_output=True)
+    try:
+        subprocess.run(["accton", str(acct)], check=True, capture_output=True, text=True)
+    except FileNotFoundError:
+        sys.exit("suite_cpu.py: no accton here: install Debian's package acct")
+    except subprocess.CalledProcessError as refused:
+        sys.exit(f"suite_cpu.py: accton refused ({refused.stderr.strip()}): run as root")
     try:
         subprocess.run([sys.executable, "-m", "pytest", *pytest_args, "--cpu-log", str(log)],
                        cwd=REPO)
