@@ -49,11 +49,15 @@ class Process:
     pid: int
     ppid: int
     started: float  # epoch seconds (the record keeps whole seconds)
+    ended: float
+
+    def alive_at(self, when: float) -> bool:
+        return self.started - 1 <= when <= self.ended + 1
 
 
 def read_accounting(path: Path) -> list[Process]:
-    """Every record of `path`, through dump-acct (its fields: comm, version, user and
-    system time in ticks, ..., pid, ppid, ..., start time)."""
+    """Every record of `path`, through dump-acct (its fields: comm, version, user,
+    system and elapsed time in ticks, ..., pid, ppid, ..., start time)."""
     try:
         text = subprocess.run(["dump-acct", str(path)], capture_output=True, text=True,
                               check=True).stdout
@@ -63,17 +67,27 @@ def read_accounting(path: Path) -> list[Process]:
     out = []
     for line in text.splitlines():
         f = [x.strip() for x in line.split("|")]
+        started = time.mktime(time.strptime(f[14], "%a %b %d %H:%M:%S %Y"))
         out.append(Process(f[0], (float(f[2]) + float(f[3])) / hz, int(f[9]), int(f[10]),
-                           time.mktime(time.strptime(f[14], "%a %b %d %H:%M:%S %Y"))))
+                           started, started + float(f[4]) / hz))
     return out
 
 
 def charge(processes: list[Process], tests: list[dict]) -> tuple[dict[str, list[Process]],
                                                                  list[Process]]:
     """Each process not a test process's own, under the test its test process ran
-    when it started; the rest (started between tests, or not traced to one)."""
+    when it started; the rest (started between tests, or not traced to one). A pid is
+    used again in a long run (pid_max may be 32768): a parent is the process of that
+    pid alive when its child started."""
     workers = {t["pid"] for t in tests}
-    by_pid = {p.pid: p for p in processes}
+    by_pid = defaultdict(list)
+    for p in processes:
+        by_pid[p.pid].append(p)
+
+    def alive(pid: int, when: float, comm: str | None = None) -> Process | None:
+        return next((q for q in by_pid.get(pid, ()) if q.alive_at(when)
+                     and (comm is None or q.comm == comm)), None)
+
     runs = defaultdict(list)
     for t in tests:
         runs[t["pid"]].append((t["began"] - 1, t["began"] + t["wall_s"] + 1, t["test"]))
@@ -81,10 +95,10 @@ def charge(processes: list[Process], tests: list[dict]) -> tuple[dict[str, list[
     def parent(p: Process) -> Process | None:
         if p.comm == "bwrap" and p.ppid == 1:  # a PID namespace's init: its bwrap
             for pid in range(p.pid - 1, p.pid - 1 - LINK_PIDS, -1):
-                q = by_pid.get(pid)
-                if q and q.comm == "bwrap" and q.ppid != 1:
+                q = alive(pid, p.started, "bwrap")
+                if q and q.ppid != 1:
                     return q
-        return by_pid.get(p.ppid)
+        return alive(p.ppid, p.started)
 
     charged, rest = defaultdict(list), []
     for p in processes:
