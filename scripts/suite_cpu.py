@@ -15,7 +15,7 @@ parent; a namespace's init, whose parent is gone when it ends, is tied to the bw
 that forked it (the bwrap just before it).
 
 It prints the run's CPU (every process's, the part the CPU log saw, and how many
-cores' worth that is over the tests' wall time), what the test processes spent
+cores' worth that is over the run's wall time), what the test processes spent
 themselves, then by file and by test: CPU, and the processes that spent 1.5 s or more
 each (a torch import: a sandbox boot or a `grader` process).
 
@@ -120,10 +120,11 @@ def report(processes: list[Process], tests: list[dict], top: int) -> None:
     workers = {t["pid"] for t in tests}
     total = sum(p.cpu_s for p in processes)
     own = sum(t["own_s"] for t in tests)
-    wall = max(t["began"] + t["wall_s"] for t in tests) - min(t["began"] for t in tests)
+    began = [p.started for p in processes if p.pid in workers] or [t["began"] for t in tests]
+    span = max(p.ended for p in processes) - min(began)  # from the test processes' start
     print(f"every process: {total:.0f} CPU-s, {len(processes)} processes; the CPU log "
-          f"saw {sum(t['cpu_s'] for t in tests):.0f}; over the tests' {wall:.0f} s, "
-          f"{total / wall:.2f} cores' worth")
+          f"saw {sum(t['cpu_s'] for t in tests):.0f}; over the run's {span:.0f} s, "
+          f"{total / max(span, 1):.2f} cores' worth")
     print(f"test processes themselves: {own:.0f} CPU-s in tests, "
           f"{sum(p.cpu_s for p in processes if p.pid in workers) - own:.0f} outside them; "
           f"their children, charged to a test: "
@@ -151,7 +152,8 @@ def report(processes: list[Process], tests: list[dict], top: int) -> None:
 def run(pytest_args: list[str], folder: Path) -> tuple[Path, Path]:
     """The suite under accounting: (accounting file, CPU log)."""
     acct, log = folder / "pacct", folder / "cpu.jsonl"
-    acct.touch()
+    acct.write_bytes(b"")  # both are appended to: an earlier run's are not this one's
+    log.unlink(missing_ok=True)
     try:
         subprocess.run(["accton", str(acct)], check=True, capture_output=True, text=True)
     except FileNotFoundError:
@@ -170,7 +172,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--report", nargs=2, metavar=("ACCT", "CPU_LOG"),
                     help="report on an earlier run's accounting file and CPU log")
-    ap.add_argument("--keep", type=Path, help="keep the run's two files in this folder")
+    ap.add_argument("--keep", type=Path, help="the folder for the run's two files "
+                    "(default: a new one in the temporary folder)")
     ap.add_argument("--top", type=int, default=30, help="lines per table")
     ap.add_argument("pytest_args", nargs="*", help="after --: pytest's arguments "
                     f"(default: {' '.join(MAKE_TEST)})")
@@ -182,7 +185,10 @@ def main() -> None:
         folder.mkdir(parents=True, exist_ok=True)
         acct, log = run(args.pytest_args or MAKE_TEST, folder)
         print(f"\nthe run's files: {acct} {log}")
-    tests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    tests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()] \
+        if log.exists() else []
+    if not tests:
+        sys.exit(f"suite_cpu.py: no test ran (nothing in {log}): nothing to report")
     report(read_accounting(acct), tests, args.top)
 
 
