@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +13,20 @@ import pytest
 
 from grader import points
 from grader.config import load
-from grader.export.cells import FORMULA_START
 from grader.record import GradeRecord, TestRecord
 from grader.store import safe_name
 
 REPO = Path(__file__).resolve().parents[2]
+# the formulas behind a prefix are those a spreadsheet that trims or folds the cell
+# on import still runs: spaces (ASCII, non-breaking, ideographic, zero-width), fullwidth
+# signs, and `|` (a DDE command)
+BEHIND = [' =HYPERLINK("http://x")', "\u00a0=1+1", "\u3000=2+2", "\u200b=3+3",
+          "\ufeff@SUM(2)", "＝cmd", "＠SUM(3)", "＋cmd", "|cmd", " \u00a0 -4+4"]
 EVIL = ["../../x", "../" * 20 + "tmp/grader-export-escape", "/etc/passwd",
-        '=HYPERLINK("http://x")', "@SUM(1)", "+cmd", "-2+3", "\tsneaky", "..", "alice"]
+        '=HYPERLINK("http://x")', "@SUM(1)", "+cmd", "-2+3", "\tsneaky", "..", "alice",
+        *BEHIND]
+# what a spreadsheet reads as a formula, written here apart from grader.export.cells
+FORMULA = re.compile(r"^[\s\u200b\ufeff]*[=+\-@|＝＋－＠｜]|^[\t\r]")
 FORMATS = "gradescope,canvas,lti,moodle,nbgrader"
 
 
@@ -97,10 +105,11 @@ def test_no_csv_cell_is_a_formula_and_scores_stay_numbers(exported):
         with (out / "export" / name).open(newline="", encoding="utf-8") as f:
             rows = list(csv.reader(f))
         data = rows[2:] if name == "canvas.csv" else rows[1:]
-        assert [c for r in rows for c in r if c.startswith(FORMULA_START)] == [], name
+        assert [c for r in rows for c in r if FORMULA.match(c)] == [], name
         assert sorted(float(r[column]) for r in data) == want, name
         ids = {r[0] for r in data}
         assert "'" + '=HYPERLINK("http://x")' in ids and "'@SUM(1)" in ids and "alice" in ids
+        assert {"'" + sid for sid in BEHIND} <= ids, name
 
 
 def test_nbgrader_ids_are_safe_names(exported):

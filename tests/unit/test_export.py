@@ -15,7 +15,7 @@ import pytest
 from grader import points, roster
 from grader.config import ConfigError, Course, Lesson, Part, Student
 from grader.export import export as write_exports
-from grader.export.cells import FORMULA_START, cell
+from grader.export.cells import cell
 from grader.record import ClassScores, GradeRecord, TestRecord
 from grader.store import Store, safe_name, scores_entry
 
@@ -512,19 +512,23 @@ def test_nbgrader_gradebook_reads_back_scores_json_exactly(tmp_path, big_class):
 
 # ------------------------------------------------------- names from the class
 
-@pytest.mark.parametrize("text", ["=1+1", "+1", "-2", "@SUM(1)", "\tx", "\rx",
-                                  '=HYPERLINK("http://x")'])
+@pytest.mark.parametrize("text", [
+    "=1+1", "+1", "-2", "@SUM(1)", "\tx", "\rx", '=HYPERLINK("http://x")', "|cmd",
+    # behind leading spaces a spreadsheet trims on import, and fullwidth (NFKC) signs
+    ' =HYPERLINK("http://x")', "\u00a0=1", "\u2003\u3000+1", "\u200b-1", "\ufeff@A1",
+    "＝1+1", "＠SUM(1)", "｜cmd", "﹦1", " \t =1"])
 def test_formula_text_is_neutralised(text):
     assert cell(text) == "'" + text
 
 
-@pytest.mark.parametrize("value", ["alice", "Liddell, Alice", "", "a=b", 9.5, 0.0, 10])
+@pytest.mark.parametrize("value", ["alice", "Liddell, Alice", "", "a=b", 9.5, 0.0, 10,
+                                   " alice", "\u00a0", "张伟", "ａｌｉｃｅ", "a|b", "-"[1:]])
 def test_plain_text_and_numbers_are_unchanged(value):
     assert cell(value) == value and type(cell(value)) is type(value)
 
 
 EVIL = ["../../x", "/etc/passwd", '=HYPERLINK("http://x")', "@SUM(1)", "+1", "-1", "..",
-        "a/../b", "\tcmd"]
+        "a/../b", "\tcmd", " =1+1", "\u00a0=2", "＝3", "|cmd"]
 
 
 def evil_scores(scores: dict) -> dict:
@@ -552,7 +556,8 @@ def test_csv_cells_from_the_class_never_start_a_formula(tmp_path, scores):
     for name in ("canvas.csv", "moodle.csv"):
         rows = list(csv.reader(opened(out / name, newline="", encoding="utf-8")))
         cells = [c for r in rows for c in r]
-        assert not [c for c in cells if c.startswith(FORMULA_START)], name
+        assert not [c for c in cells if c.lstrip(" \u00a0")[:1] in ("=", "+", "-", "@",
+                                                                  "|", "＝")], name
         assert "'" + '=HYPERLINK("http://x")' in cells and "'@SUM(1)" in cells
     canvas = list(csv.reader(opened(out / "canvas.csv", newline="", encoding="utf-8")))
     assert {float(r[5]) for r in canvas[2:]} == {scores["students"][0]["score"]}
