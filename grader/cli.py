@@ -157,8 +157,11 @@ def main() -> None:
 @click.option("--scheduler", metavar="ADDRESS",
               help="grade on a Dask cluster: tcp://host:8786, or slurm/pbs/sge/lsf to start "
                    "--jobs dask-jobqueue workers (needs the `cluster` extra)")
+@click.option("--trust-worksheet", is_flag=True,
+              help="grade a Moodle download even where its names and the grading "
+                   "worksheet's disagree (the worksheet's participant numbers decide)")
 def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language,
-        scheduler) -> None:
+        scheduler, trust_worksheet) -> None:
     """Grade every submission of a lesson: scores.json and one feedback page each."""
     from grader import grading
 
@@ -169,7 +172,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
         graded = grading.grade_lesson(course, lesson_key, submissions, out, jobs=jobs,
                                       events=RunConsole(), force=force,
                                       unsandboxed=unsandboxed, language=language,
-                                      scheduler=scheduler)
+                                      scheduler=scheduler, trust_worksheet=trust_worksheet)
     except grading.NoSubmissions as exc:
         left_out(exc.skipped)
         raise click.ClickException(str(exc)) from None

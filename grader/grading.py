@@ -90,9 +90,12 @@ class Graded:
 
 def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, *,
                  jobs: int, events: Events, force: bool = False, unsandboxed: bool = False,
-                 language: str | None = None, scheduler: str | None = None) -> Graded:
+                 language: str | None = None, scheduler: str | None = None,
+                 trust_worksheet: bool = False) -> Graded:
     """Grade the class in `submissions` into `out`: what changed since the last run
-    (everything with `force`), then scores.json and the class report for all."""
+    (everything with `force`), then scores.json and the class report for all. A Moodle
+    download whose names the grading worksheet contradicts is refused before anything
+    is graded, unless `trust_worksheet` (then each disagreement is a note)."""
     started = time.monotonic()
     lesson = course.lesson(lesson_key)
     # this run's one view of the lesson; on this machine, the reference's results an
@@ -120,6 +123,11 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
             events.note(roster.note())
         taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
                                roster=roster.students, aliases=roster.aliases, due=lesson.due)
+        clashes = rosters.clashes(roster, taken.numbers, taken.names)
+        if clashes and not trust_worksheet:
+            raise GradingError(rosters.clash_message(clashes, roster.worksheet))
+        if clashes:
+            events.note(rosters.clash_note(clashes, roster.worksheet))
         by_number = by_number_warning(taken.by_number, course, lesson_key,
                                       bool(roster.missing))
         if by_number:

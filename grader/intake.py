@@ -209,6 +209,8 @@ class Intake:
     absent: list[str] = field(default_factory=list)  # on the roster, nothing handed in
     by_number: list[str] = field(default_factory=list)  # Moodle participant numbers no
     #                                                     roster or worksheet maps
+    numbers: dict[str, str] = field(default_factory=dict)  # student id -> the Moodle
+    #                                    participant number the download filed them under
 
 
 @dataclass
@@ -242,10 +244,13 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     taken: set[str] = set()
     ids: dict[str, str] = {}
     by_number: list[str] = []
+    numbers: dict[str, str] = {}
     for key, group in sorted(groups.items()):
         sid = ids[key] = _unique(_ident(by_key.get(key, key)), taken)
         if group.by_number and key not in by_key:
             by_number.append(sid)
+        elif group.by_number:
+            numbers[sid] = key
         if group.name:
             names[sid] = printable(group.name)
         best, notes = _choose(group.cands, exercise, due)
@@ -269,7 +274,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     together = _together(groups, ids, names, found)
     absent = sorted(set(roster or {}) - set(ids.values()))
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
-                  together, absent, by_number)
+                  together, absent, by_number, numbers)
 
 
 def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | None:

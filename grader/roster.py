@@ -12,6 +12,8 @@ mismatch is reported, so a TA sees it before the import does.
 from __future__ import annotations
 
 import csv
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,6 +38,9 @@ class Roster:
     students: dict[str, Student] = field(default_factory=dict)
     skipped: list[str] = field(default_factory=list)  # 'people.csv:4 "Nobody"'
     aliases: dict[str, str] = field(default_factory=dict)  # participant number -> id
+    listed: dict[str, str] = field(default_factory=dict)  # participant number -> the
+    #                                                       worksheet's Full name
+    worksheet: str = ""  # the grading worksheet joined, as course.yml names it
     missing: str = ""  # a Moodle grading worksheet course.yml names, not found
 
     def note(self) -> str:
@@ -65,6 +70,7 @@ def load(course: Course, lesson_key: str | None = None) -> Roster:
         path = course.path(worksheet)
         if path.exists():  # one that is there but unreadable is still an error
             add_worksheet(found, path, course.moodle_identifier)
+            found.worksheet = str(worksheet)
         else:  # an LMS file: the run grades without it, and says so
             found.missing = str(worksheet)
     return found
@@ -94,6 +100,7 @@ def add_worksheet(roster: Roster, path: Path, kind: str) -> None:
         roster.students[sid] = have.model_copy(update={
             k: v for k, v in extra.items() if v and not getattr(have, k)})
         roster.aliases[row["number"]] = sid
+        roster.listed[row["number"]] = row.get("Full name", "")
 
 
 def read_csv(path: Path) -> Roster:
@@ -128,6 +135,72 @@ def read_csv(path: Path) -> Roster:
         lines[sid] = line
         found.students[sid] = Student(**values)
     return found
+
+
+@dataclass(frozen=True)
+class Clash:
+    """A participant whom the download and the grading worksheet name differently: the
+    number alone would credit one person's work to another."""
+    number: str
+    student_id: str
+    download: str   # the name Moodle wrote into the download's folder
+    worksheet: str  # the worksheet's Full name for that number
+
+
+def _letters(name: str) -> str:
+    """A name as Moodle's file names and its worksheet both keep it: NFKC, case folded,
+    letters and digits only (Moodle writes `_` as a space and drops what a file name
+    cannot hold)."""
+    return "".join(ch for ch in unicodedata.normalize("NFKC", name).casefold()
+                   if ch.isalnum())
+
+
+def same_person(download: str, worksheet: str, number: str) -> bool:
+    """Whether a download's folder name and the worksheet's Full name for participant
+    `number` can be one person: equal but for spaces, case, punctuation and word order,
+    or, under blind marking, the worksheet's "Participant <number>" beside the
+    download's "Participant"."""
+    if _letters(download) == _letters(worksheet):
+        return True
+    if sorted(map(_letters, download.split())) == sorted(map(_letters, worksheet.split())):
+        return True
+    unnumbered = re.sub(rf"\b{re.escape(number)}\b", "", worksheet)
+    return unnumbered != worksheet and _letters(download) == _letters(unnumbered)
+
+
+def clashes(roster: Roster, numbers: dict[str, str], names: dict[str, str]) -> list[Clash]:
+    """The students of a Moodle download (`numbers`: student id -> participant number;
+    `names`: student id -> the download's name for them) whom the grading worksheet
+    names otherwise. A row or a folder without a name is not compared."""
+    found = []
+    for sid, number in sorted(numbers.items(), key=lambda item: item[1]):
+        listed, download = roster.listed.get(number, ""), names.get(sid, "")
+        if listed and download and not same_person(download, listed, number):
+            found.append(Clash(number, sid, download, listed))
+    return found
+
+
+def clash_message(found: list[Clash], worksheet: str) -> str:
+    """Why a run stops before grading when the download and the worksheet disagree, each
+    disagreement listed, and the two ways on."""
+    lines = [f"The grading worksheet {worksheet} names {len(found)} participant(s) "
+             "otherwise than this Moodle download does, so their work would be credited "
+             "to the wrong students. Nothing was graded."]
+    lines += [f"  participant {c.number}: the download names {c.download!r}, the "
+              f"worksheet {c.worksheet!r} (student {c.student_id})" for c in found]
+    lines.append("A worksheet of another assignment, or an old one, does this: download "
+                 "this assignment's grading worksheet again (View all submissions → Grading "
+                 f"action → Download grading worksheet) over {worksheet}. If they are the "
+                 "same people written differently, run again with --trust-worksheet.")
+    return "\n".join(lines)
+
+
+def clash_note(found: list[Clash], worksheet: str) -> str:
+    """What a run graded with --trust-worksheet says of each disagreement."""
+    return (f"graded as the grading worksheet {worksheet} says (--trust-worksheet), where "
+            "the download names the participant otherwise: " + "; ".join(
+                f"participant {c.number}, {c.download!r} in the download, graded as "
+                f"{c.student_id} ({c.worksheet!r})" for c in found))
 
 
 @dataclass

@@ -29,14 +29,13 @@ SANDBOX = ["--unsandboxed"] if bwrap.probe().reason else []
 
 
 def course(tmp_path: Path, head: str = "", lesson: str = "") -> Path:
-    """The repository's course with `head` lines on top and `lesson` lines in lesson 13
-    (its own Moodle worksheet line dropped); the lesson's folders linked."""
+    """The repository's course with `head` lines on top and `lesson` lines in lesson 13;
+    the lesson's folders linked."""
     folder = tmp_path / "course"
     folder.mkdir()
     for name in ("solutions", "exercises", "hidden_tests", "examples"):
         (folder / name).symlink_to(ROOT / name)
-    lines = [line for line in (ROOT / "course.yml").read_text().splitlines()
-             if not line.strip().startswith("moodle_worksheet:")]
+    lines = (ROOT / "course.yml").read_text().splitlines()
     at = lines.index("    exercise: 13_moe.py")
     lines[at:at] = [f"    {line}" for line in lesson.splitlines() if line]
     (folder / "course.yml").write_text(head + "\n".join(lines) + "\n")
@@ -171,6 +170,42 @@ def test_moodle_download_without_a_worksheet_is_warned(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert rows(out / "export" / "moodle.csv", skip=1) == []
     assert "2750101" in done.stdout + done.stderr
+
+
+def test_a_worksheet_that_names_other_people_stops_the_run(tmp_path):
+    """The sample class's worksheet (Alice Anders... as participants 2750101...) beside a
+    real download that files 张伟 and 李娜 under the same numbers: the numbers alone
+    would credit their work to Alice and Bob. The run stops before grading and lists
+    each disagreement; --trust-worksheet grades as the worksheet says, and notes it."""
+    course_yml = course(tmp_path, lesson="moodle_worksheet: worksheet.csv\n")
+    (course_yml.parent / "worksheet.csv").write_bytes(
+        (ROOT / "examples" / "13-moodle-worksheet.csv").read_bytes())
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    moodle_zip(subs / "download.zip", [
+        MoodleFile("张伟", 2750101, "13_moe.py", STUB),
+        MoodleFile("李娜", 2750102, "13_moe.py", STUB),
+        MoodleFile("Carol  CHEN", 2750103, "13_moe.py", STUB)])  # the same person
+    out = tmp_path / "out"
+    done = subprocess.run([*GRADER, "run", "--course", str(course_yml), "--lesson", "13",
+                           "--submissions", str(subs), "--out", str(out), *SANDBOX],
+                          capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "200"})
+    said = " ".join((done.stdout + done.stderr).split())
+    assert done.returncode == 1 and not (out / "scores.json").exists(), said[-3000:]
+    assert "names 2 participant(s) otherwise than this Moodle download does" in said
+    assert "participant 2750101: the download names '张伟', the worksheet 'Alice Anders' " \
+           "(student alice)" in said
+    assert "participant 2750102: the download names '李娜', the worksheet 'Bob Brandt'" in said
+    assert "2750103" not in said and "--trust-worksheet" in said
+    done = subprocess.run([*GRADER, "run", "--course", str(course_yml), "--lesson", "13",
+                           "--submissions", str(subs), "--out", str(out), *SANDBOX,
+                           "--trust-worksheet"], capture_output=True, text=True,
+                          timeout=1500, env={**os.environ, "COLUMNS": "200"})
+    said = " ".join((done.stdout + done.stderr).split())
+    assert set(students(out)) == {"alice", "bob", "carol"}, said[-3000:]
+    assert "participant 2750101, '张伟' in the download, graded as alice ('Alice Anders')" \
+        in said
 
 
 def test_moodle_download_unzipped_as_moodle_before_4_1(tmp_path):

@@ -286,3 +286,43 @@ def test_canvas_download_places_or_names_every_file(tmp_path):
         "Left out submissions.zip: README.txt (not named as Canvas or Moodle names a "
         "submission's file).",
         "Left out notes.md (beside a zip, only zips are read)."])
+
+
+# ------------------------------------------- a Moodle download against its worksheet
+
+def test_a_download_and_a_worksheet_that_disagree_on_a_name_are_caught(tmp_path):
+    """Participant numbers map a Moodle download to the worksheet's students; where the
+    download's folder name and the worksheet's Full name cannot be one person, that is
+    a clash, and the same person written otherwise (case, spaces, word order, a `_`
+    Moodle wrote as a space) is not."""
+    from grader import roster
+    from tests.vendors import MoodleFile, moodle_worksheet, moodle_zip
+
+    sheet = moodle_worksheet(tmp_path / "worksheet.csv", [
+        (2750101, "Alice Anders", "alice@example.edu"),
+        (2750102, "Bob Brandt", "bob@example.edu"),
+        (2750103, "Carol Chen", "carol@example.edu"),
+        (2750104, "Dave_Dunn", "dave@example.edu")])
+    (tmp_path / "subs").mkdir()
+    moodle_zip(tmp_path / "subs" / "download.zip", [
+        MoodleFile("张伟", 2750101, EX, "x"), MoodleFile("Brandt Bob", 2750102, EX, "x"),
+        MoodleFile("carol  CHEN", 2750103, EX, "x"), MoodleFile("Dave_Dunn", 2750104, EX, "x"),
+        MoodleFile("李娜", 2750199, EX, "x")])
+    found = roster.Roster()
+    roster.add_worksheet(found, sheet, "email")
+    taken = intake.collect(tmp_path / "subs", EX, cache=tmp_path / "cache",
+                           aliases=found.aliases)
+    assert taken.numbers == {"alice@example.edu": "2750101", "bob@example.edu": "2750102",
+                             "carol@example.edu": "2750103", "dave@example.edu": "2750104"}
+    assert taken.by_number == ["2750199"]  # not in the worksheet: warned of, not a clash
+    assert roster.clashes(found, taken.numbers, taken.names) == [
+        roster.Clash("2750101", "alice@example.edu", "张伟", "Alice Anders")]
+
+
+def test_blind_marking_names_no_one_and_is_no_clash():
+    from grader.roster import same_person
+
+    assert same_person("Participant", "Participant 2750101", "2750101")
+    assert not same_person("Participant", "Participant 2750101", "2750102")
+    assert not same_person("Alice", "Alice Anders", "1")
+    assert same_person("ＡＬＩＣＥ　Anders", "alice anders", "1")  # fullwidth, NFKC

@@ -80,13 +80,19 @@ def test_grader_similarity_writes_the_report_and_the_class_report_links_it(tmp_p
     (out / "results").mkdir(parents=True)
     (out / "results" / "alice.json").write_text(json.dumps(
         {"student_id": "alice", "score": 10.0, "max_score": 10.0, "status": "graded"}))
+    # the sample class's Moodle worksheet names alice (issue 25 item 4)
+    course_yml = tmp_path / "course.yml"
+    course_yml.write_text((ROOT / "course.yml").read_text().replace(
+        "    exercise: 13_moe.py\n", "    exercise: 13_moe.py\n    moodle_worksheet: "
+        f"{ROOT / 'examples' / '13-moodle-worksheet.csv'}\n", 1))
+    for folder in ("solutions", "exercises", "hidden_tests", "examples"):
+        (tmp_path / folder).symlink_to(ROOT / folder)
     proc = subprocess.run(
-        [sys.executable, "-m", "grader.cli", "similarity", "--course", str(ROOT / "course.yml"),
+        [sys.executable, "-m", "grader.cli", "similarity", "--course", str(course_yml),
          "--lesson", "13", "--submissions", str(klass), "--out", str(out)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert "compared 5 submissions (10 pairs); 1 above 50%:" in proc.stderr
-    # names beside ids: the course's Moodle worksheet names alice (issue 25 item 4)
     assert "alice (Alice Anders) · planted" in proc.stderr
     page = (out / "similarity.html").read_text(encoding="utf-8")
     assert "planted" in page and "independent" not in page.split("<section", 1)[-1]
