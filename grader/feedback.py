@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
@@ -327,10 +328,33 @@ def _check_view(check: dict, t: dict[str, str], lang: str, picture: bool) -> dic
 
 
 def syntax_error(problem: str) -> dict | None:
-    """The message and line of a file Python could not read, from the record's problem;
-    None for any other problem."""
+    """The message and line of a file Python could not read, from the record's problem,
+    and the character typed in place of an ASCII one, if that is why; None for any other
+    problem."""
     found = _SYNTAX.fullmatch(problem.strip())
-    return {"message": found.group(2), "line": int(found.group(3))} if found else None
+    return {"message": found.group(2), "line": int(found.group(3)),
+            "typed": typed_instead(found.group(2))} if found else None
+
+
+# Python's words for a character it cannot read: "invalid character '：' (U+FF1A)",
+# "invalid non-printable character U+3000"
+_INVALID = re.compile(r"invalid (?:non-printable )?character (?:'(.)' \()?U\+([0-9A-F]{4,6})")
+# what a Chinese keyboard types for ASCII punctuation that NFKC does not fold
+_TYPED = {"“": '"', "”": '"', "‘": "'", "’": "'", "。": ".", "、": ",", "【": "[",
+          "】": "]", "《": "<", "》": ">", "—": "-", "…": "..."}
+
+
+def typed_instead(message: str) -> dict | None:
+    """The character Python could not read and the ASCII one meant (a full-width colon
+    from a Chinese keyboard is `:`), or None when the message names no such character."""
+    found = _INVALID.search(message)
+    if found is None:
+        return None
+    char = chr(int(found.group(2), 16))
+    meant = _TYPED.get(char) or unicodedata.normalize("NFKC", char)
+    if not meant.isascii() or not meant.isprintable():
+        return None
+    return {"char": char, "code": f"U+{ord(char):04X}", "ascii": meant}
 
 
 def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:

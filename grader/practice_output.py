@@ -7,6 +7,7 @@ checks give the same outcome.
 """
 from __future__ import annotations
 
+import re
 import sys
 
 from rich.console import Console
@@ -79,7 +80,8 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
                       for t in mine]}
     return {"lesson": lesson_key, "language": lang, "status": record.status,
             "problem": in_language(record.problem, lang),
-            "syntax_error": _syntax_error(tests), "traceback": record.import_traceback,
+            "syntax_error": _syntax_error(tests), "typed": _typed(tests),
+            "traceback": record.import_traceback,
             "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
             "parts": parts, "output": record.output, "examples": record.examples}
 
@@ -100,6 +102,19 @@ def _message(test: TestRecord, lang: str) -> str:
 
 def _syntax_error(tests: list[TestRecord]) -> bool:
     return any((t.error or {}).get("type") in SYNTAX_ERRORS for t in tests)
+
+
+def _typed(tests: list[TestRecord]) -> dict | None:
+    """The character typed in place of an ASCII one that Python could not read, and its
+    line ("... (13_moe.py, line 3)"), if that is why the file could not be read."""
+    from grader.feedback import typed_instead
+
+    for t in tests:
+        message = (t.error or {}).get("message") or ""
+        if (t.error or {}).get("type") in SYNTAX_ERRORS and (found := typed_instead(message)):
+            line = re.search(r"line (\d+)\)\s*$", message)
+            return {**found, "line": int(line.group(1)) if line else "?"}
+    return None
 
 
 def exit_status(outcome: dict) -> int:
@@ -127,7 +142,9 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
             out.print(outcome["traceback"].rstrip("\n"), markup=False)
         if outcome["syntax_error"]:
             out.print(f"[yellow]{words['hint']}[/] ", end="")
-            out.print(words["syntax"], markup=False)
+            typed = outcome.get("typed")
+            out.print(STRINGS[outcome.get("language") or course.language]["syntax_typed"]
+                      .format(**typed) if typed else words["syntax"], markup=False)
     stub = lesson_stub(course, lesson_key)
     for name, part in outcome["parts"].items():
         mark = "[green]✓[/]" if part["passed"] == part["total"] else "[red]✗[/]"

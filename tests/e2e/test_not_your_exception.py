@@ -24,7 +24,8 @@ def graded(ctx13, slot13, tmp_path_factory) -> dict:
     assert source.count(MOE_RETURN) == 1
     sources = {"renamed": source.replace(FFN_INIT, RENAMED),
                "pair": source.replace(MOE_RETURN, MOE_RETURN[:-1] + ", self.aux_loss\n"),
-               "syntax": source.replace("def route(", "def route(:", 1)}
+               "syntax": source.replace("def route(", "def route(:", 1),
+               "fullwidth": source.replace("if norm_topk_prob:", "if norm_topk_prob：", 1)}
     return grade_sources(ctx13, slot13, tmp_path_factory, sources)
 
 
@@ -69,6 +70,33 @@ def test_a_file_python_could_not_read_gets_a_hint_and_no_moe_box(graded, course,
     page = feedback.render_student(record, course, "13", lang)
     assert str(escape(t["syntax_hint"].format(**found))) in page
     assert "This part calls" not in page and "这一部分会调用" not in page
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_full_width_character_is_named_with_the_ascii_one_to_type(graded, course, lang):
+    """Issue 51: `if norm_topk_prob：` (a Chinese keyboard's colon) got the hint that a
+    colon may be missing; the student has one, the full-width one."""
+    record = graded["fullwidth"]
+    found = feedback.syntax_error(record.problem)
+    assert found and found["typed"] == {"char": "：", "code": "U+FF1A", "ascii": ":"}
+    t = feedback.STRINGS[lang]
+    page = feedback.render_student(record, course, "13", lang)
+    said = t["syntax_typed"].format(line=found["line"], **found["typed"])
+    assert str(escape(said)) in page and ("‘:’" in said or "“:”" in said)
+    assert str(escape(t["syntax_hint"].format(**found))) not in page
+
+
+@pytest.mark.parametrize("message, typed", [
+    ("invalid character '（' (U+FF08)", ("（", "(")),
+    ("invalid character '，' (U+FF0C)", ("，", ",")),
+    ("invalid character '“' (U+201C)", ("“", '"')),
+    ("invalid character '。' (U+3002)", ("。", ".")),
+    ("invalid non-printable character U+3000", ("\u3000", " ")),
+    ("invalid character '€' (U+20AC)", None),
+    ("invalid syntax", None)])
+def test_what_a_chinese_keyboard_types_is_mapped_to_ascii(message, typed):
+    found = feedback.typed_instead(message)
+    assert (found and (found["char"], found["ascii"])) == (typed or None)
 
 
 def ctx_line(record) -> int:
