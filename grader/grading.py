@@ -142,6 +142,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                                 taken.skipped)
         with Spool(out) as spool:
             tally = Tally([s.student_id for s in subs], spool)
+            tally.absent = list(taken.absent)
             todo = plan(store, subs, ctx.version, force,
                         kept=lambda record: tally.add(Entry.of(record)))
             summary = Summary(skipped=len(subs) - len(todo))
@@ -162,7 +163,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                     tally.add(Entry.of(old))
             ids = sorted(s.student_id for s in subs)
             store.write_scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                               spool.entries(ids), taken.by_number)
+                               spool.entries(ids), taken.by_number, taken.absent)
     write_report(tally, course, lesson_key, store, language, ctx.pages)
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
     return Graded(summary, students, taken.skipped, taken.absent, by_number)
@@ -298,5 +299,6 @@ def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,
     tally = Tally()
     for path in results:
         tally.add(Entry.of(GradeRecord.from_json(json.loads(path.read_text(encoding="utf-8")))))
+    tally.absent = store.absent()
     write_report(tally, course, lesson_key, store, language, pages)
     return True

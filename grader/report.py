@@ -9,6 +9,7 @@ from jinja2 import Environment
 
 from grader.charts import bar_chart_svg, histogram_svg
 from grader.config import Course
+from grader.record import MISSING
 from grader.feedback import (STRINGS, course_title, language_of, lesson_title, local_text, part_titles,
                              templates)
 from grader.store import Store
@@ -16,11 +17,16 @@ from grader.tally import Tally
 
 
 def report_context(tally: Tally, course: Course, lesson_key: str, lang: str) -> dict:
-    """Class-wide numbers and plots for the TA report."""
+    """Class-wide numbers and plots for the TA report. A student who handed nothing in
+    (graded as missing, or on the roster and not in the download: `tally.absent`) is
+    counted and listed, and left out of every average, rate and chart."""
     t = STRINGS[lang]
     lesson = course.lesson(lesson_key)
     titles = part_titles(course, lesson_key, lang)
-    lines = tally.in_order()
+    every = tally.in_order()
+    lines = [line for line in every if line.status != MISSING]
+    nothing = sorted([line.student_id for line in every if line.status == MISSING]
+                     + list(tally.absent))
     scores = [line.score for line in lines]
     max_score = lesson.max_score
     n = len(lines)
@@ -35,6 +41,8 @@ def report_context(tally: Tally, course: Course, lesson_key: str, lang: str) -> 
     return {
         "t": t, "lang": lang, "course_title": course_title(course, lang), "lesson_key": lesson_key,
         "lesson_title": lesson_title(course, lesson_key, lang), "n": n,
+        "class_size": len(every) + len(tally.absent), "nothing": nothing,
+        "absent": sorted(tally.absent),
         "max_score": max_score, "mean": statistics.fmean(scores) if scores else 0.0,
         "median": statistics.median(scores) if scores else 0.0,
         "full": sum(s >= max_score - 1e-9 for s in scores), "zero": sum(s <= 0 for s in scores),
@@ -54,7 +62,7 @@ def report_context(tally: Tally, course: Course, lesson_key: str, lang: str) -> 
         "slow_chart": bar_chart_svg([(s.student_id, s.elapsed_s) for s in slow],
                                     max((s.elapsed_s for s in slow), default=0.0), " s"),
         "students": [{"line": line, "page": Store.page_of(line.student_id)}
-                     for line in sorted(lines, key=lambda line: line.student_id)],
+                     for line in sorted(every, key=lambda line: line.student_id)],
         "part_keys": list(lesson.parts),
     }
 

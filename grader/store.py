@@ -144,15 +144,19 @@ class Store:
         write_atomic(self.result_path(sid), dump(record.to_json()))
 
     def write_scores(self, lesson: str, course: str, version: str, max_score: float,
-                     entries: Iterable[bytes], participant_numbers: Iterable[str] = ()) -> None:
+                     entries: Iterable[bytes], participant_numbers: Iterable[str] = (),
+                     absent: Iterable[str] = ()) -> None:
         """scores.json, streamed: the class's `scores_entry` texts (UTF-8), in id order,
         inside the document `dump` would write of them, byte for byte;
         `participant_numbers`: the ids that are a Moodle download's participant numbers
-        only, which no Moodle import can match."""
-        numbers = sorted(participant_numbers)
+        only, which no Moodle import can match; `absent`: the roster's students the
+        download held nothing of (listed, never exported: a run over one zip of late
+        files must not zero everyone else)."""
+        numbers, away = sorted(participant_numbers), sorted(absent)
         head, tail = dump({"lesson": lesson, "course": course, "version": version,
                            "max_score": max_score, "students": [],
-                           **({"participant_numbers": numbers} if numbers else {})}
+                           **({"participant_numbers": numbers} if numbers else {}),
+                           **({"absent": away} if away else {})}
                           ).split(_STUDENTS, 1)
 
         def chunks() -> Iterator[bytes]:
@@ -162,6 +166,15 @@ class Store:
             yield encode("]" + tail)
 
         write_atomic(self.scores_path, chunks())
+
+    def absent(self) -> list[str]:
+        """The roster's students the last run found nothing of, as scores.json lists
+        them ([] without one)."""
+        try:
+            found = json.loads(self.scores_path.read_text(encoding="utf-8")).get("absent")
+        except (OSError, ValueError, AttributeError):
+            return []
+        return [s for s in found if isinstance(s, str)] if isinstance(found, list) else []
 
 
 # what each test's metadata in the raw log holds that results/<id>.json holds too

@@ -131,6 +131,7 @@ class Tally:
         self.unmatched, self.error_kinds, self.statuses = _Counts(), _Counts(), _Counts()
         self.problems: list[tuple[int, Problem]] = []
         self._slowest: list[tuple[float, int, Slow]] = []   # a heap: (elapsed, -position, …)
+        self.absent: list[str] = []  # on the roster, nothing in the download: no entry
 
     @classmethod
     def of(cls, records: list[GradeRecord]) -> Tally:

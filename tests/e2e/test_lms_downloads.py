@@ -135,6 +135,9 @@ def test_moodle_download(tmp_path):
     assert got["carol@example.edu"]["name"] == "Carol Chen"
     assert got["alice@example.edu"]["score"] == pytest.approx(10.0)
     assert "missing: on the roster, nothing handed in (1): dave@example.edu" in said
+    report = (out / "report.html").read_text(encoding="utf-8")  # counted, listed (issue 51)
+    assert "dave@example.edu" in report and "the 1 who handed nothing in" in report
+    assert json.loads((out / "scores.json").read_text())["absent"] == ["dave@example.edu"]
     alice = page(out, "alice@example.edu")
     assert "Alice Anders" in alice
     assert "Left out onlinetext.html (an online text, not a file)." in alice

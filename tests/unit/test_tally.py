@@ -97,3 +97,26 @@ def test_an_entry_is_small_beside_the_result(course):
     of a mistaken student's result."""
     record = a_class(course, 1, seed=1)[0]
     assert len(pickle.dumps(Entry.of(record))) * 10 < len(dump(record.to_json()))
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_who_handed_nothing_in_is_counted_listed_and_out_of_the_averages(course, lang):
+    """Issue 51: a Moodle download holds no folder for a student who handed nothing in;
+    the report said 12 students and averaged over 12. Now the class counts them, lists
+    them, and averages over those who handed something in, and says so."""
+    def one(sid: str, status: str, score: float) -> GradeRecord:
+        return GradeRecord(student_id=sid, lesson="13", status=status, score=score,
+                           max_score=10.0, parts={"ffn": PartRecord(score / 5, 2.0, 0, 1)},
+                           tests=[])
+
+    tally = Tally.of([one("a", "graded", 10.0), one("b", "graded", 6.0),
+                      one("erin", "missing", 0.0)])
+    tally.absent = ["zed"]
+    got = report.report_context(tally, course, "13", lang)
+    assert (got["class_size"], got["n"], got["nothing"]) == (4, 2, ["erin", "zed"])
+    assert got["mean"] == 8.0 and got["zero"] == 0
+    assert next(p for p in got["parts"] if p["key"] == "ffn")["mean"] == 1.6
+    page = report.render_report(tally, course, "13", lang)
+    t = report.STRINGS[lang]
+    assert t["averages_without"].format(n=2, m=2) in page
+    assert ">zed<" in page and t["absent_status"] in page and ">erin<" in page
