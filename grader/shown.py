@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from decimal import ROUND_HALF_UP, Decimal
 
 TEXT_LIMIT = 20_000      # characters of one untrusted text shown on a page
 # A heatmap cell whose error is NaN or infinite (JSON has neither): compare.py writes
@@ -64,8 +65,13 @@ def num(value: object) -> str:
 
 
 def points(value: object) -> str:
-    """Points as a student reads them: at most two decimals (scores.json and the
-    exports keep the exact value, a whole number of 1/1024 points)."""
+    """Points as people read them, the one rule for pages, the class report, `grader
+    check` and LMS comments: two decimals at most, half rounded up, as Moodle and Canvas
+    show a score (8.125 is 8.13; Python's own format would say 8.12). scores.json and the
+    exports keep the exact value, a whole number of 1/1024 points."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return num(value)
-    return f"{value:.2f}".rstrip("0").rstrip(".")
+    if not math.isfinite(value):
+        return num(value)
+    shown = Decimal(value).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+    return f"{shown:f}".rstrip("0").rstrip(".") if shown else "0"

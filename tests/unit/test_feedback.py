@@ -238,6 +238,29 @@ def test_points_are_shown_with_at_most_two_decimals():
         ["9.09", "2", "2.5", "0", "1.5"]
 
 
+def test_points_round_half_up_as_the_lms_shows_them_everywhere(course):
+    """Issue 51: 8.125 was 8.12 on the page (Python rounds half to even), 8.13 in
+    Moodle, and the class report showed 9.77002. One rule, half up, everywhere."""
+    from grader import report
+    from grader.export.one_line import text
+    from grader.feedback import points
+    from grader.record import GradeRecord, PartRecord
+    from grader.tally import Tally
+
+    assert [points(v) for v in (8.125, 0.125 + 2, 9.77001953125, 1 / 1024, 7.998046875)] == \
+        ["8.13", "2.13", "9.77", "0", "8"]
+    record = GradeRecord(student_id="s", lesson="13", status="graded", score=8.125,
+                         max_score=10.0, parts={"ffn": PartRecord(1.125, 2.0, 1, 2),
+                                                "router": PartRecord(7.0, 8.0, 1, 2)},
+                         tests=[])
+    page = report.render_report(Tally.of([record, GradeRecord(
+        student_id="t", lesson="13", status="graded", score=9.77001953125, max_score=10.0,
+        parts={"ffn": PartRecord(1.77001953125, 2.0, 1, 2)}, tests=[])]), course, "13", "en")
+    assert ">8.13<" in page and ">9.77<" in page and "9.77002" not in page
+    assert "8.12" not in page and "1.13" in page
+    assert "ffn 1.13/2" in text(course, "13", record)
+
+
 # ---------------------------------------------------------------- issue 25, items 9-10
 
 def _lesson13_checks(course: config.Course) -> list[dict]:
