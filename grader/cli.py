@@ -153,7 +153,8 @@ def main() -> None:
 @click.option("--force", is_flag=True, help="regrade even unchanged submissions")
 @click.option("--unsandboxed", is_flag=True,
               help="allow grading without the sandbox when it cannot be set up (trusted work only)")
-@click.option("--language", type=click.Choice(["en", "zh"]), help="feedback language")
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="feedback language (default: the last run's in --out, else course.yml's)")
 @click.option("--scheduler", metavar="ADDRESS",
               help="grade on a Dask cluster: tcp://host:8786, or slurm/pbs/sge/lsf to start "
                    "--jobs dask-jobqueue workers (needs the `cluster` extra)")
@@ -379,16 +380,17 @@ def student_bundle(course_path, lesson_key, out) -> None:
 @LESSON
 @GRADED
 @click.option("--language", type=click.Choice(["en", "zh"]),
-              help="the report's language (default: course.yml's `language`)")
+              help="the report's language (default: the graded run's, else course.yml's)")
 def report(course_path, lesson_key, out, language) -> None:
     """Write the class report (HTML) from a graded folder, into that folder."""
-    from grader.feedback import templates
+    from grader.feedback import language_of, templates
     from grader.grading import rewrite_report
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     out = _graded(course, lesson, out)
-    if not rewrite_report(course, lesson_key, out, language or course.language, templates()):
+    if not rewrite_report(course, lesson_key, out, language_of(course, language, out),
+                          templates()):
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
     console.print(f"report: {Store(out).report_path}", markup=False)
 
@@ -465,9 +467,13 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str
 @click.option("--to", "formats", required=True, callback=_formats,
               help="comma-separated: " + ", ".join(FORMATS))
 @GRADED
-def export(course_path, lesson_key, formats, out) -> None:
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="the LMS comments' language (default: the graded run's, else "
+                   "course.yml's)")
+def export(course_path, lesson_key, formats, out, language) -> None:
     """Write the graded scores in the formats LMSs import, into OUT/export."""
     from grader.export import ROSTER_REPORT, export_all
+    from grader.feedback import language_of
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
@@ -475,7 +481,7 @@ def export(course_path, lesson_key, formats, out) -> None:
     scores = _scores(out)
     try:
         paths, unwritten = export_all(course, lesson_key, scores, Store(out).export_path,
-                                      formats)
+                                      formats, language_of(course, language, out))
     except (ValueError, config.ConfigError) as exc:
         raise click.ClickException(str(exc)) from None
     for p in paths:

@@ -43,8 +43,12 @@ def templates() -> Environment:
     return env
 
 
-def language_of(course: Course, language: str | None) -> str:
-    lang = language or course.language
+def language_of(course: Course, language: str | None, out: Path | None = None) -> str:
+    """The one precedence for a language: the option, else what the run in `out`
+    recorded (its pages are in it), else course.yml's."""
+    from grader.store import Store
+
+    lang = language or (Store(out).language() if out is not None else "") or course.language
     if lang not in STRINGS:
         raise ValueError(f"no feedback strings for language {lang!r} (have: {', '.join(STRINGS)})")
     return lang

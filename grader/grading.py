@@ -109,7 +109,9 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
 
     support = bwrap.probe()  # whether bwrap works here: once for the run
     store = Store(out)
-    language = language or course.language
+    from grader.feedback import language_of
+
+    language = language_of(course, language, out)
     # The sandbox lives until the grading is done, however the run ends: this block
     # alone owns it (closed once the class is graded, or on any error or Ctrl-C).
     with ExitStack() as lifetime:
@@ -134,7 +136,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
             events.warn(by_number)
         known = roster.students
         subs = [Submission(sid, path, notes=notes, name=(known[sid].name if sid in known
-                                                         else "") or taken.names.get(sid, ""))
+                                                         else "") or taken.names.get(sid, ""),
+                           language=language)
                 for sid, path, notes in taken.found]
         if not subs:
             raise NoSubmissions(f"no submissions found in {submissions}: "
@@ -163,7 +166,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                     tally.add(Entry.of(old))
             ids = sorted(s.student_id for s in subs)
             store.write_scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                               spool.entries(ids), taken.by_number, taken.absent)
+                               spool.entries(ids), taken.by_number, taken.absent,
+                               language)
     write_report(tally, course, lesson_key, store, language, ctx.pages)
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
     return Graded(summary, students, taken.skipped, taken.absent, by_number)

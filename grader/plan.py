@@ -21,6 +21,7 @@ class Submission:
     notes: list[str] = field(default_factory=list)  # what intake chose, shown too
     fingerprint: str = ""      # content + lesson version: unchanged means skip
     name: str = ""             # the student's name (roster, LMS download), for the page
+    language: str = ""         # the page's language ("": the course's, unrecorded)
 
 
 @dataclass
@@ -40,13 +41,15 @@ class Summary:
 
 def fingerprint_of(sub: Submission, version: str) -> str:
     """Content (capped: an oversized file is only its size), the notes, which hold
-    why nothing could be graded when there is no file, and the name the page shows."""
+    why nothing could be graded when there is no file, and the name and language the
+    page shows (a run in another language writes every page again)."""
     data = None
     if sub.path is not None:
         got = read_source(sub.path)
         data = got.data if got.size <= MAX_SOURCE else f"<{got.size} bytes>".encode()
     named = [f"name: {sub.name}"] if sub.name else []  # a page shows it: a new name, a new page
-    return fingerprint(data, "\0".join([version, *sub.notes, *named]))
+    spoken = [f"language: {sub.language}"] if sub.language else []  # a class in one language
+    return fingerprint(data, "\0".join([version, *sub.notes, *named, *spoken]))
 
 
 def plan(store: Store, subs: list[Submission], version: str, force: bool,

@@ -187,7 +187,6 @@ class GradeRecord:
         """The record as scores.json holds it: no timing, each test's verdict only."""
         doc = self.to_json()
         del doc["timing"], doc["examples"]
-        doc.pop("problem_texts", None)  # the exports read English text
         doc["notes"] = [str(n) for n in self.notes]  # the exports read English text
         doc["tests"] = [{k: t[k] for k in SCORE_TEST_KEYS} for t in doc["tests"]]
         return doc

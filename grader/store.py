@@ -145,16 +145,18 @@ class Store:
 
     def write_scores(self, lesson: str, course: str, version: str, max_score: float,
                      entries: Iterable[bytes], participant_numbers: Iterable[str] = (),
-                     absent: Iterable[str] = ()) -> None:
+                     absent: Iterable[str] = (), language: str = "") -> None:
         """scores.json, streamed: the class's `scores_entry` texts (UTF-8), in id order,
         inside the document `dump` would write of them, byte for byte;
         `participant_numbers`: the ids that are a Moodle download's participant numbers
         only, which no Moodle import can match; `absent`: the roster's students the
         download held nothing of (listed, never exported: a run over one zip of late
-        files must not zero everyone else)."""
+        files must not zero everyone else); `language`: the pages' language, which a
+        later `grader report`, `grader export` or run takes unless told otherwise."""
         numbers, away = sorted(participant_numbers), sorted(absent)
         head, tail = dump({"lesson": lesson, "course": course, "version": version,
-                           "max_score": max_score, "students": [],
+                           "max_score": max_score,
+                           **({"language": language} if language else {}), "students": [],
                            **({"participant_numbers": numbers} if numbers else {}),
                            **({"absent": away} if away else {})}
                           ).split(_STUDENTS, 1)
@@ -166,6 +168,15 @@ class Store:
             yield encode("]" + tail)
 
         write_atomic(self.scores_path, chunks())
+
+    def language(self) -> str:
+        """The language the last run wrote the pages in, as scores.json records it ("":
+        none recorded)."""
+        try:
+            found = json.loads(self.scores_path.read_text(encoding="utf-8")).get("language")
+        except (OSError, ValueError, AttributeError):
+            return ""
+        return found if isinstance(found, str) else ""
 
     def absent(self) -> list[str]:
         """The roster's students the last run found nothing of, as scores.json lists

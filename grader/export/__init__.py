@@ -42,7 +42,7 @@ def exporters() -> dict[str, Exporter]:
 
 
 def export_all(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,
-               formats: list[str]) -> tuple[list[Path], list[str]]:
+               formats: list[str], language: str = "") -> tuple[list[Path], list[str]]:
     """`export`, and the graded students a format could not write a row for
     (`format: student: why`), which `grader export` reports and fails on."""
     from grader import roster
@@ -57,7 +57,8 @@ def export_all(course: Course, lesson_key: str, scores: ClassScores, out_dir: Pa
     out_dir.mkdir(parents=True, exist_ok=True)
     found = roster.match(roster.load(course, lesson_key),
                          [s.student_id for s in scores.students])
-    options = ExportOptions(course, lesson_key, out_dir, found, templates())
+    options = ExportOptions(course, lesson_key, out_dir, found, templates(),
+                            language or course.language)
     by_name = exporters()
     written: list[Path] = []
     unwritten: list[str] = []

@@ -25,6 +25,7 @@ class ExportOptions:
     out_dir: Path        # OUT/export: the pages scores.json names are its parent's
     roster: Match        # the roster matched with the graded ids
     pages: Environment   # the pages' templates (Gradescope shows each page's top)
+    language: str = "en"  # what students read beside a score (comments, the page's top)
 
 
 @dataclass

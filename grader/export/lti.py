@@ -50,7 +50,8 @@ class Lti(Exporter):
         course, people, stamp = options.course, options.roster.entries, now()
         path = options.out_dir / "lti_scores.jsonl"
         lines = [json.dumps(score_object(s, people[s.student_id], stamp, course.missing,
-                                         one_line.text(course, options.lesson_key, s)),
+                                         one_line.text(course, options.lesson_key, s,
+                                                       options.language)),
                             ensure_ascii=False)
                  for s in scores.students]
         path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")

@@ -66,7 +66,8 @@ def _csv(scores: ClassScores, options: ExportOptions) -> Exported:
             left_out.append(f"moodle: {sid}: "
                             f"{WHY[kind] if found.known(sid) else 'not in the roster'}")
             continue
-        rows.append([ident, score_cell(s, course.missing), one_line.text(course, lesson_key, s)])
+        rows.append([ident, score_cell(s, course.missing), one_line.text(course, lesson_key, s,
+                                                                       options.language)])
     path = options.out_dir / "moodle.csv"
     with path.open("w", newline="", encoding="utf-8") as f:
         write_rows(f, rows)

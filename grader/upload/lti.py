@@ -70,8 +70,9 @@ def _load_sent(path: Path) -> dict:
 
 
 def scores_to_send(course: Course, lesson_key: str, scores: ClassScores,
-                   outcome: Outcome) -> list[tuple[str, dict]]:
-    """(student id, score body) for every student with an LTI user id."""
+                   outcome: Outcome, language: str = "en") -> list[tuple[str, dict]]:
+    """(student id, score body) for every student with an LTI user id; each comment in
+    `language`."""
     found = roster.match(roster.load(course), [s.student_id for s in scores.students])
     stamp, bodies = now(), []
     for s in scores.students:
@@ -82,7 +83,8 @@ def scores_to_send(course: Course, lesson_key: str, scores: ClassScores,
             outcome.skipped.append((sid, "no lms_id (the LTI user id) in the roster"))
         else:
             bodies.append((sid, score_object(s, who, stamp, course.missing,
-                                             one_line.text(course, lesson_key, s))))
+                                             one_line.text(course, lesson_key, s,
+                                                           language))))
     return bodies
 
 
@@ -100,7 +102,10 @@ def upload(course: Course, lesson_key: str, scores: ClassScores, out: Path, *,
     sent = _load_sent(path)
     mine = sent.setdefault(_record_key(course, lesson_key), {})
     todo = []
-    for sid, body in scores_to_send(course, lesson_key, scores, outcome):
+    from grader.feedback import language_of
+
+    for sid, body in scores_to_send(course, lesson_key, scores, outcome,
+                                    language_of(course, None, out)):
         if not force and mine.get(body["userId"]) == fingerprint(body):
             outcome.unchanged.append(sid)
         else:

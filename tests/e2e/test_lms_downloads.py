@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
@@ -51,9 +52,9 @@ def grade(course_yml: Path, submissions: Path, out: Path) -> subprocess.Complete
     return done
 
 
-def export(course_yml: Path, out: Path, formats: str) -> subprocess.CompletedProcess:
+def export(course_yml: Path, out: Path, formats: str, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run([*GRADER, "export", "--course", str(course_yml), "--lesson", "13",
-                           "--to", formats, "--out", str(out)],
+                           "--to", formats, "--out", str(out), *extra],
                           capture_output=True, text=True, timeout=600)
 
 
@@ -277,3 +278,46 @@ submission_2:
     assert export(course_yml, out, "gradescope").returncode == 0
     assert sorted(p.name for p in (out / "export" / "gradescope").iterdir()) == \
         ["20260001.json", "20260006.json", "20260007.json"]
+
+
+def test_the_language_a_run_chose_is_kept_for_reports_exports_and_reruns(tmp_path):
+    """Issue 51: `--language zh` on `grader run` was forgotten: `grader report` wrote
+    English, a rerun without the flag wrote the regraded pages in English, and the
+    Moodle comments were English only. OUT now records the language; the option, else
+    OUT's record, else course.yml."""
+    course_yml = course(tmp_path, head="moodle_identifier: email\n",
+                        lesson="moodle_worksheet: worksheet.csv\n")
+    moodle_worksheet(course_yml.parent / "worksheet.csv", [
+        (2750101, "张伟", "zw@example.edu"), (2750102, "李娜", "ln@example.edu")])
+    subs = tmp_path / "subs"
+    subs.mkdir()
+    moodle_zip(subs / "download.zip", [MoodleFile("张伟", 2750101, "13_moe.py", SOLUTION),
+                                       MoodleFile("李娜", 2750102, "13_moe.py", STUB)])
+    out = tmp_path / "out"
+
+    def run(*extra: str) -> str:
+        done = subprocess.run([*GRADER, "run", "--course", str(course_yml), "--lesson", "13",
+                               "--submissions", str(subs), "--out", str(out), *SANDBOX,
+                               *extra], capture_output=True, text=True, timeout=1500)
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        return done.stdout + done.stderr
+
+    run("--language", "zh")
+    assert json.loads((out / "scores.json").read_text())["language"] == "zh"
+    (out / "report.html").unlink()
+    done = subprocess.run([*GRADER, "report", "--course", str(course_yml), "--lesson", "13",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "平均分" in (out / "report.html").read_text(encoding="utf-8")
+    assert export(course_yml, out, "moodle").returncode == 0
+    comments = {r[0]: r[2] for r in rows(out / "export" / "moodle.csv", skip=1)}
+    assert comments["zw@example.edu"].startswith("已评分。ffn 2/2；"), comments
+    # 李娜 hands in the solution too: the rerun, without the flag, regrades her in zh
+    moodle_zip(subs / "download.zip", [MoodleFile("张伟", 2750101, "13_moe.py", SOLUTION),
+                                       MoodleFile("李娜", 2750102, "13_moe.py", SOLUTION)])
+    said = " ".join(run().split())
+    assert re.search(r"unchanged \(skipped\)\W+1\b", said), said[-1500:]
+    assert "总分" in page(out, "ln@example.edu")
+    assert export(course_yml, out, "moodle", "--language", "en").returncode == 0
+    comments = {r[0]: r[2] for r in rows(out / "export" / "moodle.csv", skip=1)}
+    assert comments["ln@example.edu"].startswith("Graded. ffn 2/2; ")

@@ -138,3 +138,23 @@ def test_only_the_store_names_the_files_of_out():
     store = Store(Path("OUT"))
     assert {p.name for p in (store.scores_path, store.report_path, store.similarity_path)} \
         == names
+
+
+def test_a_page_in_another_language_is_a_new_page():
+    """The language is part of what decides a regrade: a class is never left with pages
+    in two languages (issue 51)."""
+    from grader.plan import Submission, fingerprint_of
+
+    sub = Submission("ann", None, notes=["nothing handed in"])
+    zh = Submission("ann", None, notes=["nothing handed in"], language="zh")
+    assert fingerprint_of(sub, "v") != fingerprint_of(zh, "v")
+    assert fingerprint_of(zh, "v") == fingerprint_of(
+        Submission("ann", None, notes=["nothing handed in"], language="zh"), "v")
+
+
+def test_the_recorded_language_is_read_back_and_a_damaged_file_records_none(tmp_path):
+    store = Store(tmp_path)
+    store.write_scores("13", "c", "v", 10.0, [], language="zh")
+    assert store.language() == "zh"
+    store.scores_path.write_text("{not json", encoding="utf-8")
+    assert store.language() == ""
