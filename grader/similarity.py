@@ -143,7 +143,7 @@ def segments(text: str, slices) -> list[tuple[str, bool]]:
 
 
 def excerpt(segs: list[tuple[str, bool]], context: int = CONTEXT) -> list[Piece]:
-    """The matched segments with `context` lines either side; the lines between are
+    """The matched segments with `context` lines either side; more lines between are
     counted, not shown, so a 1 MB file with one copied function shows that function."""
     out: list[Piece] = []
     for i, (text, matched) in enumerate(segs):
@@ -153,7 +153,7 @@ def excerpt(segs: list[tuple[str, bool]], context: int = CONTEXT) -> list[Piece]
         lines = text.splitlines(keepends=True)
         head = lines[:context + 1] if i > 0 else []             # after a match
         tail = lines[-(context + 1):] if i < len(segs) - 1 else []  # before one
-        if len(head) + len(tail) >= len(lines):
+        if len(lines) <= len(head) + len(tail) + context:  # a few lines: not worth a note
             out.append(Piece(text))
             continue
         if head:
