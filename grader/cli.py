@@ -416,11 +416,11 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     for sid, why in result.unread:
         console.print(f"  {clean(sid, 200)}: not compared ({why})", markup=False)
     budget, found, above = course.similarity.budget(), result.found, f"{100 * threshold:g}%"
-    for label, size in result.cut:
+    for label, kb in result.cut:
         console.print(f"  {clean(label, 200)}: only its first {budget.file_kb} KB compared "
-                      f"({-(-size // 1024)} KB; course.yml similarity.file_kb)", markup=False)
+                      f"({kb} KB; course.yml similarity.file_kb)", markup=False)
     pairs = f"{found.total}"
-    if found.examined < found.total:
+    if found.out_of_time:
         console.print(f"time budget reached ({budget.seconds:g} s, course.yml "
                       f"similarity.seconds): {found.examined} of {found.total} pairs "
                       "compared, the rest not", markup=False)

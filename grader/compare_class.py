@@ -20,8 +20,8 @@ from grader.store import Store, write_atomic
 @dataclass
 class Compared:
     """What compare() found, how many files were compared, those that could not be read
-    (student id, why), those compared only up to the budget's file_kb (side, size in
-    bytes), how many pairs the page shows, and whether the class report now links it."""
+    (student id, why), those compared only up to the budget's file_kb (side, its size
+    in KB), how many pairs the page shows, and whether the class report now links it."""
 
     found: similarity.Found
     compared: int
@@ -55,7 +55,7 @@ def compare_class(course: Course, lesson_key: str, submissions: Path, out: Path,
             if path is not None and label[sid] not in texts:
                 texts[label[sid]], size = similarity.read_text(path, cap)
                 if size > cap:
-                    cut.append((label[sid], size))
+                    cut.append((label[sid], -(-size // 1024)))  # KB, rounded up
         except OSError as exc:
             unread.append((sid, str(exc.strerror)))
     stub, _ = similarity.read_text(course.path(lesson.stub))

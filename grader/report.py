@@ -90,7 +90,7 @@ def render_similarity(found: similarity.Found, compared: int, threshold: float,
     """The TAs' similarity report and how many pairs it shows: `found`'s pairs side by
     side, most similar first, while the page stays within `budget.page_kb`, each side's
     matching regions marked with a few lines around them; what the budget left out is
-    said (`budget`: course.yml's, else the defaults). `cut`: the sides compared only up to `budget.file_kb` (label, size in bytes).
+    said (`budget`: course.yml's, else the defaults). `cut`: the sides compared only up to `budget.file_kb` (label, size in KB).
     The code is the students', escaped and cleaned."""
     lang = language_of(course, language)
     budget = budget or similarity.Budget()
@@ -102,7 +102,7 @@ def render_similarity(found: similarity.Found, compared: int, threshold: float,
             lesson_key=lesson_key, lesson_title=lesson_title(course, lesson_key, lang),
             n=compared, threshold=f"{100 * threshold:g}", pairs=found.pairs[:shown],
             hidden=len(found.pairs) - shown, found=found, budget=budget, kept=similarity.KEPT,
-            context=similarity.CONTEXT, cut=[(sid, -(-size // 1024)) for sid, size in cut])
+            context=similarity.CONTEXT, cut=cut)
 
     room = budget.page_kb * 1024 - len(render(0).encode())  # the page with no pair on it
     shown = 0

@@ -40,6 +40,9 @@ GUARANTEE = 30      # a match this long is always found: window = 30 - 25 + 1
 THRESHOLD = 0.5     # pairs above this share are reported
 KEPT = 100          # characters of code with names kept that a similar pair shares at least
 CONTEXT = 3         # lines shown around each matched region
+MATCHED = 200       # lines shown of one matched region, its first and last half (a
+                    # solution is ~100 lines; a fingerprint frequent in one file can
+                    # mark most of it, e.g. one statement shape repeated)
 
 
 @dataclass(frozen=True)
@@ -143,14 +146,20 @@ def segments(text: str, slices) -> list[tuple[str, bool]]:
 
 
 def excerpt(segs: list[tuple[str, bool]], context: int = CONTEXT) -> list[Piece]:
-    """The matched segments with `context` lines either side; more lines between are
-    counted, not shown, so a 1 MB file with one copied function shows that function."""
+    """The matched segments (of a long one, MATCHED lines) with `context` lines either
+    side; the lines left out are counted, not shown, so a 1 MB file with one copied
+    function shows that function."""
     out: list[Piece] = []
     for i, (text, matched) in enumerate(segs):
-        if matched:
-            out.append(Piece(text, True))
-            continue
         lines = text.splitlines(keepends=True)
+        if matched:
+            if len(lines) <= MATCHED:
+                out.append(Piece(text, True))
+                continue
+            half = MATCHED // 2
+            out += [Piece("".join(lines[:half]), True), Piece("", skipped=len(lines) - MATCHED),
+                    Piece("".join(lines[-half:]), True)]
+            continue
         head = lines[:context + 1] if i > 0 else []             # after a match
         tail = lines[-(context + 1):] if i < len(segs) - 1 else []  # before one
         if len(lines) <= len(head) + len(tail) + context:  # a few lines: not worth a note
