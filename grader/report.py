@@ -88,10 +88,10 @@ def render_similarity(found: similarity.Found, compared: int, threshold: float,
                       budget: similarity.Budget | None = None,
                       cut: list[tuple[str, int]] | tuple = ()) -> tuple[str, int]:
     """The TAs' similarity report and how many pairs it shows: `found`'s pairs side by
-    side, most similar first, while the page stays within `budget.page_kb`, each side's
-    matching regions marked with a few lines around them; what the budget left out is
-    said (`budget`: course.yml's, else the defaults). `cut`: the sides compared only up to `budget.file_kb` (label, size in KB).
-    The code is the students', escaped and cleaned."""
+    side, most similar first, while the page stays within `budget.page_kb` (course.yml's,
+    else the defaults), each side's matching regions marked with a few lines around
+    them; what the budget left out is said. `cut`: the sides compared only up to
+    `budget.file_kb` (label, size in KB). The code is the students', escaped and cleaned."""
     lang = language_of(course, language)
     budget = budget or similarity.Budget()
     template = (pages or templates()).get_template("similarity.html.j2")
