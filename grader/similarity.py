@@ -52,7 +52,7 @@ class Budget:
     A real solution is about 5 KB; a class of 300 takes about a minute (a file's
     fingerprint 31 ms, a pair 1.3 ms, on a quiet machine)."""
     seconds: float = 300.0  # comparing the class; the pairs left then are not compared
-    file_kb: int = 128      # of each file, only this much is compared and shown
+    file_kb: int = 64       # of each file, only this much is compared and shown
     page_kb: int = 1024     # similarity.html: pairs, most similar first, while they fit
 
 
