@@ -17,11 +17,11 @@ from grader.console import (RunConsole, console, left_out, print_findings, print
                             stopped, summary_table, worker_failures)
 from grader.export import FORMATS
 from grader.record import ClassScores
-from grader.similarity import THRESHOLD
+from grader.similarity import KEPT, THRESHOLD
 from grader.store import Store
 from grader.student_cli import check
 
-PAIRS_SHOWN = 20                # similar pairs printed; the page has them all
+PAIRS_SHOWN = 20                # similar pairs printed; the page has all that fit it
 
 
 def _load(path: str) -> config.Course:
@@ -416,23 +416,38 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language) -
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
-    found = compare_class(course, lesson_key, submissions, out, threshold,
-                          language or course.language)
-    for sid, why in found.unread:
+    result = compare_class(course, lesson_key, submissions, out, threshold,
+                           language or course.language)
+    for sid, why in result.unread:
         console.print(f"  {clean(sid, 200)}: not compared ({why})", markup=False)
-    pairs, compared = found.pairs, found.compared
-    total = compared * (compared - 1) // 2
-    console.print(f"compared {compared} submissions ({total} pairs); "
-                  f"{len(pairs)} above {100 * threshold:g}%:", markup=False)
-    for pair in pairs[:PAIRS_SHOWN]:
+    budget, found, above = course.similarity.budget(), result.found, f"{100 * threshold:g}%"
+    for label, kb in result.cut:
+        console.print(f"  {clean(label, 200)}: only its first {budget.file_kb} KB compared "
+                      f"({kb} KB; course.yml similarity.file_kb)", markup=False)
+    pairs = f"{found.total}"
+    if found.out_of_time:
+        console.print(f"time budget reached ({budget.seconds:g} s, course.yml "
+                      f"similarity.seconds): {found.examined} of {found.total} pairs "
+                      "compared, the rest not", markup=False)
+        pairs = f"{found.examined} of {found.total}"
+    console.print(f"compared {result.compared} submissions ({pairs} pairs); "
+                  f"{len(found.pairs)} above {above}:", markup=False)
+    for pair in found.pairs[:PAIRS_SHOWN]:
         console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
                       f"{clean(pair.b.student_id, 80)}", markup=False, highlight=False)
     store = Store(out)
-    if len(pairs) > PAIRS_SHOWN:
-        console.print(f"  ... and {len(pairs) - PAIRS_SHOWN} more in "
-                      f"{store.similarity_path.name}", markup=False)
+    if len(found.pairs) > PAIRS_SHOWN:
+        console.print(f"  ... and {len(found.pairs) - PAIRS_SHOWN} more", markup=False)
+    if found.shape_only:
+        console.print(f"  {found.shape_only} pairs above {above} not listed: they share under "
+                      f"{KEPT} characters of code with names kept, so they are alike only in "
+                      "the shape of their statements", markup=False)
+    if result.shown < len(found.pairs):
+        console.print(f"{store.similarity_path.name} shows {result.shown} of "
+                      f"{len(found.pairs)} pairs: more would pass its budget of "
+                      f"{budget.page_kb} KB (course.yml similarity.page_kb)", markup=False)
     console.print(f"similarity: {store.similarity_path}", markup=False, soft_wrap=True)
-    if found.report:
+    if result.report:
         console.print(f"report:     {store.report_path} (links it)", markup=False,
                       soft_wrap=True)
 

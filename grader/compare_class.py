@@ -19,12 +19,15 @@ from grader.store import Store, write_atomic
 
 @dataclass
 class Compared:
-    """The similar pairs, how many files were compared, those that could not be read
-    (student id, why), and whether the class report now links the page."""
+    """What compare() found, how many files were compared, those that could not be read
+    (student id, why), those compared only up to the budget's file_kb (side, its size
+    in KB), how many pairs the page shows, and whether the class report now links it."""
 
-    pairs: list[similarity.Pair]
+    found: similarity.Found
     compared: int
     unread: list[tuple[str, str]] = field(default_factory=list)
+    cut: list[tuple[str, int]] = field(default_factory=list)
+    shown: int = 0
     report: bool = False
 
 
@@ -42,18 +45,24 @@ def compare_class(course: Course, lesson_key: str, submissions: Path, out: Path,
     for members in taken.together:
         joined = " + ".join(label[m] for m in members)
         label.update(dict.fromkeys(members, joined))
+    budget = course.similarity.budget()
+    cap = budget.file_kb * 1024
     texts: dict[str, str] = {}
     unread: list[tuple[str, str]] = []
+    cut: list[tuple[str, int]] = []
     for sid, path, _ in taken.found:
         try:
             if path is not None and label[sid] not in texts:
-                texts[label[sid]] = similarity.read_text(path)
+                texts[label[sid]], size = similarity.read_text(path, cap)
+                if size > cap:
+                    cut.append((label[sid], -(-size // 1024)))  # KB, rounded up
         except OSError as exc:
             unread.append((sid, str(exc.strerror)))
-    stub = similarity.read_text(course.path(lesson.stub))
-    pairs = similarity.compare(texts, stub, threshold)
+    stub, _ = similarity.read_text(course.path(lesson.stub))
+    found = similarity.compare(texts, stub, threshold, budget)
     pages = templates()
-    write_atomic(store.similarity_path, render_similarity(pairs, len(texts), threshold,
-                                                          course, lesson_key, language, pages))
-    return Compared(pairs, len(texts), unread,
+    page, shown = render_similarity(found, len(texts), threshold, course, lesson_key,
+                                    language, pages, budget, cut)
+    write_atomic(store.similarity_path, page)
+    return Compared(found, len(texts), unread, cut, shown,
                     rewrite_report(course, lesson_key, out, language, pages))

@@ -17,7 +17,9 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
 
 from grader import points as exact
 from grader import testfile
+from grader.capped import MAX_SOURCE
 from grader.sandbox.limits import Limits
+from grader.similarity import Budget
 from grader.yamlread import LOADER
 
 
@@ -47,6 +49,21 @@ class LimitsConfig(Strict):
 
     def limits(self) -> Limits:
         return Limits(**self.model_dump())
+
+
+_BUDGET = Budget()  # similarity's defaults are grader/similarity.py's, declared there once
+
+
+class SimilarityConfig(Strict):
+    """`grader similarity`'s budget for each class it compares (similarity.Budget). At
+    the course's top level, not under `defaults`: it decides no score, so changing it
+    regrades nobody."""
+    seconds: float = Field(gt=0, default=_BUDGET.seconds)
+    file_kb: int = Field(gt=0, le=MAX_SOURCE // 1024, default=_BUDGET.file_kb)
+    page_kb: int = Field(gt=0, default=_BUDGET.page_kb)
+
+    def budget(self) -> Budget:
+        return Budget(**self.model_dump())
 
 
 class Part(Strict):
@@ -158,6 +175,7 @@ class Course(Strict):
     missing: Literal["blank", "zero"] = "blank"  # a missing submission's score in exports
     moodle_identifier: Literal["username", "email", "idnumber"] = "username"
     lti: LtiConfig | None = None
+    similarity: SimilarityConfig = SimilarityConfig()
     root: Path = Path(".")
 
     def lesson(self, key: str) -> Lesson:

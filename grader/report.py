@@ -6,12 +6,16 @@ from __future__ import annotations
 import statistics
 
 from jinja2 import Environment
+from markupsafe import escape
 
+from grader import similarity
+from grader.capped import MAX_SOURCE
 from grader.charts import bar_chart_svg, histogram_svg
 from grader.config import Course
 from grader.record import MISSING
 from grader.feedback import (STRINGS, course_title, language_of, lesson_title, local_text, part_titles,
                              templates)
+from grader.shown import clean
 from grader.store import Store
 from grader.tally import Tally
 
@@ -86,13 +90,46 @@ def render_report(tally: Tally, course: Course, lesson_key: str,
         **report_context(tally, course, lesson_key, lang), similarity=similarity)
 
 
-def render_similarity(pairs: list, compared: int, threshold: float, course: Course,
-                      lesson_key: str, language: str | None = None,
-                      pages: Environment | None = None) -> str:
-    """The TAs' similarity report: `pairs` (similarity.Pair) side by side, with their
-    matching regions marked; the code is the students', escaped and cleaned."""
+def render_similarity(found: similarity.Found, compared: int, threshold: float,
+                      course: Course, lesson_key: str, language: str | None = None,
+                      pages: Environment | None = None,
+                      budget: similarity.Budget | None = None,
+                      cut: list[tuple[str, int]] | tuple = ()) -> tuple[str, int]:
+    """The TAs' similarity report and how many pairs it shows: `found`'s pairs side by
+    side, most similar first, while the page stays within `budget.page_kb` (course.yml's,
+    else the defaults), each side's matching regions marked with a few lines around
+    them; what the budget left out is said. `cut`: the sides compared only up to
+    `budget.file_kb` (label, size in KB). The code is the students', escaped and cleaned."""
     lang = language_of(course, language)
-    return (pages or templates()).get_template("similarity.html.j2").render(
-        t=STRINGS[lang], lang=lang, course_title=course_title(course, lang), lesson_key=lesson_key,
-        lesson_title=lesson_title(course, lesson_key, lang), n=compared,
-        threshold=f"{100 * threshold:g}", pairs=pairs)
+    budget = budget or similarity.Budget()
+    template = (pages or templates()).get_template("similarity.html.j2")
+
+    def render(shown: int) -> str:
+        return template.render(
+            t=STRINGS[lang], lang=lang, course_title=course_title(course, lang),
+            lesson_key=lesson_key, lesson_title=lesson_title(course, lesson_key, lang),
+            n=compared, threshold=f"{100 * threshold:g}", pairs=found.pairs[:shown],
+            hidden=len(found.pairs) - shown, found=found, budget=budget, kept=similarity.KEPT,
+            context=similarity.CONTEXT, cut=cut)
+
+    room = budget.page_kb * 1024 - len(render(0).encode())  # the page with no pair on it
+    shown = 0
+    for pair in found.pairs:
+        room -= _pair_bytes(pair)
+        if room < 0:
+            break
+        shown += 1
+    return render(shown), shown
+
+
+PAIR_MARKUP = 2048   # a pair's HTML around its ids and code (measured: under 1 KB)
+PIECE_MARKUP = 160   # a piece's: <mark> or a skipped-lines note (measured: under 100 bytes)
+
+
+def _pair_bytes(pair: similarity.Pair) -> int:
+    """At most what one pair adds to the similarity page: its ids (each twice) and its
+    excerpts, escaped and cleaned as the template shows them."""
+    ids = [side.student_id for side in (pair.a, pair.b)] * 2
+    pieces = [piece.text for side in (pair.a, pair.b) for piece in side.excerpt]
+    return (PAIR_MARKUP + PIECE_MARKUP * len(pieces)
+            + sum(len(str(escape(clean(text, MAX_SOURCE))).encode()) for text in ids + pieces))

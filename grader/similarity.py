@@ -1,24 +1,33 @@
-"""Which submissions of a class are alike: copydetect's winnowing over every pair.
+"""Which submissions of a class are alike: copydetect's winnowing over every pair,
+within a budget of time and bytes.
 
-Each file is tokenised (pygments) with names, strings and numbers filtered out, so
-renaming variables changes nothing; its k-grams are hashed and winnowed into
-fingerprints, which do not depend on where a function sits, so reordering changes
-nothing either. The stub's fingerprints are boilerplate: what every student was handed
-never counts. A pair's similarity is the larger of its two shares (the part of each
-file's tokens that matches the other), so a copy pasted into a longer file still shows.
+Each file is tokenised (pygments) with names and strings filtered out, so renaming
+variables changes nothing; its k-grams are hashed and winnowed into fingerprints, which
+do not depend on where a function sits, so reordering changes nothing either. The
+stub's fingerprints are boilerplate: what every student was handed never counts. A
+pair's similarity is the larger of its two shares (the part of each file's tokens that
+matches the other), so a copy pasted into a longer file still shows.
+
+Those tokens keep only the shape of each statement (`V=V+V`), which unrelated files can
+share: files of random assignments under different names match at 97-98%. So a pair is
+similar only if it also shares KEPT characters of code with names kept (the same
+winnowing over the code without whitespace and comments, the stub's again boilerplate).
+Copying shares names too: the library's calls and attributes (`torch.topk`, `.view(`)
+survive renaming; the random files share none.
+
 copydetect hashes k-grams with Python's hash(), salted per process, so which
 fingerprints winnowing keeps, and a share, may differ by a point from run to run.
 
 Student code is read here as text only (capped like every read of it on the trusted
-side), never imported or run.
+side, and to the budget's `file_kb`), never imported or run.
 """
 from __future__ import annotations
 
 import io
+import time
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from grader.capped import MAX_SOURCE, read_capped
@@ -29,15 +38,44 @@ if TYPE_CHECKING:
 NOISE = 25          # copydetect's default noise threshold: k-grams of 25 tokens
 GUARANTEE = 30      # a match this long is always found: window = 30 - 25 + 1
 THRESHOLD = 0.5     # pairs above this share are reported
+KEPT = 100          # characters of code with names kept that a similar pair shares at least
+CONTEXT = 3         # lines shown around each matched region
+MATCHED = 200       # lines shown of one matched region, its first and last half (a
+                    # solution is ~100 lines; a fingerprint frequent in one file can
+                    # mark most of it, e.g. one statement shape repeated)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What `grader similarity` may spend on one class (course.yml `similarity`, whose
+    defaults these are): a hostile file must not slow the TA's run or swell the page.
+    A real solution is about 5 KB; a class of 300 takes about a minute (a file's
+    fingerprint 31 ms, a pair 1.3 ms, on a quiet machine)."""
+    seconds: float = 300.0  # comparing the class; the pairs left then are not compared
+    file_kb: int = 64       # of each file, only this much is compared and shown
+    page_kb: int = 1024     # similarity.html: pairs, most similar first, while they fit
+
+
+@dataclass(frozen=True)
+class Piece:
+    """A stretch of one side as the page shows it: matched code, code around it, or
+    `skipped` lines left out between (then `text` is empty)."""
+    text: str
+    matched: bool = False
+    skipped: int = 0
 
 
 @dataclass(frozen=True)
 class Side:
     """One file of a pair: who, how much of it matches, and its text cut into
-    (text, matched) segments for the side-by-side view."""
+    (text, matched) segments."""
     student_id: str
     share: float
     segments: list[tuple[str, bool]]
+
+    @property
+    def excerpt(self) -> list[Piece]:
+        return excerpt(self.segments)
 
 
 @dataclass(frozen=True)
@@ -45,28 +83,52 @@ class Pair:
     a: Side
     b: Side
     tokens: int      # matching tokens
+    kept: int        # matching characters of code with names kept
 
     @property
     def similarity(self) -> float:
         return max(self.a.share, self.b.share)
 
 
-def read_text(path: Path) -> str:
-    """A submission's text, as the grader reads any of it: capped, never followed
-    through a link, undecodable bytes replaced."""
-    data, _ = read_capped(path, MAX_SOURCE)
-    return data[:MAX_SOURCE].decode("utf-8", "replace")
+@dataclass
+class Found:
+    """What compare() found: the similar pairs, most similar first, and what was left
+    out: pairs above the threshold alike in shape only, pairs not compared in time."""
+    pairs: list[Pair]
+    total: int                # pairs in the class
+    examined: int = 0         # pairs compared before the time budget ran out
+    shape_only: int = 0       # above the threshold, but under KEPT characters with names kept
+
+    @property
+    def out_of_time(self) -> bool:
+        return self.examined < self.total
 
 
-def fingerprint(name: str, text: str, boilerplate: list[int] | None = None
-                ) -> CodeFingerprint:
-    """copydetect's fingerprint of one text. copydetect is imported here, not above: it
-    loads matplotlib (0.7 s), and the `grader` command imports this module for its
-    default threshold."""
+def read_text(path: Path, cap: int = MAX_SOURCE) -> tuple[str, int]:
+    """(the first `cap` bytes of a submission's text, the file's size), as the grader
+    reads any of it: capped, never followed through a link, undecodable bytes replaced."""
+    data, size = read_capped(path, min(cap, MAX_SOURCE))
+    return data[:cap].decode("utf-8", "replace"), size
+
+
+def names_kept(text: str) -> str:
+    """The code without whitespace and comments, names, strings and numbers as written."""
+    from pygments import lexers, token
+
+    return "".join(value for kind, value in lexers.get_lexer_by_name("python").get_tokens(text)
+                   if kind not in token.Text and kind not in token.Comment)
+
+
+def fingerprint(name: str, text: str, boilerplate: list[int] | None = None,
+                kept: bool = False) -> CodeFingerprint:
+    """copydetect's fingerprint of one text (`kept`: of its code with names kept).
+    copydetect is imported here, not above: it loads matplotlib (0.7 s), and the
+    `grader` command imports this module for its default threshold."""
     from copydetect import CodeFingerprint
 
     return CodeFingerprint(name, NOISE, GUARANTEE - NOISE + 1, boilerplate=boilerplate,
-                           language="python", fp=io.StringIO(text))
+                           language="python", filter=not kept,
+                           fp=io.StringIO(names_kept(text) if kept else text))
 
 
 def segments(text: str, slices) -> list[tuple[str, bool]]:
@@ -84,20 +146,70 @@ def segments(text: str, slices) -> list[tuple[str, bool]]:
     return out
 
 
-def compare(texts: dict[str, str], stub: str, threshold: float = THRESHOLD) -> list[Pair]:
+def excerpt(segs: list[tuple[str, bool]], context: int = CONTEXT) -> list[Piece]:
+    """The matched segments (of a long one, MATCHED lines) with `context` lines either
+    side; the lines left out are counted, not shown, so a 1 MB file with one copied
+    function shows that function."""
+    out: list[Piece] = []
+    for i, (text, matched) in enumerate(segs):
+        lines = text.splitlines(keepends=True)
+        if matched:
+            if len(lines) <= MATCHED:
+                out.append(Piece(text, True))
+                continue
+            half = MATCHED // 2
+            out += [Piece("".join(lines[:half]), True), Piece("", skipped=len(lines) - MATCHED),
+                    Piece("".join(lines[-half:]), True)]
+            continue
+        head = lines[:context + 1] if i > 0 else []             # after a match
+        tail = lines[-(context + 1):] if i < len(segs) - 1 else []  # before one
+        if len(lines) <= len(head) + len(tail) + context:  # a few lines: not worth a note
+            out.append(Piece(text))
+            continue
+        if head:
+            out.append(Piece("".join(head)))
+        out.append(Piece("", skipped=len(lines) - len(head) - len(tail)))
+        if tail:
+            out.append(Piece("".join(tail)))
+    return out
+
+
+def compare(texts: dict[str, str], stub: str, threshold: float = THRESHOLD,
+            budget: Budget = Budget()) -> Found:
     """Every pair of these submissions, most similar first, keeping those above
-    `threshold`; the stub's code is boilerplate."""
+    `threshold` that share KEPT characters with names kept; the stub's code is
+    boilerplate. Stops once `budget.seconds` have passed: checked before each file and
+    each pair, whose work the caller bounds by cutting `texts` to `budget.file_kb`."""
     from copydetect import compare_files
 
+    deadline = time.monotonic() + budget.seconds
+    found = Found([], len(texts) * (len(texts) - 1) // 2)
     boilerplate = list(fingerprint("stub.py", stub).hashes)
-    prints = {sid: fingerprint(f"{sid}.py", text, boilerplate) for sid, text in texts.items()}
-    pairs = []
+    kept_boilerplate = list(fingerprint("stub.py", stub, kept=True).hashes)
+    prints: dict[str, CodeFingerprint] = {}
+    kept: dict[str, CodeFingerprint] = {}  # only for pairs above the threshold
+    for sid in sorted(texts):
+        if time.monotonic() > deadline:
+            break
+        prints[sid] = fingerprint(f"{sid}.py", texts[sid], boilerplate)
     for x, y in combinations(sorted(prints), 2):
+        if time.monotonic() > deadline:
+            break
+        found.examined += 1
         if not prints[x].hashes or not prints[y].hashes:
             continue  # nothing but the stub (or too short to fingerprint)
         tokens, (share_x, share_y), (slices_x, slices_y) = compare_files(prints[x], prints[y])
-        if max(share_x, share_y) > threshold:
-            pairs.append(Pair(Side(x, float(share_x), segments(prints[x].raw_code, slices_x)),
-                              Side(y, float(share_y), segments(prints[y].raw_code, slices_y)),
-                              int(tokens)))
-    return sorted(pairs, key=lambda p: (-p.similarity, p.a.student_id, p.b.student_id))
+        if max(share_x, share_y) <= threshold:
+            continue
+        for sid in (x, y):
+            if sid not in kept:
+                kept[sid] = fingerprint(f"{sid}.py", texts[sid], kept_boilerplate, kept=True)
+        shared = int(compare_files(kept[x], kept[y])[0])
+        if shared < KEPT:
+            found.shape_only += 1
+            continue
+        found.pairs.append(Pair(Side(x, float(share_x), segments(prints[x].raw_code, slices_x)),
+                                Side(y, float(share_y), segments(prints[y].raw_code, slices_y)),
+                                int(tokens), shared))
+    found.pairs.sort(key=lambda p: (-p.similarity, p.a.student_id, p.b.student_id))
+    return found

@@ -274,12 +274,12 @@ def test_similarity_report_in_chromium(course, tmp_path, artifacts):
     """The pairs side by side, one of them a hostile student's copy of alice."""
     from grader.similarity import THRESHOLD, compare, read_text
 
-    alice = read_text(ROOT / "examples" / "13" / "alice" / "13_moe.py")
+    alice, _ = read_text(ROOT / "examples" / "13" / "alice" / "13_moe.py")
     texts = {"alice": alice, HOSTILE: alice + f"\n# {HOSTILE}\n",
-             "planted": read_text(ROOT / "tests" / "fixtures" / "similarity" / "planted.py")}
-    pairs = compare(texts, read_text(ROOT / "exercises" / "13_moe.py"))
-    assert len(pairs) == 3
-    _check_page(report.render_similarity(pairs, len(texts), THRESHOLD, course, "13"),
+             "planted": read_text(ROOT / "tests" / "fixtures" / "similarity" / "planted.py")[0]}
+    found = compare(texts, read_text(ROOT / "exercises" / "13_moe.py")[0])
+    assert len(found.pairs) == 3
+    _check_page(report.render_similarity(found, len(texts), THRESHOLD, course, "13")[0],
                 "similarity", tmp_path, artifacts)
 
 
