@@ -407,17 +407,26 @@ def report(course_path, lesson_key, out, language) -> None:
 @click.option("--threshold", type=click.FloatRange(0, 1), default=THRESHOLD,
               show_default=True,
               help="list pairs in which more than this share of one file matches the other")
-@click.option("--language", type=click.Choice(["en", "zh"]), help="report language")
-def similarity(course_path, lesson_key, submissions, out, threshold, language) -> None:
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="report language (default: the graded run's in --out, else course.yml's)")
+@click.option("--trust-worksheet", is_flag=True,
+              help="compare a Moodle download even where its names and the grading "
+                   "worksheet's disagree (the worksheet's participant numbers decide)")
+def similarity(course_path, lesson_key, submissions, out, threshold, language,
+               trust_worksheet) -> None:
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
     from grader.compare_class import compare_class
+    from grader.feedback import language_of
     from grader.shown import clean
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
-    result = compare_class(course, lesson_key, submissions, out, threshold,
-                           language or course.language)
+    try:
+        result = compare_class(course, lesson_key, submissions, out, threshold,
+                               language_of(course, language, out), trust_worksheet)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
     for sid, why in result.unread:
         console.print(f"  {clean(sid, 200)}: not compared ({why})", markup=False)
     budget, found, above = course.similarity.budget(), result.found, f"{100 * threshold:g}%"

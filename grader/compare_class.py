@@ -32,13 +32,18 @@ class Compared:
 
 
 def compare_class(course: Course, lesson_key: str, submissions: Path, out: Path,
-                  threshold: float, language: str) -> Compared:
-    """Compare every pair of the class in `submissions`; write OUT/similarity.html."""
+                  threshold: float, language: str, trust_worksheet: bool = False) -> Compared:
+    """Compare every pair of the class in `submissions`; write OUT/similarity.html. A
+    Moodle download whose names the grading worksheet contradicts is refused (ValueError),
+    as `grader run` refuses it: a pair would name the wrong students."""
     lesson = course.lesson(lesson_key)
     roster = rosters.load(course, lesson_key)
     store = Store(out)
     taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
                            roster=roster.students, aliases=roster.aliases, due=lesson.due)
+    clashes = rosters.clashes(roster, taken.numbers, taken.names)
+    if clashes and not trust_worksheet:
+        raise ValueError(rosters.clash_message(clashes, roster.worksheet))
     names = {**taken.names, **{sid: s.name for sid, s in roster.students.items() if s.name}}
     # a group's one submission is one side, never a pair of its own members
     label = {sid: f"{sid} ({names[sid]})" if names.get(sid) else sid for sid, _, _ in taken.found}
