@@ -112,6 +112,36 @@ def _set_capabilities(effective: int, permitted: int, inheritable: int) -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
+# The one signal a slot handles: a child's end wakes it (zygote.py's `_serve`)
+SLOT_HANDLED = (signal.SIGCHLD,)
+
+
+def deaf_slot() -> dict[int, object]:
+    """Make this slot ignore every signal it does not handle, and return what each was
+    for its children (`hear_signals`). A slot is the init of its pid namespace (but in
+    container mode and unsandboxed, where its children are another uid, or are the
+    user's own anyway), and such an init receives only the signals it has a handler
+    for: rootless, a child is the slot's own uid outside and, before Landlock's signal
+    scoping (Linux 6.12), its `kill(1, SIGINT)` ended the slot through Python's
+    KeyboardInterrupt handler. Ignored, a signal is dropped, on every kernel."""
+    kept = {}
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP, *SLOT_HANDLED):
+            continue
+        try:
+            kept[sig] = signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):  # one the interpreter may not set (none on Linux)
+            continue
+    return kept
+
+
+def hear_signals(kept: dict[int, object]) -> None:
+    """In a fresh child: every signal as it was before its slot ignored it (`deaf_slot`),
+    so a submission meets the dispositions of an ordinary Python process."""
+    for sig, handler in kept.items():
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
 def become_subreaper() -> None:
     """Container mode: orphans come to the slot, to be reaped."""
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -322,6 +352,27 @@ def landlock_abi() -> int:
 
 
 LANDLOCK_ABI = landlock_abi()  # asked once, in the zygote (or the trusted process)
+LANDLOCK_CAP = "GRADER_LANDLOCK_ABI"  # the trusted side's environment: see `capped_abi`
+
+
+def capped_abi(environ: dict[str, str]) -> int:
+    """The Landlock ABI a run confines with: this kernel's, or less where the trusted
+    side's environment names a lower one (GRADER_LANDLOCK_ABI=5: as before Linux 6.12,
+    0: no Landlock), so that what an older kernel gives can be tried on this one. Read
+    by the trusted side alone and handed to the zygote as an argument: a submission can
+    neither see nor set it for another."""
+    text = environ.get(LANDLOCK_CAP, "").strip()
+    if not text:
+        return LANDLOCK_ABI
+    if not text.isdigit():
+        raise ValueError(f"{LANDLOCK_CAP} must be a whole number of 0 or more, not {text!r}")
+    return min(LANDLOCK_ABI, int(text))
+
+
+def cap_abi(abi: int) -> None:
+    """Confine this run's children with Landlock ABI `abi` at most (`capped_abi`)."""
+    global LANDLOCK_ABI
+    LANDLOCK_ABI = min(LANDLOCK_ABI, abi)
 
 
 def write_only_beneath(scratch: str) -> None:

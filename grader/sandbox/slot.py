@@ -177,10 +177,18 @@ def forkable(mode: str) -> bool:
     return mode == "none"
 
 
-def _confine_note(mode: str) -> str:
+def _landlock_abi() -> int:
+    """The Landlock ABI this run confines with (confine.capped_abi)."""
+    try:
+        return confine.capped_abi(dict(os.environ))
+    except ValueError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def _confine_note(mode: str, landlock_abi: int) -> str:
     """What a TA must know of how far a child is kept to its scratch folder in `mode`:
     in container mode that takes Landlock (confine.write_only_beneath)."""
-    if mode != "container" or confine.LANDLOCK_ABI >= 1:
+    if mode != "container" or landlock_abi >= 1:
         return ""
     return ("container mode without Landlock (this kernel, or the container's seccomp "
             "profile, refuses it): while a submission runs it may write wherever its uid "
@@ -263,6 +271,8 @@ class Sandbox:
         self.sandboxed = sandboxed
         # how this sandbox confines, for its life (what records say: "sandbox")
         self.mode = (support or bwrap.probe()).mode if sandboxed else "none"
+        self.landlock_abi = _landlock_abi()  # before anything is made: it may refuse
+        cap = self.landlock_abi if self.landlock_abi < confine.LANDLOCK_ABI else None
         # Rootless, every child runs as the one uid the user has: its uid number inside
         # (a name for its processes and cgroup) need not be claimed from other runs.
         self._inner_uids = itertools.count(BASE_UID)
@@ -270,7 +280,7 @@ class Sandbox:
         # The sum of a submission's processes is capped by a memory cgroup where the
         # machine has one to give; `memory_note` says when it has not.
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
-        self.confine_note = _confine_note(self.mode)
+        self.confine_note = _confine_note(self.mode, self.landlock_abi)
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
         plain = self.mode in ("none", "container")
@@ -285,9 +295,9 @@ class Sandbox:
             self.proc = _fork_zygote(child, probes, preload, self.scratch)
         else:
             cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
-                                       self.mode == "container", self.cgroup_path) if plain
-                   else bwrap.command(probes, fd, list(preload), self.cgroup_path,
-                                      userns=self.mode == "userns"))
+                                       self.mode == "container", self.cgroup_path, cap)
+                   if plain else bwrap.command(probes, fd, list(preload), self.cgroup_path,
+                                               userns=self.mode == "userns", landlock_abi=cap))
             env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
             self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
