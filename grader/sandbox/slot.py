@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grader.inside import confine
 from grader.sandbox import bwrap, cgroup
-from grader.sandbox.limits import Limits, SandboxError
+from grader.sandbox.limits import Limits, SandboxError, SlotLost
 
 BASE_UID = 61000
 UID_COUNT = 4096
@@ -161,7 +161,7 @@ def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
     except socket.timeout:
         raise SandboxError(f"worker gave no '{event}' in {timeout} s") from None
     if not data:
-        raise SandboxError("worker exited")
+        raise SlotLost("worker exited")
     msg = json.loads(data)
     if msg.get("event") != event:
         raise SandboxError(f"worker sent {msg!r}, expected {event}")
@@ -417,6 +417,7 @@ class Slot:
         self.held = held
         self._uid_lock = uid_lock
         self.owns_sandbox = False  # close the sandbox with this slot (`sole_slot`)
+        self.lost = False  # its server ended while a child ran (`kill`): replace the slot
 
     def spawn(self, limits: Limits) -> tuple[socket.socket, int]:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -436,8 +437,14 @@ class Slot:
         return ours, out_r
 
     def kill(self) -> dict:
-        self.ctrl.send(b'{"op": "kill"}')
-        return self.wait_exit()
+        """Kill the child and all it started; its exit status. SlotLost: the slot's
+        server is gone, and with it the child."""
+        try:
+            self.ctrl.send(b'{"op": "kill"}')
+            return self.wait_exit()
+        except (SlotLost, OSError) as exc:
+            self.lost = True
+            raise SlotLost(f"the worker stopped ({exc})") from None
 
     def wait_exit(self, timeout: float = 30) -> dict:
         return _expect(self.ctrl, "exit", timeout)

@@ -116,8 +116,8 @@ def _kill_first_slot(stop: threading.Event, killed: list[int]) -> None:
 def test_a_slot_that_ends_costs_its_student_alone():
     """However a slot ends while a child runs (killed here from outside, as root: no
     child can do it any more), that student's record says so, with 0 points and a
-    note on the page; the worker is replaced and every other student is graded; a
-    rerun leaves that record as it is."""
+    note on the page (a record: a rerun does not stop at that student again); the worker
+    is replaced and every other student is graded."""
     if os.geteuid() != 0:
         pytest.skip("killing a slot from outside needs root")
     require_sandbox()
