@@ -194,6 +194,7 @@ def fresh_scratch(path: str, uid: int, size_mb: int) -> None:
 
 
 SCRATCH_FILES = 4096  # files and folders a scratch may hold, in every mode
+OPEN_FILES = 256  # descriptors a child may hold at once (RLIMIT_NOFILE, soft and hard)
 IN_NONBLOCK_CLOEXEC = os.O_NONBLOCK | os.O_CLOEXEC
 IN_WRITES = 0x2 | 0x8 | 0x80 | 0x100  # IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE
 
@@ -287,6 +288,8 @@ def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: i
         (resource.RLIMIT_FSIZE, limits["file_size_mb"] * mib, None),
         (resource.RLIMIT_NPROC, limits["processes"], None),
         (resource.RLIMIT_CORE, 0, None),
+        # soft == hard: open files (pipes' buffers among them) can not be raised
+        (resource.RLIMIT_NOFILE, OPEN_FILES, None),
     ):
         resource.setrlimit(res, (value, value if hard is None else hard))
     if uid is not None and userns:

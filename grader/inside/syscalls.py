@@ -11,7 +11,8 @@ solution, the practice tests and a class use under strace, widened to what ordin
 Python and torch code calls (files, memory, threads, signals, time, polling, Unix
 sockets) and narrowed by what no honest submission needs: no network (io_uring, any
 socket but a Unix one), no new namespace, no mount, no kernel keyring, no SysV or
-POSIX message IPC (both outlive their process), no tracing or reading another
+POSIX message IPC (both outlive their process), no memfd (its pages are not address
+space: without a memory cgroup, RLIMIT_AS would not cap them), no tracing or reading another
 process, no kernel module, BPF or perf.
 """
 from __future__ import annotations
@@ -47,7 +48,7 @@ ALLOWED: dict[str, tuple[int | None, int | None]] = {
     "listxattr": (194, 11), "llistxattr": (195, 12), "flistxattr": (196, 13),
     "mknod": (133, _), "mknodat": (259, 33), "inotify_init": (253, _),
     "inotify_init1": (294, 26), "inotify_add_watch": (254, 27),
-    "inotify_rm_watch": (255, 28), "memfd_create": (319, 279), "mmap": (9, 222),
+    "inotify_rm_watch": (255, 28), "mmap": (9, 222),
     "munmap": (11, 215), "mremap": (25, 216), "mprotect": (10, 226), "madvise": (28, 233),
     "msync": (26, 227), "mincore": (27, 232), "brk": (12, 214),
     "get_mempolicy": (239, 236), "set_mempolicy": (238, 237), "mbind": (237, 235),
@@ -156,6 +157,7 @@ DENIED: dict[str, tuple[int | None, int | None, str]] = {
     "seccomp": (317, 277, "filters of its own"),
     "mlock": (149, 228, "locked memory"), "mlock2": (325, 284, "locked memory"),
     "mlockall": (151, 230, "locked memory"), "memfd_secret": (447, 447, "locked memory"),
+    "memfd_create": (319, 279, "memory held outside the address space RLIMIT_AS caps"),
     "vmsplice": (278, 75, "page splicing"), "splice": (275, 76, "page splicing"),
     "tee": (276, 77, "page splicing"),
     "io_setup": (206, 0, "kernel AIO"), "io_submit": (209, 2, "kernel AIO"),

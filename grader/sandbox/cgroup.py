@@ -60,7 +60,9 @@ def create() -> tuple[Path | None, str]:
         except OSError as exc:
             reasons.append(f"{base}: {exc.strerror}")
     return None, ("no writable memory cgroup (" + ("; ".join(reasons) or "no memory "
-                  "controller") + "): each student process is capped, not their sum")
+                  "controller") + "): each of a student's processes is capped at "
+                  "limits.memory_mb of address space (memfd refused, open files capped), "
+                  "not the sum of the limits.processes it may start")
 
 
 def _remove_stale(base: Path) -> None:

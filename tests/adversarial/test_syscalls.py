@@ -36,7 +36,8 @@ MUST_REFUSE = (
     "io_uring_setup io_uring_enter io_uring_register keyctl add_key request_key bpf "
     "ptrace process_vm_readv process_vm_writev userfaultfd perf_event_open mount umount2 "
     "pivot_root move_mount open_tree fsopen fsmount unshare setns init_module "
-    "finit_module delete_module kexec_load kexec_file_load shmget semget msgget mq_open"
+    "finit_module delete_module kexec_load kexec_file_load shmget semget msgget mq_open "
+    "memfd_create memfd_secret"
 ).split()
 
 # The calls the submission makes: name -> the arguments (ints; "buf" a scratch buffer,
@@ -55,6 +56,7 @@ SAMPLE = {
     "kexec_load": ("kexec_load", 0, 0, 0, 0), "shmget": ("shmget", 0, 4096, 0o600),
     "semget": ("semget", 0, 1, 0o600), "msgget": ("msgget", 0, 0o600),
     "mq_open": ("mq_open", "str", 0o100, 0o600, 0), "memfd_secret": ("memfd_secret", 0),
+    "memfd_create": ("memfd_create", "str", 0),
     "personality": ("personality", 0xFFFFFFFF),
     "name_to_handle_at": ("name_to_handle_at", -100, "str", 0, 0, 0),
     "socket inet": ("socket", 2, 1, 0), "socket inet6": ("socket", 10, 1, 0),
