@@ -319,7 +319,7 @@ def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: i
         raise OSError("prctl(NO_NEW_PRIVS) failed")
     if uid is not None:
         write_only_beneath(scratch)
-        _allow_only_listed_syscalls()
+        _allow_only_listed_syscalls(alone=cgroup is None)
 
 
 def _first_to_go_when_memory_runs_out() -> None:
@@ -556,23 +556,47 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Insn))]
 
 
-def _compile(machine: str) -> _Prog | None:
+def _compile(machine: str, alone: bool) -> _Prog | None:
     """The child's filter for this machine, built once in the zygote (each child
     inherits it and only installs it); None on a machine the table does not know."""
     if machine not in syscalls.MACHINES:
         return None
-    program = syscalls.program(machine)
+    program = syscalls.program(machine, alone)
     return _Prog(len(program), (_Insn * len(program))(*[_Insn(*i) for i in program]))
 
 
-FILTER = _compile(MACHINE)
+# {alone: filter}: alone, where no memory cgroup caps a child's processes together
+FILTERS = {alone: _compile(MACHINE, alone) for alone in (False, True)}
+ONE_PROCESS = ("the grader runs a submission as one process on this machine, which has "
+               "no memory cgroup to cap several together: starting another (os.fork, "
+               "subprocess, multiprocessing) is refused; threads work")
 
 
-def _allow_only_listed_syscalls() -> None:
+def _allow_only_listed_syscalls(alone: bool) -> None:
     """Install syscalls.py's allowlist on this process and all it starts (for good:
-    NO_NEW_PRIVS is set). A machine the table does not know (neither x86_64 nor
-    aarch64) keeps the other limits only."""
-    if FILTER is None:
+    NO_NEW_PRIVS is set); `alone`, it may start no process, and the calls that would
+    say so with a bare EPERM say why (`_say_why_alone`). A machine the table does not
+    know (neither x86_64 nor aarch64) keeps the other limits only."""
+    chosen = FILTERS[alone]
+    if chosen is None:
         return
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(FILTER), 0, 0) != 0:
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(chosen), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
+    if alone:
+        _say_why_alone()
+
+
+def _say_why_alone() -> None:
+    """Python's ways to start a process raise PermissionError with `ONE_PROCESS`, not
+    the kernel's bare "Operation not permitted" (the filter refuses them all the same)."""
+    import _posixsubprocess
+
+    def refused(*_args, **_kwargs):
+        raise PermissionError(1, ONE_PROCESS)
+
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+        if hasattr(os, name):
+            setattr(os, name, refused)
+    _posixsubprocess.fork_exec = refused
+    if "subprocess" in sys.modules:  # it keeps its own name for fork_exec
+        sys.modules["subprocess"]._fork_exec = refused

@@ -12,8 +12,11 @@ Python and torch code calls (files, memory, threads, signals, time, polling, Uni
 sockets) and narrowed by what no honest submission needs: no network (io_uring, any
 socket but a Unix one), no new namespace, no mount, no kernel keyring, no SysV or
 POSIX message IPC (both outlive their process), no memfd (its pages are not address
-space: without a memory cgroup, RLIMIT_AS would not cap them), no tracing or reading another
-process, no kernel module, BPF or perf.
+space: without a memory cgroup, RLIMIT_AS would not cap them), no socket buffer sizes
+(SO_SNDBUF and kin: 256 Unix sockets at the machine's maximum hold gigabytes outside
+the address space), no tracing or reading another process, no kernel module, BPF or
+perf. Where no memory cgroup caps a child's processes together (`program`'s `alone`),
+it may start threads but no second process: RLIMIT_AS caps one process only.
 """
 from __future__ import annotations
 
@@ -53,8 +56,7 @@ ALLOWED: dict[str, tuple[int | None, int | None]] = {
     "msync": (26, 227), "mincore": (27, 232), "brk": (12, 214),
     "get_mempolicy": (239, 236), "set_mempolicy": (238, 237), "mbind": (237, 235),
     "membarrier": (324, 283), "pkey_alloc": (330, 289), "pkey_free": (331, 290),
-    "pkey_mprotect": (329, 288), "cachestat": (451, 451), "fork": (57, _),
-    "vfork": (58, _), "execve": (59, 221), "execveat": (322, 281), "exit": (60, 93),
+    "pkey_mprotect": (329, 288), "cachestat": (451, 451), "execve": (59, 221), "execveat": (322, 281), "exit": (60, 93),
     "exit_group": (231, 94), "wait4": (61, 260), "waitid": (247, 95), "kill": (62, 129),
     "tkill": (200, 130), "tgkill": (234, 131), "rt_sigaction": (13, 134),
     "rt_sigprocmask": (14, 135), "rt_sigreturn": (15, 139), "rt_sigpending": (127, 136),
@@ -92,7 +94,7 @@ ALLOWED: dict[str, tuple[int | None, int | None]] = {
     "listen": (50, 201), "sendto": (44, 206), "recvfrom": (45, 207), "sendmsg": (46, 211),
     "recvmsg": (47, 212), "sendmmsg": (307, 269), "recvmmsg": (299, 243),
     "shutdown": (48, 210), "getsockname": (51, 204), "getpeername": (52, 205),
-    "getsockopt": (55, 209), "setsockopt": (54, 208),
+    "getsockopt": (55, 209),
 }
 
 # Allowed with some arguments only (the rule's name: `program` checks it)
@@ -100,11 +102,18 @@ AF_UNIX = 1
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET: a namespace of its own
 # would give the student capabilities there, and the kernel surface that comes with them
 CLONE_NAMESPACES = 0x7E020000
+CLONE_THREAD = 0x00010000  # a thread shares its address space: one RLIMIT_AS caps both
+SOL_SOCKET = 1
+# SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE: a socket's buffers stay at the
+# machine's default (net.core.wmem_default), whatever the maximum
+SOCKET_BUFFERS = (7, 8, 32, 33)
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C  # typing into a terminal (the child has none anyway)
 RULES: dict[str, tuple[int | None, int | None, str]] = {
     "socket": (41, 198, "unix"), "socketpair": (53, 199, "unix"),
-    "clone": (56, 220, "no namespace"), "ioctl": (16, 29, "no terminal input"),
-    "clone3": (435, 435, "ENOSYS"),
+    "clone": (56, 220, "no namespace; alone, threads only"),
+    "ioctl": (16, 29, "no terminal input"), "clone3": (435, 435, "ENOSYS"),
+    "fork": (57, _, "alone: refused"), "vfork": (58, _, "alone: refused"),
+    "setsockopt": (54, 208, "no buffer sizes"),
 }
 
 # Refused (EPERM), named for the record and the tests: every other call not above is
@@ -185,17 +194,19 @@ def first_unknown(column: int) -> int:
 
 # Classic BPF, as seccomp runs it over struct seccomp_data {nr, arch, ip, args[6]}
 LD_ABS, JA, JEQ, JGE, JSET, RET = 0x20, 0x05, 0x15, 0x35, 0x45, 0x06
-NR, ARCH, ARG0, ARG1 = 0, 4, 16, 24  # offsets (an argument's low word: little-endian)
+NR, ARCH, ARG0, ARG1, ARG2 = 0, 4, 16, 24, 32  # offsets (an argument's low word: little-endian)
 RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
 EPERM, ENOSYS = 1, 38
 X32_BIT = 0x40000000
 CHUNK = 64  # checks between two "allow" returns: a conditional jump reaches 255 on
 
 
-def program(machine: str) -> list[tuple[int, int, int, int]]:
+def program(machine: str, alone: bool = False) -> list[tuple[int, int, int, int]]:
     """The filter for `machine` (a key of MACHINES), as BPF instructions. Calls
     allowed whatever their arguments are decided without reading an argument, so the
-    kernel caches them as always allowed and they cost nothing per call."""
+    kernel caches them as always allowed and they cost nothing per call. `alone`:
+    no memory cgroup caps the child's processes together, so it may start threads
+    (clone with CLONE_THREAD) but no process (fork, vfork, any other clone)."""
     column, audit = MACHINES[machine]
     allowed = sorted({row[column] for row in ALLOWED.values() if row[column] is not None})
     rule = {name: row[column] for name, row in RULES.items()}
@@ -218,12 +229,22 @@ def program(machine: str) -> list[tuple[int, int, int, int]]:
         (JEQ, "unix", None, rule["socketpair"]),
         (JEQ, "clone", None, rule["clone"]),
         (JEQ, "ioctl", None, rule["ioctl"]),
+        (JEQ, "sockopt", None, rule["setsockopt"]),
+        *((JEQ, "process", None, rule[name]) for name in ("fork", "vfork")
+          if rule[name] is not None),
         (JEQ, "enosys", None, rule["clone3"]),
         (JGE, "enosys", "eperm", first_unknown(column)),
         "unix", (LD_ABS, None, None, ARG0),           # the address family
         (JEQ, "allow", "eperm", AF_UNIX),
         "clone", (LD_ABS, None, None, ARG0),          # the flags
-        (JSET, "eperm", "allow", CLONE_NAMESPACES),
+        (JSET, "eperm", "thread" if alone else "allow", CLONE_NAMESPACES),
+        *(["thread", (JSET, "allow", "eperm", CLONE_THREAD)] if alone else []),
+        "process", (RET, None, None, RET_ERRNO | EPERM if alone else RET_ALLOW),
+        "sockopt", (LD_ABS, None, None, ARG1),        # the level
+        (JEQ, None, "allow", SOL_SOCKET),
+        (LD_ABS, None, None, ARG2),                   # the option
+        *((JEQ, "eperm", None, name) for name in SOCKET_BUFFERS),
+        (JA, None, None, "allow"),
         "ioctl", (LD_ABS, None, None, ARG1),          # the request
         (JEQ, "eperm", None, TIOCSTI),
         (JEQ, "eperm", "allow", TIOCLINUX),
