@@ -14,7 +14,9 @@ socket but a Unix one), no new namespace, no mount, no kernel keyring, no SysV o
 POSIX message IPC (both outlive their process), no memfd (its pages are not address
 space: without a memory cgroup, RLIMIT_AS would not cap them), no socket buffer sizes
 (SO_SNDBUF and kin: 256 Unix sockets at the machine's maximum hold gigabytes outside
-the address space), no tracing or reading another process, no kernel module, BPF or
+the address space), no inotify, fanotify, file lock, lease or directory notice (a
+per-user quota of the TA's, and a channel between two students through the files
+both sandboxes share), no tracing or reading another process, no kernel module, BPF or
 perf. Where no memory cgroup caps a child's processes together (`program`'s `alone`),
 it may start threads but no second process: RLIMIT_AS caps one process only.
 """
@@ -44,14 +46,11 @@ ALLOWED: dict[str, tuple[int | None, int | None]] = {
     "fchownat": (260, 54), "truncate": (76, 45), "ftruncate": (77, 46),
     "fallocate": (285, 47), "fsync": (74, 82), "fdatasync": (75, 83), "utime": (132, _),
     "utimes": (235, _), "utimensat": (280, 88), "futimesat": (261, _), "umask": (95, 166),
-    "dup": (32, 23), "dup2": (33, _), "dup3": (292, 24), "fcntl": (72, 25),
-    "flock": (73, 32), "pipe": (22, _), "pipe2": (293, 59), "sendfile": (40, 71),
+    "dup": (32, 23), "dup2": (33, _), "dup3": (292, 24), "pipe": (22, _), "pipe2": (293, 59), "sendfile": (40, 71),
     "copy_file_range": (326, 285), "fadvise64": (221, 223), "readahead": (187, 213),
     "getxattr": (191, 8), "lgetxattr": (192, 9), "fgetxattr": (193, 10),
     "listxattr": (194, 11), "llistxattr": (195, 12), "flistxattr": (196, 13),
-    "mknod": (133, _), "mknodat": (259, 33), "inotify_init": (253, _),
-    "inotify_init1": (294, 26), "inotify_add_watch": (254, 27),
-    "inotify_rm_watch": (255, 28), "mmap": (9, 222),
+    "mknod": (133, _), "mknodat": (259, 33), "mmap": (9, 222),
     "munmap": (11, 215), "mremap": (25, 216), "mprotect": (10, 226), "madvise": (28, 233),
     "msync": (26, 227), "mincore": (27, 232), "brk": (12, 214),
     "get_mempolicy": (239, 236), "set_mempolicy": (238, 237), "mbind": (237, 235),
@@ -107,13 +106,17 @@ SOL_SOCKET = 1
 # SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE: a socket's buffers stay at the
 # machine's default (net.core.wmem_default), whatever the maximum
 SOCKET_BUFFERS = (7, 8, 32, 33)
+# F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
+# F_GETLEASE, F_NOTIFY: a lock, lease or directory notice on a file two sandboxes
+# share (the read-only venv and grader) would carry a signal from one student to another
+FCNTL_SHARED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C  # typing into a terminal (the child has none anyway)
 RULES: dict[str, tuple[int | None, int | None, str]] = {
     "socket": (41, 198, "unix"), "socketpair": (53, 199, "unix"),
     "clone": (56, 220, "no namespace; alone, threads only"),
     "ioctl": (16, 29, "no terminal input"), "clone3": (435, 435, "ENOSYS"),
     "fork": (57, _, "alone: refused"), "vfork": (58, _, "alone: refused"),
-    "setsockopt": (54, 208, "no buffer sizes"),
+    "setsockopt": (54, 208, "no buffer sizes"), "fcntl": (72, 25, "no lock, lease or notice"),
 }
 
 # Refused (EPERM), named for the record and the tests: every other call not above is
@@ -157,6 +160,12 @@ DENIED: dict[str, tuple[int | None, int | None, str]] = {
     "name_to_handle_at": (303, 264, "file handles bypass paths"),
     "open_by_handle_at": (304, 265, "file handles bypass paths"),
     "fanotify_init": (300, 262, "watching the whole filesystem"),
+    "fanotify_mark": (301, 263, "watching the whole filesystem"),
+    "inotify_init": (253, _, "inotify instances count against the user's quota, and a "
+                     "watch on a file two sandboxes share is a channel between students"),
+    "inotify_init1": (294, 26, "inotify"), "inotify_add_watch": (254, 27, "inotify"),
+    "inotify_rm_watch": (255, 28, "inotify"),
+    "flock": (73, 32, "a lock on a file two sandboxes share is a channel between students"),
     "setuid": (105, 146, "changing identity"), "setgid": (106, 144, "changing identity"),
     "setreuid": (113, 145, "changing identity"), "setregid": (114, 143, "changing identity"),
     "setresuid": (117, 147, "changing identity"), "setresgid": (119, 149, "changing identity"),
@@ -230,6 +239,7 @@ def program(machine: str, alone: bool = False) -> list[tuple[int, int, int, int]
         (JEQ, "clone", None, rule["clone"]),
         (JEQ, "ioctl", None, rule["ioctl"]),
         (JEQ, "sockopt", None, rule["setsockopt"]),
+        (JEQ, "fcntl", None, rule["fcntl"]),
         *((JEQ, "process", None, rule[name]) for name in ("fork", "vfork")
           if rule[name] is not None),
         (JEQ, "enosys", None, rule["clone3"]),
@@ -244,6 +254,9 @@ def program(machine: str, alone: bool = False) -> list[tuple[int, int, int, int]
         (JEQ, None, "allow", SOL_SOCKET),
         (LD_ABS, None, None, ARG2),                   # the option
         *((JEQ, "eperm", None, name) for name in SOCKET_BUFFERS),
+        (JA, None, None, "allow"),
+        "fcntl", (LD_ABS, None, None, ARG1),          # the command
+        *((JEQ, "eperm", None, cmd) for cmd in FCNTL_SHARED),
         (JA, None, None, "allow"),
         "ioctl", (LD_ABS, None, None, ARG1),          # the request
         (JEQ, "eperm", None, TIOCSTI),

@@ -37,7 +37,8 @@ MUST_REFUSE = (
     "ptrace process_vm_readv process_vm_writev userfaultfd perf_event_open mount umount2 "
     "pivot_root move_mount open_tree fsopen fsmount unshare setns init_module "
     "finit_module delete_module kexec_load kexec_file_load shmget semget msgget mq_open "
-    "memfd_create memfd_secret"
+    "memfd_create memfd_secret inotify_init inotify_init1 inotify_add_watch fanotify_init "
+    "fanotify_mark flock"
 ).split()
 
 # The calls the submission makes: name -> the arguments (ints; "buf" a scratch buffer,
@@ -57,6 +58,11 @@ SAMPLE = {
     "semget": ("semget", 0, 1, 0o600), "msgget": ("msgget", 0, 0o600),
     "mq_open": ("mq_open", "str", 0o100, 0o600, 0), "memfd_secret": ("memfd_secret", 0),
     "memfd_create": ("memfd_create", "str", 0),
+    # the TA's per-user quota, and channels between two students' sandboxes
+    "inotify_init1": ("inotify_init1", 0), "fanotify_init": ("fanotify_init", 0, 0),
+    "flock": ("flock", 0, 1), "fcntl setlk": ("fcntl", 0, 6, "buf"),
+    "fcntl ofd setlk": ("fcntl", 0, 37, "buf"), "fcntl getlk": ("fcntl", 0, 5, "buf"),
+    "fcntl notify": ("fcntl", 0, 1026, 1), "fcntl setlease": ("fcntl", 0, 1024, 0),
     "personality": ("personality", 0xFFFFFFFF),
     "name_to_handle_at": ("name_to_handle_at", -100, "str", 0, 0, 0),
     "socket inet": ("socket", 2, 1, 0), "socket inet6": ("socket", 10, 1, 0),
@@ -309,6 +315,10 @@ def test_the_filter_does_what_the_table_says(machine, alone):
         assert _run_filter(program, audit, rule["setsockopt"], (3, 1, option)) == eperm
     assert _run_filter(program, audit, rule["setsockopt"], (3, 1, 9)) == allow  # KEEPALIVE
     assert _run_filter(program, audit, rule["setsockopt"], (3, 6, 7)) == allow  # not SOL_
+    for cmd in syscalls.FCNTL_SHARED:  # locks, leases, notices
+        assert _run_filter(program, audit, rule["fcntl"], (3, cmd)) == eperm, cmd
+    for cmd in (0, 1, 2, 3, 4, 1030, 1031, 1032):  # dup, flags, pipe sizes
+        assert _run_filter(program, audit, rule["fcntl"], (3, cmd)) == allow, cmd
     for flag in (0x00020000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000,
                  0x40000000):
         assert _run_filter(program, audit, rule["clone"], (flag | 17,)) == eperm, hex(flag)
