@@ -150,7 +150,7 @@ def become_subreaper() -> None:
 def enter_slot_namespaces(scratch: str) -> None:
     """Make this process pid 1 of a new pid namespace with its own mounts and network:
     `kill -1` then reaches exactly this slot's submissions, its scratch mount and /proc
-    are its own, students graded at once in two slots share no loopback or abstract
+    are its own (in which a child does not see the slot), students graded at once in two slots share no loopback or abstract
     socket (lo stays down), and when it ends the kernel kills whatever they left."""
     if libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID | NEWNS | NEWNET) failed")
@@ -159,7 +159,12 @@ def enter_slot_namespaces(scratch: str) -> None:
     os.setsid()  # its own group, visible in its namespace: killpg(getpgid(1)) is refused
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         raise OSError(ctypes.get_errno(), "making the slot's mounts private failed")
-    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+    # hidepid=2: a process sees in /proc only those it may trace, so a child sees
+    # neither the slot nor its command line. Rootless the slot is the child's own uid
+    # outside, and without Landlock a child wrote the slot's /proc/1/oom_score_adj and
+    # autogroup nice, which outlived it for every later student of the slot.
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  b"hidepid=2") != 0:
         raise OSError(ctypes.get_errno(), "mounting the slot's /proc failed")
     # Rootless, a student's process has the user's own uid outside, so the kernel would
     # list that user's keys (their names) in /proc/keys: the slot's are empty.
