@@ -60,9 +60,10 @@ def create() -> tuple[Path | None, str]:
         except OSError as exc:
             reasons.append(f"{base}: {exc.strerror}")
     return None, ("no writable memory cgroup (" + ("; ".join(reasons) or "no memory "
-                  "controller") + "): each of a student's processes is capped at "
-                  "limits.memory_mb of address space (memfd refused, open files capped), "
-                  "not the sum of the limits.processes it may start")
+                  "controller") + "): a student's code runs as one process (threads "
+                  "only: starting another is refused), capped at limits.memory_mb of "
+                  "address space, with memfd refused, socket buffers at the machine's "
+                  "default and 256 open files")
 
 
 def _remove_stale(base: Path) -> None:
