@@ -38,7 +38,8 @@ test-py310:
 # student bundle's check, which runs whole inside bwrap, as a student would run it.
 ROOTLESS = tests/adversarial/test_escape.py tests/adversarial/test_isolation.py \
            tests/adversarial/test_limits.py tests/adversarial/test_small_limits.py \
-           tests/adversarial/test_memory_sum.py tests/adversarial/test_received.py \
+           tests/adversarial/test_memory_sum.py tests/adversarial/test_memory_alone.py \
+           tests/adversarial/test_received.py \
            tests/adversarial/test_reply_binding.py tests/adversarial/test_no_reach.py \
            tests/adversarial/test_syscalls.py tests/adversarial/test_leftovers.py \
            tests/e2e/test_bundle.py

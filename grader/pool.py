@@ -29,7 +29,7 @@ from grader.feedback import render_student, stored
 from grader.plan import Submission, Summary
 from grader.record import GradeRecord
 from grader.reference import Caller, request_key
-from grader.sandbox.limits import Limits
+from grader.sandbox.limits import Limits, SandboxError
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
 from grader.tally import Entry
@@ -89,6 +89,8 @@ def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str
     except BaseException:  # noqa: BLE001 - report, the parent decides and prints it
         events.put(("crash", f"worker {index}: {traceback.format_exc()[-1500:]}"))
         sys.exit(1)
+    if slot.lost:  # its slot ended under a student, who is recorded: the parent replaces it
+        events.put(("lost", index))
 
 
 def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
@@ -152,6 +154,10 @@ class _LazySlot:
     def kill(self) -> dict:
         return self._taken().kill()
 
+    @property
+    def lost(self) -> bool:
+        return self._slot is not None and self._slot.lost
+
     def close(self) -> None:
         if self._slot is not None:
             self._slot.close()
@@ -178,6 +184,21 @@ def _grade_here(ctx: LessonContext, sub: Submission, out: Path,
                                        f"{traceback.format_exc()[-1500:]}")
 
 
+def _replace(slots: list[Slot], index: int, summary: Summary) -> bool:
+    """A new slot for worker `index`, whose slot ended under a student (recorded as
+    such by the worker): the students still queued are graded on it. False, said in
+    the summary, where the sandbox can give no slot any more."""
+    old = slots[index]
+    old.close()
+    try:
+        slots[index] = old.sandbox.slot()
+    except (SandboxError, OSError) as exc:
+        summary.worker_failures.append(f"worker {index}: its slot ended and no new one "
+                                       f"could be had: {exc}")
+        return False
+    return True
+
+
 def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progress,
                  collect: Callable[[Entry], None]) -> None:
     # What the workers inherit (torch, the hidden tests, the reference outputs) lives
@@ -192,11 +213,14 @@ def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progre
         tasks.put((sub.student_id, sub.path, sub.fingerprint, sub.notes, sub.name))
     for _ in slots:
         tasks.put(DONE)
-    workers = [forks.Process(target=_worker, args=(i, slot, ctx, out, language, tasks, events),
-                             daemon=True)
-               for i, slot in enumerate(slots)]
-    for w in workers:
+
+    def worker(i: int) -> mp.Process:
+        w = forks.Process(target=_worker, args=(i, slots[i], ctx, out, language, tasks, events),
+                          daemon=True)
         w.start()
+        return w
+
+    workers = [worker(i) for i in range(len(slots))]
     remaining = len(todo)
     try:
         while remaining and (any(w.is_alive() for w in workers) or not events.empty()):
@@ -211,6 +235,8 @@ def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progre
                 progress("done", {"student_id": event[1], "status": event[2]})
             elif event[0] == "crash":
                 summary.worker_failures.append(event[1])
+            elif event[0] == "lost" and _replace(slots, event[1], summary):
+                workers.append(worker(event[1]))
     except KeyboardInterrupt:  # results are saved atomically: a killed worker loses none
         for w in workers:
             w.kill()

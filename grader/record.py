@@ -16,9 +16,10 @@ from grader.strings import Said, restored, stored
 
 Json = dict[str, Any]
 
-GRADED, MISSING, UNREADABLE, IMPORT_ERROR, TIMEOUT = (
-    "graded", "missing", "unreadable", "import_error", "timeout")
-ERROR_STATUSES = (IMPORT_ERROR, MISSING, UNREADABLE)  # the summary's "errors"
+GRADED, MISSING, UNREADABLE, IMPORT_ERROR, TIMEOUT, WORKER_STOPPED = (
+    "graded", "missing", "unreadable", "import_error", "timeout", "worker_stopped")
+# the summary's "errors"
+ERROR_STATUSES = (IMPORT_ERROR, MISSING, UNREADABLE, WORKER_STOPPED)
 # scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
 SCORE_TEST_KEYS = ("name", "part", "practice", "outcome", "score", "max_score",
                    "max_abs_diff", "message", "diagnosis")
@@ -30,6 +31,8 @@ def status_of(missing: bool | None, fatal_kind: str | None, tests: list[TestReco
     ended early, if it did. A graded run in which a test timed out is a timeout."""
     if missing is not None:
         return MISSING if missing else UNREADABLE
+    if fatal_kind == WORKER_STOPPED:  # the slot ended while its code ran: 0 points
+        return WORKER_STOPPED
     if fatal_kind is not None:
         return TIMEOUT if fatal_kind == "timeout" else IMPORT_ERROR
     if any(t.error and t.error.get("kind") == "timeout" for t in tests):

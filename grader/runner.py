@@ -30,7 +30,8 @@ from grader.capped import read_source
 from grader.feedback import shown_pictures
 from grader.plan import Submission
 from grader.plugin import GraderFault, GradingPlugin, StudentCaller, Verdict
-from grader.record import GradeRecord, PartRecord, TestRecord, Timing, status_of
+from grader.record import (WORKER_STOPPED, GradeRecord, PartRecord, TestRecord, Timing,
+                           status_of)
 from grader.reference import Caller
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
@@ -384,6 +385,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             for name, found in answers.items():  # feedback only: after the points
                 record.parts[name].answers = found
             on_result(record)
+            if getattr(slot, "lost", False):  # its server is gone: the caller replaces it
+                return
 
     run_tests(ctx, jobs(), select)
 
@@ -445,9 +448,11 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
     fatal = session.fatal if session is not None else None
     problem = sub.problem if session is None else (fatal.message if fatal else "")
     draw_shown(scored.tests, problem)
+    status = status_of(missing, fatal.kind if fatal else None, scored.tests)
+    if status == WORKER_STOPPED:  # what passed before the slot ended does not count
+        _award_nothing(scored)
     return GradeRecord(
-        student_id=sub.student_id, lesson=ctx.key,
-        status=status_of(missing, fatal.kind if fatal else None, scored.tests),
+        student_id=sub.student_id, lesson=ctx.key, status=status,
         score=scored.score, max_score=scored.max_score, parts=scored.parts,
         tests=scored.tests,
         problem=problem,
@@ -458,6 +463,14 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
         fingerprint=sub.fingerprint, name=sub.name,
         timing=Timing(round(elapsed, 3), round(session.cpu_s, 3) if session else 0.0),
         raw_log=raw)
+
+
+def _award_nothing(scored: Scored) -> None:
+    """0 points for every test and part: a submission that ended its slot (the
+    tests that passed before it did stand as verdicts, worth nothing)."""
+    scored.score = 0.0
+    for item in (*scored.tests, *scored.parts.values()):
+        item.score = 0.0
 
 
 def grade(ctx: LessonContext, sub: Submission, slot: Slot | None,

@@ -30,6 +30,7 @@ STATUS_TEXT = {
     "unreadable": "The submitted file could not be read.",
     "import_error": "Your file failed to import, so every test failed.",
     "timeout": "Your code ran out of time.",
+    "worker_stopped": "The grader's worker stopped while your code ran: 0 points.",
 }
 
 

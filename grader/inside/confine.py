@@ -112,6 +112,36 @@ def _set_capabilities(effective: int, permitted: int, inheritable: int) -> None:
         raise OSError(ctypes.get_errno(), "capset failed")
 
 
+# The one signal a slot handles: a child's end wakes it (zygote.py's `_serve`)
+SLOT_HANDLED = (signal.SIGCHLD,)
+
+
+def deaf_slot() -> dict[int, object]:
+    """Make this slot ignore every signal it does not handle, and return what each was
+    for its children (`hear_signals`). A slot is the init of its pid namespace (but in
+    container mode and unsandboxed, where its children are another uid, or are the
+    user's own anyway), and such an init receives only the signals it has a handler
+    for: rootless, a child is the slot's own uid outside and, before Landlock's signal
+    scoping (Linux 6.12), its `kill(1, SIGINT)` ended the slot through Python's
+    KeyboardInterrupt handler. Ignored, a signal is dropped, on every kernel."""
+    kept = {}
+    for sig in signal.valid_signals():
+        if sig in (signal.SIGKILL, signal.SIGSTOP, *SLOT_HANDLED):
+            continue
+        try:
+            kept[sig] = signal.signal(sig, signal.SIG_IGN)
+        except (OSError, ValueError):  # one the interpreter may not set (none on Linux)
+            continue
+    return kept
+
+
+def hear_signals(kept: dict[int, object]) -> None:
+    """In a fresh child: every signal as it was before its slot ignored it (`deaf_slot`),
+    so a submission meets the dispositions of an ordinary Python process."""
+    for sig, handler in kept.items():
+        signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
+
 def become_subreaper() -> None:
     """Container mode: orphans come to the slot, to be reaped."""
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
@@ -120,7 +150,7 @@ def become_subreaper() -> None:
 def enter_slot_namespaces(scratch: str) -> None:
     """Make this process pid 1 of a new pid namespace with its own mounts and network:
     `kill -1` then reaches exactly this slot's submissions, its scratch mount and /proc
-    are its own, students graded at once in two slots share no loopback or abstract
+    are its own (in which a child does not see the slot), students graded at once in two slots share no loopback or abstract
     socket (lo stays down), and when it ends the kernel kills whatever they left."""
     if libc.unshare(CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID | NEWNS | NEWNET) failed")
@@ -129,7 +159,12 @@ def enter_slot_namespaces(scratch: str) -> None:
     os.setsid()  # its own group, visible in its namespace: killpg(getpgid(1)) is refused
     if libc.mount(None, b"/", None, MS_REC | MS_PRIVATE, None) != 0:
         raise OSError(ctypes.get_errno(), "making the slot's mounts private failed")
-    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None) != 0:
+    # hidepid=2: a process sees in /proc only those it may trace, so a child sees
+    # neither the slot nor its command line. Rootless the slot is the child's own uid
+    # outside, and without Landlock a child wrote the slot's /proc/1/oom_score_adj and
+    # autogroup nice, which outlived it for every later student of the slot.
+    if libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  b"hidepid=2") != 0:
         raise OSError(ctypes.get_errno(), "mounting the slot's /proc failed")
     # Rootless, a student's process has the user's own uid outside, so the kernel would
     # list that user's keys (their names) in /proc/keys: the slot's are empty.
@@ -164,6 +199,7 @@ def fresh_scratch(path: str, uid: int, size_mb: int) -> None:
 
 
 SCRATCH_FILES = 4096  # files and folders a scratch may hold, in every mode
+OPEN_FILES = 256  # descriptors a child may hold at once (RLIMIT_NOFILE, soft and hard)
 IN_NONBLOCK_CLOEXEC = os.O_NONBLOCK | os.O_CLOEXEC
 IN_WRITES = 0x2 | 0x8 | 0x80 | 0x100  # IN_MODIFY, IN_CLOSE_WRITE, IN_MOVED_TO, IN_CREATE
 
@@ -257,6 +293,8 @@ def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: i
         (resource.RLIMIT_FSIZE, limits["file_size_mb"] * mib, None),
         (resource.RLIMIT_NPROC, limits["processes"], None),
         (resource.RLIMIT_CORE, 0, None),
+        # soft == hard: open files (pipes' buffers among them) can not be raised
+        (resource.RLIMIT_NOFILE, OPEN_FILES, None),
     ):
         resource.setrlimit(res, (value, value if hard is None else hard))
     if uid is not None and userns:
@@ -286,7 +324,7 @@ def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: i
         raise OSError("prctl(NO_NEW_PRIVS) failed")
     if uid is not None:
         write_only_beneath(scratch)
-        _allow_only_listed_syscalls()
+        _allow_only_listed_syscalls(alone=cgroup is None)
 
 
 def _first_to_go_when_memory_runs_out() -> None:
@@ -322,6 +360,27 @@ def landlock_abi() -> int:
 
 
 LANDLOCK_ABI = landlock_abi()  # asked once, in the zygote (or the trusted process)
+LANDLOCK_CAP = "GRADER_LANDLOCK_ABI"  # the trusted side's environment: see `capped_abi`
+
+
+def capped_abi(environ: dict[str, str]) -> int:
+    """The Landlock ABI a run confines with: this kernel's, or less where the trusted
+    side's environment names a lower one (GRADER_LANDLOCK_ABI=5: as before Linux 6.12,
+    0: no Landlock), so that what an older kernel gives can be tried on this one. Read
+    by the trusted side alone and handed to the zygote as an argument: a submission can
+    neither see nor set it for another."""
+    text = environ.get(LANDLOCK_CAP, "").strip()
+    if not text:
+        return LANDLOCK_ABI
+    if not text.isdigit():
+        raise ValueError(f"{LANDLOCK_CAP} must be a whole number of 0 or more, not {text!r}")
+    return min(LANDLOCK_ABI, int(text))
+
+
+def cap_abi(abi: int) -> None:
+    """Confine this run's children with Landlock ABI `abi` at most (`capped_abi`)."""
+    global LANDLOCK_ABI
+    LANDLOCK_ABI = min(LANDLOCK_ABI, abi)
 
 
 def write_only_beneath(scratch: str) -> None:
@@ -502,23 +561,47 @@ class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_Insn))]
 
 
-def _compile(machine: str) -> _Prog | None:
+def _compile(machine: str, alone: bool) -> _Prog | None:
     """The child's filter for this machine, built once in the zygote (each child
     inherits it and only installs it); None on a machine the table does not know."""
     if machine not in syscalls.MACHINES:
         return None
-    program = syscalls.program(machine)
+    program = syscalls.program(machine, alone)
     return _Prog(len(program), (_Insn * len(program))(*[_Insn(*i) for i in program]))
 
 
-FILTER = _compile(MACHINE)
+# {alone: filter}: alone, where no memory cgroup caps a child's processes together
+FILTERS = {alone: _compile(MACHINE, alone) for alone in (False, True)}
+ONE_PROCESS = ("the grader runs a submission as one process on this machine, which has "
+               "no memory cgroup to cap several together: starting another (os.fork, "
+               "subprocess, multiprocessing) is refused; threads work")
 
 
-def _allow_only_listed_syscalls() -> None:
+def _allow_only_listed_syscalls(alone: bool) -> None:
     """Install syscalls.py's allowlist on this process and all it starts (for good:
-    NO_NEW_PRIVS is set). A machine the table does not know (neither x86_64 nor
-    aarch64) keeps the other limits only."""
-    if FILTER is None:
+    NO_NEW_PRIVS is set); `alone`, it may start no process, and the calls that would
+    say so with a bare EPERM say why (`_say_why_alone`). A machine the table does not
+    know (neither x86_64 nor aarch64) keeps the other limits only."""
+    chosen = FILTERS[alone]
+    if chosen is None:
         return
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(FILTER), 0, 0) != 0:
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(chosen), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "installing the seccomp filter failed")
+    if alone:
+        _say_why_alone()
+
+
+def _say_why_alone() -> None:
+    """Python's ways to start a process raise PermissionError with `ONE_PROCESS`, not
+    the kernel's bare "Operation not permitted" (the filter refuses them all the same)."""
+    import _posixsubprocess
+
+    def refused(*_args, **_kwargs):
+        raise PermissionError(1, ONE_PROCESS)
+
+    for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
+        if hasattr(os, name):
+            setattr(os, name, refused)
+    _posixsubprocess.fork_exec = refused
+    if "subprocess" in sys.modules:  # it keeps its own name for fork_exec
+        sys.modules["subprocess"]._fork_exec = refused

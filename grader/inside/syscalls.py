@@ -11,8 +11,14 @@ solution, the practice tests and a class use under strace, widened to what ordin
 Python and torch code calls (files, memory, threads, signals, time, polling, Unix
 sockets) and narrowed by what no honest submission needs: no network (io_uring, any
 socket but a Unix one), no new namespace, no mount, no kernel keyring, no SysV or
-POSIX message IPC (both outlive their process), no tracing or reading another
-process, no kernel module, BPF or perf.
+POSIX message IPC (both outlive their process), no memfd (its pages are not address
+space: without a memory cgroup, RLIMIT_AS would not cap them), no socket buffer sizes
+(SO_SNDBUF and kin: 256 Unix sockets at the machine's maximum hold gigabytes outside
+the address space), no inotify, fanotify, file lock, lease or directory notice (a
+per-user quota of the TA's, and a channel between two students through the files
+both sandboxes share), no tracing or reading another process, no kernel module, BPF or
+perf. Where no memory cgroup caps a child's processes together (`program`'s `alone`),
+it may start threads but no second process: RLIMIT_AS caps one process only.
 """
 from __future__ import annotations
 
@@ -40,20 +46,16 @@ ALLOWED: dict[str, tuple[int | None, int | None]] = {
     "fchownat": (260, 54), "truncate": (76, 45), "ftruncate": (77, 46),
     "fallocate": (285, 47), "fsync": (74, 82), "fdatasync": (75, 83), "utime": (132, _),
     "utimes": (235, _), "utimensat": (280, 88), "futimesat": (261, _), "umask": (95, 166),
-    "dup": (32, 23), "dup2": (33, _), "dup3": (292, 24), "fcntl": (72, 25),
-    "flock": (73, 32), "pipe": (22, _), "pipe2": (293, 59), "sendfile": (40, 71),
+    "dup": (32, 23), "dup2": (33, _), "dup3": (292, 24), "pipe": (22, _), "pipe2": (293, 59), "sendfile": (40, 71),
     "copy_file_range": (326, 285), "fadvise64": (221, 223), "readahead": (187, 213),
     "getxattr": (191, 8), "lgetxattr": (192, 9), "fgetxattr": (193, 10),
     "listxattr": (194, 11), "llistxattr": (195, 12), "flistxattr": (196, 13),
-    "mknod": (133, _), "mknodat": (259, 33), "inotify_init": (253, _),
-    "inotify_init1": (294, 26), "inotify_add_watch": (254, 27),
-    "inotify_rm_watch": (255, 28), "memfd_create": (319, 279), "mmap": (9, 222),
+    "mknod": (133, _), "mknodat": (259, 33), "mmap": (9, 222),
     "munmap": (11, 215), "mremap": (25, 216), "mprotect": (10, 226), "madvise": (28, 233),
     "msync": (26, 227), "mincore": (27, 232), "brk": (12, 214),
     "get_mempolicy": (239, 236), "set_mempolicy": (238, 237), "mbind": (237, 235),
     "membarrier": (324, 283), "pkey_alloc": (330, 289), "pkey_free": (331, 290),
-    "pkey_mprotect": (329, 288), "cachestat": (451, 451), "fork": (57, _),
-    "vfork": (58, _), "execve": (59, 221), "execveat": (322, 281), "exit": (60, 93),
+    "pkey_mprotect": (329, 288), "cachestat": (451, 451), "execve": (59, 221), "execveat": (322, 281), "exit": (60, 93),
     "exit_group": (231, 94), "wait4": (61, 260), "waitid": (247, 95), "kill": (62, 129),
     "tkill": (200, 130), "tgkill": (234, 131), "rt_sigaction": (13, 134),
     "rt_sigprocmask": (14, 135), "rt_sigreturn": (15, 139), "rt_sigpending": (127, 136),
@@ -91,7 +93,7 @@ ALLOWED: dict[str, tuple[int | None, int | None]] = {
     "listen": (50, 201), "sendto": (44, 206), "recvfrom": (45, 207), "sendmsg": (46, 211),
     "recvmsg": (47, 212), "sendmmsg": (307, 269), "recvmmsg": (299, 243),
     "shutdown": (48, 210), "getsockname": (51, 204), "getpeername": (52, 205),
-    "getsockopt": (55, 209), "setsockopt": (54, 208),
+    "getsockopt": (55, 209),
 }
 
 # Allowed with some arguments only (the rule's name: `program` checks it)
@@ -99,11 +101,22 @@ AF_UNIX = 1
 # CLONE_NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET: a namespace of its own
 # would give the student capabilities there, and the kernel surface that comes with them
 CLONE_NAMESPACES = 0x7E020000
+CLONE_THREAD = 0x00010000  # a thread shares its address space: one RLIMIT_AS caps both
+SOL_SOCKET = 1
+# SO_SNDBUF, SO_RCVBUF, SO_SNDBUFFORCE, SO_RCVBUFFORCE: a socket's buffers stay at the
+# machine's default (net.core.wmem_default), whatever the maximum
+SOCKET_BUFFERS = (7, 8, 32, 33)
+# F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW, F_SETLEASE,
+# F_GETLEASE, F_NOTIFY: a lock, lease or directory notice on a file two sandboxes
+# share (the read-only venv and grader) would carry a signal from one student to another
+FCNTL_SHARED = (5, 6, 7, 36, 37, 38, 1024, 1025, 1026)
 TIOCSTI, TIOCLINUX = 0x5412, 0x541C  # typing into a terminal (the child has none anyway)
 RULES: dict[str, tuple[int | None, int | None, str]] = {
     "socket": (41, 198, "unix"), "socketpair": (53, 199, "unix"),
-    "clone": (56, 220, "no namespace"), "ioctl": (16, 29, "no terminal input"),
-    "clone3": (435, 435, "ENOSYS"),
+    "clone": (56, 220, "no namespace; alone, threads only"),
+    "ioctl": (16, 29, "no terminal input"), "clone3": (435, 435, "ENOSYS"),
+    "fork": (57, _, "alone: refused"), "vfork": (58, _, "alone: refused"),
+    "setsockopt": (54, 208, "no buffer sizes"), "fcntl": (72, 25, "no lock, lease or notice"),
 }
 
 # Refused (EPERM), named for the record and the tests: every other call not above is
@@ -147,6 +160,12 @@ DENIED: dict[str, tuple[int | None, int | None, str]] = {
     "name_to_handle_at": (303, 264, "file handles bypass paths"),
     "open_by_handle_at": (304, 265, "file handles bypass paths"),
     "fanotify_init": (300, 262, "watching the whole filesystem"),
+    "fanotify_mark": (301, 263, "watching the whole filesystem"),
+    "inotify_init": (253, _, "inotify instances count against the user's quota, and a "
+                     "watch on a file two sandboxes share is a channel between students"),
+    "inotify_init1": (294, 26, "inotify"), "inotify_add_watch": (254, 27, "inotify"),
+    "inotify_rm_watch": (255, 28, "inotify"),
+    "flock": (73, 32, "a lock on a file two sandboxes share is a channel between students"),
     "setuid": (105, 146, "changing identity"), "setgid": (106, 144, "changing identity"),
     "setreuid": (113, 145, "changing identity"), "setregid": (114, 143, "changing identity"),
     "setresuid": (117, 147, "changing identity"), "setresgid": (119, 149, "changing identity"),
@@ -156,6 +175,7 @@ DENIED: dict[str, tuple[int | None, int | None, str]] = {
     "seccomp": (317, 277, "filters of its own"),
     "mlock": (149, 228, "locked memory"), "mlock2": (325, 284, "locked memory"),
     "mlockall": (151, 230, "locked memory"), "memfd_secret": (447, 447, "locked memory"),
+    "memfd_create": (319, 279, "memory held outside the address space RLIMIT_AS caps"),
     "vmsplice": (278, 75, "page splicing"), "splice": (275, 76, "page splicing"),
     "tee": (276, 77, "page splicing"),
     "io_setup": (206, 0, "kernel AIO"), "io_submit": (209, 2, "kernel AIO"),
@@ -183,17 +203,19 @@ def first_unknown(column: int) -> int:
 
 # Classic BPF, as seccomp runs it over struct seccomp_data {nr, arch, ip, args[6]}
 LD_ABS, JA, JEQ, JGE, JSET, RET = 0x20, 0x05, 0x15, 0x35, 0x45, 0x06
-NR, ARCH, ARG0, ARG1 = 0, 4, 16, 24  # offsets (an argument's low word: little-endian)
+NR, ARCH, ARG0, ARG1, ARG2 = 0, 4, 16, 24, 32  # offsets (an argument's low word: little-endian)
 RET_ALLOW, RET_ERRNO = 0x7FFF0000, 0x00050000
 EPERM, ENOSYS = 1, 38
 X32_BIT = 0x40000000
 CHUNK = 64  # checks between two "allow" returns: a conditional jump reaches 255 on
 
 
-def program(machine: str) -> list[tuple[int, int, int, int]]:
+def program(machine: str, alone: bool = False) -> list[tuple[int, int, int, int]]:
     """The filter for `machine` (a key of MACHINES), as BPF instructions. Calls
     allowed whatever their arguments are decided without reading an argument, so the
-    kernel caches them as always allowed and they cost nothing per call."""
+    kernel caches them as always allowed and they cost nothing per call. `alone`:
+    no memory cgroup caps the child's processes together, so it may start threads
+    (clone with CLONE_THREAD) but no process (fork, vfork, any other clone)."""
     column, audit = MACHINES[machine]
     allowed = sorted({row[column] for row in ALLOWED.values() if row[column] is not None})
     rule = {name: row[column] for name, row in RULES.items()}
@@ -216,12 +238,26 @@ def program(machine: str) -> list[tuple[int, int, int, int]]:
         (JEQ, "unix", None, rule["socketpair"]),
         (JEQ, "clone", None, rule["clone"]),
         (JEQ, "ioctl", None, rule["ioctl"]),
+        (JEQ, "sockopt", None, rule["setsockopt"]),
+        (JEQ, "fcntl", None, rule["fcntl"]),
+        *((JEQ, "process", None, rule[name]) for name in ("fork", "vfork")
+          if rule[name] is not None),
         (JEQ, "enosys", None, rule["clone3"]),
         (JGE, "enosys", "eperm", first_unknown(column)),
         "unix", (LD_ABS, None, None, ARG0),           # the address family
         (JEQ, "allow", "eperm", AF_UNIX),
         "clone", (LD_ABS, None, None, ARG0),          # the flags
-        (JSET, "eperm", "allow", CLONE_NAMESPACES),
+        (JSET, "eperm", "thread" if alone else "allow", CLONE_NAMESPACES),
+        *(["thread", (JSET, "allow", "eperm", CLONE_THREAD)] if alone else []),
+        "process", (RET, None, None, RET_ERRNO | EPERM if alone else RET_ALLOW),
+        "sockopt", (LD_ABS, None, None, ARG1),        # the level
+        (JEQ, None, "allow", SOL_SOCKET),
+        (LD_ABS, None, None, ARG2),                   # the option
+        *((JEQ, "eperm", None, name) for name in SOCKET_BUFFERS),
+        (JA, None, None, "allow"),
+        "fcntl", (LD_ABS, None, None, ARG1),          # the command
+        *((JEQ, "eperm", None, cmd) for cmd in FCNTL_SHARED),
+        (JA, None, None, "allow"),
         "ioctl", (LD_ABS, None, None, ARG1),          # the request
         (JEQ, "eperm", None, TIOCSTI),
         (JEQ, "eperm", "allow", TIOCLINUX),

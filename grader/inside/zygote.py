@@ -96,6 +96,8 @@ def main() -> None:
                     help="no namespaces: a uid per slot, as root in a container")
     ap.add_argument("--cgroup", default=CGROUP, help="the run's memory cgroup")
     ap.add_argument("--preload", default="", help="comma-separated modules to import once")
+    ap.add_argument("--landlock-abi", type=int,
+                    help="confine with this Landlock ABI at most (confine.capped_abi)")
     ap.add_argument("--scratch", default=SCRATCH,
                     help="unsandboxed: the run's private directory (a child's goes in it)")
     ap.add_argument("--package-root",
@@ -105,16 +107,18 @@ def main() -> None:
         sys.path.insert(0, args.package_root)
     start(args.probes, args.ctrl_fd, list(filter(None, args.preload.split(","))),
           sandboxed=args.sandboxed, userns=args.userns, container=args.container,
-          cgroup=args.cgroup, scratch=args.scratch)
+          cgroup=args.cgroup, scratch=args.scratch, landlock_abi=args.landlock_abi)
 
 
 def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool = False,
           userns: bool = False, container: bool = False, cgroup: str = CGROUP,
-          scratch: str = SCRATCH) -> None:
+          scratch: str = SCRATCH, landlock_abi: int | None = None) -> None:
     """Warm up, say ready, serve slots until the trusted side hangs up. Run by `main`
     in a fresh interpreter, or, unsandboxed only, in a fork of the trusted process that
     has imported torch (slot.Sandbox's `fork`: one import for both sides)."""
     confine = _load("grader_confine", "confine.py")
+    if landlock_abi is not None:
+        confine.cap_abi(landlock_abi)
     if sandboxed:
         confine.shed_inheritance(confine.ZYGOTE_CAPS + (confine.USERNS_CAPS if userns else ()))
     import torch  # paid once per worker, inherited by every child
@@ -210,6 +214,7 @@ class _Child:
 
 def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
     """A slot: one child at a time, spawned, reaped and killed as the trusted side asks."""
+    heard = state.confine.deaf_slot()  # before any child: what a child may send it
     cgroup = None
     if uid is not None and os.path.isdir(state.cgroup):
         cgroup = state.cgroups.SlotCgroup(os.path.join(state.cgroup, f"slot-{uid}"))
@@ -274,14 +279,15 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
                 _cleanup(child, state)
             if cgroup is not None:
                 counts_before = cgroup.cap(request["limits"]["memory_mb"])
-            child = _spawn(ctrl, fds, request["limits"], state, uid, cgroup, watch)
+            child = _spawn(ctrl, fds, request["limits"], state, uid, cgroup, watch, heard)
             ctrl.send(b'{"event": "spawned"}')
         elif request["op"] == "kill" and child is not None:
             _kill_all(child, state)
 
 
 def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
-           uid: int | None, cgroup: SlotCgroup | None, watch: ScratchWatch | None) -> _Child:
+           uid: int | None, cgroup: SlotCgroup | None, watch: ScratchWatch | None,
+           heard: dict[int, object]) -> _Child:
     """Fork the child that runs one submission: confined, then its harness."""
     data_fd, out_fd = fds
     if state.sandboxed:  # rootless, the child's own uid is root's of the sandbox, mapped
@@ -303,6 +309,7 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
             def confine() -> None:
                 ctrl.close()
                 os.close(failure_r)
+                state.confine.hear_signals(heard)
                 state.confine.become_student(data_fd, out_fd, failure_w, limits, uid, cgroup,
                                              scratch, state.userns, state.container)
 

@@ -92,7 +92,8 @@ def _probekit() -> list[str]:
 
 
 def command(probes: Path, ctrl_fd: int, preload: list[str],
-            cgroup: Path | None = None, userns: bool = False) -> list[str]:
+            cgroup: Path | None = None, userns: bool = False,
+            landlock_abi: int | None = None) -> list[str]:
     grader_pkg = Path(__file__).resolve().parent.parent
     args = [
         shutil.which("bwrap") or "bwrap",
@@ -121,9 +122,14 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
         f"{GRADER_ROOT}/grader/inside/zygote.py",
         "--probes", PROBES_PATH, "--sandboxed", *(["--userns"] if userns else []),
         "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload),
-        "--package-root", str(_package().parent),
+        "--package-root", str(_package().parent), *_landlock(landlock_abi),
     ]
     return args
+
+
+def _landlock(abi: int | None) -> list[str]:
+    """The zygote's argument that caps its Landlock ABI (confine.capped_abi), if any."""
+    return [] if abi is None else ["--landlock-abi", str(abi)]
 
 
 # What of the student's environment a whole check inside bwrap keeps (the terminal's)
@@ -159,7 +165,8 @@ def practice_command(course_root: Path, file: Path, argv: list[str]) -> list[str
 
 
 def plain_command(probes: Path, ctrl_fd: int, preload: list[str], scratch: str,
-                  container: bool = False, cgroup: Path | None = None) -> list[str]:
+                  container: bool = False, cgroup: Path | None = None,
+                  landlock_abi: int | None = None) -> list[str]:
     """The worker without bwrap: in container mode (a uid per slot, limits), or the
     unsandboxed fallback (no isolation, only when asked for)."""
     zygote = Path(__file__).resolve().parent.parent / "inside" / "zygote.py"
@@ -167,7 +174,7 @@ def plain_command(probes: Path, ctrl_fd: int, preload: list[str], scratch: str,
             "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload), "--scratch", scratch,
             "--package-root", str(_package().parent),
             *(["--container"] if container else []),
-            *(["--cgroup", str(cgroup)] if cgroup else [])]
+            *(["--cgroup", str(cgroup)] if cgroup else []), *_landlock(landlock_abi)]
 
 
 PROBE = ["--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr",

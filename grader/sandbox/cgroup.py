@@ -60,7 +60,10 @@ def create() -> tuple[Path | None, str]:
         except OSError as exc:
             reasons.append(f"{base}: {exc.strerror}")
     return None, ("no writable memory cgroup (" + ("; ".join(reasons) or "no memory "
-                  "controller") + "): each student process is capped, not their sum")
+                  "controller") + "): a student's code runs as one process (threads "
+                  "only: starting another is refused), capped at limits.memory_mb of "
+                  "address space, with memfd refused, socket buffers at the machine's "
+                  "default and 256 open files")
 
 
 def _remove_stale(base: Path) -> None:

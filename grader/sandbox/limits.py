@@ -37,3 +37,10 @@ class StudentError(Exception):
 
 class SandboxError(Exception):
     """The grader's own machinery failed; never blamed on a student."""
+
+
+class SlotLost(SandboxError):
+    """The slot's server is gone (its socket closed). Once a submission's child has
+    run there, the session charges it to that student (`Session._stop`): a slot ignores
+    every signal it does not handle, so nothing else it knows of ends a slot, and a
+    rerun that graded that student again would stop at them again."""

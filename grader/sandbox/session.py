@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING
 
 from grader.inside import protocol
 from grader.inside.confine import SCRATCH_FILES
-from grader.sandbox.limits import Limits, SandboxError, StudentError
+from grader.record import WORKER_STOPPED
+from grader.sandbox.limits import Limits, SandboxError, SlotLost, StudentError
 from grader.strings import Said, say
 
 if TYPE_CHECKING:
@@ -124,7 +125,11 @@ class Session:
             return None
         self.sock.close()
         self.sock = None
-        status = self.slot.kill()
+        try:
+            status = self.slot.kill()
+        except SlotLost:  # while this submission's child ran: its doing (SlotLost says why)
+            self.fatal = StudentError(WORKER_STOPPED, say("err_worker_stopped"))
+            raise self.fatal from None
         self.cpu_s += status.get("cpu_s") or 0.0
         if status.get("harness"):  # failed before the submission ran: never theirs
             self.broken = SandboxError("the grader could not start the submission: "
@@ -139,7 +144,10 @@ class Session:
         return status
 
     def close(self) -> None:
-        self._stop()
+        try:
+            self._stop()
+        except StudentError:  # the slot ended under the last child: `fatal` says so
+            pass
         for pump in self._pumps:
             pump.join(timeout=5)
 

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from grader.inside import confine
 from grader.sandbox import bwrap, cgroup
-from grader.sandbox.limits import Limits, SandboxError
+from grader.sandbox.limits import Limits, SandboxError, SlotLost
 
 BASE_UID = 61000
 UID_COUNT = 4096
@@ -161,7 +161,7 @@ def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
     except socket.timeout:
         raise SandboxError(f"worker gave no '{event}' in {timeout} s") from None
     if not data:
-        raise SandboxError("worker exited")
+        raise SlotLost("worker exited")
     msg = json.loads(data)
     if msg.get("event") != event:
         raise SandboxError(f"worker sent {msg!r}, expected {event}")
@@ -177,10 +177,18 @@ def forkable(mode: str) -> bool:
     return mode == "none"
 
 
-def _confine_note(mode: str) -> str:
+def _landlock_abi() -> int:
+    """The Landlock ABI this run confines with (confine.capped_abi)."""
+    try:
+        return confine.capped_abi(dict(os.environ))
+    except ValueError as exc:
+        raise SandboxError(str(exc)) from None
+
+
+def _confine_note(mode: str, landlock_abi: int) -> str:
     """What a TA must know of how far a child is kept to its scratch folder in `mode`:
     in container mode that takes Landlock (confine.write_only_beneath)."""
-    if mode != "container" or confine.LANDLOCK_ABI >= 1:
+    if mode != "container" or landlock_abi >= 1:
         return ""
     return ("container mode without Landlock (this kernel, or the container's seccomp "
             "profile, refuses it): while a submission runs it may write wherever its uid "
@@ -263,6 +271,8 @@ class Sandbox:
         self.sandboxed = sandboxed
         # how this sandbox confines, for its life (what records say: "sandbox")
         self.mode = (support or bwrap.probe()).mode if sandboxed else "none"
+        self.landlock_abi = _landlock_abi()  # before anything is made: it may refuse
+        cap = self.landlock_abi if self.landlock_abi < confine.LANDLOCK_ABI else None
         # Rootless, every child runs as the one uid the user has: its uid number inside
         # (a name for its processes and cgroup) need not be claimed from other runs.
         self._inner_uids = itertools.count(BASE_UID)
@@ -270,7 +280,7 @@ class Sandbox:
         # The sum of a submission's processes is capped by a memory cgroup where the
         # machine has one to give; `memory_note` says when it has not.
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
-        self.confine_note = _confine_note(self.mode)
+        self.confine_note = _confine_note(self.mode, self.landlock_abi)
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
         plain = self.mode in ("none", "container")
@@ -285,9 +295,9 @@ class Sandbox:
             self.proc = _fork_zygote(child, probes, preload, self.scratch)
         else:
             cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
-                                       self.mode == "container", self.cgroup_path) if plain
-                   else bwrap.command(probes, fd, list(preload), self.cgroup_path,
-                                      userns=self.mode == "userns"))
+                                       self.mode == "container", self.cgroup_path, cap)
+                   if plain else bwrap.command(probes, fd, list(preload), self.cgroup_path,
+                                               userns=self.mode == "userns", landlock_abi=cap))
             env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
             self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -407,6 +417,7 @@ class Slot:
         self.held = held
         self._uid_lock = uid_lock
         self.owns_sandbox = False  # close the sandbox with this slot (`sole_slot`)
+        self.lost = False  # its server ended while a child ran (`kill`): replace the slot
 
     def spawn(self, limits: Limits) -> tuple[socket.socket, int]:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -426,8 +437,14 @@ class Slot:
         return ours, out_r
 
     def kill(self) -> dict:
-        self.ctrl.send(b'{"op": "kill"}')
-        return self.wait_exit()
+        """Kill the child and all it started; its exit status. SlotLost: the slot's
+        server is gone, and with it the child."""
+        try:
+            self.ctrl.send(b'{"op": "kill"}')
+            return self.wait_exit()
+        except (SlotLost, OSError) as exc:
+            self.lost = True
+            raise SlotLost(f"the worker stopped ({exc})") from None
 
     def wait_exit(self, timeout: float = 30) -> dict:
         return _expect(self.ctrl, "exit", timeout)

@@ -187,6 +187,16 @@ def wait_no_processes(slot: Slot | None = None, timeout: float = 10.0,
     return left
 
 
+# What a child that may start no second process is told (confine.ONE_PROCESS)
+ONE_PROCESS = "the grader runs a submission as one process on this machine"
+
+
+def alone(slot: Slot) -> bool:
+    """No memory cgroup caps this slot's children together, so each may start threads
+    but no second process (an ordinary user's machine, as a rule)."""
+    return slot.sandbox.cgroup_path is None
+
+
 def lost(record: dict) -> dict[str, float]:
     """Points lost per part (only parts that lost something)."""
     return {name: round(PARTS[name] - p["score"], 4)

@@ -54,10 +54,11 @@ def class_folder(limits: dict[str, int] | None = None) -> Path:
     return top
 
 
-def grade(top: Path, mode: str, sources: dict[str, str],
-          out: str = "out") -> tuple[dict[str, dict], str]:
+def grade(top: Path, mode: str, sources: dict[str, str], out: str = "out",
+          extra_env: dict[str, str] | None = None) -> tuple[dict[str, dict], str]:
     """`grader run --jobs 1` (one slot: the submissions one after another, in the order
-    of their ids) on `sources` in `mode`: {student_id: record}, and its output."""
+    of their ids) on `sources` in `mode`, with `extra_env` in its environment:
+    {student_id: record}, and its output."""
     for sid, text in sources.items():
         (top / "class" / sid).mkdir(parents=True, exist_ok=True)
         (top / "class" / sid / "13_moe.py").write_text(text, encoding="utf-8")
@@ -65,7 +66,7 @@ def grade(top: Path, mode: str, sources: dict[str, str],
             "13", "--course", str(top / "course" / "course.yml"), "--submissions",
             str(top / "class"), "--out", str(top / out), "--jobs", "1", "--force"]
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(top),
-           "PYTHONDONTWRITEBYTECODE": "1"}
+           "PYTHONDONTWRITEBYTECODE": "1", **(extra_env or {})}
     if mode == "userns":
         with unprivileged.user("modes") as who:
             subprocess.run(["chown", "-R", f"{who.pw_uid}:{who.pw_gid}", str(top)], check=True)

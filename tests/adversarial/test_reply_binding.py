@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import SOLUTION, context, failed_messages, grade_all, hostile, wait_no_processes
+from conftest import (ONE_PROCESS, SOLUTION, alone, context, failed_messages, grade_all, hostile,
+                      wait_no_processes)
 
 WRONG_REQUEST = "answered for another request"
 
@@ -115,6 +116,11 @@ def test_honest_baseline(records):
 @pytest.mark.parametrize("sid", ["fork-at-import", "late-fork-at-import", "fork-in-dispatch"])
 def test_fork_that_carries_on_scores_like_the_solution(records, slot_of, sid):
     rec = records[sid]
+    if alone(slot_of):  # no second process at all: the fork is refused, with the reason
+        said = [rec["problem"] or "", *failed_messages(rec)]
+        assert any(ONE_PROCESS in m for m in said), said[:3]
+        assert rec["score"] < records["honest"]["score"]
+        return
     assert failed_messages(rec) == [], failed_messages(rec)[:3]
     assert (rec["score"], rec["status"]) == (records["honest"]["score"], "graded")
     assert wait_no_processes(slot_of) == []
