@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import zipfile
 from pathlib import Path
 
 import yaml
@@ -56,6 +57,23 @@ wrong. `grader check --json` prints the same as JSON, `--language zh` in Chinese
 `grader check --watch {exercise}` checks again each time you save the file (Ctrl-C
 ends it). The installed `grader` works from any folder.
 """
+README_ZH = """# 第 {key} 课：检查你的作业
+
+    python install.py
+    .venv/bin/grader check {exercise}
+
+（Windows：先运行 `python install.py`，再运行 `.venv\\Scripts\\grader check {exercise}`。）
+`install.py` 会在这里创建 `.venv`（或安装到运行它的虚拟环境中）；已有的 torch 会保留，
+否则安装 torch 的 CPU 版本，绝不安装 CUDA 版本。
+
+完成 `{exercise}`（也可以提交 notebook：`{stem}.ipynb`）；`grader check` 会在你的文件上
+运行练习测试，打印每个部分的结果、你的数值与参考结果不同的地方，以及最可能的错误。
+正式评分还有更多隐藏的测试。退出状态：0 表示练习测试全部通过，1 表示有测试未通过，
+2 表示文件或命令有误。`grader check --json` 以 JSON 输出同样的内容，`--language en`
+用英文输出；`grader check --watch {exercise}` 在你每次保存文件时重新检查（按 Ctrl-C
+结束）。安装好的 `grader` 在任何文件夹中都能使用。
+"""
+READMES = {"en": README, "zh": README_ZH}  # in the course's language
 # What a bundle's pyproject.toml keeps of the project's dependencies: the check's own.
 # torch is any 2.x the student has (install.py installs the CPU build where none is),
 # so that installing the bundle never replaces it nor pulls CUDA.
@@ -159,8 +177,25 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
            "lessons": {lesson_key: entry}}
     (dest / "course.yml").write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False),
                                      encoding="utf-8")
-    (dest / "README.md").write_text(README.format(key=lesson_key, exercise=lesson.exercise,
-                                                  stem=Path(lesson.exercise).stem),
-                                    encoding="utf-8")
+    (dest / "README.md").write_text(readme(course, lesson_key), encoding="utf-8")
     return dest
+
+
+def readme(course: Course, lesson_key: str) -> str:
+    """The bundle's README, in the course's language."""
+    exercise = course.lesson(lesson_key).exercise
+    return READMES.get(course.language, README).format(key=lesson_key, exercise=exercise,
+                                                       stem=Path(exercise).stem)
+
+
+def zipped(dest: Path) -> Path:
+    """The bundle as one zip beside its folder (`<folder>.zip`, the folder inside), ready
+    to upload to an LMS as a file students download."""
+    archive = dest.with_name(dest.name + ".zip")
+    with zipfile.ZipFile(archive.with_suffix(".part"), "w", zipfile.ZIP_DEFLATED) as z:
+        for path in sorted(dest.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                z.write(path, path.relative_to(dest.parent).as_posix())
+    archive.with_suffix(".part").replace(archive)
+    return archive
 

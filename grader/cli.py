@@ -366,13 +366,15 @@ def release(course_path, lesson_key, check_only) -> None:
 @_renamed("out", "dest", "the folder to write the bundle into", required=True)
 def student_bundle(course_path, lesson_key, out) -> None:
     """Write what students need to `grader check` at home: no solution inside."""
-    from grader.bundle import build
+    from grader.bundle import build, zipped
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     if not lesson.solution:
         raise click.ClickException("a student bundle is made from a course with its solution")
-    console.print(f"wrote {build(course, lesson_key, out)}", markup=False)
+    folder = build(course, lesson_key, out)
+    console.print(f"wrote {folder}", markup=False)
+    console.print(f"wrote {zipped(folder)} (the same, to upload to the LMS)", markup=False)
 
 
 @main.command()

@@ -282,3 +282,21 @@ def test_students_md_samples_are_what_check_prints(bundle, tmp_path):
         proc = check(bundle, SOLUTION.replace(renorm, ""), tmp_path, "--language", lang)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         assert proc.stdout == sample, proc.stdout
+
+
+def test_the_bundle_is_also_a_zip_to_upload_with_its_readme_in_the_courses_language(
+        bundle, course):
+    """Issue 51: a folder had to be zipped by the TA before Moodle took it, and its
+    README was English under `language: zh`."""
+    import zipfile
+
+    from grader.bundle import readme
+
+    files = {p.relative_to(bundle.parent).as_posix() for p in bundle.rglob("*")
+             if p.is_file() and "__pycache__" not in p.parts}
+    with zipfile.ZipFile(bundle.with_name(bundle.name + ".zip")) as z:
+        assert set(z.namelist()) == files
+        assert z.read(f"{bundle.name}/README.md").decode() == readme(course, "13")
+    zh = course.model_copy(update={"language": "zh"})
+    assert readme(zh, "13").startswith("# 第 13 课：检查你的作业")
+    assert "13_moe.py" in readme(zh, "13") and "check your work" not in readme(zh, "13")
