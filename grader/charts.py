@@ -160,7 +160,7 @@ def histogram_svg(scores: list[float], max_score: float, bins: int = HIST_BINS) 
 
 def _bars_head(picture: dict, width: int, height: int, t: dict[str, str], legend: str) -> str:
     """A bar chart's opening tag and title line: its name, then `legend` (escaped
-    already), as both bar charts draw them."""
+    already), as the counts chart draws them."""
     return (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}"'
             f' height="{height}" role="img"><text x="0" y="12" class="lb">'
             f'{escape(clean(picture.get("name", ""), 60))}{escape(t["colon"])}{legend}</text>')

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from grader import contrast
+from grader import contrast, disclosed
 from grader.record import TestRecord
 
 OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤", **contrast.RELATIONS}
@@ -112,6 +112,7 @@ def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
     for test in failing:
         for check in test.checks:
             claim = check.get("structure") if isinstance(check, dict) else None
+            claim = claim if test.practice else disclosed.claim(claim)
             text = structure_text(claim, t) if isinstance(claim, dict) else ""
             if text and text not in seen:
                 seen[text] = t["claim_in"].format(test=test.name,
