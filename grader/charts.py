@@ -107,6 +107,9 @@ def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
     return Markup("".join(out))
 
 
+# ---------------------------------------------------------------- class report
+
+
 def bar_chart_svg(bars: list[tuple[str, float]], maximum: float, unit: str = "",
                   width: int = CHART_W) -> Markup:
     """Horizontal bars with labels: one row per item, value printed at the bar's end."""

@@ -215,7 +215,8 @@ def _failing_checks(test: TestRecord) -> list[dict]:
 def shown_pictures(tests: list[TestRecord], problem: str) -> tuple[set[int], set[int]]:
     """What a page draws, as id()s: the checks whose heatmap it draws (the first
     failing check with one, in each part's first OPEN_FAILURES cards) and the tests
-    whose first picture it draws (those cards' first tests). `problem`: the record's."""
+    whose first picture it draws (those cards' first tests, of practice cases).
+    `problem`: the record's."""
     by_part: dict[str, list[TestRecord]] = defaultdict(list)
     for test in tests:
         by_part[test.part].append(test)
