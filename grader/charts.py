@@ -16,11 +16,9 @@ CHART_W = 880
 
 
 def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
-                rows_axis: str, cols_axis: str, binary: bool = False) -> Markup:
-    """The error over the leading dims (flattened) x the last dim as an SVG grid (log
-    colour above tolerance), its axes named `rows_axis` and `cols_axis`.
-    `binary` (a graded case): each block within the tolerance or beyond it, no value,
-    since an answer of zeros would draw the reference's own magnitudes."""
+                rows_axis: str, cols_axis: str) -> Markup:
+    """A practice case's error over the leading dims (flattened) x the last dim as an
+    SVG grid (log colour above tolerance), its axes named `rows_axis` and `cols_axis`."""
     rows, cols = len(grid), max((len(r) for r in grid), default=0)
     if not rows or not cols:
         return Markup("")
@@ -31,8 +29,7 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
     top_err = max(finite, default=floor)
     span = math.log10(top_err / floor) if top_err > floor else 1.0
     base = top + rows * cell
-    caption = t["heatmap_caption_binary" if binary else "heatmap_caption"].format(
-        rows=rows_axis, cols=cols_axis)
+    caption = t["heatmap_caption"].format(rows=rows_axis, cols=cols_axis)
     w, h = max(left + cols * cell, HEAT_MIN_W) + 4, base + 40
     out = [f'<svg class="heat" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" '
            f'viewBox="0 0 {w} {h}" role="img" aria-label="{escape(caption)}">',
@@ -40,8 +37,7 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
     for i, row in enumerate(grid):
         # a run of cells alike (colour, and the value a title shows) is one rect whose
         # title names its span: a page's maps drew 1,480 rects, 132 KB of grace's page
-        cells = [(("#c0392b" if v > 0 else "#e8ecf1") if binary
-                  else _heat_colour(v, floor, span), "" if binary else num(v)) for v in row]
+        cells = [(_heat_colour(v, floor, span), num(v)) for v in row]
         for (colour, shown), run in itertools.groupby(enumerate(cells), key=lambda c: c[1]):
             js = [j for j, _ in run]
             at = f"[{i}, {js[0]}]" if len(js) == 1 else f"[{i}, {js[0]}–{js[-1]}]"
@@ -51,8 +47,8 @@ def heatmap_svg(grid: list[list[float]], atol: float | None, t: dict[str, str],
                        f'<title>{escape(title)}</title></rect>')
     out.append(f'<text x="{left}" y="{base + 12}" class="ax">{escape(clean(cols_axis, 60))} →'
                '</text>')
-    has_nan = not binary and any(v >= NON_FINITE for r in grid for v in r)
-    out.append(_heat_legend(left, base + 24, floor, None if binary else top_err, has_nan, t))
+    has_nan = any(v >= NON_FINITE for r in grid for v in r)
+    out.append(_heat_legend(left, base + 24, floor, top_err, has_nan, t))
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -68,15 +64,12 @@ def _heat_colour(v: float, floor: float, span: float) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-def _heat_legend(x: int, y: int, floor: float, top_err: float | None, has_nan: bool,
+def _heat_legend(x: int, y: int, floor: float, top_err: float, has_nan: bool,
                  t: dict[str, str]) -> str:
-    """Swatches: within tolerance, just beyond, the largest error (and NaN/inf if any);
-    without `top_err` (binary), within and beyond only."""
-    items = ([("#e8ecf1", f"≤ {num(floor)} ({t['within_tol']})"),
-              ("#fdd49e", f"> {num(floor)}"), ("#a50f15", num(top_err))]
-             if top_err is not None else
-             [("#e8ecf1", f"≤ {num(floor)} ({t['within_tol']})"),
-              ("#c0392b", f"> {num(floor)}")]) + ([("#1a1a1a", t["nan"])] if has_nan else [])
+    """Swatches: within tolerance, just beyond, the largest error (and NaN/inf if any)."""
+    items = [("#e8ecf1", f"≤ {num(floor)} ({t['within_tol']})"),
+             ("#fdd49e", f"> {num(floor)}"), ("#a50f15", num(top_err))] \
+        + ([("#1a1a1a", t["nan"])] if has_nan else [])
     parts, cx = [], x
     for colour, label in items:
         parts.append(f'<rect x="{cx}" y="{y}" width="10" height="10" fill="{colour}"/>'
@@ -91,11 +84,8 @@ def _text_width(text: str, size: float = 10) -> int:
 
 
 def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
-    """Counts side by side, yours against the reference's (e.g. tokens per expert).
-    Without "ref" (a graded case: `disclosed.picture`) yours alone, the labels where
-    they differ from the reference's marked ≠."""
-    if "ref" not in picture:
-        return _own_bars(picture, t)
+    """A practice case's counts side by side, yours against the reference's (e.g.
+    tokens per expert)."""
     labels = [clean(x, 24) for x in picture.get("labels", [])][:16]
     got, ref = picture.get("got", []), picture.get("ref", [])
     top = max([*got, *ref, 1.0])
@@ -113,27 +103,6 @@ def pair_bars_svg(picture: dict, t: dict[str, str]) -> Markup:
                        f' y="{y + j * 12 + 9}" class="lb">{escape(num(v))}</text>')
         out.append(f'<text x="{label_w - 6}" y="{y + 15}" class="lb" text-anchor="end">'
                    f'{escape(label)}</text>')
-    out.append("</svg>")
-    return Markup("".join(out))
-
-
-def _own_bars(picture: dict, t: dict[str, str]) -> Markup:
-    labels = [clean(x, 24) for x in picture.get("labels", [])][:16]
-    got, differs = picture.get("got", []), picture.get("differs", [])
-    top = max([*got, 1.0])
-    label_w, row, bar_w = 110, 18, 220
-    h = row * len(labels) + 26
-    out = [_bars_head(picture, label_w + bar_w + 60, h, t,
-                      f'<tspan fill="#c0392b">■</tspan> {escape(t["got"])} · '
-                      f'≠ {escape(t["differs_from_ref"])}')]
-    for i, label in enumerate(labels):
-        y = 20 + i * row
-        v = float(got[i]) if i < len(got) else 0.0
-        mark = "≠ " if i < len(differs) and differs[i] else ""
-        out.append(f'<rect x="{label_w}" y="{y}" width="{v / top * bar_w:.1f}" height="10" '
-                   f'fill="#c0392b"/><text x="{label_w + v / top * bar_w + 4:.1f}" y="{y + 9}"'
-                   f' class="lb">{escape(num(v))}</text><text x="{label_w - 6}" y="{y + 9}" '
-                   f'class="lb" text-anchor="end">{escape(mark + label)}</text>')
     out.append("</svg>")
     return Markup("".join(out))
 
@@ -194,7 +163,7 @@ def histogram_svg(scores: list[float], max_score: float, bins: int = HIST_BINS) 
 
 def _bars_head(picture: dict, width: int, height: int, t: dict[str, str], legend: str) -> str:
     """A bar chart's opening tag and title line: its name, then `legend` (escaped
-    already), as both bar charts draw them."""
+    already), as the counts chart draws them."""
     return (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}"'
             f' height="{height}" role="img"><text x="0" y="12" class="lb">'
             f'{escape(clean(picture.get("name", ""), 60))}{escape(t["colon"])}{legend}</text>')

@@ -3,8 +3,10 @@
 `Checks` is the soft-assertion recorder hidden tests use: every comparison is
 recorded with its numbers (max absolute and relative difference, where the worst
 element is, shapes, dtypes, the tolerance), the test goes on, and the plugin fails
-the test at the end if any check failed. Hidden tests never see student objects,
-only tensors decoded on the trusted side.
+the test at the end if any check failed. A graded case's checks record less: the
+verdict, shapes, dtypes, the tolerance and how many values are beyond it, no fact of
+one element (`disclosed` says why). Hidden tests never see student objects, only
+tensors decoded on the trusted side.
 """
 from __future__ import annotations
 
@@ -17,7 +19,7 @@ from typing import TypeVar
 import numpy as np
 import torch
 
-from grader import structure
+from grader import disclosed, structure
 from grader.closeness import abs_error, allowance, rel_error
 from grader.strings import Said, Text, message_fields, restored, say
 from grader.shown import NON_FINITE
@@ -140,8 +142,11 @@ class Checks:
     """Records checks for one test; `failures` decides its outcome."""
 
     def __init__(self, tolerances: dict, pictures: bool = True, later: bool = False,
-                 described: dict | None = None):
+                 described: dict | None = None, practice: bool = False):
         self.tolerances = tolerances
+        # a practice case's inputs ship with its reference's results: its checks keep
+        # every number; a graded case's (the default) keep none of one element
+        self.practice = practice
         # failing checks' structures by content, kept by the caller for a whole class
         self.described: dict = {} if described is None else described
         self.draw = pictures  # replays only need verdicts: no heatmaps to draw
@@ -166,7 +171,11 @@ class Checks:
     def counts(self, name: Text, labels: list[Text], got: list[float],
                ref: list[float]) -> None:
         """Not a check: counts to draw side by side (e.g. how many tokens each expert got).
-        The name and labels are text, or {language: text} for the pages' languages."""
+        The name and labels are text, or {language: text} for the pages' languages.
+        A graded case keeps none: which labels' counts differ from the reference's is a
+        fact of one element each."""
+        if not self.practice:
+            return
         self.pictures.append({"name": name,
                               "labels": [x if isinstance(x, dict) else str(x) for x in labels],
                               "got": [float(x) for x in got], "ref": [float(x) for x in ref]})
@@ -206,6 +215,8 @@ class Checks:
                       for k, v in (rows or {}).items()}
             check.structure = described(self.described, got, ref, t.atol, t.rtol,
                                         labels)
+            if not self.practice:
+                check.structure = disclosed.claim(check.structure)
         if not check.passed and alt is not None:
             for candidate in _alternatives(alt):
                 if isinstance(candidate, torch.Tensor):
@@ -273,21 +284,33 @@ class Checks:
             # closeness's rule, so the check passes with 0 as its largest difference,
             # as the comparison below would find at ten times the cost. (A NaN equals
             # no NaN here: such a pair takes the comparison.)
-            base.passed, base.max_abs_diff = True, 0.0
+            base.passed = True
+            if self.practice:
+                base.max_abs_diff = 0.0
             return base
         g, r = _float64(got), _float64(ref)
         err = abs_error(g, r)
         allowed = _allowed(ref, t.atol, t.rtol)
         base.passed = bool((err <= allowed).all())
         if not err.size:
-            base.max_abs_diff = 0.0
+            if self.practice:
+                base.max_abs_diff = 0.0
             return base
-        base.max_abs_diff = _finite(float(err.max()))
+        largest = _finite(float(err.max()))
+        if self.practice:
+            base.max_abs_diff = largest
         if base.passed:
             # A passed check's record keeps its name and verdict (`feedback.stored`), and
-            # its test the largest difference: where it is, and how far relative, no
-            # reader asks of a pass (a third of a correct student's comparisons' time)
+            # a practice test the largest difference: where it is, and how far relative,
+            # no reader asks of a pass (a third of a correct student's comparisons' time)
             return base
+        # no number of the reference's in a message: a graded case's is shown
+        base.outside, base.size = int((~(err <= allowed)).sum()), int(err.size)
+        base.message = say("check_beyond", n=base.outside, m=base.size,
+                           atol=f"{t.atol:g}", rtol=f"{t.rtol:g}") \
+            if largest is not None else say("check_nonfinite")
+        if not self.practice:
+            return base  # a graded case: no element's place, values or map
         worst = int(np.argmax(err - allowed))
         base.max_rel_diff = _finite(float(rel_error(err, r).max()))
         base.where = [int(i) for i in np.unravel_index(worst, err.shape)]
@@ -297,11 +320,6 @@ class Checks:
             base.heatmap = Later(err) if _drawable(err) else None
         elif self.draw:
             base.heatmap = _heatmap(torch.from_numpy(err))
-        # no number of the reference's in a message: a graded case's is shown
-        base.outside, base.size = int((~(err <= allowed)).sum()), int(err.size)
-        base.message = say("check_beyond", n=base.outside, m=base.size,
-                           atol=f"{t.atol:g}", rtol=f"{t.rtol:g}") \
-            if base.max_abs_diff is not None else say("check_nonfinite")
         return base
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from grader import contrast
+from grader import contrast, disclosed
 from grader.record import TestRecord
 
 OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤", **contrast.RELATIONS}
@@ -70,8 +70,12 @@ def _rows(rows: list) -> str:
 
 
 def structure_text(claim: dict, t: dict[str, str]) -> str:
-    """One structure claim (grader/structure.py) as a sentence; "" for an unknown kind."""
+    """One structure claim (grader/structure.py) as a sentence; "" for an unknown kind.
+    A graded case's claim names no rows or elements (`disclosed.claim`): its counts."""
     kind = claim.get("kind")
+    if kind == "nonfinite" and "where" not in claim:
+        return t["s_nonfinite_count"].format(count=claim["count"], total=claim["total"],
+                                             value=claim["value"])
     if kind == "nonfinite":
         return t["s_nonfinite"].format(count=claim["count"], total=claim["total"],
                                        value=claim["value"], where=_rows(claim["where"]))
@@ -81,15 +85,19 @@ def structure_text(claim: dict, t: dict[str, str]) -> str:
         return t["s_factor"].format(factor=_fraction(claim["factor"]))
     if kind == "shift":
         return t["s_shift"].format(shift=_value(claim["shift"]))
+    if kind == "permutation" and "moved" not in claim:
+        return t["s_permutation_count"].format(count=claim["count"], total=claim["total"])
     if kind == "permutation":
         moved = ", ".join(t["s_moved"].format(i=i, j=j) for i, j in claim["moved"])
         more = "…" if claim["count"] > len(claim["moved"]) else ""
         return t["s_permutation"].format(moved=moved + more, count=claim["count"],
                                          total=claim["total"])
     if kind == "rows":
-        more = "…" if claim["count"] > len(claim["rows"]) else ""
+        rows = claim.get("rows")
+        more = "…" if rows is not None and claim["count"] > len(rows) else ""
         text = t["s_rows"].format(count=claim["count"], total=claim["total"],
-                                  rows=_rows(claim["rows"]) + more)
+                                  rows=_rows(rows) + more) if rows is not None else \
+            t["s_rows_count"].format(count=claim["count"], total=claim["total"])
         for rule in claim.get("shared") or []:
             text += ("" if text.endswith("。") else " ") + (t["s_rows_has"].format(field=rule["field"], value=_value(rule["value"]))
                            if rule["op"] == "has" else
@@ -104,6 +112,7 @@ def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
     for test in failing:
         for check in test.checks:
             claim = check.get("structure") if isinstance(check, dict) else None
+            claim = claim if test.practice else disclosed.claim(claim)
             text = structure_text(claim, t) if isinstance(claim, dict) else ""
             if text and text not in seen:
                 seen[text] = t["claim_in"].format(test=test.name,

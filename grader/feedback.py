@@ -106,7 +106,15 @@ def _part_view(part: str, title: str, scored: PartRecord | None, tests: list[Tes
             "missing": missing_from_stub(failing, stub),
             "example": record.examples.get(part, ""),
             "where": divergence.sentence_html(scored.where, t) if scored and failing
+            else "",
+            "elsewhere": t["graded_no_elements"] if any(
+                not x.practice and _beyond(x) for x in failing if not _blocked(x, record))
             else ""}
+
+
+def _beyond(test: TestRecord) -> bool:
+    """A test with a check that has values beyond the tolerance."""
+    return any(c.get("outside") for c in _failing_checks(test))
 
 
 def part_findings(tests: list[TestRecord], scored: PartRecord | None,
@@ -212,7 +220,8 @@ def _failing_checks(test: TestRecord) -> list[dict]:
 def shown_pictures(tests: list[TestRecord], problem: str) -> tuple[set[int], set[int]]:
     """What a page draws, as id()s: the checks whose heatmap it draws (the first
     failing check with one, in each part's first OPEN_FAILURES cards) and the tests
-    whose first picture it draws (those cards' first tests). `problem`: the record's."""
+    whose first picture it draws (those cards' first tests, of practice cases).
+    `problem`: the record's."""
     by_part: dict[str, list[TestRecord]] = defaultdict(list)
     for test in tests:
         by_part[test.part].append(test)
@@ -222,7 +231,8 @@ def shown_pictures(tests: list[TestRecord], problem: str) -> tuple[set[int], set
         failing = [x for x in mine if not x.passed]
         blocked = [x for x in failing if _blocked_by(x, problem)]
         for group in _cards(failing, blocked)[:OPEN_FAILURES]:
-            pictured.add(id(group[0]))
+            if group[0].practice:  # a graded case's counts are not drawn (`disclosed`)
+                pictured.add(id(group[0]))
             checks = _failing_checks(group[0])
             drawn = _drawn_heatmap([disclosed.check(c, group[0].practice) for c in checks])
             if drawn is not None:
@@ -298,10 +308,9 @@ def _test_view(test: TestRecord, t: dict[str, str], lang: str, picture: bool) ->
     return {"name": test.name, "message": test.message, "error": error,
             "checks": [_check_view(c, t, lang, picture and i == first_map)
                        for i, c in enumerate(failing)],
-            "pictures": [pair_bars_svg(_local_picture(disclosed.picture(p, test.practice),
-                                                      lang), t)
+            "pictures": [pair_bars_svg(_local_picture(p, lang), t)
                          for p in test.pictures if isinstance(p, dict)][:1]
-            if picture else [],
+            if picture and test.practice else [],
             "passed_checks": len(checks) - len(failing)}
 
 
@@ -317,11 +326,9 @@ def heatmap_axes(check: dict, t: dict[str, str], lang: str) -> tuple[str, str]:
 def _check_view(check: dict, t: dict[str, str], lang: str, picture: bool) -> dict:
     heat = check.get("heatmap") if picture else None
     rows, cols = heatmap_axes(check, t, lang)
-    binary = bool(check.get("heatmap_binary"))
-    svg = heatmap_svg(heat, check.get("atol"), t, rows, cols, binary=binary) \
+    svg = heatmap_svg(heat, check.get("atol"), t, rows, cols) \
         if isinstance(heat, list) and heat else None
-    caption = t["heatmap_caption_binary" if binary else "heatmap_caption"].format(
-        rows=rows, cols=cols)
+    caption = t["heatmap_caption"].format(rows=rows, cols=cols)
     claim = check.get("structure")
     return {**check, "heatmap_svg": svg, "heatmap_caption": caption,
             "message": clean(message_in(check, lang)),

@@ -245,17 +245,20 @@ class GradingPlugin:
         # a failing check's structure by its numbers and tolerance (`compare.described`)
         self.described: dict[str, dict | None] = {}
 
-    def fixtures(self) -> dict:
-        """Every fixture a hidden test may take, for one test: what the fixtures below
-        give it (runner.GradingLoop calls a test with these)."""
+    def fixtures(self, practice: bool) -> dict:
+        """Every fixture a hidden test may take, for one test (`practice`: of a practice
+        case): what the fixtures below give it (runner.GradingLoop calls a test with
+        these)."""
         return {"student": self.as_student, "reference": self.refs.reference,
                 "explained": self.as_explained,
-                "check": self.checks()}
+                "check": self.checks(practice)}
 
-    def checks(self) -> Checks:
+    def checks(self, practice: bool) -> Checks:
         """A test's `check`: heatmaps drawn later (runner.score draws those a page shows),
-        failing checks' structures kept for the class."""
-        return Checks(self.tolerances, later=True, described=self.described)
+        failing checks' structures kept for the class; a graded case's checks keep no
+        fact of one element."""
+        return Checks(self.tolerances, later=True, described=self.described,
+                      practice=practice)
 
     def pytest_configure(self, config: pytest.Config) -> None:
         config.stash[PLUGIN] = self
@@ -460,4 +463,4 @@ def explained(request: pytest.FixtureRequest) -> _Explained:
 
 @pytest.fixture
 def check(request: pytest.FixtureRequest) -> Checks:
-    return request.config.stash[PLUGIN].checks()
+    return request.config.stash[PLUGIN].checks(is_practice(request.node.path))

@@ -164,10 +164,6 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
                         name=c["name"], diff=c["max_abs_diff"], where=c.get("where"),
                         got=c.get("got_value"), ref=c.get("ref_value"), atol=c.get("atol"),
                         rtol=c.get("rtol")), markup=False)
-                elif c.get("rel_band") is not None:  # a graded case: how far off, where
-                    out.print(f"      {c['name']}: largest relative error {c['rel_band']}, "
-                              f"worst at {c.get('where')} (tolerance {c.get('atol')} + "
-                              f"{c.get('rtol')}·|ref|)", markup=False)
         if record.examples.get(name):
             out.print(f"    [yellow]{words['example']}[/] ", end="")
             out.print(words["paste"], markup=False)

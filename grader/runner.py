@@ -147,7 +147,7 @@ class GradingLoop:
         the grading plugin's fixtures and its parameters, the outcome as pytest's
         protocol reports it (a verdict's message is the plugin's, as there)."""
         item.funcargs = {**getattr(getattr(item, "callspec", None), "params", {}),
-                         **self.plugin.fixtures()}
+                         **self.plugin.fixtures(is_practice(item.path))}
         outcome, longrepr = "passed", ""
         started = time.perf_counter()
         try:

@@ -64,8 +64,7 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
 
 def _test_output(test: TestRecord, language: str) -> str:
     lines = [test.message] if test.message else []
-    far = disclosed.test_difference(disclosed.max_rel(test.checks), test.practice,
-                                    test.max_abs_diff)  # a graded case: no reference value
+    far = disclosed.test_difference(test.practice, test.max_abs_diff)  # a graded case: none
     if far:
         lines.append(far)
     diagnosis = test.diagnosis

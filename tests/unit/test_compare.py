@@ -1,4 +1,5 @@
-"""Numeric checks: tolerances, shapes, NaN, None gradients, the worst element."""
+"""Numeric checks: tolerances, shapes, NaN, None gradients, the worst element (of a
+practice case; a graded case's checks name no element)."""
 import numpy as np
 import torch
 
@@ -11,7 +12,7 @@ TOL = {"float32": Tolerance(atol=1e-5, rtol=1e-4), "float64": Tolerance(atol=1e-
 
 
 def test_within_and_beyond_tolerance():
-    c = Checks(TOL)
+    c = Checks(TOL, practice=True)
     ref = torch.zeros(2, 3)
     assert c.close("ok", ref + 5e-6, ref)
     bad = ref.clone()
@@ -21,6 +22,41 @@ def test_within_and_beyond_tolerance():
     assert check.where == [1, 2] and abs(check.max_abs_diff - 1e-3) < 1e-9
     assert check.heatmap is not None and check.message.startswith("1 of 6 values beyond")
     assert (check.outside, check.size) == (1, 6)
+
+
+# what a check may record of one element: a graded case's records none of it
+ONE_ELEMENT = {"where", "max_abs_diff", "max_rel_diff", "got_value", "ref_value", "heatmap",
+               "axes"}
+
+
+def test_a_graded_check_records_its_verdict_and_count_and_no_element():
+    """A graded case's check (the default) keeps the verdict, shapes, dtypes, the
+    tolerance and the count beyond it; no position, value, difference or heatmap,
+    passed or failed, and its structure claim names no rows."""
+    c = Checks(TOL)
+    ref = torch.arange(12.0).reshape(4, 3)
+    bad = ref.clone()
+    bad[2, 1] += 0.5
+    assert not c.close("bad", bad, ref, axes={"rows": "tokens"})
+    assert c.close("ok", ref + 1e-6, ref)
+    assert c.close("equal", ref.clone(), ref)
+    failed, *passed = [check.to_dict() for check in c.items]
+    assert not failed.keys() & ONE_ELEMENT and not any(p.keys() & ONE_ELEMENT for p in passed)
+    assert (failed["outside"], failed["size"], failed["ref_shape"]) == (1, 12, [4, 3])
+    assert failed["message"].startswith("1 of 12 values beyond")
+    assert failed["structure"] == {"kind": "rows", "count": 1, "total": 4}
+    shown = Checks(TOL, practice=True)
+    shown.close("bad", bad, ref)
+    assert shown.items[-1].structure["rows"] == [2] and shown.items[-1].where == [2, 1]
+
+
+def test_a_graded_case_keeps_no_counts_to_draw():
+    """Which labels' counts differ from the reference's (tokens per expert) is a fact of
+    one element each: a graded case's test draws none, a practice case's both sides."""
+    graded, practice = Checks(TOL), Checks(TOL, practice=True)
+    for c in (graded, practice):
+        c.counts("tokens per expert", ["expert 0", "expert 1"], [3, 1], [2, 2])
+    assert graded.pictures == [] and practice.pictures[0]["ref"] == [2.0, 2.0]
 
 
 def test_dtype_picks_the_tolerance():
@@ -78,7 +114,7 @@ def test_alternative_reference_is_recorded():
 
 def test_zero_dim_results_pass_and_fail_with_numbers():
     """0-dim tensors (an aux loss) go through the same numbers as any other."""
-    c = Checks(TOL)
+    c = Checks(TOL, practice=True)
     assert c.close("aux ok", torch.tensor(0.25, dtype=torch.float64),
                    torch.tensor(0.25, dtype=torch.float64), tol="aux")
     assert not c.close("aux bad", torch.tensor(0.5), torch.tensor(0.25), tol="aux")
@@ -149,14 +185,14 @@ def test_a_later_heatmap_is_the_one_drawn_at_once_and_only_shown_ones_are_drawn(
     g = torch.Generator().manual_seed(3)
     ref = torch.randn(5, 40, 70, generator=g)
     got = ref + torch.rand(5, 40, 70, generator=g) ** 4
-    now, later = Checks(TOL), Checks(TOL, later=True)
+    now, later = Checks(TOL, practice=True), Checks(TOL, later=True, practice=True)
     for c in (now, later):
         c.close("output", got, ref)
         c.close("again", got, ref)
     assert isinstance(later.items[0].heatmap, Later)
     assert later.items[0].heatmap.value() == now.items[0].heatmap
     checks = [c.to_dict() for c in later.items]
-    tests = [TestRecord(name="test_x[0]", part="ffn", practice=False, outcome="failed",
+    tests = [TestRecord(name="test_x[0]", part="ffn", practice=True, outcome="failed",
                         checks=checks)]
     draw_shown(tests, "")
     assert checks[0]["heatmap"] == now.items[0].heatmap  # the first failing check's: drawn
@@ -171,24 +207,24 @@ def test_equal_tensors_are_recorded_as_the_full_comparison_records_them(monkeypa
     cases = [torch.randn(3, 7, 48), torch.tensor([1.0, inf, -inf, -0.0]), torch.zeros(0, 4),
              torch.tensor(2.5), torch.randn(5, dtype=torch.float64)]
 
-    def records() -> list[dict]:
-        c = Checks(TOL)
+    def records(practice: bool = True) -> list[dict]:
+        c = Checks(TOL, practice=practice)
         for i, ref in enumerate(cases):
             assert c.close(f"c{i}", ref.clone(), ref)
         return [check.to_dict() for check in c.items]
 
-    quick = records()
+    quick, graded = records(), records(practice=False)
     assert all(r["max_abs_diff"] == 0.0 for r in quick)
     with monkeypatch.context() as m:  # every pair through the full comparison
         m.setattr(torch, "equal", lambda a, b: False)
-        assert records() == quick
+        assert records() == quick and records(practice=False) == graded
 
 
 def test_a_nan_or_another_dtype_takes_the_full_comparison():
     """A NaN equals no NaN for torch.equal, and a float64 answer is not a float32
     reference: both are compared by closeness's rule (two NaNs agree; the tolerance is
     the reference's dtype's)."""
-    c = Checks(TOL)
+    c = Checks(TOL, practice=True)
     ref = torch.tensor([1.0, float("nan")])
     assert c.close("nan", ref.clone(), ref) and c.items[-1].max_abs_diff == 0.0
     assert not c.close("float64", ref.double() + 1e-3, ref)
@@ -196,9 +232,9 @@ def test_a_nan_or_another_dtype_takes_the_full_comparison():
 
 
 def test_a_passed_check_keeps_its_largest_difference():
-    """Its test's largest difference (scores.json's `max_abs_diff`) counts a passed
-    check's too; where it is, and how far relative, a pass does not say."""
-    c = Checks(TOL)
+    """A practice test's largest difference (scores.json's `max_abs_diff`) counts a
+    passed check's too; where it is, and how far relative, a pass does not say."""
+    c = Checks(TOL, practice=True)
     ref = torch.zeros(2, 3)
     got = ref.clone()
     got[0, 1] = 4e-6

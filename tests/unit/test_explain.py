@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from grader import config, explain, feedback
+from grader import config, disclosed, explain, feedback
 from grader.record import GradeRecord, TestRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -56,6 +56,17 @@ def test_every_claim_has_a_sentence_in_every_language(claim):
     assert "{" not in "".join(texts)
 
 
+@pytest.mark.parametrize("claim", CLAIMS, ids=lambda c: c["kind"])
+def test_a_graded_cases_claim_has_a_sentence_that_names_no_row(claim):
+    """A graded case's claim (`disclosed.claim`) keeps its kind and counts: its sentence
+    says them, in every language, and no row or element it named."""
+    kept = disclosed.claim(claim)
+    texts = [explain.structure_text(kept, feedback.STRINGS[lang]) for lang in ("en", "zh")]
+    assert all(texts) and texts[0] != texts[1] and "{" not in "".join(texts)
+    if kept != claim:
+        assert not any(p in text for text in texts for p in ("[0, 3]", "3, 5", "row 1"))
+
+
 def test_an_unknown_claim_says_nothing():
     assert explain.structure_text({"kind": "guess"}, feedback.STRINGS["en"]) == ""
 
@@ -64,7 +75,8 @@ def test_the_contrast_leads_the_part_and_the_composite_part_points_back(course):
     page = feedback.render_student(_record(course), course, "13", "en")
     dispatch = page[page.index('id="part-dispatch"'):page.index('id="part-aux_loss"')]
     assert "Fails exactly in the cases where K ≥ 2" in dispatch
-    assert "Only 2 of the 10 rows differ (rows 1, 4)" in dispatch
+    assert "Only 2 of the 10 rows differ; the others match" in dispatch  # graded: no rows
+    assert "1, 4" not in dispatch
     assert "Every wrong row has expert 3, and no right row has it." in dispatch
     moe = page[page.index('id="part-moe"'):]
     assert ("This part calls the parts before it, and dispatch failed in a way no known "

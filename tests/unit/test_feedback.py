@@ -100,25 +100,32 @@ def test_failing_check_numbers_all_appear(course):
     assert "Content-Security-Policy" in page
 
 
-def test_a_graded_case_shows_how_far_off_not_the_reference(course):
-    """Issue 24: no value of the reference's on a graded case's card, nor one it can be
-    read back from (an answer of zeros makes the largest difference the reference's
-    magnitude); how far off (a decade of relative error, values beyond tolerance) and
-    where instead, and the heatmap as beyond-or-within only."""
+def test_a_graded_case_shows_its_count_beyond_and_no_element(course):
+    """Issues 24 and 52: a graded case's card shows no value of the reference's and no
+    fact of one element (a record stored before its checks kept none: position,
+    largest difference, relative error, heatmap, which counts differ), each of which a
+    resubmission could bisect a graded output from; the verdict's count beyond the
+    tolerance, the tolerance and the shapes, and where elements can be seen instead."""
     record = make_record(course)
-    record["tests"][-3]["checks"][0].update(outside=7, size=1024)
+    record["tests"][-3]["checks"][0].update(
+        outside=7, size=1024, axes={"rows": "tokens"},
+        structure={"kind": "rows", "rows": [3, 5], "count": 2, "total": 16})
     record["tests"][-3]["pictures"] = [{"name": "tokens per expert", "labels": ["e0", "e1"],
                                         "got": [3.0, 5.0], "ref": [4.0, 5.0]}]
     for lang in ("en", "zh"):
+        t = feedback.STRINGS[lang]
         page = render_student(record, course, "13", lang)
         for value in (0.012345678, 3.25, 0.4567, 0.4443):
             assert feedback.num(value) not in page, value
-        assert ">4</text>" not in page and ">3</text>" in page  # the reference's count
-        assert "1e0 – 1e1" in page and "[1, 3, 17]" in page and "1e-05 + 0.0001" in page
-        assert feedback.STRINGS[lang]["n_of_m"].format(n=7, m=1024) in page
-        # row 1 is [0.0123, NaN, 0]: its first two cells are beyond, one run with no value
-        assert "0.0123</title>" not in page and "[1, 0–1]</title>" in page and "[1, 2]</title>" in page
-        assert "≠ e0" in page and "≠ e1" not in page
+        assert "1, 3, 17" not in page and "3, 5" not in page and "e0" not in page
+        assert "<svg" not in page  # no heatmap, no counts side by side
+        assert t["worst_at"] not in page and t["max_rel"] not in page
+        assert t["max_abs"] not in page and "1e0 – 1e1" not in page
+        assert t["n_of_m"].format(n=7, m=1024) in page and "1e-05 + 0.0001" in page
+        assert "[2, 8, 64]" in page and "float32" in page
+        assert html.escape(t["s_rows_count"].format(count=2, total=16), quote=False) \
+            in page.replace("&#39;", "'")
+        assert html.escape(t["graded_no_elements"], quote=False) in page.replace("&#39;", "'")
 
 
 def test_hostile_strings_are_escaped(course):
@@ -199,10 +206,11 @@ def test_a_result_keeps_only_the_heatmaps_its_page_draws(course):
     """Four numeric failures in a part, each with two heatmaps, and one in another part:
     the page draws the first heatmap of the first OPEN_FAILURES cards of each part; the
     stored record keeps those alone, and its page is the same, byte for byte."""
-    record = GradeRecord.from_json(make_record(course))
+    record = GradeRecord.from_json(_practice(make_record(course)))
     twice = [_check(), _check(name="aux")]
     record.tests += [GradeRecord.from_json({"tests": [_test(f"test_moe[{i}]", "moe", False,
-                                                            checks=[dict(c) for c in twice])]})
+                                                            checks=[dict(c) for c in twice],
+                                                            practice=True)]})
                      .tests[0] for i in range(4)]
     kept = feedback.stored(record)
 
@@ -263,9 +271,10 @@ def test_points_round_half_up_as_the_lms_shows_them_everywhere(course):
 
 # ---------------------------------------------------------------- issue 25, items 9-10
 
-def _lesson13_checks(course: config.Course) -> list[dict]:
+def _lesson13_checks(course: config.Course, practice: bool = True) -> list[dict]:
     """Lesson 13's own router and FFN checks on wrong results (unnormalised top-k
-    weights, one token routed elsewhere; an FFN output off by 1), as stored tests."""
+    weights, one token routed elsewhere; an FFN output off by 1), as stored tests (of
+    practice cases, or of graded ones)."""
     import importlib
     import sys
 
@@ -278,7 +287,7 @@ def _lesson13_checks(course: config.Course) -> list[dict]:
     finally:
         sys.path.pop(0)
     tests = []
-    route = Checks(course.tolerances("13"))
+    route = Checks(course.tolerances("13"), practice=practice)
     idx = torch.tensor([[0, 1], [1, 2], [2, 3], [3, 0], [0, 2], [1, 3]])
     weight = torch.tensor([[.6, .4], [.7, .3], [.5, .5], [.8, .2], [.9, .1], [.55, .45]])
     scores = torch.rand(6, 4, generator=torch.Generator().manual_seed(0))
@@ -286,12 +295,12 @@ def _lesson13_checks(course: config.Course) -> list[dict]:
     wrong_idx[0] = torch.tensor([0, 3])
     moe.check_route(route, {"scores": scores, "topk_weight": weight * 0.5, "topk_idx": wrong_idx},
                     {"scores": scores, "topk_weight": weight, "topk_idx": idx}, e=4)
-    ffn = Checks(course.tolerances("13"))
+    ffn = Checks(course.tolerances("13"), practice=practice)
     y = torch.rand(2, 3, 8, generator=torch.Generator().manual_seed(1))
     moe.check_ffn(ffn, {"y": y + 1}, {"y": y})
     for name, part, checks in (("test_route[0]", "router", route), ("test_output[0]", "ffn", ffn)):
         tests.append(_test(name, part, False, checks=[c.to_dict() for c in checks.items],
-                           pictures=checks.pictures))
+                           pictures=checks.pictures, practice=practice))
     return tests
 
 
@@ -306,24 +315,29 @@ def test_a_failing_page_in_chinese_keeps_no_english_of_the_graders(course):
     """Issue 25 item 9: the check's message, the counts chart (its name, labels and
     legend), the heatmap's axes and the course's title are Chinese on a zh page, as
     the lesson and the grader said them; the record is read back from its JSON first
-    (a page is rendered again by `grader report`)."""
+    (a page is rendered again by `grader report`). A graded case's page too, with
+    what it says instead of its map."""
     import json
-    record = make_record(course)
-    record["tests"] = _lesson13_checks(course)
-    stored = json.loads(json.dumps(GradeRecord.from_json(record).to_json()))
-    en, zh = (render_student(stored, course, "13", lang) for lang in ("en", "zh"))
-    english = ("values beyond the tolerance", "tokens per expert", "expert 0", "expert 3",
-               "hidden units", "chosen slots", "tokens chose other experts", course.title,
-               "yours", "differs from the reference", "within tolerance", "Lesson 13")
-    chinese = ("个值中有", "超出容差", "每个专家分到的 token 数", "专家 0", "专家 3", "隐藏单元",
-               "选中的 K 个位置", "个选中的专家与参考实现的 top-k 不同", course.title_zh,
-               "你的结果", "与参考结果不同", "容差内", "第 13 课：")
-    for phrase in english:
-        assert phrase in _page_text(en), phrase
-        assert phrase not in _page_text(zh), phrase
-    for phrase in chinese:
-        assert phrase in _page_text(zh), phrase
-        assert phrase not in _page_text(en), phrase
+    english = ("values beyond the tolerance", "tokens chose other experts", course.title,
+               "Lesson 13")
+    chinese = ("个值中有", "超出容差", "个选中的专家与参考实现的 top-k 不同", course.title_zh,
+               "第 13 课：")
+    shown = {True: (("tokens per expert", "expert 0", "expert 3", "hidden units",
+                     "chosen slots", "yours", "expected", "within tolerance"),
+                    ("每个专家分到的 token 数", "专家 0", "专家 3", "隐藏单元", "选中的 K 个位置",
+                     "你的结果", "期望结果", "容差内")),
+             False: (("practice tests",), ("练习测试",))}
+    for practice, (en_only, zh_only) in shown.items():
+        record = make_record(course)
+        record["tests"] = _lesson13_checks(course, practice)
+        stored = json.loads(json.dumps(GradeRecord.from_json(record).to_json()))
+        en, zh = (render_student(stored, course, "13", lang) for lang in ("en", "zh"))
+        for phrase in (*english, *en_only):
+            assert phrase in _page_text(en), phrase
+            assert phrase not in _page_text(zh), phrase
+        for phrase in (*chinese, *zh_only):
+            assert phrase in _page_text(zh), phrase
+            assert phrase not in _page_text(en), phrase
 
 
 def test_heatmap_axes_are_the_checks_own(course):

@@ -43,10 +43,27 @@ def test_each_cell_keeps_its_colour_and_value_and_runs_are_one_rect():
     assert len(RECT.findall(svg)) == 2 + 7
 
 
-def test_a_graded_cases_map_draws_beyond_or_within_per_run_without_values():
-    grid = [[0.0, 0.0, 1.0, 1.0, 1.0], [1.0] * 5]
-    svg = str(charts.heatmap_svg(grid, 1e-5, STRINGS["en"], "tokens", "last dim", binary=True))
-    drawn = cells(svg)
-    assert drawn == {(i, j): ("#c0392b" if v > 0 else "#e8ecf1", "")
-                     for i, row in enumerate(grid) for j, v in enumerate(row)}
-    assert len(RECT.findall(svg)) == 3
+def test_a_graded_cases_check_draws_no_map_and_a_practice_cases_does():
+    """Issue 52: a yes/no map of a graded case was per element for a small output
+    (topk_weight [10, 2]), and resubmissions could bisect its values from it. Only a
+    practice case's failing check (the grading path's `Checks`) has a map to draw."""
+    import torch
+
+    from grader.compare import Checks
+    from grader.config import Tolerance
+    from grader.feedback import _check_view
+    from grader import disclosed
+
+    tol = {"float32": Tolerance(atol=1e-5, rtol=1e-4)}
+    ref = torch.rand(10, 2, generator=torch.Generator().manual_seed(0))
+    got = ref.clone()
+    got[7, 1] += 0.25
+    views = {}
+    for practice in (False, True):
+        c = Checks(tol, practice=practice)
+        assert not c.close("topk_weight", got, ref)
+        check = disclosed.check(c.items[-1].to_dict(), practice)
+        views[practice] = _check_view(check, STRINGS["en"], "en", picture=True)
+    assert views[False]["heatmap_svg"] is None
+    drawn = cells(str(views[True]["heatmap_svg"]))
+    assert [at for at, (colour, _) in drawn.items() if colour != "#e8ecf1"] == [(7, 1)]
