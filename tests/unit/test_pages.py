@@ -279,5 +279,8 @@ def test_what_the_sandbox_says_is_chinese_on_a_chinese_page():
                   for lang in ("en", "zh"))
         assert english in en and english not in zh, english
         assert chinese in zh and chinese not in en, chinese
-        kept = json.dumps(stored.score_json(), ensure_ascii=False)
-        assert chinese not in kept and (not problem or english in kept)
+        # scores.json: the problem in English, and its texts, for LMS comments in zh
+        kept = stored.score_json()
+        assert not problem or (english in kept["problem"]
+                               and chinese in kept["problem_texts"]["zh"])
+        assert problem or "problem_texts" not in kept
