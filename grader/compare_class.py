@@ -40,7 +40,8 @@ def compare_class(course: Course, lesson_key: str, submissions: Path, out: Path,
     roster = rosters.load(course, lesson_key)
     store = Store(out)
     taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
-                           roster=roster.students, aliases=roster.aliases, due=lesson.due)
+                           roster=roster.students, aliases=roster.aliases,
+                               due=course.due(lesson_key), submitted=roster.submitted)
     clashes = rosters.clashes(roster, taken.numbers, taken.names)
     if clashes and not trust_worksheet:
         raise ValueError(rosters.clash_message(clashes, roster.worksheet))

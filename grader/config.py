@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-from datetime import datetime
+import zoneinfo
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 from typing import Literal
 
@@ -174,9 +175,34 @@ class Course(Strict):
     nbgrader_db: Path | None = None  # an existing gradebook to write scores into
     missing: Literal["blank", "zero"] = "blank"  # a missing submission's score in exports
     moodle_identifier: Literal["username", "email", "idnumber"] = "username"
+    timezone: str | None = None  # where an LMS's times without an offset were written
     lti: LtiConfig | None = None
     similarity: SimilarityConfig = SimilarityConfig()
     root: Path = Path(".")
+
+    @field_validator("timezone")
+    @classmethod
+    def _known_zone(cls, name: str | None) -> str | None:
+        if name is not None:
+            try:
+                zoneinfo.ZoneInfo(name)
+            except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"{name!r} is not a time zone name (e.g. Asia/Shanghai)") \
+                    from None
+        return name
+
+    def lms_zone(self, key: str) -> tzinfo:
+        """Where an LMS's times without an offset (Moodle's worksheet) were written:
+        course.yml's `timezone`, else the lesson's `due`'s offset, else UTC."""
+        if self.timezone is not None:
+            return zoneinfo.ZoneInfo(self.timezone)
+        due = self.lesson(key).due
+        return due.tzinfo if due is not None and due.tzinfo is not None else timezone.utc
+
+    def due(self, key: str) -> datetime | None:
+        """The lesson's `due`; one without an offset is in `timezone`, else UTC."""
+        due = self.lesson(key).due
+        return due if due is None or due.tzinfo else due.replace(tzinfo=self.lms_zone(key))
 
     def lesson(self, key: str) -> Lesson:
         if key not in self.lessons:

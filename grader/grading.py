@@ -124,7 +124,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         if roster.note():
             events.note(roster.note())
         taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
-                               roster=roster.students, aliases=roster.aliases, due=lesson.due)
+                               roster=roster.students, aliases=roster.aliases,
+                               due=course.due(lesson_key), submitted=roster.submitted)
         clashes = rosters.clashes(roster, taken.numbers, taken.names)
         if clashes and not trust_worksheet:
             raise GradingError(rosters.clash_message(clashes, roster.worksheet))

@@ -139,13 +139,14 @@ class Placed:
     order: int = 0          # Canvas file ids grow with each upload
     not_a_file: str = ""    # Said, when it is not
     by_number: bool = False  # the key is Moodle's participant number, not the student
+    judged: bool = False    # the name says whether it is late (Canvas's does)
 
 
 def canvas_placed(label: str) -> Placed | None:
     c = canvas_name(label.rsplit("/", 1)[-1])
     if c is None:
         return None
-    return Placed(c.uid, c.original, late=c.late, order=c.file_id,
+    return Placed(c.uid, c.original, late=c.late, order=c.file_id, judged=True,
                   not_a_file=CANVAS_ENTRY[c.original] if c.file_id == 0 else "")
 
 
@@ -168,6 +169,7 @@ class Candidate:
     when: datetime          # submission time if the LMS says, else file time
     timed: bool = False     # `when` is the LMS's submission time, so it can be late
     late: bool = False
+    judged: bool = False    # the LMS said whether it is late (a Canvas name), untimed
     label: str = ""         # how the student would recognise it
     order: int = 0          # breaks ties in time: Canvas submission ids grow
 
@@ -222,15 +224,18 @@ class _File:
 
 def collect(directory: Path, exercise: str, *, cache: Path | None = None,
             roster: dict[str, Student] | None = None, aliases: dict[str, str] | None = None,
-            due: datetime | None = None) -> Intake:
+            due: datetime | None = None,
+            submitted: dict[str, datetime] | None = None) -> Intake:
     """Every student's file to grade and notes, and what was left out.
 
     `cache` receives unzipped and converted files (a temp folder if None); `roster` maps
     Canvas user ids (lms_id) to student ids, and `aliases` other keys a download names
     students by (Moodle's participant numbers, from its grading worksheet); with `due`,
     the newest on-time file wins over a newer late one. Lateness is the LMS's word
-    (Canvas's `LATE`, Gradescope's created_at), never a file's mtime, which copying
-    changes. The roster's students with nothing here are `absent`: named, never graded
+    (Canvas's `LATE`, Gradescope's created_at, `submitted`: the submission times of
+    Moodle's grading worksheet by participant number), never a file's mtime, which
+    copying changes, nor a Moodle zip's entry times, which are the download's (Moodle's
+    zip writer leaves ZipStream's default, the time it adds the entry). The roster's students with nothing here are `absent`: named, never graded
     as missing (a run over one zip of late files must not zero everyone else).
     """
     cache = Path(tempfile.mkdtemp(prefix="grader-intake-")) if cache is None else cache
@@ -253,6 +258,9 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
             numbers[sid] = key
         if group.name:
             names[sid] = printable(group.name)
+        if group.by_number and key in (submitted or {}):
+            for c in group.cands:  # Moodle keeps one submission: its files share its time
+                c.when, c.timed = submitted[key], True
         best, notes = _choose(group.cands, exercise, due)
         if best is not None and not best.path.is_relative_to(cache):
             taken_in = _taken_in(Path(directory), best, cache / "files" / safe_name(sid),
@@ -517,7 +525,8 @@ def _named(directory: Path, exercise: str, run: Skips, reader) -> dict[str, Grou
         placed = reader(f.label)
         if (group := _place(groups, placed, f.label, run)) is not None:
             group.cands.append(Candidate(f.path, f.when, late=placed.late,
-                                         label=placed.original, order=placed.order))
+                                         label=placed.original, order=placed.order,
+                                         judged=placed.judged))
     for reason, names in walked.names.items():
         for name in names:
             placed = reader(name)
@@ -638,7 +647,7 @@ def _zip_groups(z: zipfile.ZipFile, name: str, dest: Path, exercise: str,
                 skips.add(say("why_cannot_unpack", why=reason_of(exc)), shown)
                 continue
             group.cands.append(Candidate(target, _zip_time(info), late=c.late,
-                                         label=c.original, order=c.order))
+                                         label=c.original, order=c.order, judged=c.judged))
     return _prefer_wanted({uid: g for uid, g in groups.items() if g.cands or g.skips.names},
                           exercise)
 
@@ -766,9 +775,11 @@ def _choose(cands: list[Candidate], exercise: str,
     best = max(pool, key=lambda c: (c.when, c.order, c.label))
     notes = []
     if len(cands) > 1:
+        # "on time" only where the LMS gave a time; "newest" only where one file is
         others = _listing([c.label for c in cands if c is not best], 10)
-        several = "note_several_on_time" if due is not None and not best.late \
-            else "note_several"
+        newest = all((c.when, c.order) < (best.when, best.order) for c in cands if c is not best)
+        several = "note_several_on_time" if due is not None and (best.timed or best.judged) \
+            and not best.late else "note_several" if newest else "note_several_chosen"
         notes.append(say(several, file=best.label, others=others))
     if best.late:
         notes.append(say("note_late_due", due=f"{due:%Y-%m-%d %H:%M %Z}") if due

@@ -15,6 +15,7 @@ import csv
 import re
 import unicodedata
 from dataclasses import dataclass, field
+from datetime import datetime, timezone, tzinfo
 from pathlib import Path
 
 from grader.config import ConfigError, Course, Student
@@ -42,6 +43,9 @@ class Roster:
     #                                                       worksheet's Full name
     worksheet: str = ""  # the grading worksheet joined, as course.yml names it
     missing: str = ""  # a Moodle grading worksheet course.yml names, not found
+    submitted: dict[str, datetime] = field(default_factory=dict)  # participant number ->
+    #                              the worksheet's "Last modified (submission)", in `zone`
+    unread_times: list[str] = field(default_factory=list)  # 'Participant 7: "soon"'
 
     def note(self) -> str:
         """What the TA should know of the roster (rows left out, a missing worksheet),
@@ -53,6 +57,11 @@ class Roster:
         if self.missing:
             said.append(f"no Moodle grading worksheet at {self.missing}: students of a Moodle "
                         "download are known by their participant number")
+        if self.unread_times:
+            said.append(f"{len(self.unread_times)} date(s) of the grading worksheet's "
+                        "\"Last modified (submission)\" are not Moodle's date format, so "
+                        "nothing is said of those students' lateness: "
+                        + "; ".join(self.unread_times))
         return "; ".join(said)
 
 
@@ -67,9 +76,12 @@ def load(course: Course, lesson_key: str | None = None) -> Roster:
         found = read_csv(course.path(course.roster))
     worksheet = course.lesson(lesson_key).moodle_worksheet if lesson_key else None
     if worksheet is not None:
+        from grader.export.moodle_files import identifier_kind
+
         path = course.path(worksheet)
         if path.exists():  # one that is there but unreadable is still an error
-            add_worksheet(found, path, course.moodle_identifier)
+            add_worksheet(found, path, identifier_kind(course, path),
+                          course.lms_zone(lesson_key))
             found.worksheet = str(worksheet)
         else:  # an LMS file: the run grades without it, and says so
             found.missing = str(worksheet)
@@ -81,13 +93,15 @@ _WORKSHEET = {"email": ("Email address", "email"), "username": ("Username", "sis
               "idnumber": ("ID number", "sis_user_id")}
 
 
-def add_worksheet(roster: Roster, path: Path, kind: str) -> None:
+def add_worksheet(roster: Roster, path: Path, kind: str, zone: tzinfo = timezone.utc) -> None:
     """Join a Moodle grading worksheet to the roster: each row's `Identifier`
     ("Participant 2750101") becomes an alias of the student its `moodle_identifier`
     column names, a roster student if one has that value, else a student of that id
     (a row without it is known by its participant number). Names and emails the
-    roster lacks are taken from the worksheet."""
+    roster lacks are taken from the worksheet, and each submission's time (Moodle's
+    date, without an offset, read in `zone`)."""
     from grader.export.moodle_files import participant_rows
+    from grader.export.moodle_words import worksheet_time
 
     column, attr = _WORKSHEET[kind]
     known = {getattr(s, attr): sid for sid, s in roster.students.items() if getattr(s, attr)}
@@ -101,6 +115,14 @@ def add_worksheet(roster: Roster, path: Path, kind: str) -> None:
             k: v for k, v in extra.items() if v and not getattr(have, k)})
         roster.aliases[row["number"]] = sid
         roster.listed[row["number"]] = row.get("Full name", "")
+        try:
+            when = worksheet_time(row.get("Last modified (submission)", ""), zone)
+        except ValueError:
+            roster.unread_times.append(f"{row.get('Identifier')}: "
+                                       f"{row['Last modified (submission)']!r}")
+            continue
+        if when is not None:
+            roster.submitted[row["number"]] = when
 
 
 def read_csv(path: Path) -> Roster:

@@ -9,6 +9,7 @@ import csv
 import re
 import zipfile
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 # canvas-lms lib/content_zipper.rb at 05e9653c12ef7afc65815ca84e5da7aa2e4c3bd3
@@ -102,25 +103,66 @@ def moodle_entry(f: MoodleFile, *, folders: bool = True, old: bool = False) -> s
     return f"{prefix}{'_' if old else ''}/{f.file_name}"
 
 
+# When the TA downloads (a Moodle zip's entries all carry it, below).
+DOWNLOADED = datetime(2026, 9, 20, 9, 30)
+
+
 def moodle_zip(path: Path, files: list[MoodleFile], *, folders: bool = True,
-               old: bool = False) -> Path:
+               old: bool = False, downloaded: datetime = DOWNLOADED) -> Path:
+    """`downloader::download_zip` streams each file through core_files' zip_writer
+    (`add_file_from_stored_file`, no options) into ZipStream, whose File options default
+    the time to `new DateTime()` (ZipStream\\Option\\File::defaultTo): every entry
+    carries the time of the download, in the server's zone, not the submission's."""
     with zipfile.ZipFile(path, "w") as z:
-        for i, f in enumerate(files):
+        for f in files:
             z.writestr(zipfile.ZipInfo(moodle_entry(f, folders=folders, old=old),
-                                       (2026, 9, 1, 10, i, 0)), f.text)
+                                       downloaded.timetuple()[:6]), f.text)
     return path
 
 
-def moodle_worksheet(path: Path, rows: list[tuple[int, str, str]]) -> Path:
+# mod/assign/gradingtable.php's headers for an offline-grading download, as Moodle's
+# language strings give them (grader/export/moodle_words.py cites each): English, and
+# the zh_cn pack of 3.11 (recordid 标识符, fullname 全名, email 电子邮件地址,
+# lastmodifiedsubmission 上次修改（作业）, lastmodifiedgrade 上次修改（评分）, status 状态,
+# maxgrade 最高分, gradecanbechanged 允许更改成绩; the comments plugin 评语反馈).
+MOODLE_HEADERS = {
+    "en": ["Identifier", "Full name", "Email address", "Status", "Grade", "Maximum Grade",
+           "Grade can be changed", "Last modified (submission)", "Last modified (grade)",
+           "Feedback comments"],
+    "zh_cn": ["标识符", "全名", "电子邮件地址", "状态", "成绩", "最高分", "允许更改成绩",
+              "上次修改（作业）", "上次修改（评分）", "评语反馈"],
+}
+# assign's `hiddenuser` before the number in `col_recordid`
+MOODLE_PARTICIPANT = {"en": "Participant ", "zh_cn": "参与人"}
+_EN_DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_ZH_DAYS = ("星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日")
+_EN_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+              "September", "October", "November", "December")
+
+
+def moodle_userdate(when: datetime, lang: str) -> str:
+    """`userdate($time)`: langconfig's strftimedaydatetime (en '%A, %d %B %Y, %I:%M %p',
+    zh_cn '%Y年%m月%d日 %A %H:%M'), %d and %I without their leading zero (fixday,
+    fixhour), in the user's zone (`when` is already there) and without an offset."""
+    if lang == "zh_cn":
+        return (f"{when.year}年{when.month:02d}月{when.day}日 {_ZH_DAYS[when.weekday()]} "
+                f"{when.hour:02d}:{when.minute:02d}")
+    hour = when.hour % 12 or 12
+    return (f"{_EN_DAYS[when.weekday()]}, {when.day} {_EN_MONTHS[when.month - 1]} "
+            f"{when.year}, {hour}:{when.minute:02d} {'AM' if when.hour < 12 else 'PM'}")
+
+
+def moodle_worksheet(path: Path, rows: list[tuple[int, str, str]], *, lang: str = "en",
+                     submitted: dict[int, datetime | None] | None = None) -> Path:
     """The grading worksheet (Download grading worksheet): its columns as
-    mod/assign/gradingtable.php writes them for an offline-grading download."""
-    header = ["Identifier", "Full name", "Email address", "Status", "Grade",
-              "Maximum Grade", "Grade can be changed", "Last modified (submission)",
-              "Last modified (grade)", "Feedback comments"]
+    mod/assign/gradingtable.php writes them for an offline-grading download, in `lang`.
+    `col_timesubmitted` writes `userdate(timemodified)`, or "-" with no submission;
+    `submitted` gives each participant's time (else 1 September 2026, 10:00)."""
     with path.open("w", newline="", encoding="utf-8-sig") as f:
         out = csv.writer(f)
-        out.writerow(header)
+        out.writerow(MOODLE_HEADERS[lang])
         for number, name, email in rows:
-            out.writerow([f"Participant {number}", name, email, "Submitted for grading", "",
-                          "10.00", "Yes", "Tuesday, 1 September 2026, 10:00 AM", "-", ""])
+            when = (submitted or {}).get(number, datetime(2026, 9, 1, 10, 0))
+            out.writerow([f"{MOODLE_PARTICIPANT[lang]}{number}", name, email, "", "",
+                          "10.00", "", moodle_userdate(when, lang) if when else "-", "-", ""])
     return path

@@ -51,9 +51,14 @@ class Moodle(Exporter):
 
 
 def _csv(scores: ClassScores, options: ExportOptions) -> Exported:
+    from grader.export import moodle_files
+
     course, lesson_key, found = options.course, options.lesson_key, options.roster
-    kind, name = course.moodle_identifier, item(course, lesson_key)
-    rows: list[list[object]] = [[kind, name, f"Feedback: {name}"]]
+    worksheet = course.lesson(lesson_key).moodle_worksheet
+    worksheet = course.path(worksheet) if worksheet is not None else None
+    kind, name = moodle_files.identifier_kind(course, worksheet), item(course, lesson_key)
+    rows: list[list[object]] = [[moodle_files.identifier_header(kind, worksheet), name,
+                                 f"Feedback: {name}"]]
     left_out: list[str] = []
     for s in scores.students:
         sid = s.student_id

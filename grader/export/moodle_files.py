@@ -17,22 +17,66 @@ import re
 import zipfile
 from pathlib import Path
 
-from grader.config import ConfigError
+from grader.config import ConfigError, Course
 from grader.export.exporter import Exported, ExportOptions
 from grader.export.moodle import identifier
+from grader.export.moodle_words import IDENTIFIERS, canonical
 from grader.record import MISSING, ClassScores
 from grader.store import Store, safe_name
 
 ZIP_NAME = "moodle_feedback_files.zip"
 # the worksheet column that holds each `moodle_identifier`
-COLUMN = {"username": "Username", "email": "Email address", "idnumber": "ID number"}
+COLUMN = IDENTIFIERS
 _NUMBER = re.compile(r"(\d+)\s*$")
 _NAME_UNSAFE = re.compile(r"[_/\\:*?\"<>|\x00-\x1f\x7f]")
+
+
+def worksheet_header(path: Path) -> list[str]:
+    """A grading worksheet's headers as Moodle wrote them (in its language)."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except OSError as exc:
+        raise ConfigError(f"cannot read the Moodle grading worksheet {path}: "
+                          f"{exc.strerror}") from None
+    return [h.strip() for h in next(csv.reader(text.splitlines()[:1]), [])]
+
+
+def identifier_kind(course: Course, worksheet: Path | None) -> str:
+    """The `moodle_identifier` students are matched on: course.yml's when it names one,
+    else `username` when the worksheet has that column, else the worksheet's one
+    identifier column (Moodle's default worksheet has only Email address); a worksheet
+    with none, or several but no Username, is refused with the line to add."""
+    if "moodle_identifier" in course.model_fields_set or worksheet is None:
+        return course.moodle_identifier
+    header = worksheet_header(worksheet)
+    have = [kind for kind, column in IDENTIFIERS.items()
+            if column in {canonical(h) for h in header}]
+    if course.moodle_identifier in have:
+        return course.moodle_identifier
+    if len(have) == 1:
+        return have[0]
+    choices = " or ".join(f"`moodle_identifier: {k}`" for k in have or IDENTIFIERS)
+    raise ConfigError(f"{worksheet}: the Moodle grading worksheet has "
+                      f"{'no' if not have else 'several'} identifier column(s) "
+                      f"({', '.join(header) or 'no columns'}): add {choices} to course.yml "
+                      "to say which one names the students")
+
+
+def identifier_header(kind: str, worksheet: Path | None) -> str:
+    """moodle.csv's identifier header: the worksheet's own header for that column when
+    it has one (Moodle's import is then offered the words of its own language), else
+    `kind`."""
+    if worksheet is not None and worksheet.exists():
+        for h in worksheet_header(worksheet):
+            if canonical(h) == IDENTIFIERS[kind]:
+                return h
+    return kind
 
 
 def participant_rows(path: Path, column: str) -> list[dict[str, str]]:
     """A grading worksheet's rows, stripped, each with its participant `number` (from
     `Identifier`, "Participant 1234567"); rows without one are not participants.
+    Headers are read in English or Chinese (moodle_words) and keyed by Moodle's English.
     `column` is the one the caller matches students on: the worksheet must have it."""
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -41,15 +85,19 @@ def participant_rows(path: Path, column: str) -> list[dict[str, str]]:
                           f"{exc.strerror}") from None
     rows = csv.DictReader(text.splitlines())
     header = [h.strip() for h in rows.fieldnames or []]
+    names = {canonical(h) for h in header}
     for needed in ("Identifier", column):
-        if needed not in header:
+        if needed not in names:
+            fix = "" if needed == "Identifier" else (
+                "; set `moodle_identifier` in course.yml to a column it has ("
+                + ", ".join(f"{k}: {c!r}" for k, c in IDENTIFIERS.items()) + ")")
             raise ConfigError(f"{path}: the Moodle grading worksheet has no {needed!r} "
                               f"column (it has: {', '.join(header) or 'none'}); "
-                              f"moodle_identifier matches students on {column!r}")
+                              f"moodle_identifier matches students on {column!r}{fix}")
     found = []
     for row in rows:
         # a row longer than the header puts the rest under None, as a list: not a column
-        row = {k.strip(): (v or "").strip() for k, v in row.items() if isinstance(k, str)
+        row = {canonical(k): (v or "").strip() for k, v in row.items() if isinstance(k, str)
                and isinstance(v, str | None)}
         number = _NUMBER.search(row.get("Identifier", ""))
         if number:
@@ -75,7 +123,7 @@ def write(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Expor
     OUT/export)."""
     course, lesson_key, found, out_dir = (options.course, options.lesson_key,
                                           options.roster, options.out_dir)
-    kind = course.moodle_identifier
+    kind = identifier_kind(course, worksheet)
     people = participants(worksheet, kind)
     file_name = f"feedback-lesson-{safe_name(lesson_key)}.html"
     left_out: list[str] = []

@@ -7,6 +7,8 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pytest
+
 from grader import intake
 from grader.config import Student
 
@@ -326,3 +328,109 @@ def test_blind_marking_names_no_one_and_is_no_clash():
     assert not same_person("Participant", "Participant 2750101", "2750102")
     assert not same_person("Alice", "Alice Anders", "1")
     assert same_person("ＡＬＩＣＥ　Anders", "alice anders", "1")  # fullwidth, NFKC
+
+
+# ------------------------------------------- Moodle lateness, from Moodle's own times
+
+DUE = datetime.fromisoformat("2026-09-05T23:59:00+08:00")
+
+
+@pytest.mark.parametrize("lang", ["en", "zh_cn"])
+def test_moodle_lateness_is_read_from_the_worksheet_not_the_zips_times(tmp_path, lang):
+    """Issue 51 item 2: a file submitted two days late got no note. The worksheet's
+    "Last modified (submission)" (Moodle's date, in either language, without an offset:
+    read in `due`'s) says when; the zip's entry times are the download's, after `due`
+    for everyone, and make no one late."""
+    from grader import roster
+    from tests.vendors import MoodleFile, moodle_worksheet, moodle_zip
+
+    sheet = moodle_worksheet(tmp_path / "worksheet.csv", [
+        (1, "Ann Lee", "ann@u.edu"), (2, "Bo Chen", "bo@u.edu")], lang=lang,
+        submitted={1: datetime(2026, 9, 5, 23, 30), 2: datetime(2026, 9, 7, 9, 15)})
+    (tmp_path / "subs").mkdir()
+    moodle_zip(tmp_path / "subs" / "download.zip", [
+        MoodleFile("Ann Lee", 1, EX, "a"), MoodleFile("Bo Chen", 2, EX, "b")])
+    found = roster.Roster()
+    roster.add_worksheet(found, sheet, "email", DUE.tzinfo)
+    assert found.submitted["2"] == datetime.fromisoformat("2026-09-07T09:15+08:00")
+    got = as_dict(collect(tmp_path / "subs", EX, cache=tmp_path / "c", due=DUE,
+                          aliases=found.aliases, submitted=found.submitted))
+    assert got["ann@u.edu"][1] == []
+    assert got["bo@u.edu"][1] == ["This submission was late (due 2026-09-05 23:59 UTC+08:00)."]
+
+
+def test_a_worksheet_time_is_read_in_the_courses_timezone():
+    """23:30 in Shanghai is 15:30 UTC, on time for a `due` of 15:45 UTC; read in
+    `due`'s offset it would be 23:30 UTC, late."""
+    from zoneinfo import ZoneInfo
+
+    from grader.export.moodle_words import worksheet_time
+
+    shanghai = worksheet_time("2026年09月5日 星期六 23:30", ZoneInfo("Asia/Shanghai"))
+    assert shanghai < datetime(2026, 9, 5, 15, 45, tzinfo=UTC)
+    assert worksheet_time("2026年09月5日 星期六 23:30", UTC) > datetime(2026, 9, 5, 15, 45,
+                                                                       tzinfo=UTC)
+    assert worksheet_time("Saturday, 5 September 2026, 12:05 AM", UTC).hour == 0
+    assert worksheet_time("-", UTC) is None
+    with pytest.raises(ValueError):
+        worksheet_time("next Tuesday", UTC)
+
+
+def test_an_unreadable_worksheet_date_is_named_and_claims_nothing(tmp_path):
+    from grader import roster
+    from tests.vendors import moodle_worksheet
+
+    sheet = moodle_worksheet(tmp_path / "w.csv", [(1, "Ann Lee", "ann@u.edu")])
+    sheet.write_text(sheet.read_text(encoding="utf-8-sig").replace(
+        "Tuesday, 1 September 2026, 10:00 AM", "soon"), encoding="utf-8")
+    found = roster.Roster()
+    roster.add_worksheet(found, sheet, "email")
+    assert found.submitted == {} and "'soon'" in found.note()
+
+
+def test_untimed_moodle_files_are_neither_on_time_nor_newest(tmp_path):
+    """Without the worksheet's time a Moodle download says nothing of lateness, and its
+    entries share the download's time: no note says "on-time" or "newest"."""
+    from tests.vendors import MoodleFile, moodle_zip
+
+    (tmp_path / "subs").mkdir()
+    moodle_zip(tmp_path / "subs" / "download.zip", [
+        MoodleFile("Ann Lee", 1, EX, "a"), MoodleFile("Ann Lee", 1, "13_moe (2).py", "b")])
+    ((_, _, notes),) = collect(tmp_path / "subs", EX, cache=tmp_path / "c", due=DUE)
+    assert notes == ["Several files were submitted; graded 13_moe.py "
+                     "(also found: 13_moe (2).py)."]
+
+
+@pytest.mark.parametrize("lang", ["en", "zh_cn"])
+def test_a_worksheet_in_either_language_is_read(tmp_path, lang):
+    """Issue 51 item 5: a worksheet from a Moodle in Chinese was refused."""
+    from grader.export.moodle_files import participant_rows
+    from tests.vendors import moodle_worksheet
+
+    sheet = moodle_worksheet(tmp_path / "w.csv", [(2750101, "张伟", "zw@u.edu")], lang=lang)
+    ((row),) = participant_rows(sheet, "Email address")
+    assert (row["number"], row["Full name"], row["Email address"]) == (
+        "2750101", "张伟", "zw@u.edu")
+
+
+def test_the_worksheets_one_identifier_column_is_used_else_the_fix_is_named(tmp_path):
+    from grader.config import ConfigError
+    from grader.export.moodle_files import identifier_kind
+    from tests.vendors import moodle_worksheet
+
+    class Course:  # what identifier_kind reads of a course
+        moodle_identifier = "username"
+        model_fields_set: set = set()
+
+    sheet = moodle_worksheet(tmp_path / "w.csv", [(1, "张伟", "zw@u.edu")], lang="zh_cn")
+    assert identifier_kind(Course(), sheet) == "email"  # Moodle's default: no Username
+    chosen = Course()
+    chosen.model_fields_set = {"moodle_identifier"}
+    assert identifier_kind(chosen, sheet) == "username"  # the TA's choice stands
+    both = tmp_path / "both.csv"
+    both.write_text("标识符,全名,电子邮件地址,用户名\n参与人1,张伟,zw@u.edu,zw\n", encoding="utf-8")
+    assert identifier_kind(Course(), both) == "username"  # the default, where it is there
+    both.write_text("标识符,全名,电子邮件地址,学号\n参与人1,张伟,zw@u.edu,7\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="`moodle_identifier: email` or "
+                                          "`moodle_identifier: idnumber`"):
+        identifier_kind(Course(), both)
