@@ -16,9 +16,9 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from grader import points as exact
-from grader import testfile
+from grader.lesson import testfile
 from grader.sandbox.limits import Limits
-from grader.yamlread import LOADER
+from grader.text.yamlread import LOADER
 
 
 class Strict(BaseModel):

@@ -29,7 +29,7 @@ also runs the three checks with that checkout's code, beside this one's: its bun
 this one's with its own grader package and templates (the recorded practice results
 are the same data). Every command runs once, untimed, before the rounds: what a
 student's second check costs (the project's check keeps the practice results it
-computed in a cache, `grader.kept`: here one of the run's own for each checkout).
+computed in a cache, `grader.judge.kept`: here one of the run's own for each checkout).
 
 It prints each one's median wall time and its ratio to the imports' median of the same
 rounds (target: 1.25 or less), and the peak memory (target: under 600 MB). Exit 0:
@@ -78,7 +78,7 @@ def gradescope_setup(tmp: Path) -> tuple[Path, Path] | None:
     """The zip unpacked as Gradescope would, and one submission: (source, submissions)."""
     if os.geteuid() != 0 or not shutil.which("capsh"):
         return None
-    from grader.autograder_zip import build
+    from grader.deliver.autograder_zip import build
 
     zip_path = build(REPO, "13", tmp / "zip")
     source = tmp / "gs" / "source"

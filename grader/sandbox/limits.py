@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.strings import message_fields
+from grader.text.strings import message_fields
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from grader.inside import protocol
 from grader.inside.confine import SCRATCH_FILES
 from grader.sandbox.limits import Limits, SandboxError, StudentError
-from grader.strings import Said, say
+from grader.text.strings import Said, say
 
 if TYPE_CHECKING:
     from grader.sandbox.slot import Slot

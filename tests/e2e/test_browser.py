@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, feedback, report
+from grader import config
+from grader.pages import feedback, report
 from grader.record import Diagnosis, GradeRecord
-from grader.shown import NON_FINITE
-from grader.tally import Tally
+from grader.text.shown import NON_FINITE
+from grader.judge.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -272,7 +273,7 @@ def test_class_report_in_chromium(course, tmp_path, artifacts):
 
 def test_similarity_report_in_chromium(course, tmp_path, artifacts):
     """The pairs side by side, one of them a hostile student's copy of alice."""
-    from grader.similarity import THRESHOLD, compare, read_text
+    from grader.run.similarity import THRESHOLD, compare, read_text
 
     alice = read_text(ROOT / "examples" / "13" / "alice" / "13_moe.py")
     texts = {"alice": alice, HOSTILE: alice + f"\n# {HOSTILE}\n",

@@ -121,7 +121,7 @@ def test_version_ignores_bytecode(tmp_path):
 
 
 def test_malformed_mistakes_file_names_the_entry(tmp_path):
-    from grader.reference import load_mistakes
+    from grader.judge.reference import load_mistakes
 
     path = tmp_path / "mistakes.yml"
     path.write_text("- id: a\n  part: ffn\n  title: t\n  edits: []\n")

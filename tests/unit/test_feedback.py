@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from grader import config, feedback, report
+from grader import config
+from grader.pages import feedback, report
 from grader.record import GradeRecord
-from grader.shown import NON_FINITE
-from grader.tally import Tally
+from grader.text.shown import NON_FINITE
+from grader.judge.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert('x')</script>"
@@ -232,7 +233,7 @@ def test_many_numeric_failures_fold_after_the_first(course):
 
 
 def test_points_are_shown_with_at_most_two_decimals():
-    from grader.feedback import points
+    from grader.pages.feedback import points
 
     assert [points(v) for v in (9.0908203125, 2.0, 2.5, 0.0, 1.5 - 1 / 1024)] == \
         ["9.09", "2", "2.5", "0", "1.5"]
@@ -248,7 +249,7 @@ def _lesson13_checks(course: config.Course) -> list[dict]:
 
     import torch
 
-    from grader.compare import Checks
+    from grader.judge.compare import Checks
     sys.path.insert(0, str(ROOT / "hidden_tests" / "13_moe"))
     try:
         moe = importlib.import_module("_moe_common")

@@ -4,9 +4,9 @@ map of a few runs is a few rects (a page's maps were 1,480 rects, 132 KB of one 
 import math
 import re
 
-from grader import charts
-from grader.feedback import STRINGS
-from grader.shown import NON_FINITE, num
+from grader.pages import charts
+from grader.pages.feedback import STRINGS
+from grader.text.shown import NON_FINITE, num
 
 RECT = re.compile(r'<rect x="(\d+)" y="(\d+)" width="(\d+)" height="\d+" fill="([^"]+)">'
                   r'<title>\[(\d+), (\d+)(?:–(\d+))?\]\s*([^<]*)</title></rect>')

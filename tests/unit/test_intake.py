@@ -7,7 +7,7 @@ import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
 
-from grader import intake
+from grader.intake import submissions as intake
 from grader.config import Student
 
 EX = "13_moe.py"
@@ -191,7 +191,7 @@ def test_roster_mapping_onto_a_taken_id_keeps_both_students(tmp_path):
 
 def test_fingerprint_changes_with_the_notes_and_reads_no_link(tmp_path):
     """With no file, the notes say why: a new reason must regrade, not keep the old page."""
-    from grader.plan import Submission, fingerprint_of
+    from grader.judge.plan import Submission, fingerprint_of
     a = fingerprint_of(Submission("s", None, notes=["Left out x (links are never followed)."]), "v")
     b = fingerprint_of(Submission("s", None, notes=["Left out x (not a regular file)."]), "v")
     link = tmp_path / "link.py"
@@ -295,7 +295,7 @@ def test_a_download_and_a_worksheet_that_disagree_on_a_name_are_caught(tmp_path)
     download's folder name and the worksheet's Full name cannot be one person, that is
     a clash, and the same person written otherwise (case, spaces, word order, a `_`
     Moodle wrote as a space) is not."""
-    from grader import roster
+    from grader.intake import roster
     from tests.vendors import MoodleFile, moodle_worksheet, moodle_zip
 
     sheet = moodle_worksheet(tmp_path / "worksheet.csv", [
@@ -320,7 +320,7 @@ def test_a_download_and_a_worksheet_that_disagree_on_a_name_are_caught(tmp_path)
 
 
 def test_blind_marking_names_no_one_and_is_no_clash():
-    from grader.roster import same_person
+    from grader.intake.roster import same_person
 
     assert same_person("Participant", "Participant 2750101", "2750101")
     assert not same_person("Participant", "Participant 2750101", "2750102")

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, report
-from grader.similarity import THRESHOLD, compare, read_text
+from grader import config
+from grader.pages import report
+from grader.run.similarity import THRESHOLD, compare, read_text
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "similarity"
