@@ -149,8 +149,11 @@ def watch_rechecks(cmd: list[str], file: Path, cores: int, rounds: int, cwd: Pat
 
 def bundles_check(bundle: Path) -> list[str]:
     """`grader check 13_moe.py` as the bundle's own `grader` runs it: the command group
-    its pyproject.toml names (`grader.cli`'s before it had a module of its own)."""
-    home = "student_cli" if (bundle / "grader" / "student_cli.py").exists() else "cli"
+    its pyproject.toml names (`grader.cli`'s before it had a module of its own, then
+    `grader.student_cli`'s, now `grader.cli.student`'s)."""
+    package = bundle / "grader"
+    home = ("cli.student" if (package / "cli" / "student.py").exists() else
+            "student_cli" if (package / "student_cli.py").exists() else "cli")
     return [PY, "-c", f"from grader.{home} import student; student()", "check", "13_moe.py"]
 
 
