@@ -8,9 +8,11 @@ setup:
 grade: setup
 	.venv/bin/grader run --lesson 13
 
-# ruff with the rules pyproject.toml chooses (pyflakes, syntax errors, bugbear).
+# ruff with the rules pyproject.toml chooses (pyflakes, syntax errors, bugbear), and
+# import-linter with its contracts: the stages' layers, no circles, pages without torch.
 lint: setup
 	.venv/bin/ruff check grader tests scripts
+	.venv/bin/lint-imports
 
 # The project's whole test suite (unit, end-to-end, adversarial, browser), after lint,
 # its files spread over XDIST workers (pytest-xdist; a file's tests on one worker, but

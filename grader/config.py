@@ -5,6 +5,8 @@ in the file and its line, e.g. `course.yml:14: lessons.13.parts.ffn.points: …`
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import difflib
 import hashlib
 import zoneinfo
@@ -17,11 +19,9 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
                       model_validator)
 
 from grader import points as exact
-from grader import testfile
-from grader.capped import MAX_SOURCE
+from grader.lesson import testfile
 from grader.sandbox.limits import Limits
-from grader.similarity import Budget
-from grader.yamlread import LOADER
+from grader.text.yamlread import LOADER
 
 
 class Strict(BaseModel):
@@ -52,7 +52,21 @@ class LimitsConfig(Strict):
         return Limits(**self.model_dump())
 
 
-_BUDGET = Budget()  # similarity's defaults are grader/similarity.py's, declared there once
+@dataclass(frozen=True)
+class Budget:
+    """What `grader similarity` may spend on one class (course.yml `similarity`, whose
+    defaults these are): a hostile file must not slow the TA's run or swell the page.
+    A real solution is about 5 KB; a class of 300 takes about a minute (a file's
+    fingerprint 31 ms, a pair 1.3 ms, on a quiet machine)."""
+    seconds: float = 300.0  # comparing the class; the pairs left then are not compared
+    file_kb: int = 64       # of each file, only this much is compared and shown
+    page_kb: int = 1024     # similarity.html: pairs, most similar first, while they fit
+
+
+# no more of a file than intake reads of a source (intake.capped.MAX_SOURCE, 1 MiB; a
+# test holds the two equal: config sits below intake and cannot import it)
+MAX_FILE_KB = 1024
+_BUDGET = Budget()
 
 
 class SimilarityConfig(Strict):
@@ -60,7 +74,7 @@ class SimilarityConfig(Strict):
     the course's top level, not under `defaults`: it decides no score, so changing it
     regrades nobody."""
     seconds: float = Field(gt=0, default=_BUDGET.seconds)
-    file_kb: int = Field(gt=0, le=MAX_SOURCE // 1024, default=_BUDGET.file_kb)
+    file_kb: int = Field(gt=0, le=MAX_FILE_KB, default=_BUDGET.file_kb)
     page_kb: int = Field(gt=0, default=_BUDGET.page_kb)
 
     def budget(self) -> Budget:

@@ -15,12 +15,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from grader.record import PartRecord, TestRecord
 
-if TYPE_CHECKING:  # config validates points with this module's rule
-    from grader.config import Part
+
+
+class Worth(Protocol):
+    """What `award` reads of a part (a `config.Part`): its points. Config validates
+    points with this module's rule (`problem`), so this module does not import it."""
+
+    @property
+    def points(self) -> float: ...
 
 UNIT = Fraction(1, 1024)
 # Totals stay below 2**53 units, so every partial sum is a float64 integer multiple
@@ -63,7 +69,7 @@ def as_points(n_units: int) -> float:
     return float(n_units * UNIT)
 
 
-def award(parts: Mapping[str, Part], tests: list[TestRecord]) -> dict[str, PartRecord]:
+def award(parts: Mapping[str, Worth], tests: list[TestRecord]) -> dict[str, PartRecord]:
     """Set each test's `score` and `max_score`; return the parts' scores and counters.
 
     `tests` are in the report's order. A part's `tests`/`passed` count its graded

@@ -9,15 +9,16 @@ field added here is added everywhere; a misspelt one fails where it is read.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grader.strings import Said, restored, stored
+from grader.sandbox.limits import WORKER_STOPPED
+from grader.text.strings import Said, restored, stored
 
 Json = dict[str, Any]
 
-GRADED, MISSING, UNREADABLE, IMPORT_ERROR, TIMEOUT, WORKER_STOPPED = (
-    "graded", "missing", "unreadable", "import_error", "timeout", "worker_stopped")
+GRADED, MISSING, UNREADABLE, IMPORT_ERROR, TIMEOUT = (
+    "graded", "missing", "unreadable", "import_error", "timeout")
 # the summary's "errors"
 ERROR_STATUSES = (IMPORT_ERROR, MISSING, UNREADABLE, WORKER_STOPPED)
 # scores.json keeps each test's verdict; the numbers behind it stay in results/<id>.json
@@ -78,7 +79,7 @@ class TestRecord:
     score: float = 0.0
     max_score: float = 0.0
     # the case's fields as [name, value] pairs in the lesson's order (never a seed):
-    # what the page's contrast rule reads (grader/cases.py, grader/explain.py)
+    # what the page's contrast rule reads (grader/judge/cases.py, grader/pages/explain.py)
     case: list[list[Any]] = field(default_factory=list)
     composite: bool = False             # its test compares with `explained`
 
@@ -109,6 +110,57 @@ class TestRecord:
                    composite=bool(d.get("composite", False)))
 
 
+# What the page says about a failing part's first divergence (judge/divergence.py finds
+# it, pages/where.py says it), kept in `PartRecord.where` in its JSON form.
+MAX_CODE = 160         # characters of a quoted statement
+MAX_MATCHED = 6        # names listed as matching before the line
+KINDS = ("line", "path", "skip", "extra", "gradient", "cut", "added")
+
+
+def _ints(value: object) -> list[int]:
+    """A shape or an index as a record holds it; [] for anything else."""
+    if not isinstance(value, list) or len(value) > 8:
+        return []
+    return [int(v) for v in value if isinstance(v, int) and not isinstance(v, bool)]
+
+
+@dataclass(frozen=True)
+class Where:
+    """What the page says about a failing part's first divergence. `kind`: "line"
+    (a statement's value is new), "path" (a branch goes another way), "skip" (a
+    statement computes nothing where the reference's computes `name`), "extra" (a
+    layer built with a parameter the reference lacks, `name`), "gradient" (every
+    forward value matches, a gradient does not), "cut" / "added" (every forward value
+    matches; from this statement `name`'s gradient flows back to fewer / more leaves
+    (inputs, parameters) than the reference's same value: those it misses named in
+    `ref`, those it adds in `got`, where the reference's trace names them)."""
+    kind: str
+    line: int = 0
+    end: int = 0
+    code: str = ""
+    name: str = ""
+    matched: list[str] = field(default_factory=list)
+    got: str = ""
+    ref: str = ""
+    got_shape: list[int] = field(default_factory=list)  # [] where the sentence names none
+    ref_shape: list[int] = field(default_factory=list)
+    got_at: list[int] = field(default_factory=list)     # where the quoted values start,
+    ref_at: list[int] = field(default_factory=list)     # [] at the first element
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: object) -> Where | None:
+        if not isinstance(d, dict) or d.get("kind") not in KINDS:
+            return None
+        return cls(str(d["kind"]), int(d.get("line") or 0), int(d.get("end") or 0),
+                   str(d.get("code") or "")[:MAX_CODE], str(d.get("name") or "")[:60],
+                   [str(n)[:60] for n in (d.get("matched") or [])][:MAX_MATCHED],
+                   str(d.get("got") or "")[:200], str(d.get("ref") or "")[:200],
+                   *(_ints(d.get(k)) for k in ("got_shape", "ref_shape", "got_at", "ref_at")))
+
+
 @dataclass
 class PartRecord:
     """A part's points and counters (graded tests only) and the mistake explaining it."""
@@ -119,7 +171,7 @@ class PartRecord:
     tests: int
     diagnosis: Diagnosis | None = None
     where: Json | None = None  # the first line its values leave the reference's (divergence)
-    answers: list[Json] = field(default_factory=list)  # grader/questions.py's findings
+    answers: list[Json] = field(default_factory=list)  # grader/judge/questions.py's findings
 
     def to_json(self) -> Json:
         return {"score": self.score, "max_score": self.max_score, "passed": self.passed,

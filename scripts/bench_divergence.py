@@ -22,8 +22,9 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import config, divergence  # noqa: E402
-from grader.context import LessonContext  # noqa: E402
+from grader import config  # noqa: E402
+from grader.judge import divergence  # noqa: E402
+from grader.judge.context import LessonContext  # noqa: E402
 from grader.inside import protocol  # noqa: E402
 from grader.sandbox import bwrap  # noqa: E402
 from grader.sandbox import slot as slots  # noqa: E402

@@ -29,7 +29,7 @@ also runs the three checks with that checkout's code, beside this one's: its bun
 this one's with its own grader package and templates (the recorded practice results
 are the same data). Every command runs once, untimed, before the rounds: what a
 student's second check costs (the project's check keeps the practice results it
-computed in a cache, `grader.kept`: here one of the run's own for each checkout).
+computed in a cache, `grader.judge.kept`: here one of the run's own for each checkout).
 
 It prints each one's median wall time and its ratio to the imports' median of the same
 rounds (target: 1.25 or less), and the peak memory (target: under 600 MB). Exit 0:
@@ -78,7 +78,7 @@ def gradescope_setup(tmp: Path) -> tuple[Path, Path] | None:
     """The zip unpacked as Gradescope would, and one submission: (source, submissions)."""
     if os.geteuid() != 0 or not shutil.which("capsh"):
         return None
-    from grader.autograder_zip import build
+    from grader.deliver.autograder_zip import build
 
     zip_path = build(REPO, "13", tmp / "zip")
     source = tmp / "gs" / "source"
@@ -149,8 +149,11 @@ def watch_rechecks(cmd: list[str], file: Path, cores: int, rounds: int, cwd: Pat
 
 def bundles_check(bundle: Path) -> list[str]:
     """`grader check 13_moe.py` as the bundle's own `grader` runs it: the command group
-    its pyproject.toml names (`grader.cli`'s before it had a module of its own)."""
-    home = "student_cli" if (bundle / "grader" / "student_cli.py").exists() else "cli"
+    its pyproject.toml names (`grader.cli`'s before it had a module of its own, then
+    `grader.student_cli`'s, now `grader.cli.student`'s)."""
+    package = bundle / "grader"
+    home = ("cli.student" if (package / "cli" / "student.py").exists() else
+            "student_cli" if (package / "student_cli.py").exists() else "cli")
     return [PY, "-c", f"from grader.{home} import student; student()", "check", "13_moe.py"]
 
 

@@ -323,8 +323,9 @@ def probe_compute(course_yml: Path, reps: int) -> dict:
     warm, in this process: the compute a submission's grading cannot avoid."""
     import torch
 
-    from grader import config, pool
-    from grader.context import LessonContext
+    from grader import config
+    from grader.run import pool
+    from grader.judge.context import LessonContext
 
     torch.set_num_threads(1)  # as the sandbox and the trusted workers run
     ctx = LessonContext(config.load(course_yml), LESSON)
@@ -425,7 +426,7 @@ def class_sizes(root: Path, sizes: list[int], jobs: int, old: Path | None) -> bo
     """The parent's peak memory against the class size (see the module's doc); False
     when the old code wrote other bytes than the new."""
     rows, peaks, same = [], {}, True
-    # The reference's results kept (grader.kept) before any class is measured: where
+    # The reference's results kept (grader.judge.kept) before any class is measured: where
     # the cache is cold, as after any change to the grader's code, the first class's
     # parent would import the solution and compute them, and its peak would hold that.
     print("warming the kept results …", flush=True)

@@ -1,7 +1,7 @@
 """Write tests/fixtures/divergence/<lesson>.yml: single-line in-place mistakes of each
 lesson's solution, with the line edited and the part whose function it is in.
 
-The audit's mutants (grader/audit) whose change is one line and that the lesson's
+The audit's mutants (grader/author/audit) whose change is one line and that the lesson's
 equivalents file does not list, plus the hand-written ones below (mistakes students
 make). A mistake is kept when it changes its part's results on the fresh traced
 input (the lesson's trace_inputs.py) and raises nowhere there (a traceback names its
@@ -23,10 +23,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from grader import divergence, trace_inputs  # noqa: E402
-from grader.audit import equivalents, mutants  # noqa: E402
+from grader.judge import divergence, trace_inputs  # noqa: E402
+from grader.lesson import equivalents, mutants  # noqa: E402
 from grader.config import load as load_course  # noqa: E402
-from grader.reference import load_file  # noqa: E402
+from grader.judge.reference import load_file  # noqa: E402
 
 LESSONS = {"10": "10_rmsnorm", "11": "11_attention", "12": "12_rope", "13": "13_moe"}
 PARTS = {

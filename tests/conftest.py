@@ -19,7 +19,7 @@ import yaml
 from filelock import FileLock
 
 from grader import config
-from grader.context import LessonContext
+from grader.judge.context import LessonContext
 from grader.sandbox import bwrap
 from grader.sandbox import slot as slots
 from grader.sandbox.slot import Slot
@@ -235,7 +235,7 @@ def pytest_sessionfinish(session, exitstatus):
 def grade_sources(ctx: LessonContext, slot: Slot, folders, sources: dict[str, str]) -> dict:
     """Each source graded as one student's 13_moe.py, in the slot: id -> record.
     `folders`: pytest's tmp_path_factory."""
-    from grader import runner
+    from grader.judge import runner
 
     subs = []
     for name, text in sources.items():
@@ -278,7 +278,7 @@ def autograder_zip13(build_cache) -> Path:
     """Lesson 13's Gradescope autograder zip, built once per source key: a build
     grades the solution and every known mistake, and three files read the same zip
     (none changes it)."""
-    from grader import autograder_zip
+    from grader.deliver import autograder_zip
 
     folder = made_once(build_cache / "autograder13",
                        lambda f: autograder_zip.build(ROOT, "13", f))

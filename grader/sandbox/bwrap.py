@@ -143,7 +143,7 @@ def practice_command(course_root: Path, file: Path, argv: list[str]) -> list[str
     check costs about the student's own imports on one core as on two, and the machine
     is kept from the student's code all the same: the bundle, the file and the
     interpreter read-only, no network, a private /tmp, nothing else of the host."""
-    from grader.strings import TEMPLATES  # (their one home: package data or a checkout's)
+    from grader.text.strings import TEMPLATES  # (their one home: package data or a checkout's)
 
     package = _package()
     binds = {str(course_root), str(file), str(package), str(TEMPLATES)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from grader.strings import message_fields
+from grader.text.strings import message_fields
 
 
 @dataclass(frozen=True)
@@ -19,6 +19,11 @@ class Limits:
     scratch_mb: int = 32
     output_kb: int = 64
     received_mb: int = 64  # results a submission may send in all (a correct one: ~1 MiB)
+
+
+# the kind of StudentError, and the record's status, of a submission whose slot ended
+# while its code ran (record.status_of: 0 points)
+WORKER_STOPPED = "worker_stopped"
 
 
 class StudentError(Exception):

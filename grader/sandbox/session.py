@@ -26,9 +26,8 @@ from typing import TYPE_CHECKING
 
 from grader.inside import protocol
 from grader.inside.confine import SCRATCH_FILES
-from grader.record import WORKER_STOPPED
-from grader.sandbox.limits import Limits, SandboxError, SlotLost, StudentError
-from grader.strings import Said, say
+from grader.sandbox.limits import WORKER_STOPPED, Limits, SandboxError, SlotLost, StudentError
+from grader.text.strings import Said, say
 
 if TYPE_CHECKING:
     from grader.sandbox.slot import Slot

@@ -1,4 +1,4 @@
-"""Lesson 10's smallest failing examples (grader/smallest.py): which fresh inputs the
+"""Lesson 10's smallest failing examples (grader/judge/smallest.py): which fresh inputs the
 part is tried on, smallest first, and the lines of the snippet that call the student's
 layer. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from grader.smallest import Example, generator, literal, rounded
+from grader.judge.smallest import Example, generator, literal, rounded
 
 MODULE = "10_rmsnorm"  # what the snippet imports: the student's file, next to it
 EPS = 1e-5             # MiniMind's: a missing eps shows in the sixth digit

@@ -1,4 +1,4 @@
-"""Lesson 10's questions (grader/questions.py): for a failing part no known mistake
+"""Lesson 10's questions (grader/judge/questions.py): for a failing part no known mistake
 explains, what the student's RMSNorm is asked on fresh inputs: whether eps or the
 weight has any effect, whether a token's output depends on other tokens, and whether
 float64 stays float64. Inputs are made by examples.py's maker at sizes its smallest
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
-from grader.questions import ROUNDS, Question
-from grader.smallest import load
+from grader.judge.questions import ROUNDS, Question
+from grader.judge.smallest import load
 
 EXAMPLES = load(Path(__file__).parent)
 TRIES = 20     # sizes tried for one round (a row near zero skips one)

@@ -1,4 +1,4 @@
-"""Lesson 11's smallest failing examples (grader/smallest.py): which fresh inputs each
+"""Lesson 11's smallest failing examples (grader/judge/smallest.py): which fresh inputs each
 part is tried on, smallest first, how two outputs are compared, and the lines of the
 snippet that call the student's function. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from grader.smallest import Example, generator, literal, rounded
+from grader.judge.smallest import Example, generator, literal, rounded
 
 MODULE = "11_attention"  # what the snippet imports: the student's file, next to it
 # probes.py returns a masked place as this finite value; shown as -inf, as MiniMind

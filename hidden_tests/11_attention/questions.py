@@ -1,4 +1,4 @@
-"""Lesson 11's questions (grader/questions.py): for a failing part no known mistake
+"""Lesson 11's questions (grader/judge/questions.py): for a failing part no known mistake
 explains, what the student's function is asked on fresh inputs: whether the padding
 mask or n_rep has any effect, whether a token's output changes with a later token's
 input (attention is causal), and whether float64 stays float64. Inputs are made by
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
-from grader.questions import ROUNDS, Question
-from grader.smallest import load
+from grader.judge.questions import ROUNDS, Question
+from grader.judge.smallest import load
 
 EXAMPLES = load(Path(__file__).parent)
 TRIES = 20  # sizes tried for one round (a padding mask needs room for a 0)

@@ -1,4 +1,4 @@
-"""Lesson 12's smallest failing examples (grader/smallest.py): which fresh inputs each
+"""Lesson 12's smallest failing examples (grader/judge/smallest.py): which fresh inputs each
 part is tried on, smallest first, how two outputs are compared, and the lines of the
 snippet that call the student's function. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from grader.smallest import SEED, Example, generator, literal, rounded
+from grader.judge.smallest import SEED, Example, generator, literal, rounded
 
 MODULE = "12_rope"  # what the snippet imports: the student's file, next to it
 BASE = 100.0        # a small base: every frequency of a short table turns visibly

@@ -1,4 +1,4 @@
-"""Lesson 12's questions (grader/questions.py): for a failing part no known mistake
+"""Lesson 12's questions (grader/judge/questions.py): for a failing part no known mistake
 explains, what the student's function is asked on fresh inputs: whether rope_base,
 rope_scaling, sin, cos or the KV cache has any effect, and whether float64 q and k stay
 float64. Inputs are made by examples.py's makers at sizes its smallest examples never
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader.questions import Question
-from grader.smallest import load
+from grader.judge.questions import Question
+from grader.judge.smallest import load
 
 EXAMPLES = load(Path(__file__).parent)
 TRIES = 20  # sizes tried for one round (a YaRN ramp end at a jump skips one)

@@ -1,10 +1,10 @@
-"""Fresh, small inputs to trace this lesson's failing parts on (grader/trace_inputs.py):
+"""Fresh, small inputs to trace this lesson's failing parts on (grader/judge/trace_inputs.py):
 seeded from far above any test's seed, never a graded case. Graders only: not shipped."""
 from __future__ import annotations
 
 import torch
 
-from grader.trace_inputs import SEED_BASE, Request, randn
+from grader.judge.trace_inputs import SEED_BASE, Request, randn
 
 
 def _freqs(g: torch.Generator) -> list[Request]:

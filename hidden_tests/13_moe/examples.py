@@ -1,4 +1,4 @@
-"""Lesson 13's smallest failing examples (grader/smallest.py): which fresh inputs each
+"""Lesson 13's smallest failing examples (grader/judge/smallest.py): which fresh inputs each
 part is tried on, smallest first, how two outputs are compared, and the lines of the
 snippet that call the student's function. Shipped in the student bundle (fresh inputs only)."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import torch
 
-from grader.smallest import Example, generator, literal, rounded
+from grader.judge.smallest import Example, generator, literal, rounded
 
 MODULE = "13_moe"     # what the snippet imports: the student's file, next to it
 MAX_SIDE = 3          # each of tokens, experts, H, I tried up to this

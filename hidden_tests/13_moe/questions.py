@@ -1,4 +1,4 @@
-"""Lesson 13's questions (grader/questions.py): for a failing part no known mistake
+"""Lesson 13's questions (grader/judge/questions.py): for a failing part no known mistake
 explains, what the student's function is asked on fresh inputs, to find an argument
 with no effect, float64 in and another dtype out, or a token's output that depends on
 other tokens. Inputs are made by examples.py's makers at sizes its smallest examples
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import torch
 
-from grader.questions import ROUNDS, Question
-from grader.smallest import generator, load, rounded
+from grader.judge.questions import ROUNDS, Question
+from grader.judge.smallest import generator, load, rounded
 
 EXAMPLES = load(Path(__file__).parent)
 TOKENS = EXAMPLES.MAX_SIDE + 2   # more tokens than any smallest example has

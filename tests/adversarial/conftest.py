@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import config, runner
-from grader.context import LessonContext
+from grader import config
+from grader.judge import runner
+from grader.judge.context import LessonContext
 from grader.sandbox import bwrap
 from grader.sandbox import slot as slots
 from grader.sandbox.slot import BASE_UID, UID_COUNT, Slot
@@ -283,7 +284,7 @@ def held_slot(course):
     (pool: the solution graded first, then `Sandbox.hold`): a child is asked for a
     request by its index."""
     require_sandbox()
-    from grader import pool
+    from grader.run import pool
 
     lesson = course.lesson(LESSON)
     sandbox = slots.Sandbox(course.path(lesson.probes), True, tuple(lesson.preload))

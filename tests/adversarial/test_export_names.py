@@ -25,7 +25,7 @@ BEHIND = [' =HYPERLINK("http://x")', "\u00a0=1+1", "\u3000=2+2", "\u200b=3+3",
 EVIL = ["../../x", "../" * 20 + "tmp/grader-export-escape", "/etc/passwd",
         '=HYPERLINK("http://x")', "@SUM(1)", "+cmd", "-2+3", "\tsneaky", "..", "alice",
         *BEHIND]
-# what a spreadsheet reads as a formula, written here apart from grader.export.cells
+# what a spreadsheet reads as a formula, written here apart from grader.deliver.export.cells
 FORMULA = re.compile(r"^[\s\u200b\ufeff]*[=+\-@|＝＋－＠｜]|^[\t\r]")
 FORMATS = "gradescope,canvas,lti,moodle,nbgrader"
 

@@ -17,9 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import intake, runner
-from grader.capped import MAX_SOURCE
-from grader.plan import Submission, fingerprint_of, plan
+from grader.intake import submissions as intake
+from grader.judge import runner
+from grader.intake.capped import MAX_SOURCE
+from grader.judge.plan import Submission, fingerprint_of, plan
 from grader.store import Store
 
 EX = "13_moe.py"
@@ -411,7 +412,7 @@ def test_broken_notebook_is_that_students_clear_error(world, case):
 def gradescope_copy(world: World, build) -> intake.Intake:
     """/autograder/submission made by `build(folder)`, copied as `autograder_zip.run`
     copies it, and collected as `grader run` then collects it."""
-    from grader.autograder_zip import copy_submission
+    from grader.deliver.autograder_zip import copy_submission
 
     submission = world.root / "autograder" / "submission"
     submission.mkdir(parents=True)

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SOLUTION, failed_messages, grade_all, hostile
-from grader.feedback import render_student
+from grader.pages.feedback import render_student
 from grader.record import GradeRecord
-from grader.plugin import StudentCaller
+from grader.judge.plugin import StudentCaller
 from grader.inside.protocol import MAX_TEXT
 from grader.sandbox.limits import Limits, StudentError
 from grader.store import Store, write_atomic

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import FULL, SOLUTION, grade_all
-from grader import cli
+from grader.cli import staff as cli
 from grader.sandbox import bwrap
 from grader.sandbox import slot as slots
 from grader.sandbox.slot import claim_uid, open_slot

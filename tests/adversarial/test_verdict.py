@@ -17,7 +17,7 @@ import pytest
 
 from conftest import (FULL, PARTS, REPO, SOLUTION, assert_honest_still_full,
                       failed_messages, grade_all, hostile, lost, no_marker)
-from grader.feedback import render_student
+from grader.pages.feedback import render_student
 from grader.record import GradeRecord
 
 WRONG = "return torch.zeros_like(x_flat)"

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.audit import equivalents
-from grader.audit.mutants import generate, sample, solution_lines
-from grader.audit.operators import OPERATORS
-from grader.audit.report import STATUSES
-from grader.audit.run import operator_names
+from grader.lesson import equivalents
+from grader.lesson.mutants import generate, sample, solution_lines
+from grader.lesson.operators import OPERATORS
+from grader.author.audit.report import STATUSES
+from grader.author.audit.run import operator_names
 from grader.sandbox import bwrap
 
 ROOT = Path(__file__).resolve().parents[2]

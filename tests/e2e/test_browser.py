@@ -19,10 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, feedback, report
+from grader import config
+from grader.pages import feedback, report
+from grader.run import similarity
 from grader.record import Diagnosis, GradeRecord
-from grader.shown import NON_FINITE
-from grader.tally import Tally
+from grader.text.shown import NON_FINITE
+from grader.judge.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -272,14 +274,14 @@ def test_class_report_in_chromium(course, tmp_path, artifacts):
 
 def test_similarity_report_in_chromium(course, tmp_path, artifacts):
     """The pairs side by side, one of them a hostile student's copy of alice."""
-    from grader.similarity import THRESHOLD, compare, read_text
+    from grader.run.similarity import THRESHOLD, compare, read_text
 
     alice, _ = read_text(ROOT / "examples" / "13" / "alice" / "13_moe.py")
     texts = {"alice": alice, HOSTILE: alice + f"\n# {HOSTILE}\n",
              "planted": read_text(ROOT / "tests" / "fixtures" / "similarity" / "planted.py")[0]}
     found = compare(texts, read_text(ROOT / "exercises" / "13_moe.py")[0])
     assert len(found.pairs) == 3
-    _check_page(report.render_similarity(found, len(texts), THRESHOLD, course, "13")[0],
+    _check_page(similarity.render_similarity(found, len(texts), THRESHOLD, course, "13")[0],
                 "similarity", tmp_path, artifacts)
 
 

@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "solutions" / "13_moe.py").read_text()
 # the `grader` a student bundle installs (its pyproject.toml's script), and the staff's
-BUNDLES_GRADER = [sys.executable, "-c", "from grader.student_cli import student; student()"]
+BUNDLES_GRADER = [sys.executable, "-c", "from grader.cli.student import student; student()"]
 STAFFS_GRADER = [sys.executable, "-m", "grader.cli"]
 
 
@@ -134,10 +134,11 @@ def test_bundle_traces_hold_no_graded_input_nor_output(bundle, ctx13):
     """The reference's traces the bundle's check names a line from: requests of fresh
     inputs, none a graded case's, no tensor of a graded case's input or of the
     reference's output on one among them, and no text of the solution."""
-    from grader import pool, smallest
-    from grader.bundle import RECORDING
+    from grader.run import pool
+    from grader.judge import smallest
+    from grader.deliver.bundle import RECORDING
     from grader.inside import protocol
-    from grader.reference import request_key
+    from grader.judge.reference import request_key
 
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
     graded = pool.grade_solution(ctx13)
@@ -215,7 +216,7 @@ def test_the_bundles_grader_enters_its_sandbox_before_reading_the_course(bundle,
     proc = check(bundle, SOLUTION, tmp_path, grader=timed)
     assert proc.returncode == 0 and "practice tests: 5/5 passed" in proc.stdout, proc.stderr
     outside = imported_outside(proc)
-    assert "grader.student_cli" in outside and "grader.sandbox.bwrap" in outside
+    assert "grader.cli.student" in outside and "grader.sandbox.bwrap" in outside
     assert not {"pydantic", "rich", "grader.config", "torch"} & outside
     staffs = check(bundle, SOLUTION, tmp_path,
                    grader=[sys.executable, "-X", "importtime", *STAFFS_GRADER[1:]])
@@ -236,8 +237,8 @@ def test_the_bundles_grader_refuses_a_course_with_its_solution(bundle, tmp_path)
 def test_bundle_holds_no_graded_case(bundle, ctx13):
     """By content: no graded test file, no graded case's request among the recorded
     results, and no graded test's code in any shipped file."""
-    from grader import pool
-    from grader.bundle import RECORDING
+    from grader.run import pool
+    from grader.deliver.bundle import RECORDING
     from grader.inside import protocol
 
     hidden = ROOT / "hidden_tests" / "13_moe"
@@ -290,7 +291,7 @@ def test_the_bundle_is_also_a_zip_to_upload_with_its_readme_in_the_courses_langu
     README was English under `language: zh`."""
     import zipfile
 
-    from grader.bundle import readme
+    from grader.deliver.bundle import readme
 
     files = {p.relative_to(bundle.parent).as_posix() for p in bundle.rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}

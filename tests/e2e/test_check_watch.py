@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import practice_run
+from grader.run import practice_run
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = (ROOT / "solutions" / "13_moe.py").read_text()
@@ -112,7 +112,7 @@ def test_watch_in_a_bundle_checks_again_on_each_save(student_bundle, tmp_path):
     pyproject.toml's `grader`): the bundle's course.yml is found beside its grader."""
     bundle = student_bundle("13")
     env = {**os.environ, "PYTHONPATH": str(bundle)}
-    bundles_grader = ("-c", "from grader.student_cli import student; student()")
+    bundles_grader = ("-c", "from grader.cli.student import student; student()")
     assert_rechecked(*watch_two_saves(tmp_path, tmp_path, env, grader=bundles_grader))
 
 
@@ -120,8 +120,8 @@ def test_a_watch_warms_what_failing_parts_ask_and_stops_at_a_save(course):
     """`--watch` computes, while the student edits, the reference's side of every fresh
     input a failing part's feedback uses, so that a failing save does not pay for the
     solution's import and traces; a save stops it before its next request."""
-    from grader import divergence
-    from grader.context import LessonContext
+    from grader.judge import divergence
+    from grader.judge.context import LessonContext
 
     ctx = LessonContext(course, "13")
     warm = threading.Event()

@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 import torch
 
-from grader import cases, config, contrast
-from grader.compare import Checks
-from grader.context import LessonContext
-from grader.plugin import replay
-from grader.testfile import part_of
-from grader.selftest import default_correct
-from grader.tolerance import measured, variants
+from grader.judge import cases, contrast
+from grader import config
+from grader.judge.compare import Checks
+from grader.judge.context import LessonContext
+from grader.judge.plugin import replay
+from grader.lesson.testfile import part_of
+from grader.author.selftest import default_correct
+from grader.author.tolerance import measured, variants
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted(config.load(ROOT / "course.yml").lessons)
@@ -166,7 +167,7 @@ def test_top_k_of_the_smallest_reads_as_k_equals_e(course):
     N ≠ 7". What the router's cases support is that it passes only where K = E (every
     expert chosen, whatever the order); moe's one K = E case is also its one S = 1 case
     and its one B = S case, so moe says nothing."""
-    from grader.reference import Caller, load_module
+    from grader.judge.reference import Caller, load_module
 
     refs = LessonContext(course, "13").refs
     old = "torch.topk(scores, k=num_experts_per_tok, dim=-1, sorted=False)"
@@ -188,7 +189,7 @@ def test_no_wrong_claim_on_an_unlisted_mistake(lesson):
     the numbers (`true_claim`) and the cases (`_rule_true`). None may be false."""
     import yaml
 
-    from grader.reference import Caller, load_module
+    from grader.judge.reference import Caller, load_module
 
     key, refs, items, tolerances = lesson
     corpus = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")

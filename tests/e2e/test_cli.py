@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader import cli
+from grader.cli import staff as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]

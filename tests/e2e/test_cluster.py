@@ -11,9 +11,10 @@ import pytest
 distributed = pytest.importorskip(
     "distributed", reason="dask distributed is not installed (pip install '.[cluster]')")
 
-from grader import cluster, pool, runner  # noqa: E402 - after importorskip
-from grader.context import LessonContext  # noqa: E402 - after importorskip
-from grader.plan import Summary, plan  # noqa: E402 - after importorskip
+from grader.run import cluster, pool  # noqa: E402 - after importorskip
+from grader.judge import runner  # noqa: E402 - after importorskip
+from grader.judge.context import LessonContext  # noqa: E402 - after importorskip
+from grader.judge.plan import Summary, plan  # noqa: E402 - after importorskip
 from grader.store import Store  # noqa: E402 - after importorskip
 from grader.sandbox import bwrap  # noqa: E402 - after importorskip
 

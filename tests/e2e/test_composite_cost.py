@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader import feedback
+from grader.pages import feedback
 from tests.conftest import grade_sources
 
 FFN = "        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))\n"

@@ -6,9 +6,9 @@ from pathlib import Path
 import pytest
 
 from grader import config
-from grader.reference import load_mistakes
-from grader.selftest import default_correct, selftest
-from grader.selftest.findings import CHECKS, OK
+from grader.judge.reference import load_mistakes
+from grader.author.selftest import default_correct, selftest
+from grader.author.selftest.findings import CHECKS, OK
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = sorted(config.load(ROOT / "course.yml").lessons)

@@ -1,4 +1,4 @@
-"""Where a failing part's values first leave the reference's (grader/divergence.py),
+"""Where a failing part's values first leave the reference's (grader/judge/divergence.py),
 on a corpus of single-line mistakes made in place in each lesson's solution
 (tests/fixtures/divergence/<lesson>.yml, made by scripts/divergence_corpus.py: the
 audit's mutants and mistakes students make), each run in the sandbox's child with
@@ -17,13 +17,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import divergence, runner, smallest
-from grader.practice_output import outcome, print_outcome
-from grader.context import LessonContext
-from grader.feedback import STRINGS, render_student
-from grader.plan import Submission
+from grader.judge import divergence, runner, smallest
+from grader.run.practice_output import outcome, print_outcome
+from grader.judge.context import LessonContext
+from grader.pages.feedback import STRINGS, render_student
+from grader.pages import where
+from grader.judge.plan import Submission
 from grader.inside import protocol
-from grader.plugin import StudentCaller
+from grader.judge.plugin import StudentCaller
 from grader.sandbox.session import Session
 from tests.conftest import ROOT, open_slot
 
@@ -101,7 +102,7 @@ def test_the_page_names_the_edited_line(course, lesson):
                 continue
             (hits if found.line <= entry["line"] <= found.end else wrong).append(entry["id"])
             for lang, said in (("en", f"Line {found.line} `"), ("zh", f"第 {found.line} 行 `")):
-                assert divergence.sentence(found.to_json(), STRINGS[lang]).startswith(said)
+                assert where.sentence(found.to_json(), STRINGS[lang]).startswith(said)
     finally:
         slot.close()
     n = len(hits) + len(wrong) + len(none)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import autograder_zip
+from grader.deliver import autograder_zip
 from grader.sandbox import bwrap
 from tests.conftest import outside_bwrap
 
@@ -295,7 +295,7 @@ def test_container_mode_costs_a_known_mistake_its_part(gradescope_setup, gs_root
     assert 10.0 - PARTS_ROUTER <= res["score"] < 10.0, res
     # the line of divergence and the smallest example, read from the zip's recording
     # (the solution is not imported in the container: peak within its memory)
-    from grader.feedback import STRINGS
+    from grader.pages.feedback import STRINGS
     line = next(n for n, text in enumerate(wrong.splitlines(), start=1)
                 if text.strip() == RENORM[1])
     assert STRINGS["en"]["where_head"] in res["output"], res["output"][-3000:]

@@ -17,7 +17,9 @@ RENDER = """
 import sys
 from pathlib import Path
 import grader
-from grader import config, feedback, strings
+from grader import config
+from grader.pages import feedback
+from grader.text import strings
 from grader.record import GradeRecord
 
 target = Path(sys.argv[1]).resolve()

@@ -1,4 +1,4 @@
-"""`grader run` keeps the reference's results in the user's cache (grader/kept.py): the
+"""`grader run` keeps the reference's results in the user's cache (grader/judge/kept.py): the
 next run of the same lesson loads them and never imports the solution on the trusted
 side, and grades to the same bytes; a damaged recording is computed afresh, and an
 earlier version's is removed."""

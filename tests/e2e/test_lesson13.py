@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import runner
+from grader.judge import runner
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "13_moe.py"
@@ -93,7 +93,7 @@ def test_missing_function_is_pointed_to_in_the_stub(graded, course):
     """The course's own skeleton has no `route`: the page says where the grader's is."""
     import ast
 
-    from grader.feedback import render_student
+    from grader.pages.feedback import render_student
 
     stub = ROOT / "exercises" / "13_moe.py"
     line = next(n.lineno for n in ast.parse(stub.read_text()).body

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, runner
-from grader.context import LessonContext
+from grader import config
+from grader.judge import runner
+from grader.judge.context import LessonContext
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN_HELPER = '''

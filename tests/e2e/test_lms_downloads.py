@@ -215,7 +215,7 @@ def test_a_worksheet_that_names_other_people_stops_the_run(tmp_path):
 def test_moodle_download_unzipped_as_moodle_before_4_1(tmp_path):
     """The same download unzipped, folders ending `_assignsubmission_file_`: the
     participant number, not the whole folder name, is the key."""
-    from grader import intake, roster
+    from grader.intake import submissions as intake, roster
     from grader.config import load
     from tests.vendors import moodle_entry
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from grader import config
-from grader.newlesson.templates import MARK
+from grader.author.newlesson.templates import MARK
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULE = "99_toy"

@@ -19,9 +19,9 @@ import re
 
 import pytest
 
-from grader import feedback
-from grader.context import LessonContext
-from grader.reference import load_module
+from grader.pages import feedback
+from grader.judge.context import LessonContext
+from grader.judge.reference import load_module
 from tests.e2e.test_no_reference_shown import _records, _surfaces
 
 RETURN = "    return scores, topk_weight, topk_idx\n"

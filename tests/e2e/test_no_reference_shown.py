@@ -25,12 +25,14 @@ import pytest
 import torch
 from rich.console import Console
 
-from grader import practice_output, feedback, runner
-from grader.context import LessonContext
-from grader.export import export
+from grader.run import practice_output
+from grader.pages import feedback
+from grader.judge import runner
+from grader.judge.context import LessonContext
+from grader.deliver.export import export
 from grader.record import ClassScores, GradeRecord, status_of
-from grader.reference import Caller, load_module
-from grader.shown import num
+from grader.judge.reference import Caller, load_module
+from grader.text.shown import num
 
 ROOT = Path(__file__).resolve().parents[2]
 LESSONS = ["10", "11", "12", "13"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from markupsafe import escape
 
-from grader import feedback
+from grader.pages import feedback
 from tests.conftest import grade_sources
 
 MOE_RETURN = "        return y.view(batch_size, seq_len, hidden_dim)\n"

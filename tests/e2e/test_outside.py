@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from grader import feedback, runner
-from grader.context import LessonContext
+from grader.pages import feedback
+from grader.judge import runner
+from grader.judge.context import LessonContext
 
 OUTSIDE = Path(__file__).resolve().parents[1] / "fixtures" / "lesson13" / "outside"
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from grader import practice_output, explain, feedback, questions, runner
-from grader.autograder_zip import FROM_RECORDING
-from grader.reference import Caller, load_module
-from grader.selftest import default_correct
-from grader.tolerance import variants
+from grader.run import practice_output
+from grader.pages import explain, feedback
+from grader.judge import questions, runner
+from grader.judge.context import FROM_RECORDING
+from grader.judge.reference import Caller, load_module
+from grader.author.selftest import default_correct
+from grader.author.tolerance import variants
 
 PARTS = ("ffn", "router", "dispatch", "aux_loss", "moe")
 AUX = "    load = F.one_hot(topk_idx, num_experts).float().mean(0)\n"
@@ -100,7 +102,7 @@ def test_the_page_and_check_say_it_in_both_languages(graded, course):
 def test_gradescope_shows_the_finding_above_the_tests(graded, course):
     """results.json's output (what Gradescope shows above the tests) lists a failing
     part's findings, as the page does."""
-    from grader.export.gradescope import results
+    from grader.deliver.export.gradescope import results
 
     record, _ = graded
     said = explain.answer_text(record.parts["aux_loss"].answers[0], feedback.STRINGS["en"])
@@ -114,12 +116,12 @@ def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13,
     """A run from the autograder zip's recording (FROM_RECORDING) never imports the
     solution: with no recorded answer to a question it states nothing; with the
     recording's (`divergence.fresh_for_recording`) it states what a full run states."""
-    from grader import divergence
-    from grader.context import LessonContext
+    from grader.judge import divergence
+    from grader.judge.context import LessonContext
 
     honest, path = graded
     monkeypatch.setenv(FROM_RECORDING, "1")
-    from grader.pool import grade_solution
+    from grader.run.pool import grade_solution
 
     for recorded in (False, True):
         ctx = LessonContext(course, "13")

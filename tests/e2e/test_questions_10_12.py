@@ -1,15 +1,16 @@
-"""Questions on fresh inputs for lessons 10 to 12 (grader/questions.py, each lesson's
+"""Questions on fresh inputs for lessons 10 to 12 (grader/judge/questions.py, each lesson's
 questions.py): every question finds the mistake it is about, and the solution, every
 correct variant and every correct fixture of the lesson get no answer at all."""
 from __future__ import annotations
 
 import pytest
 
-from grader import explain, feedback, questions
-from grader.context import LessonContext
-from grader.reference import Caller, load_module
-from grader.selftest import default_correct
-from grader.tolerance import variants
+from grader.pages import explain, feedback
+from grader.judge import questions
+from grader.judge.context import LessonContext
+from grader.judge.reference import Caller, load_module
+from grader.author.selftest import default_correct
+from grader.author.tolerance import variants
 
 # lesson -> mistake -> (line(s) of the solution, replacement, part, the finding)
 MUTANTS = {

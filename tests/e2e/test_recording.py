@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader import runner
+from grader.judge import runner
 from grader.config import load
-from grader.context import LessonContext
-from grader.reference import Caller, lesson_digest, lesson_refs, load_module
+from grader.judge.context import LessonContext
+from grader.judge.reference import Caller, lesson_digest, lesson_refs, load_module
 
 REPO = Path(__file__).resolve().parents[2]
 SOLUTION = REPO / "solutions" / "13_moe.py"

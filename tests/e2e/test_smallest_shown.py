@@ -11,8 +11,10 @@ import sys
 import pytest
 from rich.console import Console
 
-from grader import practice_output, feedback, runner, smallest
-from grader.context import LessonContext
+from grader.run import practice_output
+from grader.pages import feedback
+from grader.judge import runner, smallest
+from grader.judge.context import LessonContext
 from tests.conftest import open_slot
 
 

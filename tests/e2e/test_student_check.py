@@ -6,7 +6,7 @@ test. One bundle build and one graded run per lesson.
 
 The bundle's check runs as a student runs it, in its own `grader check --watch`
 process, one per lesson, fed each student's code in turn as saves of one file
-(`bundle_checks`); the project's two are that command's steps (`grader.practice_run`)
+(`bundle_checks`); the project's two are that command's steps (`grader.run.practice_run`)
 run here, on one warm slot per lesson (`check_here`): a process per file paid a torch
 import and a sandbox boot each, most of this file's time, and the bundle's command
 checks the same steps. (A one-off check in a bundle, its exit status included, is
@@ -20,9 +20,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from grader import practice_run
-from grader.notebook import load as load_submission
-from grader.practice_output import exit_status
+from grader.run import practice_run
+from grader.intake.notebook import load as load_submission
+from grader.run.practice_output import exit_status
 from tests.conftest import open_slot
 from tests.e2e.test_check_watch import watch_saves
 
@@ -92,8 +92,8 @@ def as_both(path: Path, work: Path, exercise: str) -> tuple[Path, Path]:
 
 
 def check_here(file: Path, runs: dict) -> tuple[int, dict]:
-    """`grader check --json FILE` through the steps grader/cli.py's `check` calls
-    (`grader.practice_run`), in this process on the lesson's warm slot: its exit status
+    """`grader check --json FILE` through the steps grader/cli/staff.py's `check` calls
+    (`grader.run.practice_run`), in this process on the lesson's warm slot: its exit status
     and its JSON."""
     checked = practice_run.run_file(runs["ctx"], file, runs["slot"])
     return checked.status, json.loads(json.dumps(checked.outcome, ensure_ascii=False))

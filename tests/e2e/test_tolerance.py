@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader import cli, config
+from grader.cli import staff as cli
+from grader import config
 from grader.config import Tolerance
-from grader.tolerance import advise
-from grader.tolerance.report import render
+from grader.author.tolerance import advise
+from grader.author.tolerance.report import render
 
 ROOT = Path(__file__).resolve().parents[2]
 CORRECT = ROOT / "tests" / "fixtures" / "lesson12" / "correct"

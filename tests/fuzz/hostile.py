@@ -19,8 +19,9 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from grader import intake, runner
-from grader.plan import Submission, plan
+from grader.intake import submissions as intake
+from grader.judge import runner
+from grader.judge.plan import Submission, plan
 from grader.store import Store
 
 EX = "13_moe.py"

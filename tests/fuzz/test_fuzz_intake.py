@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grader import intake
+from grader.intake import submissions as intake
 from tests.fuzz import hostile
 from tests.fuzz.hostile import EX, HONEST, HONEST_UID, World
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.capped import MAX_FILE
+from grader.intake.capped import MAX_FILE
 from grader.sandbox import bwrap
 from tests.fuzz.hostile import EX, MARKERS, SECRET, World, size_of, snapshot, write
 

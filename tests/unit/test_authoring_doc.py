@@ -7,11 +7,13 @@ from pathlib import Path
 import _pytest.fixtures
 import pytest
 
-from grader import cli, plugin, points
-from grader.compare import Checks
+from grader.cli import staff as cli
+from grader.judge import plugin
+from grader import points
+from grader.judge.compare import Checks
 from grader.config import Lesson
 from grader.record import ERROR_STATUSES
-from grader.selftest import findings
+from grader.author.selftest import findings
 
 ROOT = Path(__file__).resolve().parents[2]
 GUIDE = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")

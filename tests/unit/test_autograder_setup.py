@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import autograder_zip
+from grader.deliver import autograder_zip
 from grader.config import LimitsConfig
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,9 +5,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from grader import practice_output, config, console
+from grader.run import practice_output
+from grader import config
+from grader.cli import console
 from grader.record import GradeRecord
-from grader.selftest.findings import Finding
+from grader.author.selftest.findings import Finding
 
 ROOT = Path(__file__).resolve().parents[2]
 TEXTS = ["torch.cat([cos, cos], dim=-1)", "[bold]not bold[/bold]", "x[mask] \\ [/]"]

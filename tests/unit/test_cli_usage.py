@@ -9,7 +9,7 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from grader import cli
+from grader.cli import staff as cli
 
 ROOT = Path(__file__).resolve().parents[2]
 

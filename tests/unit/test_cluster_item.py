@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 
-from grader import runner
-from grader.cluster import _item
-from grader.capped import MAX_SOURCE
-from grader.plan import Submission
+from grader.judge import runner
+from grader.run.cluster import _item
+from grader.intake.capped import MAX_SOURCE
+from grader.judge.plan import Submission
 
 
 def on_worker(item: tuple) -> Submission:

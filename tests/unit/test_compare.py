@@ -3,8 +3,8 @@ practice case; a graded case's checks name no element)."""
 import numpy as np
 import torch
 
-from grader import divergence, structure
-from grader.compare import Checks
+from grader.judge import divergence, structure
+from grader.judge.compare import Checks
 from grader.config import Tolerance
 
 TOL = {"float32": Tolerance(atol=1e-5, rtol=1e-4), "float64": Tolerance(atol=1e-10, rtol=0),
@@ -148,9 +148,9 @@ def test_a_reference_kept_allowance_is_its_tolerance_own():
 def test_a_non_finite_error_is_written_as_the_sentinel_the_pages_read():
     """compare writes NaN and inf cells of a heatmap as shown.NON_FINITE (JSON has
     neither), and the pages show that as inf, the chart's dark cell."""
-    from grader import charts
-    from grader.compare import _heatmap
-    from grader.shown import NON_FINITE, num
+    from grader.pages import charts
+    from grader.judge.compare import _heatmap
+    from grader.text.shown import NON_FINITE, num
 
     grid = _heatmap(torch.tensor([[0.0, float("nan")], [float("inf"), 1.0]]))
     assert grid == [[0.0, NON_FINITE], [NON_FINITE, 1.0]]
@@ -162,7 +162,7 @@ def test_the_tolerance_advisor_measures_errors_by_the_checks_own_rule():
     """One rule for errors: `grader tolerance` records the error the check measured,
     both NaN agreeing and one NaN infinite, and a NaN in the reference leaves the
     relative error of the other elements a number."""
-    from grader.tolerance.measured import Measuring
+    from grader.author.tolerance.measured import Measuring
 
     rec = Measuring(TOL, "test_x", "case")
     ref = torch.tensor([2.0, float("nan")], dtype=torch.float64)
@@ -178,9 +178,9 @@ def test_a_later_heatmap_is_the_one_drawn_at_once_and_only_shown_ones_are_drawn(
     """The grading path's checks keep each failing check's heatmap for later
     (`compare.Later`); drawn, it is the heatmap a check draws at once. The record then
     draws the heatmaps its page shows, in the checks, and drops the others."""
-    from grader.compare import Later
+    from grader.judge.compare import Later
     from grader.record import TestRecord
-    from grader.runner import draw_shown
+    from grader.judge.runner import draw_shown
 
     g = torch.Generator().manual_seed(3)
     ref = torch.randn(5, 40, 70, generator=g)

@@ -121,7 +121,7 @@ def test_version_ignores_bytecode(tmp_path):
 
 
 def test_malformed_mistakes_file_names_the_entry(tmp_path):
-    from grader.reference import load_mistakes
+    from grader.judge.reference import load_mistakes
 
     path = tmp_path / "mistakes.yml"
     path.write_text("- id: a\n  part: ffn\n  title: t\n  edits: []\n")
@@ -178,3 +178,11 @@ def test_course_yml_sets_every_sandbox_limit_but_the_protocols_own():
         "received_mb"}
     assert config.LimitsConfig().limits() == Limits()
     assert config.LimitsConfig(memory_mb=256).limits().memory_mb == 256
+
+
+def test_the_similarity_budgets_file_cap_is_what_intake_reads_of_a_source():
+    """config sits below intake and cannot import it: the two caps are held equal here."""
+    from grader.config import MAX_FILE_KB
+    from grader.intake.capped import MAX_SOURCE
+
+    assert MAX_FILE_KB * 1024 == MAX_SOURCE

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grader import runner
+from grader.judge import runner
 from grader.config import Course
-from grader.context import LessonContext
+from grader.judge.context import LessonContext
 
 
 def _lesson_at(course: Course, tests: Path) -> Course:
@@ -40,7 +40,7 @@ def test_reset_forgets_the_references_and_request_caches(course):
     assert ctx.refs is refs  # built once
     ctx.frames["k"], ctx.expected["k"] = b"frame", None
     version = ctx.version
-    from grader.reference import lesson_file
+    from grader.judge.reference import lesson_file
 
     assert lesson_file(ctx.tests, "examples.py") is not None
     ctx.reset()

@@ -1,7 +1,7 @@
 """The contrast rule: it speaks when one rule (a field's values, or a relation between
 two fields) separates failing from passing cases and no other of its rank does, with
 enough tests on each side; silent otherwise, and never a list of co-features."""
-from grader.contrast import MIN_SIDE, Rule, rules
+from grader.judge.contrast import MIN_SIDE, Rule, rules
 
 # lesson 13's dispatch cases, as their records name them (seeds are not fields)
 DISPATCH = [dict(test=t, E=e, K=k, dtype=d, N=n) for t, e, k, d, n in [

@@ -1,5 +1,5 @@
 """The tracer (grader/inside/tracer.py) and the trusted side's reading of a trace
-(grader/divergence.py): what is recorded, within which caps, and what a hostile
+(grader/judge/divergence.py): what is recorded, within which caps, and what a hostile
 child's trace can and cannot put on a page."""
 import ast
 import types
@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader import divergence, trace_inputs
-from grader.feedback import STRINGS
+from grader.judge import divergence, trace_inputs
+from grader.pages import where
+from grader.pages.feedback import STRINGS
 from grader.inside import tracer
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -91,7 +92,7 @@ def test_a_where_from_json_is_capped_and_of_a_known_kind():
 
 @pytest.fixture(scope="module")
 def lesson13(course):
-    from grader.context import LessonContext
+    from grader.judge.context import LessonContext
     return divergence.lesson_traces(LessonContext(course, "13"))
 
 
@@ -118,19 +119,19 @@ def test_the_sentence_names_the_line_its_values_and_the_matched_ones(lesson13):
     w = _where(lesson13, source, "dispatch")
     assert (w.kind, w.line, w.name) == ("line", line, "weight")
     assert w.matched[-2:] == ["mask", "token_idx"]
-    en = divergence.sentence(w.to_json(), STRINGS["en"])
+    en = where.sentence(w.to_json(), STRINGS["en"])
     assert en.startswith(f"Line {line} `{old}.sqrt()`: up to here every value")
     assert "`weight` is [" in en and "where the reference’s is [" in en
-    zh = divergence.sentence(w.to_json(), STRINGS["zh"])
+    zh = where.sentence(w.to_json(), STRINGS["zh"])
     assert zh.startswith(f"第 {line} 行 `{old}.sqrt()`")
 
 
 def test_the_smallest_example_is_traced_first_and_its_values_are_quoted(course, lesson13):
     """The page's snippet and its line of divergence speak of one input: the example's
     request is the first traced, and the values quoted are computed on it."""
-    from grader import smallest
-    from grader.context import LessonContext
-    from grader.reference import Caller
+    from grader.judge import smallest
+    from grader.judge.context import LessonContext
+    from grader.judge.reference import Caller
 
     old = "weight = topk_weight[mask].view(-1, 1)"
     source = lesson13.source.replace(old, old + ".sqrt()")
@@ -161,9 +162,9 @@ def test_from_a_recording_the_same_line_and_example_without_the_solution(course)
     """The autograder zip's recording holds the reference's side of every fresh input
     (`fresh_for_recording`); a run from it (compute=False, a recording-only reference) finds
     the same example and names the same line, and never runs the solution."""
-    from grader import smallest
-    from grader.context import LessonContext
-    from grader.reference import Caller, recording
+    from grader.judge import smallest
+    from grader.judge.context import LessonContext
+    from grader.judge.reference import Caller, recording
     from grader.inside import protocol
 
     ctx = LessonContext(course, "13")
@@ -207,10 +208,10 @@ def test_a_gradient_cut_names_its_line_and_what_no_gradient_reaches(lesson13):
     w = _where(lesson13, source, "moe")
     line = lesson13.source.splitlines().index("        " + old) + 1
     assert (w.kind, w.line, w.name, w.ref) == ("cut", line, "topk_weight", "gate.weight, x")
-    said = divergence.sentence(w.to_json(), STRINGS["en"])
+    said = where.sentence(w.to_json(), STRINGS["en"])
     assert said.startswith(f"Line {line} `y = dispatch(x_flat, self.experts, topk_weight.detach()")
     assert "`topk_weight` carries no gradient back to `gate.weight`, `x`" in said
-    assert "`topk_weight` 不再把梯度传回 `gate.weight`, `x`" in divergence.sentence(
+    assert "`topk_weight` 不再把梯度传回 `gate.weight`, `x`" in where.sentence(
         w.to_json(), STRINGS["zh"])
 
 
@@ -232,7 +233,7 @@ def test_a_gradient_only_mistake_that_cuts_no_leaf_is_said_plainly(lesson13):
     source = lesson13.source.replace(old, old + ".detach()")
     w = _where(lesson13, source, "router")
     assert w.kind == "gradient" and w.line == 0
-    assert "the gradient does not" in divergence.sentence(w.to_json(), STRINGS["en"])
+    assert "the gradient does not" in where.sentence(w.to_json(), STRINGS["en"])
 
 
 def test_no_line_for_a_part_that_does_not_differ_on_the_traced_inputs(lesson13):
@@ -304,18 +305,18 @@ def test_fresh_inputs_use_no_seed_of_a_test():
 def test_the_page_s_sentence_is_escaped_and_quotes_code_as_code():
     found = {"kind": "line", "line": 4, "end": 4, "code": "y = a < b", "name": "y",
              "matched": ["x"], "got": "<img src=x>", "ref": "[1]"}
-    html = str(divergence.sentence_html(found, STRINGS["en"]))
+    html = str(where.sentence_html(found, STRINGS["en"]))
     assert html.startswith("Line 4 <code>y = a &lt; b</code>")
     assert "<img" not in html and "&lt;img src=x&gt;" in html
-    assert divergence.sentence_html(None, STRINGS["en"]) == ""
+    assert where.sentence_html(None, STRINGS["en"]) == ""
 
 
 def test_a_recording_of_another_version_s_traces_is_not_read(course, tmp_path):
     """Recordings outlive the grader that made them (the practice recording in a
     student's cache is keyed by the lesson's files): traces recorded unpacked, as an
     earlier version did, are left out, not decoded as if packed."""
-    from grader.context import LessonContext
-    from grader.reference import lesson_digest, lesson_refs, recording
+    from grader.judge.context import LessonContext
+    from grader.judge.reference import lesson_digest, lesson_refs, recording
 
     ctx = LessonContext(course, "13")
     lesson = course.lesson("13")
@@ -332,7 +333,7 @@ def test_values_quoted_from_where_they_first_differ_in_the_pages_language(course
     head_dim values (token 0, head 0) and differs only after: the sentence quotes both
     from the first differing index, says which, and they read differently. The shape is
     said in the page's language."""
-    from grader.context import LessonContext
+    from grader.judge.context import LessonContext
     lesson11 = divergence.lesson_traces(LessonContext(course, "11"))
     old = "output.transpose(1, 2).reshape(bsz, seq_len, -1)"
     source = lesson11.source.replace(old, "output.reshape(bsz, seq_len, -1)")
@@ -342,10 +343,10 @@ def test_values_quoted_from_where_they_first_differ_in_the_pages_language(course
     ref = [v.strip() for v in w.ref.strip("[]").split(",")]
     assert got[0] == ref[0] == "…" and got[1] != ref[1]  # the first quoted values differ
     for lang in ("en", "zh"):
-        text = divergence.sentence(w.to_json(), STRINGS[lang])
+        text = where.sentence(w.to_json(), STRINGS[lang])
         placed = STRINGS[lang]["where_from_shape"].format(at=w.got_at, shape=w.got_shape)
         assert text.count(placed) == 2, text
-    assert "(shape" not in divergence.sentence(w.to_json(), STRINGS["zh"])
+    assert "(shape" not in where.sentence(w.to_json(), STRINGS["zh"])
 
 
 def test_a_short_value_is_quoted_whole_with_digits_enough_to_differ():
@@ -363,13 +364,13 @@ def test_a_gradient_sentence_names_only_the_leaves_it_knows():
     a hostile leaf name is escaped on a page."""
     w = {"kind": "cut", "line": 4, "end": 4, "code": "s = x.detach()", "name": "s"}
     en = STRINGS["en"]
-    assert "carries the gradient back to fewer inputs" in divergence.sentence(w, en)
-    assert "carries no gradient back to `x`" in divergence.sentence({**w, "ref": "x"}, en)
+    assert "carries the gradient back to fewer inputs" in where.sentence(w, en)
+    assert "carries no gradient back to `x`" in where.sentence({**w, "ref": "x"}, en)
     added = {**w, "kind": "added"}
-    assert "the reference’s does not reach" in divergence.sentence(added, en)
-    assert "also carries the gradient back to `w`" in divergence.sentence({**added, "got": "w"},
+    assert "the reference’s does not reach" in where.sentence(added, en)
+    assert "also carries the gradient back to `w`" in where.sentence({**added, "got": "w"},
                                                                           en)
-    html = divergence.sentence_html({**w, "ref": "<b>x</b>"}, en)
+    html = where.sentence_html({**w, "ref": "<b>x</b>"}, en)
     assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
 
 
@@ -377,7 +378,7 @@ def test_a_probe_that_timed_out_in_the_graded_session_is_not_traced(course):
     """The trace of a part whose probe ran out of time in the graded session (its child
     then killed) starts no child: the same code would hang it until its own limit
     (frank's check took 25 s, 10 of them two traces that could show nothing)."""
-    from grader.context import LessonContext
+    from grader.judge.context import LessonContext
     from grader.sandbox.session import Session
 
     class NoChild:

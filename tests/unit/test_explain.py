@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from grader import config, disclosed, explain, feedback
+from grader import config
+from grader.judge import disclosed
+from grader.pages import explain, feedback
 from grader.record import GradeRecord, TestRecord
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -192,7 +194,7 @@ def test_every_answer_has_a_sentence_in_every_language(found):
 def test_grader_check_says_what_the_page_says(course, lang):
     """Issue 26: `grader check` printed none of the page's contrast and structure
     sentences; its summary now holds the very list the page shows, part by part."""
-    from grader import practice_output
+    from grader.run import practice_output
     record = _record(course)
     page = feedback.student_context(record, course, "13", lang)
     report = practice_output.outcome(record, course, "13", [], lang)

@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import points, roster
+from grader import points
+from grader.intake import roster
 from grader.config import ConfigError, Course, Lesson, Part, Student
-from grader.export import export as write_exports
-from grader.export.cells import cell
+from grader.deliver.export import export as write_exports
+from grader.deliver.export.cells import cell
 from grader.record import ClassScores, GradeRecord, TestRecord
 from grader.store import Store, safe_name, scores_entry
 
@@ -565,7 +566,7 @@ def test_csv_cells_from_the_class_never_start_a_formula(tmp_path, scores):
 
 @pytest.mark.parametrize("sid", ["../../x", "/etc/passwd", "..", "s123"])
 def test_gradescope_autograder_names_the_student_folder_safely(tmp_path, sid):
-    from grader import autograder_zip
+    from grader.deliver import autograder_zip
 
     (tmp_path / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": sid}]}))
     name = autograder_zip._student_id(tmp_path)
@@ -578,7 +579,7 @@ def test_every_format_is_one_exporter_with_one_signature():
     every `export` takes the same typed arguments (no format gets a signature of its own)."""
     import inspect
 
-    from grader.export import FORMATS, Exporter, exporters
+    from grader.deliver.export import FORMATS, Exporter, exporters
 
     found = exporters()
     assert list(found) == list(FORMATS)

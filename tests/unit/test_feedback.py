@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 from markupsafe import escape
 
-from grader import config, feedback, report
+from grader import config
+from grader.pages import feedback, report
 from grader.record import GradeRecord
-from grader.shown import NON_FINITE
-from grader.tally import Tally
+from grader.text.shown import NON_FINITE
+from grader.judge.tally import Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 HOSTILE = "<script>alert('x')</script>"
@@ -240,7 +241,7 @@ def test_many_numeric_failures_fold_after_the_first(course):
 
 
 def test_points_are_shown_with_at_most_two_decimals():
-    from grader.feedback import points
+    from grader.pages.feedback import points
 
     assert [points(v) for v in (9.0908203125, 2.0, 2.5, 0.0, 1.5 - 1 / 1024)] == \
         ["9.09", "2", "2.5", "0", "1.5"]
@@ -249,11 +250,11 @@ def test_points_are_shown_with_at_most_two_decimals():
 def test_points_round_half_up_as_the_lms_shows_them_everywhere(course):
     """Issue 51: 8.125 was 8.12 on the page (Python rounds half to even), 8.13 in
     Moodle, and the class report showed 9.77002. One rule, half up, everywhere."""
-    from grader import report
-    from grader.export.one_line import text
-    from grader.feedback import points
+    from grader.pages import report
+    from grader.deliver.export.one_line import text
+    from grader.pages.feedback import points
     from grader.record import GradeRecord, PartRecord
-    from grader.tally import Tally
+    from grader.judge.tally import Tally
 
     assert [points(v) for v in (8.125, 0.125 + 2, 9.77001953125, 1 / 1024, 7.998046875)] == \
         ["8.13", "2.13", "9.77", "0", "8"]
@@ -280,7 +281,7 @@ def _lesson13_checks(course: config.Course, practice: bool = True) -> list[dict]
 
     import torch
 
-    from grader.compare import Checks
+    from grader.judge.compare import Checks
     sys.path.insert(0, str(ROOT / "hidden_tests" / "13_moe"))
     try:
         moe = importlib.import_module("_moe_common")

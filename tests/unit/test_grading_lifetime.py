@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, grading
+from grader import config
+from grader.run import grading
 
 ROOT = Path(__file__).resolve().parents[2]
 

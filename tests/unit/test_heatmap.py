@@ -4,9 +4,9 @@ map of a few runs is a few rects (a page's maps were 1,480 rects, 132 KB of one 
 import math
 import re
 
-from grader import charts
-from grader.feedback import STRINGS
-from grader.shown import NON_FINITE, num
+from grader.pages import charts
+from grader.pages.feedback import STRINGS
+from grader.text.shown import NON_FINITE, num
 
 RECT = re.compile(r'<rect x="(\d+)" y="(\d+)" width="(\d+)" height="\d+" fill="([^"]+)">'
                   r'<title>\[(\d+), (\d+)(?:–(\d+))?\]\s*([^<]*)</title></rect>')
@@ -49,10 +49,10 @@ def test_a_graded_cases_check_draws_no_map_and_a_practice_cases_does():
     practice case's failing check (the grading path's `Checks`) has a map to draw."""
     import torch
 
-    from grader.compare import Checks
+    from grader.judge.compare import Checks
     from grader.config import Tolerance
-    from grader.feedback import _check_view
-    from grader import disclosed
+    from grader.pages.feedback import _check_view
+    from grader.judge import disclosed
 
     tol = {"float32": Tolerance(atol=1e-5, rtol=1e-4)}
     ref = torch.rand(10, 2, generator=torch.Generator().manual_seed(0))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import intake
+from grader.intake import submissions as intake
 from grader.config import Student
 
 EX = "13_moe.py"
@@ -193,7 +193,7 @@ def test_roster_mapping_onto_a_taken_id_keeps_both_students(tmp_path):
 
 def test_fingerprint_changes_with_the_notes_and_reads_no_link(tmp_path):
     """With no file, the notes say why: a new reason must regrade, not keep the old page."""
-    from grader.plan import Submission, fingerprint_of
+    from grader.judge.plan import Submission, fingerprint_of
     a = fingerprint_of(Submission("s", None, notes=["Left out x (links are never followed)."]), "v")
     b = fingerprint_of(Submission("s", None, notes=["Left out x (not a regular file)."]), "v")
     link = tmp_path / "link.py"
@@ -297,7 +297,7 @@ def test_a_download_and_a_worksheet_that_disagree_on_a_name_are_caught(tmp_path)
     download's folder name and the worksheet's Full name cannot be one person, that is
     a clash, and the same person written otherwise (case, spaces, word order, a `_`
     Moodle wrote as a space) is not."""
-    from grader import roster
+    from grader.intake import roster
     from tests.vendors import MoodleFile, moodle_worksheet, moodle_zip
 
     sheet = moodle_worksheet(tmp_path / "worksheet.csv", [
@@ -322,7 +322,7 @@ def test_a_download_and_a_worksheet_that_disagree_on_a_name_are_caught(tmp_path)
 
 
 def test_blind_marking_names_no_one_and_is_no_clash():
-    from grader.roster import same_person
+    from grader.intake.roster import same_person
 
     assert same_person("Participant", "Participant 2750101", "2750101")
     assert not same_person("Participant", "Participant 2750101", "2750102")
@@ -341,7 +341,7 @@ def test_moodle_lateness_is_read_from_the_worksheet_not_the_zips_times(tmp_path,
     "Last modified (submission)" (Moodle's date, in either language, without an offset:
     read in `due`'s) says when; the zip's entry times are the download's, after `due`
     for everyone, and make no one late."""
-    from grader import roster
+    from grader.intake import roster
     from tests.vendors import MoodleFile, moodle_worksheet, moodle_zip
 
     sheet = moodle_worksheet(tmp_path / "worksheet.csv", [
@@ -364,7 +364,7 @@ def test_a_worksheet_time_is_read_in_the_courses_timezone():
     `due`'s offset it would be 23:30 UTC, late."""
     from zoneinfo import ZoneInfo
 
-    from grader.export.moodle_words import worksheet_time
+    from grader.deliver.export.moodle_words import worksheet_time
 
     shanghai = worksheet_time("2026年09月5日 星期六 23:30", ZoneInfo("Asia/Shanghai"))
     assert shanghai < datetime(2026, 9, 5, 15, 45, tzinfo=UTC)
@@ -377,7 +377,7 @@ def test_a_worksheet_time_is_read_in_the_courses_timezone():
 
 
 def test_an_unreadable_worksheet_date_is_named_and_claims_nothing(tmp_path):
-    from grader import roster
+    from grader.intake import roster
     from tests.vendors import moodle_worksheet
 
     sheet = moodle_worksheet(tmp_path / "w.csv", [(1, "Ann Lee", "ann@u.edu")])
@@ -404,7 +404,7 @@ def test_untimed_moodle_files_are_neither_on_time_nor_newest(tmp_path):
 @pytest.mark.parametrize("lang", ["en", "zh_cn"])
 def test_a_worksheet_in_either_language_is_read(tmp_path, lang):
     """Issue 51 item 5: a worksheet from a Moodle in Chinese was refused."""
-    from grader.export.moodle_files import participant_rows
+    from grader.deliver.export.moodle_files import participant_rows
     from tests.vendors import moodle_worksheet
 
     sheet = moodle_worksheet(tmp_path / "w.csv", [(2750101, "张伟", "zw@u.edu")], lang=lang)
@@ -415,7 +415,7 @@ def test_a_worksheet_in_either_language_is_read(tmp_path, lang):
 
 def test_the_worksheets_one_identifier_column_is_used_else_the_fix_is_named(tmp_path):
     from grader.config import ConfigError
-    from grader.export.moodle_files import identifier_kind
+    from grader.deliver.export.moodle_files import identifier_kind
     from tests.vendors import moodle_worksheet
 
     class Course:  # what identifier_kind reads of a course

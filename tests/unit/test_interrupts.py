@@ -1,4 +1,4 @@
-"""A Ctrl-C during torch's import is delivered after it, never lost (grader/interrupts.py)."""
+"""A Ctrl-C during torch's import is delivered after it, never lost (grader/run/interrupts.py)."""
 from __future__ import annotations
 
 import os
@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from grader import interrupts
+from grader.run import interrupts
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def test_the_handler_is_restored():
 CHILD = textwrap.dedent("""
     import os, signal, sys, threading
     signal.signal(signal.SIGINT, signal.default_int_handler)  # as a terminal's Python has it
-    from grader import interrupts
+    from grader.run import interrupts
     threading.Timer({delay}, os.kill, (os.getpid(), signal.SIGINT)).start()
     try:
         torch = interrupts.import_module("torch")

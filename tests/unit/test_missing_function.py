@@ -1,7 +1,7 @@
 """A submission without a function the stub defines is told where it is in the stub."""
 from pathlib import Path
 
-from grader import feedback
+from grader.pages import feedback
 from grader.record import TestRecord
 
 STUB = "import torch\n\n\nclass Layer:\n    pass\n\n\ndef helper(x):\n    raise NotImplementedError()\n"

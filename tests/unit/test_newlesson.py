@@ -4,7 +4,7 @@ import difflib
 import pytest
 import yaml
 
-from grader.newlesson import LessonError, course_entry
+from grader.author.newlesson import LessonError, course_entry
 
 COURSE = """course: c  # a comment
 lessons:

@@ -12,12 +12,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from grader import console
+from grader.cli import console
 from grader.config import ConfigError, Course, Lesson, Part, Student
-from grader.export.moodle_files import ZIP_NAME
+from grader.deliver.export.moodle_files import ZIP_NAME
 from grader.record import GradeRecord
 from grader.store import Store, safe_name, scores_entry
-from grader.tally import Tally
+from grader.judge.tally import Tally
 from tests.unit.test_export import export, record
 
 
@@ -141,7 +141,7 @@ def test_naming_the_worksheet_regrades_nobody():
 
 
 def test_the_class_report_links_each_students_page():
-    from grader import report
+    from grader.pages import report
     course = course_in_order()
     records = [GradeRecord.from_json(record(sid, "graded", [True] * 5))
                for sid in ("alice", "José Núñez")]
@@ -155,7 +155,7 @@ def test_intakes_notes_are_on_the_students_page(language, heading):
     """Issue 25 item 2: lateness, a converted notebook and its dropped lines, and which of
     several files was graded were in scores.json only, though the docs promise them on
     the page."""
-    from grader.feedback import render_student
+    from grader.pages.feedback import render_student
 
     notes = ["Several files were submitted; graded 13_moe-1.py, the newest (also found: "
              "13_moe.py).", "This submission was late.",
@@ -175,7 +175,7 @@ def test_intakes_notes_are_on_the_students_page(language, heading):
 def test_a_worksheet_row_longer_than_its_header_is_read_not_a_traceback(tmp_path):
     """An unquoted date with commas made a row longer than the header: csv puts the
     rest under None as a list, which the reader took for text (a grader bug)."""
-    from grader.export.moodle_files import participant_rows
+    from grader.intake.roster import participant_rows
 
     (tmp_path / "w.csv").write_text("Identifier,Full name,Email address,Last modified\n"
                                     "Participant 1,Ann Lee,ann@u.edu,Monday, 1 May 2026\n")
@@ -185,7 +185,7 @@ def test_a_worksheet_row_longer_than_its_header_is_read_not_a_traceback(tmp_path
 
 def test_chinese_pages_give_the_courses_chinese_title():
     """Issue 25 item 9: the course title stayed English on zh pages (no `title_zh`)."""
-    from grader.feedback import render_student
+    from grader.pages.feedback import render_student
 
     course = course_in_order(title="MiniMind", title_zh="MiniMind 课程")
     rec = GradeRecord.from_json(record("alice", "graded", [True] * 5))
@@ -196,7 +196,7 @@ def test_chinese_pages_give_the_courses_chinese_title():
 def test_a_missing_worksheet_is_a_note_not_a_stopped_run(tmp_path):
     """course.yml names the worksheet the TA downloads on export day: before then a run
     (or a copy of the course elsewhere) grades without it and says so."""
-    from grader import roster
+    from grader.intake import roster
 
     course = course_in_order(lesson={"moodle_worksheet": tmp_path / "not-yet.csv"})
     found = roster.load(course, "13")
@@ -210,8 +210,8 @@ def test_intakes_notes_are_chinese_on_a_chinese_page(tmp_path):
     rendered again from the stored record, says them in Chinese."""
     import json
 
-    from grader import intake
-    from grader.feedback import render_student
+    from grader.intake import submissions as intake
+    from grader.pages.feedback import render_student
 
     notebook = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
         {"cell_type": "code", "id": "a", "metadata": {}, "execution_count": None,
@@ -253,11 +253,11 @@ def test_what_the_sandbox_says_is_chinese_on_a_chinese_page():
     says them in Chinese, and scores.json and the exports keep the English."""
     import signal
 
-    from grader.feedback import render_student
-    from grader.capped import read_source
+    from grader.pages.feedback import render_student
+    from grader.intake.capped import read_source
     from grader.sandbox.limits import Limits, StudentError
     from grader.sandbox.session import _death_cause
-    from grader.strings import say
+    from grader.text.strings import say
 
     limits = Limits(test_wall_s=5)
     timeout = StudentError("timeout", say("err_timeout", s="5", where=say("where_importing")))

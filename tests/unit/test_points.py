@@ -11,9 +11,9 @@ import pytest
 
 from grader import points
 from grader.config import Part
-from grader.testfile import is_practice, name_of, part_of
+from grader.lesson.testfile import is_practice, name_of, part_of
 from grader.record import GradeRecord, PartRecord, TestRecord
-from grader.tally import Tally
+from grader.judge.tally import Tally
 
 LESSON13 = {"ffn": (2, 8), "router": (2, 11), "dispatch": (2.5, 7), "aux_loss": (1.5, 9),
             "moe": (2, 11)}  # points, graded tests
@@ -145,8 +145,8 @@ def test_practice_files_name_their_part(path, part, practice):
 
 def test_score_grades_a_report_exactly_with_practice_files_apart(course):
     """runner.score on lesson 13: graded files share the points, practice files don't."""
-    from grader import runner
-    from grader.context import LessonContext
+    from grader.judge import runner
+    from grader.judge.context import LessonContext
 
     rng = random.Random(5)
     tests = [{"nodeid": f"test_{name}.py::test_{i}", "outcome": rng.choice(["passed", "failed"]),
@@ -168,7 +168,7 @@ def test_score_grades_a_report_exactly_with_practice_files_apart(course):
 
 def test_pages_show_practice_records_without_counting_them(course):
     """A record with practice tests renders: the student page and the class report."""
-    from grader import feedback, report
+    from grader.pages import feedback, report
 
     rng = random.Random(7)
     tests = records(LESSON13, rng, practice=1)
@@ -188,6 +188,6 @@ def test_pages_show_practice_records_without_counting_them(course):
 @pytest.mark.parametrize("part", ["ffn", "aux_loss"])
 @pytest.mark.parametrize("practice", [False, True])
 def test_a_parts_file_name_reads_back_as_that_part(part, practice):
-    """grader/testfile.py writes the names new-lesson makes and reads them back."""
+    """grader/lesson/testfile.py writes the names new-lesson makes and reads them back."""
     name = name_of(part, practice)
     assert part_of(name) == part and is_practice(name) is practice

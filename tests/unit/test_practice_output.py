@@ -1,7 +1,8 @@
 """What `grader check` reports: its exit status, and the bundle's command line."""
 from click.testing import CliRunner
 
-from grader import cli, practice_output, student_cli
+from grader.cli import staff as cli, student as student_cli
+from grader.run import practice_output
 
 
 def report(status: str, outcomes: list[str]) -> dict:

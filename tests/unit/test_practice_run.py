@@ -1,4 +1,4 @@
-"""grader.practice_run's steps that need no sandbox: which course and lesson a check is for,
+"""grader.run.practice_run's steps that need no sandbox: which course and lesson a check is for,
 and the versions `--watch` receives inside a bundle's sandbox."""
 import io
 import threading
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from grader import practice_run
+from grader.run import practice_run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -70,7 +70,7 @@ def test_ctrl_c_while_the_warm_up_starts_is_no_error_and_a_late_start_does_nothi
     and ended as a grader bug (exit 70; 2 of 12 runs of test_check_watch, four at a
     time). Its stop is now no error, and the thread, should it start after the stop,
     touches nothing `remember` is about to read."""
-    from grader.practice_run import Warming
+    from grader.run.practice_run import Warming
 
     ctx = _Touched()
     warming = Warming(ctx)
@@ -90,7 +90,7 @@ def test_ctrl_c_while_the_warm_up_starts_is_no_error_and_a_late_start_does_nothi
 
 def test_a_warm_up_stopped_after_it_ran_is_joined(monkeypatch):
     """Without Ctrl-C: the thread runs, and `stop` waits for it."""
-    from grader import practice_run
+    from grader.run import practice_run
 
     ran = threading.Event()
     monkeypatch.setattr(practice_run, "_warm", lambda ctx, stop, done: ran.set())

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from grader import runner, testfile
-from grader.context import LessonContext
+from grader.judge import runner
+from grader.lesson import testfile
+from grader.judge.context import LessonContext
 
 # each test's call phase; another phase only where it did not pass
 TEST_KEYS = {"nodeid", "lineno", "outcome", "call", "metadata"}

@@ -1,7 +1,7 @@
 """Stub generation from nbgrader-style markers."""
 import pytest
 
-from grader.release import MarkerError, make_stub
+from grader.lesson.release import MarkerError, make_stub
 
 SOLUTION = '''def f(x):
     """Doc."""

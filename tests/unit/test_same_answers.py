@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import torch
 
-from grader import compare, structure
-from grader.plugin import StudentCaller
+from grader.judge import compare, structure
+from grader.judge.plugin import StudentCaller
 from grader.sandbox.limits import StudentError
 
 

@@ -4,10 +4,10 @@ from pathlib import Path
 import pytest
 
 from grader import config
-from grader.reference import Mistake
+from grader.judge.reference import Mistake
 from grader.record import GradeRecord
-from grader.selftest import graded, hints, leaks, names
-from grader.selftest.findings import FAILED, INDISTINGUISHABLE, OK, RAISES
+from grader.author.selftest import graded, hints, leaks, names
+from grader.author.selftest.findings import FAILED, INDISTINGUISHABLE, OK, RAISES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -125,8 +125,8 @@ def test_solution_stub_and_variants():
 
 def test_a_todo_in_a_title_names_its_course_yml_key(course):
     """It said "course.yml titles … line(s) 1, 2", which are no lines of course.yml."""
-    from grader.newlesson.templates import MARK
-    from grader.selftest import todos
+    from grader.author.newlesson.templates import MARK
+    from grader.author.selftest import todos
 
     lesson = course.lesson("10")
     parts = {"norm": lesson.parts["norm"].model_copy(update={"title": f"{MARK}: a title"})}

@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, report
-from grader.similarity import KEPT, THRESHOLD, Budget, compare, read_text
+from grader import config
+from grader.config import Budget
+from grader.run import similarity
+from grader.run.similarity import KEPT, THRESHOLD, compare, read_text
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "similarity"
@@ -70,7 +72,7 @@ def test_the_report_escapes_student_code(texts, stub):
     hostile = texts["alice"] + f"\n# {HOSTILE}\n"
     found = compare({"alice": texts["alice"], HOSTILE: hostile}, stub)
     course = config.load(ROOT / "course.yml")
-    html, _ = report.render_similarity(found, 2, THRESHOLD, course, "13")
+    html, _ = similarity.render_similarity(found, 2, THRESHOLD, course, "13")
     assert "<script>" not in html and "\u202e" not in html
     assert "&lt;/pre&gt;&lt;script&gt;" in html and html.count("<mark>") >= 2  # both sides
 
@@ -164,7 +166,7 @@ def test_a_copy_inside_a_large_file_is_found_and_shown_without_the_rest(texts, s
     (pair,) = found.pairs
     assert pair.similarity > 0.8 and pair.kept >= KEPT
     course = config.load(ROOT / "course.yml")
-    html, shown = report.render_similarity(found, 2, THRESHOLD, course, "13")
+    html, shown = similarity.render_similarity(found, 2, THRESHOLD, course, "13")
     assert shown == 1 and "index_add_" in html and "lines not shown" in html
     assert len(html.encode()) < 64 * 1024  # the padded file alone is 400 KB
     # most of the filler is counted, not shown (with some salts of hash(), one of alice's
@@ -175,11 +177,11 @@ def test_a_copy_inside_a_large_file_is_found_and_shown_without_the_rest(texts, s
 def test_the_page_keeps_its_budget_and_says_what_it_left_out(texts, stub):
     found = compare(texts, stub)
     course = config.load(ROOT / "course.yml")
-    whole, every = report.render_similarity(found, len(texts), THRESHOLD, course, "13")
+    whole, every = similarity.render_similarity(found, len(texts), THRESHOLD, course, "13")
     assert every == len(found.pairs) > 5 and "not on this page" not in whole
     for language, said in (("en", "more pairs above 50% are not on this page"),
                            ("zh", "不在本页")):
-        html, shown = report.render_similarity(found, len(texts), THRESHOLD, course, "13",
+        html, shown = similarity.render_similarity(found, len(texts), THRESHOLD, course, "13",
                                                language, budget=Budget(page_kb=64))
         assert 0 < shown < every and len(html.encode()) <= 64 * 1024 < len(whole.encode())
         assert html.count("<section") == shown and said in html

@@ -14,10 +14,10 @@ import pytest
 import torch
 import yaml
 
-from grader import smallest
-from grader.context import LessonContext
-from grader.divergence import correct_variants
-from grader.reference import Caller, load_module
+from grader.judge import smallest
+from grader.judge.context import LessonContext
+from grader.judge.divergence import correct_variants
+from grader.judge.reference import Caller, load_module
 
 ROOT = Path(__file__).resolve().parents[2]
 # Mistaken and correct code runs here in the test's process, where pytest makes a

@@ -143,7 +143,7 @@ def test_only_the_store_names_the_files_of_out():
 def test_a_page_in_another_language_is_a_new_page():
     """The language is part of what decides a regrade: a class is never left with pages
     in two languages (issue 51)."""
-    from grader.plan import Submission, fingerprint_of
+    from grader.judge.plan import Submission, fingerprint_of
 
     sub = Submission("ann", None, notes=["nothing handed in"])
     zh = Submission("ann", None, notes=["nothing handed in"], language="zh")

@@ -3,7 +3,7 @@ tolerance, and stays silent on a near miss, on noise, and where another shape fi
 import numpy as np
 import pytest
 
-from grader import structure
+from grader.judge import structure
 
 ATOL, RTOL = 1e-5, 1e-4
 

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from grader import config, report
+from grader import config
+from grader.pages import report
 from grader.record import Diagnosis, GradeRecord, PartRecord, TestRecord, Timing
 from grader.store import dump
-from grader.tally import SLOWEST, Entry, Tally
+from grader.judge.tally import SLOWEST, Entry, Tally
 
 ROOT = Path(__file__).resolve().parents[2]
 STATUSES = ["graded", "graded", "graded", "timeout", "import_error", "missing"]

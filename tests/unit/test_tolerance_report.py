@@ -1,6 +1,6 @@
 """`grader tolerance`'s text says what a suggested margin is measured from."""
-from grader.tolerance.advise import Row, Worst
-from grader.tolerance.report import _block
+from grader.author.tolerance.advise import Row, Worst
+from grader.author.tolerance.report import _block
 
 
 def row(correct: float, floor: float, suggest: tuple[float, float, float]) -> Row:

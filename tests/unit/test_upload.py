@@ -1,4 +1,4 @@
-"""grader/upload: the assertion, the key's sources, retries, line items, the sent record.
+"""grader/deliver/upload: the assertion, the key's sources, retries, line items, the sent record.
 
 The platform here is an httpx MockTransport (no socket); tests/e2e/test_lti_upload.py
 sends to a real LTI platform implementation over HTTP.
@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from grader.config import Course, Lesson, LtiConfig, Part, Student
 from grader.record import ClassScores
-from grader.upload import UploadError, keys
-from grader.upload.ags import Retry, scores_url
-from grader.upload.lti import SENT, upload
+from grader.deliver.upload import UploadError, keys
+from grader.deliver.upload.ags import Retry, scores_url
+from grader.deliver.upload.lti import SENT, upload
 
 BASE = "https://lms.example/api/lti/courses/7"
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)

@@ -1,0 +1,576 @@
+"""The `grader` command: run (TAs), check (students), release and report (staff)."""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from grader import config
+from grader.run import interrupts
+from grader.cli.console import (RunConsole, console, left_out, print_findings, print_upload,
+                            stopped, summary_table, worker_failures)
+from grader.deliver.export import FORMATS
+from grader.record import ClassScores
+from grader.run.similarity import KEPT, THRESHOLD
+from grader.store import Store
+from grader.cli.student import check
+
+PAIRS_SHOWN = 20                # similar pairs printed; the page has all that fit it
+
+
+def _load(path: str) -> config.Course:
+    """The course file; one that is not there names --course."""
+    try:
+        return config.load(path)
+    except config.ConfigError as exc:
+        hint = (" (run this in the course's folder, or give --course path/to/course.yml)"
+                if not Path(path).exists() else "")
+        raise config.ConfigError(f"{exc}{hint}") from None
+
+
+def _course(path: str) -> config.Course:
+    try:
+        return _load(path)
+    except config.ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def _lesson(course: config.Course, key: str) -> config.Lesson:
+    """The lesson `--lesson` names; another key is a usage error (exit 2)."""
+    try:
+        return course.lesson(key)
+    except config.ConfigError as exc:
+        raise click.BadParameter(str(exc), param_hint="'--lesson'") from None
+
+
+COURSE = click.option("--course", "course_path", default="course.yml", show_default=True,
+                      type=click.Path(dir_okay=False), help="the course file")
+LESSON = click.option("--lesson", "lesson_key", required=True, help="lesson key, e.g. 13")
+JOBS = click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,
+                    metavar="N", show_default="the cores",
+                    help="submissions graded at once, each by a warm worker")
+BUG = ("This is a bug in the grader, not in your files or the students' code: please "
+       "report it to the grader's maintainers with the command you ran and the lines above.")
+
+
+def _renamed(new: str, old: str, help: str, required: bool = False, **kwargs):
+    """`--new` (shown, with `help`), and `--old`, its former spelling, still accepted
+    with a warning but not shown; the command receives one value, under `new`'s name."""
+    def decorate(command):
+        @functools.wraps(command)
+        def merged(*args, **params):
+            former = params.pop(f"{old}_former")
+            if former is not None:
+                click.echo(f"warning: --{old} is deprecated and will be removed; "
+                           f"use --{new}", err=True)
+            params[new] = params[new] if params[new] is not None else former
+            if required and params[new] is None:
+                raise click.UsageError(f"Missing option '--{new}'.")
+            return command(*args, **params)
+
+        merged = click.option(f"--{old}", f"{old}_former", type=click.Path(path_type=Path),
+                              hidden=True)(merged)
+        return click.option(f"--{new}", new, type=click.Path(path_type=Path), metavar="DIR",
+                            help=help + ("  [required]" if required else ""),
+                            **kwargs)(merged)
+    return decorate
+
+
+# One flag for OUT in every command (`--results`, export's, report's and upload's
+# former name for it, still accepted with a warning)
+GRADED = _renamed("out", "results", "the graded folder, where `grader run --out` wrote "
+                  "(default: the lesson's `out` in course.yml)")
+
+
+def _class_folders(course: config.Course, lesson: config.Lesson, lesson_key: str,
+                   submissions: Path | None, out: Path | None) -> tuple[Path, Path]:
+    """The class and OUT a command reads, from its options or course.yml's defaults."""
+    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
+    out = out or (course.path(lesson.out) if lesson.out else None)
+    if submissions is None or out is None:
+        raise click.UsageError("give --submissions and --out (course.yml sets no default "
+                               f"for lesson {lesson_key})")
+    if not submissions.exists():
+        raise click.BadParameter(f"no submissions at {submissions}: no such folder or zip",
+                                 param_hint="'--submissions'")
+    return submissions, out
+
+
+def _graded(course: config.Course, lesson: config.Lesson, out: Path | None) -> Path:
+    """`--out`, else the lesson's `out`; with neither, a usage error."""
+    if out is None and lesson.out is None:
+        raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
+    return out if out is not None else course.path(lesson.out)
+
+
+class Grader(click.Group):
+    """Every failure as a message: a course file's or roster's problem says what and
+    where, Ctrl-C says how to resume, and only a bug in the grader shows a traceback,
+    with a line asking to report it."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit,
+                click.exceptions.Abort):
+            raise
+        except config.ConfigError as exc:
+            raise click.ClickException(str(exc)) from None
+        except OSError as exc:  # the machine's, not the grader's: a full disk, a mode
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
+        except KeyboardInterrupt:
+            click.echo(f"stopped ({interrupts.stop_name()}). What was written before is "
+                       "kept; rerun the same command to resume.", err=True)
+            ctx.exit(interrupts.status())
+        except Exception:  # noqa: BLE001 - everything expected is handled above
+            click.echo(traceback.format_exc(), err=True, nl=False)
+            click.echo(BUG, err=True)
+            ctx.exit(70)
+
+
+@click.group(cls=Grader)
+@click.version_option(package_name="minimind-grader", prog_name="grader")
+def main() -> None:
+    """Auto-grading for the MiniMind course."""
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--submissions", type=click.Path(path_type=Path),
+              help="DIR/<student_id>/<exercise>, a Canvas zip or a Gradescope export "
+                   "(default: the lesson's `submissions` in course.yml)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="output folder (default: the lesson's `out` in course.yml)")
+@JOBS
+@click.option("--force", is_flag=True, help="regrade even unchanged submissions")
+@click.option("--unsandboxed", is_flag=True,
+              help="allow grading without the sandbox when it cannot be set up (trusted work only)")
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="feedback language (default: the last run's in --out, else course.yml's)")
+@click.option("--scheduler", metavar="ADDRESS",
+              help="grade on a Dask cluster: tcp://host:8786, or slurm/pbs/sge/lsf to start "
+                   "--jobs dask-jobqueue workers (needs the `cluster` extra)")
+@click.option("--trust-worksheet", is_flag=True,
+              help="grade a Moodle download even where its names and the grading "
+                   "worksheet's disagree (the worksheet's participant numbers decide)")
+def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language,
+        scheduler, trust_worksheet) -> None:
+    """Grade every submission of a lesson: scores.json and one feedback page each."""
+    from grader.run import grading
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
+    try:
+        graded = grading.grade_lesson(course, lesson_key, submissions, out, jobs=jobs,
+                                      events=RunConsole(), force=force,
+                                      unsandboxed=unsandboxed, language=language,
+                                      scheduler=scheduler, trust_worksheet=trust_worksheet)
+    except grading.NoSubmissions as exc:
+        left_out(exc.skipped)
+        raise click.ClickException(str(exc)) from None
+    except grading.GradingError as exc:
+        raise click.ClickException(str(exc)) from None
+    except grading.Stopped as stop:
+        stopped(stop.graded, stop.total)
+        raise click.exceptions.Exit(130) from None
+    summary_table(graded.summary, graded.students, out)
+    left_out(graded.skipped, graded.absent)
+    if graded.by_number:
+        RunConsole().warn(graded.by_number)  # again at the end: the first scrolled away
+    if graded.summary.worker_failures:
+        worker_failures(graded.summary.worker_failures)
+        sys.exit(1)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--out", type=click.Path(path_type=Path),
+              help="where audit.json goes (default: the lesson's `out`/audit)")
+@JOBS
+@click.option("--sample", "sample_size", type=click.IntRange(min=1),
+              help="grade a deterministic sample of N mutants (for CI)")
+@click.option("--operators", help="comma-separated operators (default: all)")
+@click.option("--min-kill", type=click.FloatRange(0, 1), default=0.95, show_default=True,
+              help="fail when fewer of the non-equivalent mutants are killed")
+@click.option("--unsandboxed", is_flag=True,
+              help="allow grading without the sandbox when it cannot be set up")
+def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
+          unsandboxed) -> None:
+    """Instructors: mutation-test the hidden tests with mutants of the solution."""
+    from grader.run import grading
+    from grader.author.audit import report, run as auditing
+    from grader.judge.context import LessonContext
+    from grader.judge.plan import Summary
+    from grader.sandbox import bwrap
+
+    started = time.monotonic()
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = out or (course.path(lesson.out) / "audit" if lesson.out else None)
+    if out is None:
+        raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
+
+    ctx = LessonContext(course, lesson_key)
+    support = bwrap.probe()  # whether bwrap works here: once for every batch
+
+    def grade(todo, graded: Path) -> None:
+        summary = Summary()
+        grading.grade(ctx, todo, graded, summary, jobs=jobs, language=course.language,
+                      sandbox=grading.boot(course, lesson, unsandboxed, support, (graded,),
+                                           fork=False),
+                      unsandboxed=unsandboxed, support=support, scheduler=None,
+                      events=RunConsole())
+        if summary.worker_failures:
+            raise click.ClickException("\n".join(summary.worker_failures))
+
+    try:
+        found = auditing.audit(course, lesson_key, grade, auditing.operator_names(operators),
+                               sample_size, started)
+    except (ValueError, RuntimeError, grading.GradingError) as exc:
+        raise click.ClickException(str(exc)) from None
+    except grading.Stopped as stop:
+        stopped(stop.graded, stop.total)
+        raise click.exceptions.Exit(130) from None
+    path = report.write(found, out)
+    report.show(found, Console(highlight=False), min_kill)
+    console.print(f"report: {path}", markup=False)
+    sys.exit(0 if found.kill_rate >= min_kill else 1)
+
+
+main.add_command(check)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--variants", "folder", type=click.Path(file_okay=False, exists=True,
+                                                      path_type=Path),
+              help="a folder of correct variants (*.py) (default: the lesson's "
+                   "`correct` in course.yml, if set); two more are generated from the "
+                   "solution")
+@click.option("--tests", "select", default="", help="only the graded tests pytest's -k "
+                                                     "expression picks, e.g. test_tables")
+def tolerance(course_path, lesson_key, folder, select) -> None:
+    """Instructors: measure each check's correct and mistaken differences, suggest
+    atol/rtol with their margins, and name drift and unsafe tolerances."""
+    from grader.author.selftest import default_correct
+    from grader.author.tolerance import advise
+    from grader.author.tolerance.report import render
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    try:
+        advice = advise(course, lesson_key, folder or default_correct(course, lesson_key),
+                        select)
+    except (ValueError, RuntimeError) as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(render(advice))
+    sys.exit(1 if any(r.too_tight or r.unsafe for r in advice.rows) else 0)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--correct", type=click.Path(file_okay=False, exists=True, path_type=Path),
+              help="a folder of correct variants (*.py) that must score full marks with no "
+                   "diagnosis (default: the lesson's `correct` in course.yml, if set)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="keep the graded class here (default: a temporary folder)")
+@JOBS
+def selftest(course_path, lesson_key, correct, out, jobs) -> None:
+    """Instructors: check a lesson's contract (solution full, stub zero, mistakes named
+    in their own part, correct variants full, unique names, no leaks, safe hints)."""
+    from grader.author.selftest import default_correct, selftest as run_selftest
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    try:
+        found = run_selftest(course, lesson_key, correct or default_correct(course, lesson_key),
+                             jobs, out)
+    except (ValueError, OSError) as exc:  # a malformed mistakes.yml, a missing file
+        raise click.ClickException(str(exc)) from None
+    print_findings(found, lesson_key)
+    sys.exit(1 if any(f.failed for f in found) else 0)
+
+
+@main.command("new-lesson")
+@COURSE
+@click.argument("key")
+@click.option("--name", required=True, help="a short name: the files are <KEY>_<NAME>.py")
+@click.option("--parts", required=True, help="comma-separated part names, in grading order")
+@click.option("--composite", default=None,
+              help="the part built from the others (after them in --parts): its tests "
+                   "compare with `explained` too")
+def new_lesson(course_path, key, name, parts, composite) -> None:
+    """Instructors: write a lesson's skeleton (course.yml entry, solution, stub, probes,
+    a graded and a practice test per part, mistakes.yml, an example class) to fill in."""
+    from grader.author.newlesson import LessonError, create
+
+    names = [p.strip() for p in parts.split(",") if p.strip()]
+    try:
+        written = create(Path(course_path), key, name, names, composite)
+    except (LessonError, config.ConfigError) as exc:
+        raise click.ClickException(str(exc)) from None
+    root = written[0].parent
+    for path in written:
+        console.print(f"wrote {path.relative_to(root)}", markup=False)
+    console.print(f"next: fill in every TODO(new-lesson), add known mistakes to "
+                  f"mistakes.yml, then `grader release --lesson {key}` and "
+                  f"`grader selftest --lesson {key}` (the project's contract test runs it "
+                  "too)", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--check", "check_only", is_flag=True,
+              help="fail if the committed stub differs from what the solution generates")
+def release(course_path, lesson_key, check_only) -> None:
+    """Generate the student stub from the solution's BEGIN/END SOLUTION markers."""
+    from grader.lesson.release import MarkerError, make_stub
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    if lesson.solution is None:
+        raise click.ClickException("a stub is made from the solution, which this course "
+                                   "(a student bundle) does not have")
+    solution, stub = course.path(lesson.solution), course.path(lesson.stub)
+    try:
+        text = make_stub(solution.read_text(encoding="utf-8"), str(lesson.solution))
+    except MarkerError as exc:
+        raise click.ClickException(str(exc)) from None
+    if check_only:
+        if not stub.exists() or stub.read_text(encoding="utf-8") != text:
+            raise click.ClickException(f"{lesson.stub} is out of date: run "
+                                       f"`grader release --lesson {lesson_key}`")
+        console.print(f"{lesson.stub} is up to date", markup=False)
+        return
+    stub.parent.mkdir(parents=True, exist_ok=True)
+    stub.write_text(text, encoding="utf-8")
+    console.print(f"wrote {lesson.stub}", markup=False)
+
+
+@main.command("student-bundle")
+@COURSE
+@LESSON
+@_renamed("out", "dest", "the folder to write the bundle into", required=True)
+def student_bundle(course_path, lesson_key, out) -> None:
+    """Write what students need to `grader check` at home: no solution inside."""
+    from grader.deliver.bundle import build, zipped
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    if not lesson.solution:
+        raise click.ClickException("a student bundle is made from a course with its solution")
+    folder = build(course, lesson_key, out)
+    console.print(f"wrote {folder}", markup=False)
+    console.print(f"wrote {zipped(folder)} (the same, to upload to the LMS)", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@GRADED
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="the report's language (default: the graded run's, else course.yml's)")
+def report(course_path, lesson_key, out, language) -> None:
+    """Write the class report (HTML) from a graded folder, into that folder."""
+    from grader.pages.feedback import language_of, templates
+    from grader.run.grading import rewrite_report
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = _graded(course, lesson, out)
+    if not rewrite_report(course, lesson_key, out, language_of(course, language, out),
+                          templates()):
+        raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
+    console.print(f"report: {Store(out).report_path}", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--submissions", type=click.Path(path_type=Path),
+              help="the class, as `grader run` takes it (default: the lesson's "
+                   "`submissions` in course.yml)")
+@click.option("--out", type=click.Path(path_type=Path),
+              help="the graded folder: similarity.html goes there and its report.html "
+                   "links it (default: the lesson's `out`)")
+@click.option("--threshold", type=click.FloatRange(0, 1), default=THRESHOLD,
+              show_default=True,
+              help="list pairs in which more than this share of one file matches the other")
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="report language (default: the graded run's in --out, else course.yml's)")
+@click.option("--trust-worksheet", is_flag=True,
+              help="compare a Moodle download even where its names and the grading "
+                   "worksheet's disagree (the worksheet's participant numbers decide)")
+def similarity(course_path, lesson_key, submissions, out, threshold, language,
+               trust_worksheet) -> None:
+    """TAs: compare every pair of submissions; write the similar pairs side by side."""
+    from grader.pages.feedback import language_of
+    from grader.run.compare_class import compare_class
+    from grader.text.shown import clean
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
+    try:
+        result = compare_class(course, lesson_key, submissions, out, threshold,
+                               language_of(course, language, out), trust_worksheet)
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+    for sid, why in result.unread:
+        console.print(f"  {clean(sid, 200)}: not compared ({why})", markup=False)
+    budget, found, above = course.similarity.budget(), result.found, f"{100 * threshold:g}%"
+    for label, kb in result.cut:
+        console.print(f"  {clean(label, 200)}: only its first {budget.file_kb} KB compared "
+                      f"({kb} KB; course.yml similarity.file_kb)", markup=False)
+    pairs = f"{found.total}"
+    if found.out_of_time:
+        console.print(f"time budget reached ({budget.seconds:g} s, course.yml "
+                      f"similarity.seconds): {found.examined} of {found.total} pairs "
+                      "compared, the rest not", markup=False)
+        pairs = f"{found.examined} of {found.total}"
+    console.print(f"compared {result.compared} submissions ({pairs} pairs); "
+                  f"{len(found.pairs)} above {above}:", markup=False)
+    for pair in found.pairs[:PAIRS_SHOWN]:
+        console.print(f"  {100 * pair.similarity:3.0f}%  {clean(pair.a.student_id, 80)} · "
+                      f"{clean(pair.b.student_id, 80)}", markup=False, highlight=False)
+    store = Store(out)
+    if len(found.pairs) > PAIRS_SHOWN:
+        console.print(f"  ... and {len(found.pairs) - PAIRS_SHOWN} more", markup=False)
+    if found.shape_only:
+        console.print(f"  {found.shape_only} pairs above {above} not listed: they share under "
+                      f"{KEPT} characters of code with names kept, so they are alike only in "
+                      "the shape of their statements", markup=False)
+    if result.shown < len(found.pairs):
+        console.print(f"{store.similarity_path.name} shows {result.shown} of "
+                      f"{len(found.pairs)} pairs: more would pass its budget of "
+                      f"{budget.page_kb} KB (course.yml similarity.page_kb)", markup=False)
+    console.print(f"similarity: {store.similarity_path}", markup=False, soft_wrap=True)
+    if result.report:
+        console.print(f"report:     {store.report_path} (links it)", markup=False,
+                      soft_wrap=True)
+
+
+def _scores(out: Path) -> ClassScores:
+    """A graded folder's scores.json, as the records every export and upload reads;
+    missing or broken, a message saying what to do."""
+    path = Store(out).scores_path
+    try:
+        return ClassScores.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        raise click.ClickException(f"no {path.name} in {out}: run `grader run` first") \
+            from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise click.ClickException(f"{path} is not the JSON `grader run` "
+                                   f"writes ({exc}): run `grader run` again") from None
+
+
+def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
+    """--to's comma-separated formats; an unknown one is a usage error."""
+    formats = [f.strip() for f in value.split(",") if f.strip()]
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown or not formats:
+        raise click.BadParameter(f"unknown format(s) {', '.join(unknown) or repr(value)}; "
+                                 f"known: {', '.join(FORMATS)}")
+    return formats
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--to", "formats", required=True, callback=_formats,
+              help="comma-separated: " + ", ".join(FORMATS))
+@GRADED
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="the LMS comments' language (default: the graded run's, else "
+                   "course.yml's)")
+def export(course_path, lesson_key, formats, out, language) -> None:
+    """Write the graded scores in the formats LMSs import, into OUT/export."""
+    from grader.deliver.export import ROSTER_REPORT, export_all
+    from grader.pages.feedback import language_of
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    out = _graded(course, lesson, out)
+    scores = _scores(out)
+    try:
+        paths, unwritten = export_all(course, lesson_key, scores, Store(out).export_path,
+                                      formats, language_of(course, language, out))
+    except (ValueError, config.ConfigError) as exc:
+        raise click.ClickException(str(exc)) from None
+    for p in paths:
+        console.print(f"wrote {p}", markup=False)
+    report = Store(out).export_path / ROSTER_REPORT
+    if report in paths:
+        console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
+    if unwritten:  # an import would leave these students without a score: not a success
+        raise click.ClickException(f"{len(unwritten)} graded student(s) have no row in "
+                                   f"the files above; {report} says why")
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--to", "service", required=True, type=click.Choice(["lti"]),
+              help="lti: LTI 1.3 Assignment and Grade Services (course.yml's `lti:`)")
+@GRADED
+@click.option("--dry-run", is_flag=True, help="print what would be sent; send nothing")
+@click.option("--force", is_flag=True, help="resend scores the platform already has")
+@click.option("--public-jwk", is_flag=True,
+              help="print the tool's public key as a JWK (to register it) and exit")
+def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) -> None:
+    """Send the graded scores to the LMS; only scores that changed are sent."""
+    from grader.deliver.upload import UploadError
+    from grader.deliver.upload import keys, lti
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    try:
+        if public_jwk:
+            key = keys.read_key(course)
+            click.echo(json.dumps(keys.public_jwk(key, course.lti.key_id), indent=1))
+            return
+        out = _graded(course, lesson, out)
+        done = lti.upload(course, lesson_key, _scores(out), out, dry_run=dry_run,
+                          force=force)
+    except UploadError as exc:
+        raise click.ClickException(str(exc)) from None
+    print_upload(done, course, lesson_key, dry_run)
+    sys.exit(1 if done.refused else 0)
+
+
+@main.command("autograder-zip")
+@COURSE
+@LESSON
+@_renamed("out", "dest", "where the zip goes: a folder (for autograder_<lesson>.zip) or "
+          "a .zip path", default=Path("."), show_default=True)
+def autograder_zip(course_path, lesson_key, out) -> None:
+    """Build a Gradescope autograder zip (setup.sh, run_autograder) for one lesson."""
+    from grader.deliver.autograder_zip import build, memory_warning
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    if warning := memory_warning(course, lesson_key):
+        console.print("[yellow]warning:[/] ", end="")
+        console.print(warning, markup=False)
+    console.print(f"building the autograder of lesson {lesson_key}: grading the solution and "
+                  "each known mistake once, so that Gradescope's runs need neither (a minute "
+                  "or more)...", markup=False)
+    console.print(f"wrote {build(course.root, lesson_key, out)}", markup=False)
+
+
+if __name__ == "__main__":
+    main()

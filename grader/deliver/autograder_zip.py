@@ -1,0 +1,321 @@
+"""A Gradescope autograder zip that runs this grader on one submission.
+
+Gradescope unzips it into /autograder/source, runs setup.sh once, then run_autograder
+per submission, which calls `run` below: the student's folder
+/autograder/submission becomes the one student of a `grader run`, and their record in
+scores.json becomes /autograder/results/results.json. The zip holds the grader, a
+course.yml trimmed to the one lesson (no roster), and that lesson's solution, stub and
+hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS adds options
+to `grader run`. Where Gradescope's container refuses bubblewrap's namespaces, the
+grader runs in container mode by itself: each submission as the unprivileged user
+setup.sh creates, with the grader's folders made unreadable to it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import stat
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections import deque
+from pathlib import Path
+
+import yaml
+
+from grader.sandbox.slot import BASE_UID
+from grader.judge.context import FROM_RECORDING
+from grader.store import Store, safe_name
+from grader.text.strings import TEMPLATES
+
+SETUP = """#!/usr/bin/env bash
+# Run once by Gradescope to build the image (Python >= 3.10: its default Ubuntu 22.04
+# will do): a venv holding this grader and its dependencies, with torch's CPU build.
+# AUTOGRADER_ROOT moves /autograder and SETUP_PYTHON picks the interpreter (for tests).
+set -euo pipefail
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+apt-get update
+apt-get install -y --no-install-recommends python3 python3-venv python3-pip bubblewrap
+"${{SETUP_PYTHON:-python3}}" -m venv "$ROOT/venv"
+pip="$ROOT/venv/bin/pip"
+# The CPU build first: the default index's Linux torch pulls about 20 CUDA packages.
+if ! "$pip" install --no-cache-dir --retries 1 --index-url {cpu_index} torch=={torch}
+then
+  echo "setup: no torch=={torch} from {cpu_index}: the default index's instead"
+fi
+"$pip" install --no-cache-dir "$ROOT/source"
+echo "setup: installed torch $("$pip" show torch | sed -n 's/^Version: //p')"
+cuda=$("$pip" list --format=freeze | grep -iE '^(nvidia-|cuda-|triton=)' | tr '\\n' ' ' || true)
+echo "setup: CUDA packages pulled: ${{cuda:-none}}"
+# Container mode's submission user: the grader runs each submission as uid {uid} (the
+# first it claims) where the container refuses namespaces.
+if ! id -u {user} >/dev/null 2>&1; then
+  useradd --system --no-create-home --shell /usr/sbin/nologin --uid {uid} {user}
+fi
+"""
+SUBMISSION_USER = "minimind-student"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+RUN = """#!/usr/bin/env bash
+# Run by Gradescope for each submission: grade it, write results/results.json.
+set -euo pipefail
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+cd "$ROOT/source"
+exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
+    -c "from grader.deliver.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"
+"""
+# What of Gradescope's environment the grading process gets: nothing else (a token in
+# it is no business of the grader's)
+PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
+
+
+SKIP = {"__pycache__", ".pytest_cache"}
+# Measured (docs/lms.md): Gradescope's default container, and the grader's own peak in it.
+GRADESCOPE_MB, GRADER_MB = 768, 450
+
+
+def _files(base: Path) -> list[Path]:
+    if base.is_file():
+        return [base]
+    return sorted(f for f in base.rglob("*")
+                  if f.is_file() and not SKIP.intersection(f.relative_to(base).parts))
+
+
+def _torch_pin(course_root: Path) -> str:
+    """The torch version pyproject.toml pins, so setup.sh installs the one tested with."""
+    text = (course_root / "pyproject.toml").read_text(encoding="utf-8")
+    pin = re.search(r'"torch==([^";\s]+)', text)
+    if pin is None:
+        raise ValueError("pyproject.toml pins no torch version (torch==X)")
+    return pin.group(1)
+
+
+def memory_warning(course, lesson_key: str) -> str:
+    """Why the lesson's memory limit may not hold on Gradescope, or "": above what the
+    container has beside the grader, a hungry submission makes the container run out
+    before its own limit stops it."""
+    memory_mb = course.limits_config(lesson_key).memory_mb
+    if GRADER_MB + memory_mb <= GRADESCOPE_MB:
+        return ""
+    return (f"lesson {lesson_key}'s limits.memory_mb is {memory_mb}: with the grader's own "
+            f"~{GRADER_MB} MB, a hungry submission can exhaust Gradescope's default "
+            f"{GRADESCOPE_MB} MB container before its own limit stops it. Set "
+            f"lessons.{lesson_key}.limits.memory_mb: 256 in course.yml, or give the "
+            "autograder more memory in Gradescope's settings (docs/lms.md).")
+
+
+def setup_script(course_root: Path) -> str:
+    """The zip's setup.sh (its tests run it without building a zip)."""
+    return SETUP.format(cpu_index=CPU_INDEX, torch=_torch_pin(course_root),
+                        user=SUBMISSION_USER, uid=BASE_UID)
+
+
+def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
+    """Write the zip to dest (a .zip path, or a folder to put `autograder_<lesson>.zip` in)."""
+    from grader.config import NOT_SCORED_KEYS, load
+
+    course_root = Path(course_root).resolve()
+    course = load(course_root / "course.yml")
+    lesson = course.lesson(lesson_key)
+    raw = yaml.safe_load((course_root / "course.yml").read_text(encoding="utf-8"))
+    raw["lessons"] = {lesson_key: {k: v for k, v in raw["lessons"][
+        next(k for k in raw["lessons"] if str(k) == lesson_key)].items()
+        if k not in ("submissions", "out", *NOT_SCORED_KEYS)}}  # staff's keys stay home
+    raw.pop("roster", None)
+    recording = f"reference/{safe_name(lesson_key)}.bin"
+    raw["lessons"][lesson_key]["recorded"] = recording
+    sources = [course_root / "pyproject.toml", course_root / "grader"]
+    sources += [course.path(p) for p in (lesson.solution, lesson.stub, lesson.tests)]
+    dest = Path(dest)
+    if dest.suffix != ".zip":
+        dest = dest / f"autograder_{lesson_key}.zip"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
+        for name, text in (("setup.sh", setup_script(course_root)), ("run_autograder", RUN.format(
+                lesson=shlex.quote(lesson_key)))):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = 0o100755 << 16
+            z.writestr(info, text)
+        z.writestr("course.yml", yaml.safe_dump(raw, sort_keys=False, allow_unicode=True))
+        z.writestr(recording, _recording(course, lesson_key))
+        for src in sources:
+            for f in _files(src.resolve()):
+                z.write(f, f.relative_to(course_root).as_posix())
+        if not TEMPLATES.is_relative_to(course_root / "grader"):  # else shipped above
+            for f in _files(TEMPLATES):  # where the zip's grader finds them: beside it
+                z.write(f, (Path("templates") / f.relative_to(TEMPLATES)).as_posix())
+    return dest
+
+
+def _recording(course, lesson_key: str) -> bytes:
+    """The reference's and every known mistake's results for the hidden tests, the
+    reference's side of the fresh inputs feedback is shown on, and the mistakes'
+    signatures, computed now (the solution graded as a student, as every run
+    does first): a run on Gradescope then loads them instead of importing the solution
+    and its mistakes and computing them again for each submission."""
+    from grader.judge import divergence, runner
+    from grader.run.pool import grade_solution
+    from grader.judge.context import LessonContext
+    from grader.judge.reference import Caller, lesson_digest, recording
+
+    lesson = course.lesson(lesson_key)
+    ctx = LessonContext(course, lesson_key)
+    grade_solution(ctx)
+    refs = ctx.refs
+    # Each known mistake graded as a submission, with a cache of its own: what grading
+    # one asks of the trusted side beyond its own part's tests (a composite part
+    # compares with the mistakes established in the other parts) is then recorded
+    # too, so that no single known mistake makes a run import the solution after all.
+    runner.run_tests(ctx, [(Caller(v.caller.module, refs.probes), lambda raw: None)
+                           for v in refs.variants])
+    # the fresh inputs of the smallest examples and of the traces, the reference's side
+    divergence.fresh_for_recording(ctx)
+    return recording(refs, lesson_digest(course.path(lesson.solution),
+                                         course.path(lesson.tests)))
+
+
+def _student_id(root: Path) -> str:
+    """Gradescope's submission_metadata.json names the submitter (sid, else email); it
+    becomes a folder name, so it is made a safe one (`../x` would land elsewhere)."""
+    try:
+        users = json.loads((root / "submission_metadata.json").read_text())["users"]
+        return safe_name(str(users[0].get("sid") or users[0].get("email") or "student"))
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return "student"
+
+
+# Opening what a submission holds, as root: never through a link (the last component
+# is opened relative to its folder's descriptor, so no folder on the way is one), and
+# never blocking (a FIFO would hang the run).
+_OPEN = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def copy_submission(src: Path, dest: Path) -> None:
+    """Copy the student's folder to `dest` for `grader run`, reading nothing a link
+    points to: this runs as root, so a link to the solution or to /etc/shadow, followed,
+    would be graded as the student's file. A link is copied as a link (its target's
+    text only) and a FIFO, socket or device as an empty FIFO, so that intake names each
+    in the student's feedback and the run's summary, as it does for any class; a file
+    over intake's size limit is copied as a sparse file of its size, which intake
+    refuses in the same words. Folders and entries stop just past intake's own caps."""
+    from grader.intake.submissions import MAX_DEPTH, MAX_ENTRIES
+    from grader.intake.capped import MAX_FILE
+
+    try:
+        top = os.open(src, _OPEN | os.O_DIRECTORY)
+    except OSError:
+        if stat.S_ISLNK(os.lstat(src).st_mode):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(os.readlink(src), dest)
+            return
+        raise
+    dest.mkdir(parents=True)
+    queue: deque[tuple[int, Path, int]] = deque([(top, dest, 0)])
+    left = MAX_ENTRIES + 1
+    try:
+        while queue:
+            folder, out, depth = queue.popleft()
+            try:
+                for name in sorted(os.listdir(folder))[:max(left, 0)]:
+                    left -= 1
+                    _copy_entry(folder, name, out / name, depth, queue,
+                                depth < MAX_DEPTH + 1, MAX_FILE)
+            finally:
+                os.close(folder)
+    finally:
+        for folder, _, _ in queue:
+            os.close(folder)
+
+
+def _copy_entry(folder: int, name: str, target: Path, depth: int,
+                queue: deque[tuple[int, Path, int]], deeper: bool, max_file: int) -> None:
+    """One entry of the folder open as `folder`, copied to `target` (see above)."""
+    st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    if stat.S_ISLNK(st.st_mode):
+        os.symlink(os.readlink(name, dir_fd=folder), target)
+    elif stat.S_ISDIR(st.st_mode):
+        target.mkdir()
+        if deeper:
+            queue.append((os.open(name, _OPEN | os.O_DIRECTORY, dir_fd=folder), target,
+                          depth + 1))
+    elif stat.S_ISREG(st.st_mode):
+        fd = os.open(name, _OPEN, dir_fd=folder)
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):  # swapped since: not the file it was
+                os.mkfifo(target)
+                return
+            with open(target, "wb") as dst:
+                if st.st_size > max_file:
+                    dst.truncate(st.st_size)
+                else:  # at most one byte over, should it grow meanwhile
+                    left = max_file + 1
+                    while left and (chunk := os.read(fd, min(left, 1 << 20))):
+                        dst.write(chunk)
+                        left -= len(chunk)
+        finally:
+            os.close(fd)
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # intake's "newest"
+    else:
+        os.mkfifo(target)
+
+
+def run(root: Path, lesson_key: str) -> int:
+    source = root / "source"
+    sid = _student_id(root)
+    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
+        subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
+        copy_submission(root / "submission", subs / sid)
+        cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run",
+               "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
+               *shlex.split(os.environ.get("GRADER_ARGS", ""))]
+        # Gradescope's container is the grader's alone: container mode when it refuses
+        # namespaces, with what the submission must not read named
+        private = [source, root / "submission", root / "results",
+                   root / "submission_metadata.json"]
+        env = {**{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
+               "GRADER_CONTAINER": "1", FROM_RECORDING: "1", "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
+        done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
+        print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
+        scores_file = Store(out).scores_path
+        if not scores_file.is_file():
+            print(f"grader run exited {done.returncode} without {scores_file.name}",
+                  file=sys.stderr)
+            return 1  # no results.json: Gradescope flags the run for staff
+        scores = json.loads(scores_file.read_text(encoding="utf-8"))
+        # imported only now: the grading process is not kept waiting for them
+        from grader.config import load
+        from grader.deliver.export.gradescope import results
+        from grader.record import ClassScores
+
+        student = next((s for s in ClassScores.from_json(scores).students
+                        if s.student_id == sid), None)
+        if student is None:  # the grader failed on it (its output above says why)
+            print(f"grader run exited {done.returncode} without grading the submission",
+                  file=sys.stderr)
+            return 1  # no results.json: Gradescope flags the run for staff
+        stored = Store(out).load(sid)  # the whole record: scores.json leaves examples out
+        if stored is not None:
+            student.examples = stored.examples
+    course = load(source / "course.yml")
+    (root / "results").mkdir(parents=True, exist_ok=True)
+    (root / "results" / "results.json").write_text(
+        json.dumps(results(course, lesson_key, student), ensure_ascii=False), encoding="utf-8")
+    return 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--lesson", required=True)
+    parser.add_argument("--root", type=Path,
+                        default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    args = parser.parse_args()
+    sys.exit(run(args.root, args.lesson))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,100 @@
+"""Scores into an nbgrader gradebook, for courses whose TAs already work in nbgrader.
+
+Lesson -> assignment (named `lesson_<key>`, not a release folder name, since nbgrader's
+own generate_assignment deletes notebooks without an .ipynb source), exercise file ->
+notebook, test -> grade cell. A missing submission gets no submission when course.yml's
+`missing` is blank (nbgrader's own export then shows it as it shows any student who
+handed nothing in), or 0 in every cell when it is zero. Only auto_score is written, so a TA's manual_score survives
+a re-export and overrides it in `nbgrader export`. nbgrader is an optional extra and
+slow to import, so it is imported here, inside the function.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from grader.deliver.export.exporter import Exported, Exporter, ExportOptions
+from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
+from grader.store import safe_name
+
+
+def assignment_name(lesson_key: str) -> str:
+    return f"lesson_{lesson_key}"
+
+
+def cell_name(test: TestRecord) -> str:
+    return f"{test.part}:{test.name}"
+
+
+def student_id(raw: str) -> str:
+    """nbgrader names folders after student ids (submitted/, autograded/, feedback/):
+    an id that isn't a safe file name is stored as the grader's safe name for it."""
+    return safe_name(str(raw))
+
+
+def graded(student: GradeRecord) -> list[TestRecord]:
+    """The tests that carry points; practice tests (0 of 0) get no grade cell."""
+    return [t for t in student.tests if not t.practice]
+
+
+def _split_name(name: str) -> tuple[str, str]:
+    """(first, last) from `Last, First` or `First Last`."""
+    if "," in name:
+        last, first = (s.strip() for s in name.split(",", 1))
+        return first, last
+    first, _, last = name.strip().rpartition(" ")
+    return (first, last) if first else (last, "")
+
+
+class Nbgrader(Exporter):
+    to = "nbgrader"
+
+    def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
+        """Into course.yml's `nbgrader_db`, or a gradebook.db in the export folder."""
+        db = options.course.nbgrader_db
+        path = options.course.path(db) if db else options.out_dir / "gradebook.db"
+        return Exported(_write(scores, options, path))
+
+
+def _write(scores: ClassScores, options: ExportOptions, db: Path) -> list[Path]:
+    course, lesson_key, people = options.course, options.lesson_key, options.roster.entries
+    if shutil.which("alembic") is None:  # a new database shells out to it; it sits beside us
+        here = str(Path(sys.executable).parent)
+        os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", "")])
+    from nbgrader.api import Gradebook, Grade, MissingEntry
+
+    lesson = course.lesson(lesson_key)
+    assignment, notebook = assignment_name(lesson_key), Path(lesson.exercise).stem
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with Gradebook(f"sqlite:///{db.resolve()}", course_id=course.course) as gb:
+        gb.update_or_create_assignment(assignment, duedate=lesson.due)
+        gb.update_or_create_notebook(notebook, assignment)
+        for t in graded(scores.students[0]) if scores.students else []:
+            gb.update_or_create_grade_cell(cell_name(t), notebook, assignment,
+                                           max_score=t.max_score, cell_type="code")
+        for s in scores.students:
+            who, sid = people[s.student_id], student_id(s.student_id)
+            first, last = _split_name(who.name)
+            gb.update_or_create_student(sid, first_name=first, last_name=last,
+                                        email=who.email or None,
+                                        lms_user_id=who.lms_id or None)
+            if s.status == MISSING and course.missing == "blank":
+                continue
+            # nbgrader builds the submission's objects before adding them: an autoflush
+            # in between warns (SQLAlchemy's SAWarning, "not in session") and adds nothing
+            with gb.db.no_autoflush:
+                gb.update_or_create_submission(assignment, sid)
+            for t in graded(s):
+                try:
+                    grade = gb.find_grade(cell_name(t), notebook, assignment, sid)
+                except MissingEntry:  # a submission made before this test existed
+                    nb = gb.find_submission_notebook(notebook, assignment, sid)
+                    grade = Grade(cell=gb.find_grade_cell(cell_name(t), notebook, assignment),
+                                  notebook=nb)
+                    gb.db.add(grade)
+                grade.auto_score = t.score
+                grade.needs_manual_grade = False
+            gb.db.commit()
+    return [db]

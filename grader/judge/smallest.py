@@ -1,0 +1,228 @@
+"""The smallest failing example of a part: a fresh input, never a graded case, as
+small as it can be while the student's function still differs from the reference, in
+float64, shown as a snippet the student can paste and run.
+
+What is tried is the lesson's: its tests folder's `examples.py` (`load`) names, per
+part, the probe, the sizes and the lowest and highest of each, a maker of the probe's
+arguments from sizes, the outputs compared, and the snippet's lines calling the
+student's function; optionally `TOLERANCES` ((part, output) -> dtype name -> (atol,
+rtol)) where correct code may differ from the reference by more than float64's rounding
+(a softmax or a count the reference rounds to float32, a float16 input). This module holds the search,
+the seeds, the comparison and the literals; a lesson without that file shows no
+example.
+
+`smallest(lesson, part, student, reference)` tries candidate sizes from the smallest
+up and returns the first on which the two differ, as an `Example`. `student` and
+`reference` are callers with the probes' `call(probe, **args)`: the student's runs
+only in the sandbox (the run's session), the reference's on the trusted side. Inputs
+come from seeds no graded or practice case uses (`SEED`), so the reference's numbers
+shown belong only to this fresh input.
+
+`Example` is plain data on purpose: the line-of-divergence tracer runs on it first
+(grader/judge/divergence.py), so the line a page names and the values it quotes belong to
+the snippet beside it.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from grader.judge.reference import lesson_file
+
+SEED = 7_000_000      # fresh inputs: far from every graded and practice seed
+ATOL, RTOL = 1e-10, 1e-8  # float64: correct re-orderings differ by ~1e-15
+MAX_TRIES = 40        # candidates tried per part: a bound on the student's extra calls
+FILE = "examples.py"  # in a lesson's tests folder; a student bundle ships it (grader/deliver/bundle.py)
+
+
+@dataclass
+class Example:
+    """One fresh input on which the student's function differs from the reference.
+
+    part: the lesson's part; probe: the probe function called; args: the probe's
+    arguments (tensors in float64, sizes); sizes: the candidate's sizes by name;
+    reference and student: each side's outputs (name -> tensor) for the names in
+    `outputs`; snippet: its text for the page.
+    """
+
+    part: str
+    probe: str
+    args: dict
+    sizes: dict
+    outputs: list[str]
+    reference: dict = field(default_factory=dict)
+    student: dict = field(default_factory=dict)
+    snippet: str = ""  # what the page shows (`snippet`), once the example is chosen
+
+
+def load(tests: Path) -> types.ModuleType | None:
+    """The lesson's examples module from its tests folder, or None when it has none."""
+    return lesson_file(Path(tests), FILE)
+
+
+def generator(*key: int) -> torch.Generator:
+    """A generator for one candidate, seeded from `key` far from every test's seed."""
+    return torch.Generator().manual_seed(SEED + hash(key) % 1_000_000)
+
+
+def rounded(g: torch.Generator, *shape: int) -> torch.Tensor:
+    """Normal values rounded to two decimals: literals a student can read, exact in
+    the snippet."""
+    return torch.round(torch.randn(*shape, generator=g, dtype=torch.float64) * 100) / 100
+
+
+def candidates(names: tuple[str, ...], low: dict, high: dict) -> Iterator[dict]:
+    """Sizes in order of their sum (smallest first), each within [low, high]."""
+    ranges = [range(low[n], high[n] + 1) for n in names]
+    for sizes in sorted(itertools.product(*ranges), key=lambda s: (sum(s), s)):
+        yield dict(zip(names, sizes))
+
+
+def differs(got: object, ref: object, atol: float = ATOL, rtol: float = RTOL) -> bool:
+    """One output of the two sides, as the checks compare it: tensors by shape, dtype
+    and values (float64 tolerances unless others are given), anything else (a list of
+    shapes) by equality."""
+    if not isinstance(ref, torch.Tensor):
+        return isinstance(got, torch.Tensor) or got != ref
+    if not isinstance(got, torch.Tensor):
+        return True
+    if got.shape != ref.shape or got.dtype != ref.dtype:
+        return True
+    if not ref.is_floating_point():
+        return not torch.equal(got, ref)
+    return not torch.allclose(got, ref, atol=atol, rtol=rtol, equal_nan=True)
+
+
+def tolerance(lesson: types.ModuleType, part: str, output: str,
+              ref: object) -> tuple[float, float]:
+    """(atol, rtol) for one output of `part`: the lesson's for the reference's dtype
+    where it names one, else float64's."""
+    by_dtype = getattr(lesson, "TOLERANCES", {}).get((part, output), {})
+    dtype = str(ref.dtype).removeprefix("torch.") if isinstance(ref, torch.Tensor) else ""
+    return by_dtype.get(dtype, (ATOL, RTOL))
+
+
+def tried(lesson: types.ModuleType, part: str) -> Iterator[tuple[dict, dict]]:
+    """The candidates of `part` the search may try, smallest first: (sizes, the probe's
+    arguments). The same every time: a recording can hold the reference's side."""
+    probe, names, make, outputs = lesson.PARTS[part]
+    for sizes in itertools.islice(candidates(names, lesson.ONE, lesson.HIGH), MAX_TRIES):
+        args = make(sizes)
+        if args is not None:
+            yield sizes, args
+
+
+def requests(tests: Path) -> Iterator[tuple[str, str, dict]]:
+    """Every (part, probe, arguments) the search may ask the reference, for a recording;
+    none for a lesson without examples."""
+    lesson = load(Path(tests))
+    for part, (probe, *_) in (lesson.PARTS.items() if lesson is not None else ()):
+        for _, args in tried(lesson, part):
+            yield part, probe, args
+
+
+def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example | None:
+    """The smallest fresh input on which `student` differs from `reference` in `part`,
+    or None when none of the candidates tells them apart (or the part is unknown).
+    The student's call raising counts as differing (its error is the student's)."""
+    if part not in lesson.PARTS:
+        return None
+    probe, names, make, outputs = lesson.PARTS[part]
+    canonical = getattr(lesson, "canonical", lambda out: out)
+    for sizes, args in tried(lesson, part):
+        ref = canonical(reference.call(probe, **args))
+        try:
+            got = canonical(student.call(probe, **args))
+        except Exception as exc:  # noqa: BLE001 - the student's error, shown as such
+            got = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+        if "error" in got or any(differs(got.get(o), ref.get(o),
+                                         *tolerance(lesson, part, o, ref.get(o)))
+                                 for o in outputs):
+            return Example(part, probe, args, sizes, outputs,
+                           {o: ref.get(o) for o in outputs},
+                           {o: got.get(o) for o in outputs} if "error" not in got
+                           else {"error": got["error"]})
+    return None
+
+
+# ---- the snippet ---------------------------------------------------------------------
+
+def literal(t: torch.Tensor) -> str:
+    """A tensor as a `torch.tensor(...)` literal that rebuilds it exactly."""
+    if t.is_floating_point():
+        values = _nested(t.tolist(), lambda v: repr(float(v)) if math.isfinite(v)
+                         else f"float('{v}')")
+        return f"torch.tensor({values}, dtype=torch.{str(t.dtype).removeprefix('torch.')})"
+    return f"torch.tensor({_nested(t.tolist(), str)})"
+
+
+def _nested(v, fmt) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_nested(x, fmt) for x in v) + "]"
+    return fmt(v)
+
+
+def _shown(value: object) -> str:
+    if isinstance(value, torch.Tensor):
+        return literal(value.detach())
+    return repr(value)
+
+
+# How the grader loads a layer (grader/inside/probekit.load): the reference's weights by name,
+# and fixed non-zero values for whatever else the layer holds (a bias, a shared expert).
+LOAD = [
+    "def load(module, state):",
+    "    with torch.no_grad():",
+    "        for name, p in [*module.named_parameters(), *module.named_buffers()]:",
+    "            if name in state:",
+    "                p.copy_(state[name])",
+    "            elif p.is_floating_point():  # as the grader fills what the reference lacks",
+    "                g = torch.Generator().manual_seed(zlib.crc32(name.encode()))",
+    "                p.copy_(torch.randn(p.shape, generator=g, dtype=torch.float64) * 0.5)",
+]
+
+
+def snippet(lesson: types.ModuleType, example: Example) -> str:
+    """Python the student pastes next to their file and runs: the inputs and weights
+    as literals, the call, then the reference's output and theirs as comments."""
+    lines = ["import importlib", "import torch", "",
+             "torch.set_printoptions(precision=17)  # every digit, as in the comments below",
+             f'm = importlib.import_module("{lesson.MODULE}")']
+    if example.part in getattr(lesson, "LOADS", ()):
+        lines[:2] = ["import importlib", "import zlib", "", "import torch"]
+        lines += ["", *LOAD, "", "state = {"]
+        lines += [f"    {k!r}: {literal(v)}," for k, v in example.args["state"].items()]
+        lines += ["}"]
+    lines += lesson.lines(example)
+    lines += ["", "# the reference gives:"]
+    lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
+    lines += ["# yours gives:"]
+    if "error" in example.student:
+        lines += [f"#   {example.student['error']}"]
+    else:
+        lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
+    return "\n".join(lines) + "\n"
+
+
+def examples(tests: Path, probes: object, failing: list[str], student,
+             reference) -> dict[str, Example]:
+    """Per failing part, its smallest example, its snippet filled in (none where no
+    candidate tells the two apart, and none at all for a lesson whose tests folder has
+    no examples or whose probes lack one it names). The student's calls go through the
+    run's session: its limits hold, and an error there ends the search."""
+    lesson = load(Path(tests))
+    if lesson is None or not all(hasattr(probes, p[0]) for p in lesson.PARTS.values()):
+        return {}
+    out: dict[str, Example] = {}
+    for part in failing:
+        example = smallest(lesson, part, student, reference)
+        if example is not None:
+            example.snippet = snippet(lesson, example)
+            out[part] = example
+    return out

@@ -1,0 +1,78 @@
+"""The sentence that names where a failing part's values first leave the reference's
+(a `record.Where`, found by judge/divergence.py), for the page and `grader check`, in
+the page's language: plain text (`sentence`) or escaped HTML (`sentence_html`).
+"""
+from __future__ import annotations
+
+import re
+
+from markupsafe import Markup, escape
+
+from grader.record import Where
+
+
+def _shown_name(name: str, t: dict[str, str]) -> str:
+    if name == "return":
+        return t["where_return"]
+    m = re.fullmatch(r"return\[(\d)\]", name)
+    if m:
+        return t["where_return_n"].format(n=int(m.group(1)) + 1)
+    return f"`{name}`"
+
+
+def _backward_sentence(w: Where, t: dict[str, str]) -> str:
+    """A "cut" or "added" finding's sentence, naming the leaves the value's gradient
+    misses (`w.ref`) or adds (`w.got`) where the reference's trace named them."""
+    def leaves(text: str) -> str:
+        return ", ".join(f"`{n.strip()}`" for n in text.split(","))
+
+    name = _shown_name(w.name, t)
+    if w.kind == "cut":
+        tail = (t["where_backward_cut"].format(name=name, leaves=leaves(w.ref)) if w.ref
+                else t["where_backward_less"].format(name=name))
+    else:
+        tail = (t["where_backward_more"].format(name=name, leaves=leaves(w.got)) if w.got
+                else t["where_backward_other"].format(name=name))
+    return t["where_backward"].format(line=w.line, code=w.code) + tail + t["where_fresh"]
+
+
+def sentence(found: object, t: dict[str, str]) -> str:
+    """The page's (and `grader check`'s) sentence for a part's `Where`, in the
+    language of `t`; "" when there is none. Plain text: the page escapes it."""
+    w = Where.from_json(found)
+    if w is None:
+        return ""
+    if w.kind == "gradient":
+        return t["where_gradient"]
+    if w.kind in ("cut", "added"):
+        return _backward_sentence(w, t)
+    matched = (t["where_matched"].format(names=", ".join(f"`{n}`" for n in w.matched))
+               if w.matched else "")
+    head = t["where_line_head"].format(line=w.line, code=w.code, matched=matched)
+    if w.kind == "path":
+        return head + t["where_path"] + t["where_fresh"]
+    if w.kind == "skip":
+        return head + t["where_skip"].format(names=", ".join(
+            f"`{n.strip()}`" for n in w.name.split(",")))
+    if w.kind == "extra":
+        return t["where_extra"].format(line=w.line, code=w.code, name=w.name)
+    name = _shown_name(w.name, t)
+    got = w.got + _placed(w.got_shape, w.got_at, t)
+    here = (t["where_ref"].format(name=name, got=got,
+                                  ref=w.ref + _placed(w.ref_shape, w.ref_at, t)) if w.ref
+            else t["where_noref"].format(name=name, got=got))
+    return head + here + t["where_fresh"]
+
+
+def _placed(shape: list[int], at: list[int], t: dict[str, str]) -> str:
+    """" (from index [0, 2], shape [2, 3])" in the page's language: where the quoted
+    values start (when not at the first element) and the value's shape."""
+    if at:
+        return t["where_from_shape"].format(at=at, shape=shape)
+    return t["where_shape"].format(shape=shape) if shape else ""
+
+
+def sentence_html(found: object, t: dict[str, str]) -> Markup:
+    """The sentence for a page: escaped, with each `quoted` piece set as code."""
+    text = str(escape(sentence(found, t)))
+    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text))

@@ -1,0 +1,191 @@
+"""What `grader check` tells a student about one record: per part, the practice tests
+passed, the failing ones with their messages, and the likely mistake.
+
+One outcome serves both outputs (`grader check` prints it, `--json` writes it), so the
+two never disagree; a test asserts the project's, the notebook's and the bundle's
+checks give the same outcome.
+"""
+from __future__ import annotations
+
+import re
+import sys
+
+from rich.console import Console
+from rich.markup import escape
+
+from grader.judge import disclosed
+from grader.config import Course
+from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
+
+# Exit status of `grader check`, documented in docs/students.md
+PASSED, FAILED, WRONG_INPUT, GRADER_FAILED = 0, 1, 2, 3
+SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+# What the check itself says, per language (`grader check --language`)
+WORDS = {
+    "en": {"note": "note:", "hint": "hint:", "likely": "likely mistake:",
+           "practice": "practice tests", "printed": "your code printed:",
+           "example": "smallest failing example",
+           "paste": "(paste next to your file and run it; the reference's result is in "
+                    "its comments):",
+           "total": "practice tests: {passed}/{total} passed. The graded run has more "
+                    "tests, hidden.",
+           "diff": "{name}: max abs diff {diff:.3g} at {where}, got {got}, expected {ref} "
+                   "(tolerance {atol} + {rtol}·|ref|)",
+           "syntax": "Python could not read your file, so no test ran. The caret marks "
+                     "where it stopped; the mistake is often just before it (a missing "
+                     "comma, bracket, colon or quote, here or on the line above)."},
+    "zh": {"note": "说明：", "hint": "提示：", "likely": "最可能的错误：",
+           "practice": "练习测试通过", "printed": "你的代码打印了：",
+           "example": "最小的失败示例",
+           "paste": "（保存在你的文件旁边并运行；参考结果写在注释中）：",
+           "total": "练习测试：{passed}/{total} 通过。正式评分还有更多隐藏的测试。",
+           "diff": "{name}：最大绝对误差 {diff:.3g}，位置 {where}，你的值 {got}，期望值 {ref}"
+                   "（容差 {atol} + {rtol}·|ref|）",
+           "syntax": "Python 无法读取你的文件，所以没有运行任何测试。^ 标出了它停下的位置；"
+                     "错误往往就在它前面（这一行或上一行少了逗号、括号、冒号或引号）。"},
+}
+
+
+def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[str],
+            language: str | None = None) -> dict:
+    """The record as the student is told it, in `language` (default: course.yml's):
+    every field plain JSON."""
+    from grader.pages.where import sentence
+    from grader.pages.feedback import STRINGS, failed_parts, part_findings
+    from grader.text.strings import in_language
+    lesson = course.lesson(lesson_key)
+    lang = language or course.language
+    tests = record.tests
+    parts = {}
+    order = list(record.parts)
+    failed, explained = failed_parts(record, order)
+    for name, part in record.parts.items():
+        mine = [t for t in tests if t.part == name]  # practice: not in the counters
+        diagnosis = part.diagnosis
+        failing = any(not t.passed for t in mine)
+        parts[name] = {
+            "where": sentence(part.where, STRINGS[lang]) if failing else "",
+            "findings": part_findings(mine, part, [q for q in order[:order.index(name)]
+                                                   if q in failed], explained, STRINGS[lang]),
+            "title": (lesson.parts[name].title_zh if lang == "zh" else "")
+            or lesson.parts[name].title,
+            "passed": sum(t.passed for t in mine), "total": len(mine),
+            "likely_mistake": {"id": diagnosis.id, "title": diagnosis.title[lang],
+                               "hint": diagnosis.hint[lang]}
+            if diagnosis and diagnosis.id else None,
+            "tests": [{"name": t.name, "outcome": t.outcome, "message": _message(t, lang),
+                       "traceback": (t.error or {}).get("traceback") or "",
+                       "checks": [disclosed.check(c, t.practice) for c in t.checks
+                                  if not c.get("passed")]}
+                      for t in mine]}
+    return {"lesson": lesson_key, "language": lang, "status": record.status,
+            "problem": in_language(record.problem, lang),
+            "syntax_error": _syntax_error(tests), "typed": _typed(tests),
+            "traceback": record.import_traceback,
+            "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
+            "parts": parts, "output": record.output, "examples": record.examples}
+
+
+def _message(test: TestRecord, lang: str) -> str:
+    """A test's message in `lang`: one failed through its checks says them as the
+    plugin does (`name: message; ...`), each check's message in `lang`."""
+    from grader.text.strings import message_in
+    failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
+    if test.error:
+        return message_in(test.error, lang)
+    if not failing:
+        return test.message
+    return "; ".join(f"{c.get('name')}: "
+                     f"{message_in(c, lang)}"
+                     for c in failing[:5])
+
+
+def _syntax_error(tests: list[TestRecord]) -> bool:
+    return any((t.error or {}).get("type") in SYNTAX_ERRORS for t in tests)
+
+
+def _typed(tests: list[TestRecord]) -> dict | None:
+    """The character typed in place of an ASCII one that Python could not read, and its
+    line ("... (13_moe.py, line 3)"), if that is why the file could not be read."""
+    from grader.pages.feedback import typed_instead
+
+    for t in tests:
+        message = (t.error or {}).get("message") or ""
+        if (t.error or {}).get("type") in SYNTAX_ERRORS and (found := typed_instead(message)):
+            line = re.search(r"line (\d+)\)\s*$", message)
+            return {**found, "line": int(line.group(1)) if line else "?"}
+    return None
+
+
+def exit_status(outcome: dict) -> int:
+    """0: every practice test passed; 2: there was no file to grade (missing, unreadable,
+    not a notebook); 1: otherwise (some test failed)."""
+    if outcome["status"] in (MISSING, UNREADABLE):
+        return WRONG_INPUT
+    return PASSED if outcome["total"] and outcome["passed"] == outcome["total"] else FAILED
+
+
+def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key: str,
+                out: Console | None = None) -> None:
+    """A record as `grader check` shows it, from its `outcome` (on `out`: `grader
+    selftest` reads it back). A file that could not be run (a syntax error, a failed
+    import) is shown once, with its traceback, not again under every part."""
+    from grader.pages.feedback import STRINGS, lesson_stub, missing_from_stub
+
+    out = out or Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # no mid-phrase wrap
+    words = WORDS[outcome.get("language") or course.language]
+    for note in (n for n in outcome["notes"] if n not in outcome["problem"]):  # said below
+        out.print(f"{words['note']} {note}", markup=False)
+    if outcome["problem"]:
+        out.print(f"[bold red]{escape(outcome['problem'])}[/]")
+        if outcome["traceback"]:
+            out.print(outcome["traceback"].rstrip("\n"), markup=False)
+        if outcome["syntax_error"]:
+            out.print(f"[yellow]{words['hint']}[/] ", end="")
+            typed = outcome.get("typed")
+            out.print(STRINGS[outcome.get("language") or course.language]["syntax_typed"]
+                      .format(**typed) if typed else words["syntax"], markup=False)
+    stub = lesson_stub(course, lesson_key)
+    for name, part in outcome["parts"].items():
+        mark = "[green]✓[/]" if part["passed"] == part["total"] else "[red]✗[/]"
+        out.print(f"{mark} {escape(name):9} {part['passed']}/{part['total']} "
+                  f"{words['practice']}  [dim]{escape(part['title'])}[/]")
+        if outcome["problem"]:
+            continue  # said once, above
+        for t in (t for t in part["tests"] if t["outcome"] != "passed"):
+            out.print(f"    {t['name']}: ", end="", markup=False)
+            out.print(t["message"][:300], markup=False)
+            if t["traceback"]:
+                out.print("      " + t["traceback"].strip().replace("\n", "\n      "),
+                          markup=False)
+            for c in t["checks"]:  # a practice case's: its reference ships with the bundle
+                if c.get("max_abs_diff") is not None:
+                    out.print("      " + words["diff"].format(
+                        name=c["name"], diff=c["max_abs_diff"], where=c.get("where"),
+                        got=c.get("got_value"), ref=c.get("ref_value"), atol=c.get("atol"),
+                        rtol=c.get("rtol")), markup=False)
+        if record.examples.get(name):
+            out.print(f"    [yellow]{words['example']}[/] ", end="")
+            out.print(words["paste"], markup=False)
+            out.print("      " + record.examples[name].rstrip("\n").replace("\n", "\n      "),
+                      markup=False)
+        failing = [t for t in record.tests if t.part == name and not t.passed]
+        for where in missing_from_stub(failing, stub):
+            out.print("    " + STRINGS[outcome.get("language") or course.language][
+                "missing_in_stub"].format(**where), markup=False)
+        if part["where"]:
+            out.print("    [yellow]where:[/] ", end="")
+            out.print(part["where"], markup=False)
+        for found in part["findings"]:  # what the page's "What your results show" says
+            out.print("    [yellow]found:[/] ", end="")
+            out.print(found, markup=False)
+        if part["likely_mistake"]:
+            # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
+            out.print(f"    [yellow]{words['likely']}[/] ", end="")
+            out.print(part["likely_mistake"]["title"], markup=False)
+            out.print(f"    [yellow]{words['hint']}[/] ", end="")
+            out.print(part["likely_mistake"]["hint"], markup=False)
+    if outcome["output"]:
+        out.print(f"[dim]{words['printed']}[/]")
+        out.print(outcome["output"][:2000], markup=False)
+    out.print(words["total"].format(passed=outcome["passed"], total=outcome["total"]))

@@ -1,0 +1,301 @@
+"""`grader check`'s steps, in one place: which course and lesson a file is for, the
+practice results the trusted side compares with, one check of one file on a warm slot,
+and `--watch`'s re-checks on that same slot. The CLI's `check` and the tests call
+these functions, so what the tests assert is what a student runs.
+
+Where the course has its solution (the project), the practice results are kept in the
+user's cache (`grader.judge.kept`): after the first check of a kind, the trusted side answers
+from them and never loads the solution (whose `import transformers` was a second one
+beside the sandbox's). A student bundle ships its recording (`grader.deliver.bundle`).
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
+
+from grader.run import interrupts
+
+if TYPE_CHECKING:
+    from grader import config
+    from grader.judge.context import LessonContext
+    from grader.record import GradeRecord
+    from grader.sandbox.slot import Slot
+
+COURSE_FILE = "course.yml"
+POLL_S = 0.1  # how often --watch looks at the file: a save is seen within this
+
+
+class WrongInput(ValueError):
+    """The file or the command is wrong: `grader check` exits 2 (docs/students.md)."""
+
+
+def course_file(given: str | None) -> Path:
+    """The course.yml a check reads: the one given, else this folder's, else the one
+    beside the grader package (a student bundle installed into a venv of the
+    student's own, run from their work folder)."""
+    if given is not None:
+        return Path(given)
+    here = Path(COURSE_FILE)
+    if here.is_file():
+        return here
+    beside = Path(__file__).resolve().parents[2] / COURSE_FILE
+    return beside if beside.is_file() else here
+
+
+def given(course_path: Path, file: Path | None) -> None:
+    """The paths a check is given, said wrong before anything is read. A file that is
+    not there is said first: no lesson can be guessed from it."""
+    if file is not None and not file.exists():
+        raise WrongInput(f"no such file: {file}")
+    if file is not None and not file.is_file():
+        raise WrongInput(f"not a file: {file}")
+    if not course_path.exists():
+        raise WrongInput(f"no course file {course_path} here: run this in the course's (or "
+                         "the student bundle's) folder, or give --course PATH")
+
+
+def lesson_for(course_path: Path, lesson_key: str | None,
+               file: Path | None) -> tuple[config.Course, str]:
+    """The course and the lesson a check is for: named, or the one whose exercise file
+    has this file's name, or the course's only one (`given`'s paths said first)."""
+    from grader import config
+
+    given(course_path, file)
+    try:
+        course = config.load(course_path)
+        if lesson_key is None:
+            keys = [k for k, les in course.lessons.items()
+                    if file is None or Path(les.exercise).stem == file.stem
+                    or len(course.lessons) == 1]
+            if len(keys) != 1:
+                raise WrongInput("which lesson? give --lesson (one of "
+                                 f"{', '.join(sorted(course.lessons))})")
+            lesson_key = keys[0]
+        course.lesson(lesson_key)
+    except config.ConfigError as exc:
+        raise WrongInput(str(exc)) from None
+    return course, lesson_key
+
+
+def context(course: config.Course, lesson_key: str) -> LessonContext:
+    """The lesson as a check sees it. With the solution here, its practice results
+    come from the user's cache where an earlier check kept them (`grader.judge.kept`)."""
+    from grader.judge import kept
+
+    return kept.context(course, lesson_key, "practice")
+
+
+def prepare(ctx: LessonContext) -> None:
+    """Load what a check needs (the practice results, pytest and the runner) while the
+    sandbox boots."""
+    from grader.judge import kept, runner  # noqa: F401 - imported now, not after the boot
+    from grader.intake import notebook  # noqa: F401 - likewise
+
+    kept.loaded(ctx)
+
+
+@dataclass
+class Practiced:
+    """One check: the graded run's record of the practice tests, and the outcome both
+    outputs show (`practice_output.outcome`)."""
+
+    record: GradeRecord
+    outcome: dict
+
+    @property
+    def status(self) -> int:
+        from grader.run.practice_output import exit_status
+
+        return exit_status(self.outcome)
+
+
+def _practiced(ctx: LessonContext, record: GradeRecord, language: str | None) -> Practiced:
+    from grader.run.practice_output import outcome
+
+    return Practiced(record, outcome(record, ctx.course, ctx.key, record.notes, language))
+
+
+def run_file(ctx: LessonContext, file: Path, slot: Slot,
+               language: str | None = None) -> Practiced:
+    """Check one file: loaded as the graded run loads it (a notebook's code cells, the
+    same notes), then its practice tests, on `slot`."""
+    from grader.intake import notebook
+    from grader.judge import runner
+
+    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+        path, notes = notebook.load(file, file.name, Path(tmp) / ctx.lesson.exercise)
+        record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
+                              select=runner.PRACTICE)
+    return _practiced(ctx, record, language)
+
+
+def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
+          show: Callable[[Practiced], None], language: str | None = None) -> None:
+    """Check each version of the file as it comes (`saves`, or `received` inside a
+    bundle's sandbox), in one pytest session on one warm slot: a re-check costs the
+    practice tests alone. `shown`: the file's name as the student knows it. Ends when
+    the versions do (Ctrl-C raises KeyboardInterrupt)."""
+    from grader.intake import notebook
+    from grader.judge import runner
+
+    with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+        def submissions() -> Iterator:
+            warming = Warming(ctx)
+            try:
+                for version in versions:
+                    warming.stop()
+                    path, notes = notebook.load(version, shown,
+                                                Path(tmp) / ctx.lesson.exercise)
+                    yield runner.Submission("you", path, notes=notes)
+                    warming.start()  # a check is shown: warm (on) while they edit
+            finally:  # Ctrl-C or the last version: what it computed is then kept,
+                warming.stop()  # which must not read the caches while it writes them
+
+        runner.grade_many(ctx, submissions(), slot,
+                          lambda record: show(_practiced(ctx, record, language)),
+                          select=runner.PRACTICE)
+
+
+class Warming:
+    """A watch's warm-up thread (`_warm`): started once a check is shown, until all is
+    computed; stopped, after the request it is on, at the next save and before the
+    watch ends. Ctrl-C may come anywhere in `start`: a thread made and not yet started
+    is no error (`stop` joined it: "cannot join thread before it is started", a grader
+    bug's exit 70 where Ctrl-C's 130 was due), and one that starts after `stop` finds
+    itself stopped before it touches anything."""
+
+    def __init__(self, ctx: LessonContext):
+        self.ctx = ctx
+        self.done = threading.Event()
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if self.done.is_set():
+            return
+        stopped = threading.Event()
+        thread = threading.Thread(target=_warm, args=(self.ctx, stopped.is_set, self.done),
+                                  daemon=True)
+        self._stopped, self._thread = stopped, thread
+        thread.start()
+
+    def stop(self) -> None:
+        if self._thread is None:
+            return
+        self._stopped.set()
+        try:
+            self._thread.join()
+        except RuntimeError:  # made, not started: if it starts, it sees it is stopped
+            pass
+
+
+def _warm(ctx: LessonContext, stop: Callable[[], bool], warm: threading.Event) -> None:
+    """Compute now, while the student edits, what a failing part's feedback asks of
+    the trusted side (the reference's traces, its smallest examples' and questions'
+    results): the first failing save of a part then costs its own code's run alone, not
+    the solution's import and traces (5 to 10 s), and `kept.remember` keeps them for the next
+    check. It stops at the next save (`stop`), and goes on after that check; `warm` is
+    set once all is computed. Where the course has its solution only: a bundle's
+    recording holds them."""
+    if stop():  # started after the watch stopped it (Ctrl-C during `Warming.start`)
+        return
+    if ctx.lesson.solution is None:
+        warm.set()
+        return
+    from grader.judge.divergence import fresh_for_recording
+
+    try:
+        fresh_for_recording(ctx, stop)
+    except Exception:  # noqa: BLE001 - a head start only: a check computes what it needs
+        warm.set()  # (and it would fail again)
+    if not stop():
+        warm.set()
+
+
+def _stamp(file: Path) -> tuple[int, int, int] | None:
+    try:
+        st = file.stat()
+    except OSError:
+        return None  # an editor replacing it: not there for a moment
+    return st.st_mtime_ns, st.st_size, st.st_ino
+
+
+def saves(file: Path, poll: float = POLL_S) -> Iterator[Path]:
+    """The file now, then again after each save: its modification time, size or inode
+    changed and then held for one poll (an editor's write is over).
+
+    A Ctrl-C is noted as well as raised (`interrupts.noted`): one that Python dropped
+    inside a finalizer left a watch polling after Ctrl-C (once in a suite run). The
+    poll raises it again."""
+    with interrupts.noted() as pressed:
+        last = None
+        while not pressed():
+            stamp = _stamp(file)
+            if stamp is not None and stamp != last:
+                time.sleep(poll)
+                if _stamp(file) != stamp:
+                    continue
+                last = stamp
+                yield file
+            else:
+                time.sleep(poll)
+        raise KeyboardInterrupt
+
+
+# Inside a bundle's sandbox the file is a bind mount of the inode it had when the
+# sandbox started (an editor's save makes a new one): the process outside watches the
+# file and sends each version's bytes down a pipe (`send`, `received`).
+def send(file: Path, pipe: IO[bytes]) -> None:
+    """Each saved version of `file` down `pipe`, as a length line and the bytes."""
+    from grader.intake.capped import MAX_FILE, read_capped
+
+    for version in saves(file):
+        try:
+            data, _ = read_capped(version, MAX_FILE)
+        except OSError:
+            continue
+        pipe.write(b"%d\n" % len(data) + data)
+        pipe.flush()
+
+
+def received(pipe: IO[bytes], dest: Path) -> Iterator[Path]:
+    """Each version `send` sent, written to `dest`; ends when the pipe closes."""
+    while True:
+        line = pipe.readline()
+        if not line.strip().isdigit():
+            return
+        data = pipe.read(int(line))
+        dest.write_bytes(data)
+        yield dest
+
+
+def close(slot: Slot) -> None:
+    """Close the check's sandbox at once: its zygote's own exit tears torch and
+    transformers down object by object (a second, which the student would wait for),
+    and nothing in it is worth keeping once the check's results are in. Its process
+    group is killed, then the slot closed as usual (its cgroup and scratch removed)."""
+    try:
+        os.killpg(slot.sandbox.proc.pid, signal.SIGKILL)
+    except OSError:
+        pass  # already gone
+    slot.close()
+
+
+def finish(status: int) -> None:
+    """Exit with `status` as soon as the output is out: what a check leaves (torch's
+    modules, the lesson's) need not be torn down one object at a time, which took a
+    second. The sandbox is closed and temporary files are gone before this."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
