@@ -121,7 +121,7 @@ def moodle_zip(path: Path, files: list[MoodleFile], *, folders: bool = True,
 
 
 # mod/assign/gradingtable.php's headers for an offline-grading download, as Moodle's
-# language strings give them (grader/export/moodle_words.py cites each): English, and
+# language strings give them (grader/intake/moodle_words.py cites each): English, and
 # the zh_cn pack of 3.11 (recordid 标识符, fullname 全名, email 电子邮件地址,
 # lastmodifiedsubmission 上次修改（作业）, lastmodifiedgrade 上次修改（评分）, status 状态,
 # maxgrade 最高分, gradecanbechanged 允许更改成绩; the comments plugin 评语反馈).

@@ -364,7 +364,7 @@ def test_a_worksheet_time_is_read_in_the_courses_timezone():
     `due`'s offset it would be 23:30 UTC, late."""
     from zoneinfo import ZoneInfo
 
-    from grader.deliver.export.moodle_words import worksheet_time
+    from grader.intake.moodle_words import worksheet_time
 
     shanghai = worksheet_time("2026年09月5日 星期六 23:30", ZoneInfo("Asia/Shanghai"))
     assert shanghai < datetime(2026, 9, 5, 15, 45, tzinfo=UTC)
