@@ -29,8 +29,7 @@ from grader.inside import confine
 from grader.sandbox import bwrap, cgroup
 from grader.sandbox.limits import Limits, SandboxError
 
-BASE_UID = 61000
-UID_COUNT = 4096
+BASE_UID, UID_COUNT = bwrap.SANDBOX_UIDS  # (container mode's user namespace maps them)
 HANG_UP_S = 60  # s a closing slot may take to clean up before its uid is freed anyway
 
 
@@ -178,8 +177,9 @@ def forkable(mode: str) -> bool:
 
 
 def _confine_note(mode: str) -> str:
-    """What a TA must know of how far a child is kept to its scratch folder in `mode`:
-    in container mode that takes Landlock (confine.write_only_beneath)."""
+    """What a TA must know of how far a child is kept to its scratch folder in `mode`
+    ("container": container mode without namespaces): that takes Landlock there
+    (confine.write_only_beneath)."""
     if mode != "container" or confine.LANDLOCK_ABI >= 1:
         return ""
     return ("container mode without Landlock (this kernel, or the container's seccomp "
@@ -262,7 +262,10 @@ class Sandbox:
                  private: tuple[Path, ...] = (), support: bwrap.Support | None = None):
         self.sandboxed = sandboxed
         # how this sandbox confines, for its life (what records say: "sandbox")
-        self.mode = (support or bwrap.probe()).mode if sandboxed else "none"
+        support = support or bwrap.probe()
+        self.mode = support.mode if sandboxed else "none"
+        # container mode: bwrap in a user namespace of ours, or (`refused`) no namespaces
+        self.refused = support.refused if sandboxed else None
         # Rootless, every child runs as the one uid the user has: its uid number inside
         # (a name for its processes and cgroup) need not be claimed from other runs.
         self._inner_uids = itertools.count(BASE_UID)
@@ -270,12 +273,12 @@ class Sandbox:
         # The sum of a submission's processes is capped by a memory cgroup where the
         # machine has one to give; `memory_note` says when it has not.
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
-        self.confine_note = _confine_note(self.mode)
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
-        plain = self.mode in ("none", "container")
+        plain = self.mode == "none" or not support.namespaced
+        self.confine_note = _confine_note(self.mode) if plain else ""
         self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
-        if self.mode == "container":
+        if plain and self.mode == "container":
             _keep_from_submissions(probes, Path(self.scratch), private)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
@@ -284,14 +287,23 @@ class Sandbox:
         if self.forked:
             self.proc = _fork_zygote(child, probes, preload, self.scratch)
         else:
-            cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
-                                       self.mode == "container", self.cgroup_path) if plain
-                   else bwrap.command(probes, fd, list(preload), self.cgroup_path,
-                                      userns=self.mode == "userns"))
-            env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
-            self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         env=env, start_new_session=True)
+            userns = (bwrap.UserNamespace() if self.mode == "container" and not plain
+                      else None)
+            try:
+                cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
+                                           self.mode == "container", self.cgroup_path)
+                       if plain else
+                       bwrap.command(probes, fd, list(preload), self.cgroup_path,
+                                     userns=self.mode == "userns",
+                                     userns_fd=userns and userns.fd))
+                env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
+                self.proc = subprocess.Popen(
+                    cmd, pass_fds=[fd, *([userns.fd] if userns else [])],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE, env=env, start_new_session=True)
+            finally:  # bwrap holds its own descriptor of the namespace now
+                if userns is not None:
+                    userns.close()
         child.close()
         self.ctrl = parent
         self._ready = False
