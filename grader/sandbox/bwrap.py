@@ -300,7 +300,10 @@ def _probe_user_namespace() -> str | None:
             done = subprocess.run(["bwrap", "--userns", str(userns.fd), "--proc", "/proc",
                                    "--tmpfs", "/tmp", *PROBE], pass_fds=[userns.fd],
                                   capture_output=True, text=True)
-    except (OSError, subprocess.SubprocessError) as exc:
+    except subprocess.SubprocessError:  # the holder's unshare, before its exec
+        return ("the container refuses a user namespace (unshare(CLONE_NEWUSER): a seccomp "
+                "profile such as Docker's default)")
+    except OSError as exc:
         return f"no user namespace can be made here ({exc})"
     if done.returncode != 0:
         return f"bubblewrap cannot run in a user namespace here ({done.stderr.strip()[:200]})"

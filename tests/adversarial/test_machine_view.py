@@ -2,7 +2,9 @@
 command lines), its /tmp, and a world-readable file of the host. In container mode (the
 Gradescope run) a child once listed every process of the machine and read its /tmp:
 no pid or mount namespace was made there. Now bwrap runs in a user namespace the
-grader makes, and the child sees what it sees in root mode: none of the three."""
+grader makes, and the child sees what it sees in root mode: none of the three. Where
+the container refuses a user namespace too (Docker's default seccomp profile,
+simulated by no_userns.py), the run says what a child then sees."""
 from __future__ import annotations
 
 import secrets
@@ -79,3 +81,22 @@ def test_a_child_sees_nothing_of_the_machine(mode):
     if mode == "container":
         assert records["spy"]["sandbox"] == "container"
         assert "container mode:" in said and "without namespaces" not in said, said[-2000:]
+
+
+def test_without_a_user_namespace_the_run_says_what_a_child_sees():
+    """Container mode where no namespace can be had: the note names the cause and the
+    three things a child then sees (the test above shows it no longer sees them)."""
+    if reason := modes.reason("container-no-userns"):
+        pytest.skip(reason)
+    top = modes.class_folder()
+    try:
+        records, said = modes.grade(top, "container-no-userns",
+                                    {"alice": SOLUTION.read_text(encoding="utf-8")})
+    finally:
+        subprocess.run(["rm", "-rf", str(top)], check=True)
+    assert records["alice"]["sandbox"] == "container"
+    assert records["alice"]["score"] == pytest.approx(10.0), said[-2000:]
+    said = " ".join(said.split())  # (the note is wrapped to the terminal's width)
+    for words in ("container mode without namespaces", "refuses a user namespace",
+                  "processes with their command lines", "/tmp", "world-readable file"):
+        assert words in said, (words, said[-2000:])
