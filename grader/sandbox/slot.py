@@ -262,7 +262,8 @@ class Sandbox:
                  private: tuple[Path, ...] = (), support: bwrap.Support | None = None):
         self.sandboxed = sandboxed
         # how this sandbox confines, for its life (what records say: "sandbox")
-        support = support or bwrap.probe()
+        if sandboxed and support is None:
+            support = bwrap.probe()
         self.mode = support.mode if sandboxed else "none"
         # container mode: bwrap in a user namespace of ours, or (`refused`) no namespaces
         self.refused = support.refused if sandboxed else None
@@ -275,7 +276,7 @@ class Sandbox:
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
-        plain = self.mode == "none" or not support.namespaced
+        plain = not sandboxed or not support.namespaced
         self.confine_note = _confine_note(self.mode) if plain else ""
         self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
         if plain and self.mode == "container":
