@@ -27,7 +27,7 @@ same cores and one after the other (so a busy moment hits them alike):
 With `--old DIR` (another checkout of the grader, e.g. the main branch), each round
 also runs the three checks with that checkout's code, beside this one's: its bundle is
 this one's with its own grader package and templates (the recorded practice results
-are the same data). Every command runs once, untimed, before the rounds: what a
+are the same data); and the Gradescope run of the zip that checkout builds. Every command runs once, untimed, before the rounds: what a
 student's second check costs (the project's check keeps the practice results it
 computed in a cache, `grader.judge.kept`: here one of the run's own for each checkout).
 
@@ -74,13 +74,20 @@ def no_bwrap_path(tmp: Path) -> str:
     return str(bin_dir)
 
 
-def gradescope_setup(tmp: Path) -> tuple[Path, Path] | None:
-    """The zip unpacked as Gradescope would, and one submission: (source, submissions)."""
+def gradescope_setup(tmp: Path, repo: Path = REPO) -> tuple[Path, Path] | None:
+    """The zip `repo`'s grader builds, unpacked as Gradescope would, and one submission:
+    (source, submissions)."""
     if os.geteuid() != 0 or not shutil.which("capsh"):
         return None
-    from grader.deliver.autograder_zip import build
-
-    zip_path = build(REPO, "13", tmp / "zip")
+    tmp.mkdir(exist_ok=True)
+    subprocess.run([PY, "-c", "import sys; from pathlib import Path\n"
+                    "try:\n    from grader.deliver.autograder_zip import build\n"
+                    "except ImportError:  # a checkout from before the stage packages\n"
+                    "    from grader.autograder_zip import build\n"
+                    "build(Path(sys.argv[1]), '13', Path(sys.argv[2]))",
+                    str(repo), str(tmp / "zip")], cwd=repo, check=True, capture_output=True,
+                   env={**os.environ, "PYTHONPATH": str(repo)})
+    (zip_path,) = (tmp / "zip").glob("*.zip")
     source = tmp / "gs" / "source"
     with zipfile.ZipFile(zip_path) as z:
         z.extractall(source)
@@ -201,20 +208,22 @@ def main() -> None:
         commands.sort(key=lambda c: c[0].removeprefix("old "))  # old beside new
         for _, cmd, cwd, env in commands:  # warm: the disk cache, the practice results
             timed(cmd, max(args.cores), cwd=cwd, env=env)
-        gs = None if args.no_gradescope else gradescope_setup(tmp)
+        gs = {} if args.no_gradescope else {
+            tag: setup for tag, repo, _ in trees
+            if (setup := gradescope_setup(tmp / f"{tag}gs".replace(" ", ""), repo))}
         print(f"python {sys.version.split()[0]}, {args.rounds} rounds, medians "
               f"(ratio to the imports of the same rounds)")
         for cores in args.cores:
             times: dict[str, list[float]] = {}
-            peaks: list[int] = []
+            peaks: dict[str, list[int]] = {}
             for _ in range(args.rounds):
                 times.setdefault("imports", []).append(timed(IMPORTS, cores))
                 for name, cmd, cwd, env in commands:
                     times.setdefault(name, []).append(timed(cmd, cores, cwd=cwd, env=env))
-                if gs:
-                    seconds, peak = gradescope_run(*gs, tmp / "out", cores)
-                    times.setdefault("gradescope (container mode)", []).append(seconds)
-                    peaks.append(peak)
+                for tag, setup in gs.items():
+                    seconds, peak = gradescope_run(*setup, tmp / "out", cores)
+                    times.setdefault(f"{tag}gradescope (container mode)", []).append(seconds)
+                    peaks.setdefault(tag, []).append(peak)
             for tag, repo, bun in trees:
                 if any((repo / "grader" / name).exists()  # the old one has no --watch
                        for name in ("practice_run.py", "checking.py")):
@@ -230,8 +239,10 @@ def main() -> None:
                 med = statistics.median(values)
                 print(f"  {name:30} {med:6.2f} s  x{med / base:.2f}   "
                       f"(runs: {', '.join(f'{v:.2f}' for v in values)})")
-            if peaks and any(peaks):
-                print(f"  gradescope peak memory, whole tree: {max(peaks) / 2**20:.0f} MiB")
+            for tag, values in peaks.items():
+                if any(values):
+                    print(f"  {tag}gradescope peak memory, whole tree: "
+                          f"{max(values) / 2**20:.0f} MiB")
         if not gs:
             print("\n(gradescope run skipped: " + ("--no-gradescope)" if args.no_gradescope
                                                    else "it needs root and capsh)"))

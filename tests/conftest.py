@@ -33,8 +33,8 @@ KEEP_DAYS = 3  # a cached build unused this long is removed
 HANG = 3600  # s: a build or a graded class that takes longer hangs (15 min was met at load 20)
 
 
-# Student processes under sandbox uids outside any bwrap (container mode, as on
-# Gradescope) are made by the tests that hold `outside_bwrap(shared=True)`; the one test
+# Student processes under sandbox uids outside any bwrap (container mode without
+# namespaces, as on Gradescope where its profile refuses a user namespace) are made by the tests that hold `outside_bwrap(shared=True)`; the one test
 # that asserts no such process is left after its run (it cannot tell whose they are)
 # holds it alone. A lock, not one worker for them all: the runs overlap, the check not.
 OUTSIDE_BWRAP_LOCK = Path(os.environ.get("TMPDIR", "/tmp")) / "minimind-grader-outside-bwrap.lock"

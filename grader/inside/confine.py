@@ -6,8 +6,9 @@ mount and network namespaces (`enter_slot_namespaces`); a child, in this order, 
 its cgroup, closes every other descriptor, takes its rlimits, its own user (rootless)
 and IPC namespaces, an empty keyring, the slot's uid with no capability, writes
 beneath its scratch only (Landlock), and the syscall allowlist of syscalls.py, the
-same in every mode (`become_student`). In container mode, where no tmpfs or namespace
-can be had, the slot keeps the scratch cap (`ScratchWatch`) and removes what a
+same in every mode (`become_student`). In container mode without namespaces (a
+container that refuses even a user namespace of the grader's), where no tmpfs can be
+mounted, the slot keeps the scratch cap (`ScratchWatch`) and removes what a
 child's uid left in the machine's shared folders (`remove_leftovers`). Rootless, every child runs as the one uid the user has, so
 each makes a user namespace of its own (`_own_user_namespace` says why).
 """

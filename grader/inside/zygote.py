@@ -12,7 +12,7 @@ reap and kill.
 Started two ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
 this folder and grader/__init__.py are bound and the `grader` on sys.path is the
 host's package with nothing but grader/inside/ in it (for grader.inside.probekit), or
-without bwrap in container mode; or, unsandboxed only, as a fork of the trusted
+without bwrap in a container that refuses namespaces; or, unsandboxed only, as a fork of the trusted
 process (`start`, slot.py's `fork`). So the siblings it needs (confine, harness,
 slot_cgroup, protocol) are loaded by path from this file's folder (`_load`), which works the same
 both ways, and are handed down in the run's `Zygote` state: no module state here.

@@ -34,9 +34,16 @@ if TYPE_CHECKING:
 
 # what a grading step tells of its progress: ("done", {"student_id", "status"})
 Progress = Callable[[str, dict], None]
-CONTAINER_NOTE = ("container mode: no namespace can be made here, so the container is the "
-                  "boundary; each submission runs as an unprivileged uid, with the same "
-                  "limits and its own scratch folder")
+CONTAINER_NOTE = ("container mode: without CAP_SYS_ADMIN, bubblewrap runs in a user namespace "
+                  "the grader made; as in root mode, each submission has its own processes, "
+                  "/tmp and files to see, an unprivileged uid, the same limits and its own "
+                  "scratch folder")
+BARE_CONTAINER_NOTE = (
+    "container mode without namespaces ({why}): the container is the boundary; each "
+    "submission runs as an unprivileged uid, with the same limits and its own scratch "
+    "folder, and the course, the class and OUT are closed to it, but it can list the "
+    "container's processes with their command lines and read its /tmp and every "
+    "world-readable file")
 
 
 class GradingError(Exception):
@@ -260,7 +267,8 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
     if sandbox is not None and sandbox.confine_note:
         events.note(sandbox.confine_note)
     if sandbox is not None and sandbox.mode == "container":
-        events.note(CONTAINER_NOTE)
+        events.note(CONTAINER_NOTE if sandbox.refused is None
+                    else BARE_CONTAINER_NOTE.format(why=sandbox.refused))
     if not sandboxed:
         events.unsandboxed()
     execute = (_cluster(scheduler, collect) if scheduler else

@@ -6,9 +6,12 @@ scratch tmpfs, drop each child to the slot's own uid and kill what the child lea
 behind. As any other user ("userns" mode) bwrap makes an unprivileged user namespace
 in which that user is root: the zygote has the same capabilities there (and none
 outside), and each child makes a user namespace of its own (confine.py says why).
-Where no namespace can be made at all but the grader is root alone in a container
-("container" mode: Gradescope, a CI job), the worker runs without bwrap and the
-container is the boundary: each slot still has its own uid, limits and scratch.
+As root alone in a container without CAP_SYS_ADMIN ("container" mode: Gradescope, a
+CI job), the grader first makes a user namespace in which root and the sandbox uids
+are themselves (`user_namespace`), and bwrap runs in it as in root mode: the same
+namespaces, filesystem and uids. Where the container refuses that too, the worker runs
+without bwrap and the container is the boundary: each slot still has its own uid,
+limits and scratch, but a child sees the container's processes, /tmp and files.
 Inside, the filesystem holds only the interpreter, the virtualenv, the sandbox's own
 code (grader/inside/; the probes' shared helpers, grader/inside/probekit.py, also
 where the interpreter imports the package from) and the lesson's probe module, all
@@ -16,6 +19,7 @@ read-only: no project tree, no solutions, hidden tests, other students or /etc.
 """
 from __future__ import annotations
 
+import ctypes
 import importlib.util
 import os
 import shutil
@@ -93,11 +97,14 @@ def _probekit() -> list[str]:
 
 def command(probes: Path, ctrl_fd: int, preload: list[str],
             cgroup: Path | None = None, userns: bool = False,
-            landlock_abi: int | None = None) -> list[str]:
+            landlock_abi: int | None = None, userns_fd: int | None = None) -> list[str]:
+    """`userns_fd`: container mode, the user namespace bwrap joins (`user_namespace`);
+    `landlock_abi`: the ABI the children confine with, where the run caps it."""
     grader_pkg = Path(__file__).resolve().parent.parent
     args = [
         shutil.which("bwrap") or "bwrap",
         *(["--unshare-user", "--uid", "0", "--gid", "0"] if userns else []),
+        *(["--userns", str(userns_fd)] if userns_fd is not None else []),
         "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
         "--unshare-cgroup-try",
         "--die-with-parent", "--new-session", "--clearenv",
@@ -177,6 +184,56 @@ def plain_command(probes: Path, ctrl_fd: int, preload: list[str], scratch: str,
             *(["--cgroup", str(cgroup)] if cgroup else []), *_landlock(landlock_abi)]
 
 
+CLONE_NEWUSER = 0x10000000
+_unshare = ctypes.CDLL(None, use_errno=True).unshare
+# The sandbox uids (slot.BASE_UID, slot.UID_COUNT): container mode maps them to
+# themselves, so a child there is the uid it is in root mode, no one else's.
+SANDBOX_UIDS = (61000, 4096)
+
+
+def _enter_new_user_namespace() -> None:
+    """(In the holder's fork, before it execs.) A new user namespace, not yet mapped."""
+    if _unshare(CLONE_NEWUSER) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWUSER) failed")
+
+
+class UserNamespace:
+    """Container mode: a user namespace for bwrap to join (`fd`, given as --userns), in
+    which uid and gid 0 and the sandbox uids are themselves outside. Root without
+    CAP_SYS_ADMIN may make one and write such a map (CAP_SETUID and CAP_SETGID are
+    enough), and holds every capability inside: bwrap then makes the pid, mount and
+    network namespaces root mode has. A process (`cat`, waiting on its stdin) holds the
+    namespace until bwrap has joined it; `close` ends it, the namespace lives on in
+    bwrap's processes."""
+
+    def __init__(self) -> None:
+        self.holder = subprocess.Popen(["cat"], stdin=subprocess.PIPE,
+                                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                       preexec_fn=_enter_new_user_namespace)
+        try:
+            first, count = SANDBOX_UIDS
+            for name in ("uid_map", "gid_map"):
+                with open(f"/proc/{self.holder.pid}/{name}", "w") as f:
+                    f.write(f"0 0 1\n{first} {first} {count}\n")
+            self.fd = os.open(f"/proc/{self.holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if getattr(self, "fd", None) is not None:
+            os.close(self.fd)
+            self.fd = None
+        self.holder.stdin.close()
+        self.holder.wait()
+
+    def __enter__(self) -> "UserNamespace":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 PROBE = ["--unshare-pid", "--unshare-net", "--ro-bind", "/usr", "/usr",
          "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
          "--symlink", "usr/lib64", "/lib64", "--", "/bin/true"]
@@ -226,11 +283,38 @@ def _in_container() -> bool:
 @dataclass(frozen=True)
 class Support:
     """Whether bwrap works here as this user (`probe`). `mode`: "root" or "userns" (how
-    `command` confines the worker here), "container" (no namespaces:
-    `plain_command(container=True)`), or None, and then `reason` says why not."""
+    `command` confines the worker here), "container" (root without CAP_SYS_ADMIN), or
+    None, and then `reason` says why not. In container mode, `refused` is None where
+    bwrap works in a user namespace of the grader's (`UserNamespace`), else why not
+    (the worker then runs without namespaces: `plain_command(container=True)`)."""
 
     mode: str | None
     reason: str | None = None
+    refused: str | None = None
+
+    @property
+    def namespaced(self) -> bool:
+        """bwrap confines the worker here (every mode but container mode without it)."""
+        return self.mode in ("root", "userns") or (self.mode == "container"
+                                                   and self.refused is None)
+
+
+def _probe_user_namespace() -> str | None:
+    """Container mode: None where bwrap works in a `UserNamespace` with a /proc and a
+    /tmp of its own, else why not."""
+    try:
+        with UserNamespace() as userns:
+            done = subprocess.run(["bwrap", "--userns", str(userns.fd), "--proc", "/proc",
+                                   "--tmpfs", "/tmp", *PROBE], pass_fds=[userns.fd],
+                                  capture_output=True, text=True)
+    except subprocess.SubprocessError:  # the holder's unshare, before its exec
+        return ("the container refuses a user namespace (unshare(CLONE_NEWUSER): a seccomp "
+                "profile such as Docker's default)")
+    except OSError as exc:
+        return f"no user namespace can be made here ({exc})"
+    if done.returncode != 0:
+        return f"bubblewrap cannot run in a user namespace here ({done.stderr.strip()[:200]})"
+    return None
 
 
 def probe() -> Support:
@@ -248,5 +332,5 @@ def probe() -> Support:
         return Support(None, f"bubblewrap cannot create a user namespace ({err}): "
                              f"{_userns_blocked()}")
     if _in_container():
-        return Support("container")
+        return Support("container", refused=_probe_user_namespace())
     return Support(None, f"bubblewrap cannot create namespaces here: {err}")

@@ -29,8 +29,7 @@ from grader.inside import confine
 from grader.sandbox import bwrap, cgroup
 from grader.sandbox.limits import Limits, SandboxError, SlotLost
 
-BASE_UID = 61000
-UID_COUNT = 4096
+BASE_UID, UID_COUNT = bwrap.SANDBOX_UIDS  # (container mode's user namespace maps them)
 HANG_UP_S = 60  # s a closing slot may take to clean up before its uid is freed anyway
 
 
@@ -186,8 +185,9 @@ def _landlock_abi() -> int:
 
 
 def _confine_note(mode: str, landlock_abi: int) -> str:
-    """What a TA must know of how far a child is kept to its scratch folder in `mode`:
-    in container mode that takes Landlock (confine.write_only_beneath)."""
+    """What a TA must know of how far a child is kept to its scratch folder in `mode`
+    ("container": container mode without namespaces): that takes Landlock there
+    (confine.write_only_beneath)."""
     if mode != "container" or landlock_abi >= 1:
         return ""
     return ("container mode without Landlock (this kernel, or the container's seccomp "
@@ -270,7 +270,11 @@ class Sandbox:
                  private: tuple[Path, ...] = (), support: bwrap.Support | None = None):
         self.sandboxed = sandboxed
         # how this sandbox confines, for its life (what records say: "sandbox")
-        self.mode = (support or bwrap.probe()).mode if sandboxed else "none"
+        if sandboxed and support is None:
+            support = bwrap.probe()
+        self.mode = support.mode if sandboxed else "none"
+        # container mode: bwrap in a user namespace of ours, or (`refused`) no namespaces
+        self.refused = support.refused if sandboxed else None
         self.landlock_abi = _landlock_abi()  # before anything is made: it may refuse
         cap = self.landlock_abi if self.landlock_abi < confine.LANDLOCK_ABI else None
         # Rootless, every child runs as the one uid the user has: its uid number inside
@@ -280,12 +284,12 @@ class Sandbox:
         # The sum of a submission's processes is capped by a memory cgroup where the
         # machine has one to give; `memory_note` says when it has not.
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
-        self.confine_note = _confine_note(self.mode, self.landlock_abi)
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
-        plain = self.mode in ("none", "container")
+        plain = not sandboxed or not support.namespaced
+        self.confine_note = _confine_note(self.mode, self.landlock_abi) if plain else ""
         self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
-        if self.mode == "container":
+        if plain and self.mode == "container":
             _keep_from_submissions(probes, Path(self.scratch), private)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
@@ -294,14 +298,23 @@ class Sandbox:
         if self.forked:
             self.proc = _fork_zygote(child, probes, preload, self.scratch)
         else:
-            cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
-                                       self.mode == "container", self.cgroup_path, cap)
-                   if plain else bwrap.command(probes, fd, list(preload), self.cgroup_path,
-                                               userns=self.mode == "userns", landlock_abi=cap))
-            env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
-            self.proc = subprocess.Popen(cmd, pass_fds=[fd], stdin=subprocess.DEVNULL,
-                                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                         env=env, start_new_session=True)
+            userns = (bwrap.UserNamespace() if self.mode == "container" and not plain
+                      else None)
+            try:
+                cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
+                                           self.mode == "container", self.cgroup_path, cap)
+                       if plain else
+                       bwrap.command(probes, fd, list(preload), self.cgroup_path,
+                                     userns=self.mode == "userns", landlock_abi=cap,
+                                     userns_fd=userns and userns.fd))
+                env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
+                self.proc = subprocess.Popen(
+                    cmd, pass_fds=[fd, *([userns.fd] if userns else [])],
+                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                    stderr=subprocess.PIPE, env=env, start_new_session=True)
+            finally:  # bwrap holds its own descriptor of the namespace now
+                if userns is not None:
+                    userns.close()
         child.close()
         self.ctrl = parent
         self._ready = False

@@ -1,7 +1,10 @@
 """`grader run` on a small class in a chosen sandbox mode, as a TA runs it: `own` (this
 user's: root, or userns when the suite runs as another user), `userns` (a user created
-for the run) or `container` (root without CAP_SYS_ADMIN, as in Docker and on
-Gradescope). Each run gets a course copy under a folder any uid may cross."""
+for the run), `container` (root without CAP_SYS_ADMIN, as in Docker and on
+Gradescope: bwrap in a user namespace of the grader's) or `container-no-userns` (the
+same where the container also refuses a user namespace, as Docker's default seccomp
+profile does: no namespace at all, no_userns.py). Each run gets a course copy under a
+folder any uid may cross."""
 from __future__ import annotations
 
 import json
@@ -21,7 +24,8 @@ from tests.conftest import outside_bwrap
 
 REPO = Path(__file__).resolve().parents[2]
 COURSE_PARTS = ("course.yml", "solutions", "exercises", "hidden_tests", "templates")
-MODES = ("own", "userns", "container")
+MODES = ("own", "userns", "container", "container-no-userns")
+NO_USERNS = Path(__file__).resolve().parent / "no_userns.py"
 
 
 def reason(mode: str) -> str | None:
@@ -30,7 +34,7 @@ def reason(mode: str) -> str | None:
         return None
     if os.geteuid() != 0:
         return f"{mode} mode is run from root here (rootless, `own` is userns)"
-    if mode == "container":
+    if mode.startswith("container"):
         return None if shutil.which("capsh") else "capsh is missing"
     return unprivileged.usable()
 
@@ -75,11 +79,14 @@ def grade(top: Path, mode: str, sources: dict[str, str], out: str = "out",
             subprocess.run(["chown", "-R", "0:0", str(top)], check=True)
     else:
         cmd = argv
-        if mode == "container":
+        if mode.startswith("container"):
             env["GRADER_CONTAINER"] = "1"
+            if mode == "container-no-userns":
+                argv = [sys.executable, str(NO_USERNS), *argv]
             cmd = [shutil.which("capsh") or "capsh", "--drop=cap_sys_admin", "--", "-c",
                    "exec " + shlex.join(argv)]
-        with outside_bwrap(shared=True) if mode == "container" else nullcontext():
+        with (outside_bwrap(shared=True) if mode == "container-no-userns"
+              else nullcontext()):
             done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900,
                                   cwd=top)
     said = done.stdout[-3000:] + done.stderr[-3000:]

@@ -1,4 +1,5 @@
-"""Container mode closes the course's folder to the submission's uid: with the
+"""Container mode without namespaces (a container that refuses a user namespace too,
+no_userns.py) closes the course's folder to the submission's uid: with the
 virtualenv inside that folder, honest code that makes torch import a part of itself
 lazily (`torch.use_deterministic_algorithms` imports torch._inductor) once failed with
 ModuleNotFoundError and scored 0. What the interpreter may import stays readable; the
@@ -15,6 +16,8 @@ import sys
 import pytest
 
 from tests.conftest import outside_bwrap
+
+from modes import NO_USERNS
 
 from conftest import SOLUTION
 from test_no_reach import class_folder  # noqa: F401 - the fixture: a course copy
@@ -57,7 +60,8 @@ def test_lazy_imports_of_a_venv_in_the_course_folder_work_in_container_mode(clas
            str(top / "class"), "--out", str(top / "out"), "--jobs", "1"]
     with outside_bwrap(shared=True):  # (tests/conftest.py)
         done = subprocess.run(
-            [shutil.which("capsh"), "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)],
+            [shutil.which("capsh"), "--drop=cap_sys_admin", "--", "-c",
+             "exec " + shlex.join([sys.executable, str(NO_USERNS), *cmd])],
             # a container's environment holds more than plain variables (a CI job's token)
             env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "GRADER_CONTAINER": "1",
                  "CI_JOB_TOKEN": "not-a-real-token"},

@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, SOLUTION, require_sandbox
+from modes import NO_USERNS
 from tests.conftest import outside_bwrap
 from grader.sandbox import bwrap
 
@@ -223,10 +224,13 @@ def _grade(top: Path, mode: str) -> str:
            str(top / "class"), "--out", str(top / "out"), "--jobs", "1"]
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8",
            "HOME": os.environ.get("HOME", "/")}
-    if mode == "container":  # a Docker-like container: root without CAP_SYS_ADMIN
+    if mode.startswith("container"):  # a Docker-like container: root without CAP_SYS_ADMIN
         env["GRADER_CONTAINER"] = "1"
+        if mode == "container-no-userns":  # ... whose profile refuses user namespaces
+            cmd = [sys.executable, str(NO_USERNS), *cmd]
         cmd = ["capsh", "--drop=cap_sys_admin", "--", "-c", "exec " + shlex.join(cmd)]
-    with outside_bwrap(shared=True) if mode == "container" else nullcontext():
+    with (outside_bwrap(shared=True) if mode == "container-no-userns"
+          else nullcontext()):
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600,
                               cwd=top)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -237,11 +241,13 @@ def _record(top: Path, sid: str) -> dict:
     return json.loads((top / "out" / "results" / f"{sid}.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize("mode", ["own", "container"])
+@pytest.mark.parametrize("mode", ["own", "container", "container-no-userns"])
 def test_a_submission_reaches_no_classmate(class_folder, mode):
     """`own`: the machine's mode for this user (root, or userns when run unprivileged);
-    `container`: no namespace can be made, the container is the boundary."""
-    if mode == "container" and (reason := _container_reason()):
+    `container`: root without CAP_SYS_ADMIN (bwrap in a user namespace of the
+    grader's); `container-no-userns`: no namespace can be made, the container is the
+    boundary."""
+    if mode.startswith("container") and (reason := _container_reason()):
         pytest.skip(reason)
     if mode == "own":
         require_sandbox()
@@ -269,7 +275,8 @@ def test_a_submission_reaches_no_classmate(class_folder, mode):
     assert said, (record["status"], record["problem"], second[-3000:])
     print(f"\n{mode} ({record['sandbox']}): {said.group(1)}")
     found = dict(kv.split("=", 1) for kv in said.group(1).split())
-    assert record["sandbox"] == ("container" if mode == "container" else bwrap.probe().mode)
+    assert record["sandbox"] == ("container" if mode.startswith("container")
+                                 else bwrap.probe().mode)
     assert "own" in found["memory"] and "own" in found["disk"], said.group(1)  # scans work
     how, _, raw = found["mem"].partition(":")  # the raw memory's scan works too
     assert how in ("read", "ctypes") and "own" in raw.split(","), said.group(1)

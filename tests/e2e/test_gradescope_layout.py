@@ -220,12 +220,16 @@ def gs_root():
     shutil.rmtree(top)
 
 
+NO_USERNS = f"{sys.executable} {Path(__file__).resolve().parents[1] / 'adversarial' / 'no_userns.py'}"
+
+
 def gradescope_run(root: Path, source: Path, text: str, cap_mb: int = GS_MEMORY_MB,
-                   submission_mb: int | None = None,
-                   succeeds: bool = True) -> tuple[dict, str, float, int]:
+                   submission_mb: int | None = None, succeeds: bool = True,
+                   no_userns: bool = False) -> tuple[dict, str, float, int]:
     """run_autograder on one submission as Gradescope would: results, output, seconds,
     peak memory in bytes (0 where no memory cgroup could be made). `submission_mb`
-    sets the course's per-submission memory limit."""
+    sets the course's per-submission memory limit; `no_userns`: in a container that
+    refuses a user namespace too (tests/adversarial/no_userns.py), so without one."""
     from grader.sandbox import cgroup
 
     shutil.copytree(source, root / "source", symlinks=True)
@@ -252,7 +256,7 @@ def gradescope_run(root: Path, source: Path, text: str, cap_mb: int = GS_MEMORY_
         with outside_bwrap(shared=True):  # (tests/conftest.py)
             done = subprocess.run(
                 ["capsh", "--drop=cap_sys_admin", "--", "-c",
-                 enter + f"exec {root}/run_autograder"],
+                 enter + f"exec {NO_USERNS if no_userns else ''} {root}/run_autograder"],
                 env=env, capture_output=True, text=True, timeout=600)
         seconds = time.monotonic() - started
         peak = 0
@@ -304,15 +308,20 @@ def test_container_mode_costs_a_known_mistake_its_part(gradescope_setup, gs_root
     assert "<pre>import importlib" in res["output"] and "m.route(x_flat" in res["output"]
 
 
+@pytest.mark.parametrize("no_userns", [False, True], ids=["userns", "no-userns"])
 def test_container_mode_keeps_the_graders_files_from_the_submission(gradescope_setup,
-                                                                     gs_root):
+                                                                     gs_root, no_userns):
     root = gs_root
     peek = PEEK.format(solution=str(root / "source" / "solutions" / "13_moe.py"),
                        tests=str(root / "source" / "hidden_tests" / "13_moe" / "test_moe.py"),
                        results=str(root / "results"))
-    res, _, _, _ = gradescope_run(root, gradescope_setup, SOLUTION.read_text() + peek)
+    res, _, _, _ = gradescope_run(root, gradescope_setup, SOLUTION.read_text() + peek,
+                                  no_userns=no_userns)
     assert res["score"] == 0
-    assert "PEEK solution=EACCES tests=EACCES results=" in res["output"], res["output"][-2000:]
+    # in bwrap (a user namespace of the grader's) they are not there; without, closed
+    closed = "EACCES" if no_userns else "ENOENT"
+    assert f"PEEK solution={closed} tests={closed} results=" in res["output"], \
+        res["output"][-2000:]
     # (results/ is made after grading: ENOENT while the submission runs)
     assert "net=EPERM" in res["output"], res["output"][-2000:]
     assert "READ" not in res["output"]
