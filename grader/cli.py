@@ -346,7 +346,8 @@ def release(course_path, lesson_key, check_only) -> None:
                                    "(a student bundle) does not have")
     solution, stub = course.path(lesson.solution), course.path(lesson.stub)
     try:
-        text = make_stub(solution.read_text(encoding="utf-8"), str(lesson.solution))
+        text = make_stub(solution.read_text(encoding="utf-8"), str(lesson.solution),
+                         lesson.written)
     except MarkerError as exc:
         raise click.ClickException(str(exc)) from None
     if check_only:
