@@ -196,3 +196,26 @@ def stub_section(written: dict[str, Question]) -> str:
         else:
             out.append(f'{name} = """{PLACEHOLDER}"""')
     return "\n".join(out) + "\n"
+
+
+def shapes_marks(written: dict[str, Question], answers: dict[str, Answer],
+                 language: str) -> dict[str, dict]:
+    """Each shapes question's mark as pages, scores.json and `grader check` show it:
+    score, max_score and per field whether it is right and why not (in `language`)."""
+    from grader import shapes
+    from grader.strings import in_language
+
+    out = {}
+    for qid, q in written.items():
+        if q.kind != "shapes":
+            continue
+        answer = answers.get(qid, Answer())
+        marks = shapes.mark(answer.fields or {}, q.points)
+        out[qid] = {"score": shapes.score(marks), "max_score": q.points,
+                    "given": answer.given,
+                    "fields": {f: {"given": (answer.fields or {}).get(f, ""), "ok": m.ok,
+                                   "score": m.score, "max_score": m.max_score,
+                                   "why": in_language(m.why, language) if m.why else "",
+                                   "note": in_language(m.note, language) if m.note else ""}
+                               for f, m in marks.items()}}
+    return out
