@@ -74,9 +74,10 @@ def test_a_wrong_type_is_said_not_dropped(tmp_path):
     assert "not a dict" in got["q6"].problem
 
 
-def test_a_file_that_does_not_parse_answers_nothing(tmp_path):
+def test_a_file_that_does_not_parse_answers_nothing_and_says_so(tmp_path):
     got = _answers(tmp_path, 'def broken(:\nANSWER_Q1 = "x"\n')
     assert not any(a.given for a in got.values())
+    assert all("does not parse" in a.problem for a in got.values())
 
 
 def test_a_notebook_answers_in_marked_markdown_cells(tmp_path):
@@ -96,3 +97,20 @@ def test_a_notebook_answers_in_marked_markdown_cells(tmp_path):
 
 def test_no_questions_no_section():
     assert stub_section({}) == ""
+
+
+def test_a_notebooks_markdown_answers_reach_the_file_it_is_graded_as(tmp_path):
+    """`grader run` reads the Python file intake made of a notebook: the marked markdown
+    cells are appended to it as literals, after the code (no code line moves)."""
+    from grader import notebook
+
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "x = 1"},
+             {"cell_type": "markdown", "metadata": {},
+              "source": '## ANSWER_Q1\nIt says """quotes""" and \\n.'}]
+    nb = tmp_path / "13_moe.ipynb"
+    nb.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 4, "metadata": {},
+                              "cells": cells}), encoding="utf-8")
+    made, _ = notebook.load(nb, "13_moe.ipynb", tmp_path / "out" / "13_moe.py")
+    assert made.read_text(encoding="utf-8").startswith("x = 1\n")
+    assert read_answers(made, WRITTEN)["q1"].text == 'It says """quotes""" and \\n.'
