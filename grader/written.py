@@ -378,6 +378,8 @@ def graded_written(written: dict[str, Question], answers: dict[str, Answer],
                          fields=auto[qid]["fields"])
         else:
             m = marked.get(qid)
+            if m is not None and m.points is None and not m.rubric:
+                m = None  # a comment alone is no mark yet
             if m is not None and m.hash != a.digest:
                 entry.update(score=0.0, status=STALE)
             elif m is not None:
@@ -387,6 +389,8 @@ def graded_written(written: dict[str, Question], answers: dict[str, Answer],
                 entry.update(score=0.0, status=AWAITING if a.given else NO_ANSWER)
             if m is not None:
                 entry["mark"] = m.to_json()
+            elif (qid in marked) and marked[qid].comment:
+                entry["comment"] = marked[qid].comment
         entry["answer"] = a.to_json()
         out[qid] = entry
     return out
