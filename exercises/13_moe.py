@@ -63,3 +63,49 @@ class MOEFeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # YOUR CODE HERE
         raise NotImplementedError()
+
+
+# ----------------------------------------------------------------------------
+# Check questions (the lesson's §8). Answer each in its string, in English or
+# Chinese; leave the code above as it is. A TA marks the written answers; the
+# shapes question is marked by the grader (`grader check` shows it).
+# 本节检查：在下面的字符串里作答（中英文均可）。
+# ----------------------------------------------------------------------------
+
+# q1 (2 points): How do attention and the FFN divide the work in a Transformer block?
+# q1（2 分）：Attention 和 FFN 在 Transformer block 里的分工有什么区别？
+ANSWER_Q1 = """YOUR ANSWER HERE"""
+
+# q2 (2 points): Why does MiniMind's FFN have three linear layers, gate_proj, up_proj and down_proj?
+# q2（2 分）：MiniMind 的 FFN 为什么有 `gate_proj`、`up_proj`、`down_proj` 三个线性层？
+ANSWER_Q2 = """YOUR ANSWER HERE"""
+
+# q3 (1.5 points): Why may the FFN's middle be intermediate_size, while its output must return to hidden_size?
+# q3（1.5 分）：为什么 FFN 中间可以是 `intermediate_size`，但最终必须回到 `hidden_size`？
+ANSWER_Q3 = """YOUR ANSWER HERE"""
+
+# q4 (1.5 points): What does the MoE router's output `scores` represent?
+# q4（1.5 分）：MoE 的 router 输出的 `scores` 表示什么？
+ANSWER_Q4 = """YOUR ANSWER HERE"""
+
+# q5 (2 points): How does the computation path of a top-1 MoE differ from a dense FFN's?
+# q5（2 分）：top-1 MoE 和 dense FFN 的计算路径有什么区别？
+ANSWER_Q5 = """YOUR ANSWER HERE"""
+
+# q6 (1.25 points): If the input is x.shape = [B, S, H], write the shapes of x_flat, scores, topk_idx, topk_weight and y.
+# q6（1.25 分）：如果输入 `x.shape = [B, S, H]`，写出 `x_flat`、`scores`、`topk_idx`、`topk_weight`、`y` 的形状。
+ANSWER_Q6 = {
+    "x_flat": "",
+    "scores": "",
+    "topk_idx": "",
+    "topk_weight": "",
+    "y": "",
+}
+
+# q7 (2 points): Why does MoE need an aux loss? Is it the same thing as the causal LM loss?
+# q7（2 分）：为什么 MoE 需要 aux loss？它和 causal LM loss 是一回事吗？
+ANSWER_Q7 = """YOUR ANSWER HERE"""
+
+# q8 (1.5 points): What problem does `index_add_` solve in the MoE?
+# q8（1.5 分）：`index_add_` 在 MoE 里解决了什么问题？
+ANSWER_Q8 = """YOUR ANSWER HERE"""

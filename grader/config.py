@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import difflib
 import hashlib
+import re
 import zoneinfo
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
@@ -20,6 +21,7 @@ from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_valid
 
 from grader import points as exact
 from grader.lesson import testfile
+from grader.lesson.release import SHAPE_FIELDS
 from grader.sandbox.limits import Limits
 from grader.text.yamlread import LOADER
 
@@ -96,6 +98,66 @@ class Part(Strict):
         return points
 
 
+class RubricItem(Strict):
+    """One thing a good answer does, worth `points`; a TA's mark is the applied items' sum."""
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    points: float = Field(gt=0)
+    description: str
+    description_zh: str = ""
+    note: str = ""  # for the TA only (model answers): never on a student's page
+
+    @field_validator("points")
+    @classmethod
+    def _exact(cls, points: float) -> float:
+        if (why := exact.problem(points)) is not None:
+            raise ValueError(why)
+        return points
+
+
+
+
+class Question(Strict):
+    """One of a lesson's check questions: `text`, marked by a TA against its rubric, or
+    `shapes`, marked by the grader (grader/shapes.py), each field an equal share."""
+    points: float = Field(gt=0)
+    title: str
+    title_zh: str = ""
+    text: str
+    text_zh: str = ""
+    kind: Literal["text", "shapes"]
+    rubric: list[RubricItem] = []
+
+    @field_validator("points")
+    @classmethod
+    def _exact(cls, points: float) -> float:
+        if (why := exact.problem(points)) is not None:
+            raise ValueError(why)
+        return points
+
+    @model_validator(mode="after")
+    def _marked(self) -> Question:
+        """A text question's rubric adds up to its points; a shapes question's points
+        split into its five fields exactly, in whole 1/1024 units."""
+        if self.kind == "text":
+            if not self.rubric:
+                raise ValueError("a `text` question needs rubric items")
+            ids = [r.id for r in self.rubric]
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"rubric item ids repeat: {', '.join(ids)}")
+            total = sum(exact.units(r.points, "rubric") for r in self.rubric)
+            if total != exact.units(self.points, "points"):
+                raise ValueError(f"the rubric's items add up to {exact.as_points(total)!r}, "
+                                 f"not the question's {self.points!r} points")
+        else:
+            if self.rubric:
+                raise ValueError("a `shapes` question is marked by the grader: no rubric")
+            n = len(SHAPE_FIELDS)
+            if exact.units(self.points, "points") % n:
+                raise ValueError(f"{self.points} does not split into {n} equal shares of "
+                                 f"whole 1/{exact.UNIT.denominator} points (e.g. 1.25, 2.5, 5)")
+        return self
+
+
 DEFAULT_TOLERANCES = {
     "float32": Tolerance(atol=1e-5, rtol=1e-4),
     "float64": Tolerance(atol=1e-10, rtol=1e-8),
@@ -122,6 +184,16 @@ class Lesson(Strict):
     moodle_item: str | None = None           # the Moodle grade item's name
     moodle_worksheet: Path | None = None     # the assignment's grading worksheet (CSV)
     correct: Path | None = None  # correct variants (*.py) for `grader selftest`, `tolerance`
+    written: dict[str, Question] = {}  # the check questions students answer in the file
+
+    @field_validator("written")
+    @classmethod
+    def _question_ids(cls, written: dict[str, Question]) -> dict[str, Question]:
+        """Ids are `q1`, `q2`, …: the stub's `ANSWER_Q1` … name them."""
+        for qid in written:
+            if not re.fullmatch(r"q[1-9][0-9]*", qid):
+                raise ValueError(f"question id {qid!r} is not q1, q2, …")
+        return written
 
     @field_validator("parts")
     @classmethod
@@ -135,13 +207,21 @@ class Lesson(Strict):
         return sum(p.points for p in self.parts.values())
 
     @property
+    def written_points(self) -> float:
+        return exact.as_points(sum(exact.units(q.points, "question")
+                                   for q in self.written.values()))
+
+    @property
     def probes(self) -> Path:
         return self.tests / "probes.py"
 
 
-# A lesson's keys that decide no score, which stay on the staff's machine: where its
-# scores go in an LMS, and the correct variants selftest grades
-NOT_SCORED_KEYS = {"canvas_assignment_id", "moodle_item", "moodle_worksheet", "correct"}
+# A lesson's keys that decide no code score, which stay on the staff's machine: where
+# its scores go in an LMS, the correct variants selftest grades, and the check
+# questions (marked again at every run, grader/written.py, so editing a rubric regrades
+# no code; their rubric notes are model answers)
+NOT_SCORED_KEYS = {"canvas_assignment_id", "moodle_item", "moodle_worksheet", "correct",
+                   "written"}
 
 
 class Defaults(Strict):

@@ -222,6 +222,9 @@ class GradeRecord:
     timing: Timing = field(default_factory=Timing)
     raw_log: Json | None = None         # pytest-json-report's; stored in raw/, not here
     examples: dict[str, str] = field(default_factory=dict)  # part -> smallest.snippet
+    # the check questions, as scores.json keeps them (grader/written.py): question id
+    # -> score, max_score, status; set after grading, never in results/<id>.json
+    written: dict[str, Json] = field(default_factory=dict)
 
     def to_json(self) -> Json:
         """results/<id>.json: everything but the raw log."""
@@ -236,7 +239,8 @@ class GradeRecord:
                 "notes": [stored(n) for n in self.notes],
                 "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
                 "examples": self.examples,
-                **({"name": self.name} if self.name else {})}
+                **({"name": self.name} if self.name else {}),
+                **({"written": self.written} if self.written else {})}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
@@ -266,7 +270,9 @@ class GradeRecord:
                    fingerprint=str(d.get("fingerprint", "")), name=str(d.get("name") or ""),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
                                  float(timing.get("cpu_s") or 0.0)),
-                   examples={str(k): str(v) for k, v in (d.get("examples") or {}).items()})
+                   examples={str(k): str(v) for k, v in (d.get("examples") or {}).items()},
+                   written={str(k): v for k, v in (d.get("written") or {}).items()
+                            if isinstance(v, dict)})
 
 
 @dataclass

@@ -347,7 +347,8 @@ def release(course_path, lesson_key, check_only) -> None:
                                    "(a student bundle) does not have")
     solution, stub = course.path(lesson.solution), course.path(lesson.stub)
     try:
-        text = make_stub(solution.read_text(encoding="utf-8"), str(lesson.solution))
+        text = make_stub(solution.read_text(encoding="utf-8"), str(lesson.solution),
+                         lesson.written)
     except MarkerError as exc:
         raise click.ClickException(str(exc)) from None
     if check_only:
@@ -359,6 +360,47 @@ def release(course_path, lesson_key, check_only) -> None:
     stub.parent.mkdir(parents=True, exist_ok=True)
     stub.write_text(text, encoding="utf-8")
     console.print(f"wrote {lesson.stub}", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--export", "export_to", type=click.Path(dir_okay=False, path_type=Path),
+              help="write the answers awaiting or given a mark as a CSV, prefilled")
+@click.option("--import", "import_from", type=click.Path(dir_okay=False, path_type=Path),
+              help="apply a CSV made by --export (blank: unchanged, `-`: cleared)")
+def mark(course_path, lesson_key, export_to, import_from) -> None:
+    """TAs: mark the check questions' text answers, from grades/<lesson>/ beside
+    course.yml (no OUT needed); `grader run` then puts the marks in scores and pages."""
+    from grader.deliver import written_csv
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    if not any(q.kind == "text" for q in lesson.written.values()):
+        raise click.ClickException(f"lesson {lesson_key} has no text question to mark "
+                                   "(course.yml's `written`)")
+    if (export_to is None) == (import_from is None):
+        raise click.UsageError("give one of --export FILE.csv and --import FILE.csv")
+    if export_to is not None:
+        rows = written_csv.export_rows(course.root, lesson_key, lesson)
+        if len(rows) == 1:
+            raise click.ClickException("no answer is recorded yet: run `grader run "
+                                       f"--lesson {lesson_key}` first")
+        written_csv.write_export(export_to, rows)
+        console.print(f"wrote {export_to}: {len(rows) - 1} answer(s)", markup=False)
+        return
+    try:
+        done = written_csv.import_file(course.root, lesson_key, lesson, import_from)
+    except written_csv.CsvError as exc:
+        raise click.ClickException(str(exc)) from None
+    console.print(f"applied {done.applied}, unchanged {done.unchanged}, refused "
+                  f"{len(done.refused)}", markup=False)
+    for why in done.refused:
+        console.print(f"  refused: {why}", markup=False, soft_wrap=True)
+    console.print(f"run `grader run --lesson {lesson_key}` to put the marks in the "
+                  "scores and pages", markup=False)
+    if done.refused:
+        sys.exit(1)
 
 
 @main.command("student-bundle")

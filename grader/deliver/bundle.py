@@ -169,6 +169,10 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     entry = lesson.model_dump(mode="json", exclude_none=True,
                               exclude={"solution", "submissions", "out", "due",
                                        *NOT_SCORED_KEYS})  # staff's keys stay home
+    shapes = {qid: q.model_dump(mode="json") for qid, q in lesson.written.items()
+              if q.kind == "shapes"}  # `grader check` marks these; text rubrics stay home
+    if shapes:
+        entry["written"] = shapes
     entry.update(stub=lesson.exercise, tests=f"tests/{tests.name}",
                  recorded=f"tests/{tests.name}/{RECORDING}")
     doc = {"course": course.course, "title": course.title, "title_zh": course.title_zh,

@@ -95,6 +95,12 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
             else:
                 out.append(line)
         chunks.append("\n".join(out))
+    from grader.intake.answers import markdown_answers
+
+    if answers := markdown_answers(path):  # after the code: no line of it moves
+        chunks.append("# the notebook's answers to the check questions (markdown cells)\n"
+                      + "\n".join(f"ANSWER_{q.upper()} = {text!r}"
+                                  for q, text in answers.items()))
     write_atomic(dest, "\n\n".join(chunks) + "\n")
     notes = [say("note_cells", n=len(cells), file=shown)]
     if dropped:

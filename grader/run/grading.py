@@ -118,7 +118,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
 
     support = bwrap.probe()  # whether bwrap works here: once for the run
     store = Store(out)
-    from grader.pages.feedback import language_of
+    from grader.pages.feedback import language_of, run_templates
 
     language = language_of(course, language, out)
     # The sandbox lives until the grading is done, however the run ends: this block
@@ -175,11 +175,18 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                         old := store.load(sub.student_id)) is not None:
                     tally.add(Entry.of(old))
             ids = sorted(s.student_id for s in subs)
-            store.write_scores(lesson_key, course.course, ctx.version, lesson.max_score,
-                               spool.entries(ids), taken.by_number, taken.absent,
-                               language)
-    from grader.pages.feedback import run_templates
+            entries, max_score = spool.entries(ids), lesson.max_score
+            if lesson.written:  # answers read and marked again at every run
+                from grader import points
+                from grader.judge.written import apply_to_class
 
+                entries = apply_to_class(course, lesson_key,
+                                         {s.student_id: s.path for s in subs}, entries,
+                                         store, language, run_templates(ctx))
+                max_score = points.as_points(points.units(max_score, "the lesson")
+                                             + points.units(lesson.written_points, "written"))
+            store.write_scores(lesson_key, course.course, ctx.version, max_score,
+                               entries, taken.by_number, taken.absent, language)
     write_report(tally, course, lesson_key, store, language, run_templates(ctx))
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
     return Graded(summary, students, taken.skipped, taken.absent, by_number)

@@ -189,3 +189,20 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
         out.print(f"[dim]{words['printed']}[/]")
         out.print(outcome["output"][:2000], markup=False)
     out.print(words["total"].format(passed=outcome["passed"], total=outcome["total"]))
+
+
+def print_written(outcome: dict, course: Course, lesson_key: str, out: Console) -> None:
+    """The shapes questions' marks (`written.shapes_marks`), field by field: marked here
+    as they will be at grading, for the lesson's shapes are in its own text."""
+    zh = (outcome.get("language") or course.language) == "zh"
+    lesson = course.lesson(lesson_key)
+    for qid, got in (outcome.get("written") or {}).items():
+        q = lesson.written[qid]
+        title = q.title_zh if zh and q.title_zh else q.title
+        full = got["score"] == got["max_score"]
+        out.print(f"{'[green]✓[/]' if full else '[red]✗[/]'} {qid:9} "
+                  f"{got['score']:g}/{got['max_score']:g}  [dim]{escape(title)}[/]")
+        for field, m in got["fields"].items():
+            if not m["ok"] or m["note"]:
+                out.print(f"    {field}: ", end="", markup=False)
+                out.print(m["why"] or m["note"], markup=False)

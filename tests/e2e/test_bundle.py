@@ -301,3 +301,19 @@ def test_the_bundle_is_also_a_zip_to_upload_with_its_readme_in_the_courses_langu
     zh = course.model_copy(update={"language": "zh"})
     assert readme(zh, "13").startswith("# 第 13 课：检查你的作业")
     assert "13_moe.py" in readme(zh, "13") and "check your work" not in readme(zh, "13")
+
+
+def test_bundle_carries_the_shapes_question_and_no_model_answer(bundle, tmp_path):
+    """`grader check` marks q6 at home; the text questions' rubric notes (model
+    answers) stay with the staff."""
+    import yaml
+
+    doc = yaml.safe_load((bundle / "course.yml").read_text(encoding="utf-8"))
+    assert list(doc["lessons"]["13"]["written"]) == ["q6"]
+    for f in bundle.rglob("*"):
+        if f.is_file():
+            assert b"Model answer" not in f.read_bytes(), f
+    answered = SOLUTION + 'ANSWER_Q6 = {"x_flat": "[N, H]", "scores": "[N, K]"}\n'
+    proc = check(bundle, answered, tmp_path)
+    assert "q6        0.25/1.25" in proc.stdout, proc.stdout + proc.stderr
+    assert "scores: dimension 2 of `[N, K]`" in proc.stdout

@@ -17,6 +17,10 @@ from grader.cli import staff as cli
 ROOT = Path(__file__).resolve().parents[2]
 GRADER = [sys.executable, "-m", "grader.cli"]
 EXPECTED = {"alice": 10.0, "carol": 0.0, "dave": 0.0, "erin": 0.0, "heidi": 0.0, "ivan": 10.0}
+# the shapes question (q6, 1.25 points, 0.25 a field) in the sample's answers; the text
+# questions await a TA (no marks beside a fresh checkout's course.yml)
+SHAPES_MARK = {"alice": 1.25, "bob": 1.0, "carol": 0.0, "dave": 0.0, "erin": 0.0,
+               "frank": 0.75, "grace": 0.75, "heidi": 1.0, "ivan": 1.25}
 
 
 def grade(out: Path, *extra: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -43,7 +47,14 @@ def test_sample_class_scores(first_run):
     students = by_id(out)
     assert set(students) == set(EXPECTED) | {"bob", "frank", "grace"}
     for sid, score in EXPECTED.items():
-        assert students[sid]["score"] == score, sid
+        assert sum(p["score"] for p in students[sid]["parts"].values()) == score, sid
+    for sid, s in students.items():
+        assert s["written"]["q6"]["score"] == SHAPES_MARK[sid], sid
+        code = sum(p["score"] for p in s["parts"].values())
+        assert s["score"] == code + sum(q["score"] for q in s["written"].values()), sid
+    assert students["alice"]["written"]["q1"]["status"] == "awaiting"
+    assert students["dave"]["written"]["q1"]["status"] == "no_answer"
+    assert students["ivan"]["written"]["q6"]["status"] == "auto"  # from its markdown
     bob, frank, grace = students["bob"], students["frank"], students["grace"]
     assert bob["parts"]["router"]["diagnosis"]["id"] == "no_renorm"
     assert {p for p, v in bob["parts"].items() if v["score"] < v["max_score"]} == {"router"}

@@ -135,8 +135,8 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
     assert bundle["examples"] == project["examples"], "the bundle's examples differ"
     assert project_code == notebook_code == bundle_code
     assert any(n.startswith("Graded the ") for n in notebook["notes"])
-    graded = runs["scores"][sid]
-    if graded["score"] == graded["max_score"]:
+    parts = runs["scores"][sid]["parts"].values()  # the code's (written points aside)
+    if sum(p["score"] for p in parts) == sum(p["max_score"] for p in parts):
         assert project_code == 0 and project["passed"] == project["total"] > 0, project
     # the smallest failing example: the check's is the page's, for every part failing in
     # both (the same fresh input and the reference's output; the student's side of an

@@ -27,6 +27,8 @@ def _models(annotation) -> list[tuple[type[BaseModel], bool]]:
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin is dict:
         return [(m, True) for m, _ in _models(args[1])]
+    if origin is list:  # a list's items, as `<item>` (a rubric's items)
+        return [(m, True) for m, _ in _models(args[0])]
     if origin in (typing.Union, types.UnionType):
         return [found for a in args for found in _models(a)]
     return []
@@ -68,7 +70,8 @@ def test_the_walk_sees_nested_and_mapped_models():
     """The comparison can fail: the walk reaches keys under mappings and unions."""
     keys = schema_keys(Course)
     assert {"lessons.*.parts.*.points", "roster.*.email", "lti.key_env",
-            "defaults.limits.memory_mb", "lessons.*.tolerances.*.atol"} <= keys
+            "defaults.limits.memory_mb", "lessons.*.tolerances.*.atol",
+            "lessons.*.written.*.rubric.*.note"} <= keys
     assert NOT_KEYS <= set(Course.model_fields) and not NOT_KEYS & keys
     table = "| key | m |\n| --- | --- |\n| `lessons.<key>.title` | x |\n\n| column |\n| `id` |"
     assert documented_keys(table) == {"lessons.*.title"}

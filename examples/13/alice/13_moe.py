@@ -59,3 +59,23 @@ class MOEFeedForward(nn.Module):
         else:
             self.aux_loss = scores.new_zeros(1).squeeze()
         return y.reshape(b, s, h)
+
+
+# Check questions
+
+ANSWER_Q1 = """Attention mixes information across positions: each token's query looks at the other tokens' keys and takes a weighted sum of their values.
+The FFN works on each token by itself: the same two-layer transform is applied to every position's hidden vector, and no positions are mixed."""
+
+ANSWER_Q2 = """It is SwiGLU: down_proj(silu(gate_proj(x)) * up_proj(x)). up_proj makes the candidate features, gate_proj (after SiLU) decides how much of each passes, element-wise, and down_proj maps intermediate_size back to hidden_size."""
+
+ANSWER_Q3 = """Because of the residual connection: hidden_states + mlp(norm(hidden_states)) needs the same last dimension, and the next block expects hidden_size. The middle is internal, so it can be wider to add capacity."""
+
+ANSWER_Q4 = """scores[t, e] is the softmax probability that token t should go to expert e; each row sums to 1. top-k picks the experts from it and the aux loss uses its mean per expert."""
+
+ANSWER_Q5 = """Dense: every token goes through the same FFN. Top-1 MoE: the router scores the token, it goes only through the expert it picked (a FeedForward with its own weights) and the output is scaled by the routing weight. More parameters overall, but about the same compute per token."""
+
+ANSWER_Q6 = {"x_flat": "[N, H]", "scores": "[N, E]", "topk_idx": "[N, K]", "topk_weight": "[N, K]", "y": "[B, S, H]"}
+
+ANSWER_Q7 = """Without it the router collapses onto a few experts and the rest never learn. It is not the LM loss: the LM loss is next-token cross-entropy, the aux loss only penalises unbalanced expert use. Training adds them: loss = res.loss + res.aux_loss."""
+
+ANSWER_Q8 = """Each expert only runs on the tokens routed to it; index_add_ writes its outputs back into y at those tokens' rows, and it adds, so with top-k > 1 the contributions of several experts sum."""

@@ -102,3 +102,22 @@ class MOEFeedForward(nn.Module):
             self.aux_loss = scores.new_zeros(1).squeeze()
         return y.view(batch_size, seq_len, hidden_dim)
         ### END SOLUTION
+
+
+# Check questions
+
+ANSWER_Q1 = """Attention 负责 token 之间交换信息；FFN 对每个 token 自己的 hidden 向量做非线性变换。"""
+
+ANSWER_Q2 = """gate_proj 和 up_proj 把 hidden_size 扩到 intermediate_size，SiLU(gate) 当门控和 up 相乘，down_proj 再降回 hidden_size。"""
+
+ANSWER_Q3 = """因为要和 residual 相加，形状必须一样。"""
+
+ANSWER_Q4 = """每个 token 对每个 expert 的概率"""
+
+ANSWER_Q5 = """dense 所有 token 走同一个 FFN，top-1 每个 token 只走一个 expert"""
+
+ANSWER_Q6 = {"x_flat": "(B*S, H)", "scores": "(B*S, K)", "topk_idx": "(B*S, K)", "topk_weight": "(B*S, K)", "y": "(B*S, H)"}
+
+ANSWER_Q7 = """防止专家负载不均衡。不是一回事，LM loss 是预测下一个 token 的。"""
+
+ANSWER_Q8 = """YOUR ANSWER HERE"""

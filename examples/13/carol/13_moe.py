@@ -102,3 +102,10 @@ class MOEFeedForward(nn.Module):
             self.aux_loss = scores.new_zeros(1).squeeze()
         return y.view(batch_size, seq_len, hidden_dim)
         ### END SOLUTION
+
+
+# Check questions
+
+ANSWER_Q1 = """Attention looks at other tokens, FFN doesn't."""
+
+ANSWER_Q6 = {"x_flat": "[N, H]", "scores": "[N, E]", "topk_idx": "[N, K]", "topk_weight": "[N, K]", "y": "[B, S, H]"}

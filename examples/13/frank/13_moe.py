@@ -105,3 +105,22 @@ class MOEFeedForward(nn.Module):
             self.aux_loss = scores.new_zeros(1).squeeze()
         return y.view(batch_size, seq_len, hidden_dim)
         ### END SOLUTION
+
+
+# Check questions
+
+ANSWER_Q1 = """attention = between tokens, ffn = within a token"""
+
+ANSWER_Q2 = """"""
+
+ANSWER_Q3 = """residual"""
+
+ANSWER_Q4 = """router probabilities (softmax over experts)"""
+
+ANSWER_Q5 = """only one expert runs per token"""
+
+ANSWER_Q6 = {"x_flat": "[batch*seq, hidden_size]", "scores": "[batch*seq, num_experts]", "topk_idx": "[batch*seq, num_experts]", "topk_weight": "[batch*seq, num_experts]", "y": "[batch, seq, hidden_size]"}
+
+ANSWER_Q7 = """load balancing"""
+
+ANSWER_Q8 = """   """

@@ -102,3 +102,22 @@ class MOEFeedForward(nn.Module):
             self.aux_loss = scores.new_zeros(1).squeeze()
         return y.view(batch_size, seq_len, hidden_dim)
         ### END SOLUTION
+
+
+# Check questions
+
+ANSWER_Q1 = """Attention 做 token mixing（横向），FFN 做 channel mixing（纵向），逐位置独立。"""
+
+ANSWER_Q2 = """SwiGLU needs a gate branch and a value branch; down_proj projects back."""
+
+ANSWER_Q3 = """The block's trunk is always [batch, seq, hidden_size]; the residual add needs it."""
+
+ANSWER_Q4 = """The logits of the router."""
+
+ANSWER_Q5 = """MoE adds a router and picks one expert; dense has no router."""
+
+ANSWER_Q6 = {"x_flat": "torch.Size([B × S, H])", "scores": "B×S × E", "topk_idx": "[N, 1]", "topk_weight": "[N, top_k]", "y": "[B, S, H]"}
+
+ANSWER_Q7 = """It is the same thing as the LM loss, just for the router."""
+
+ANSWER_Q8 = """index_add_ 把每个 expert 的输出按 token_idx 加回 y，top-k>1 时会累加多个 expert 的结果。"""

@@ -103,3 +103,22 @@ class MOEFeedForward(nn.Module):
             self.aux_loss = scores.new_zeros(1).squeeze()
         return y.view(batch_size, seq_len, hidden_dim)
         ### END SOLUTION
+
+
+# Check questions
+
+ANSWER_Q1 = """<script>alert('hi')</script> Attention = communication, FFN = computation per token."""
+
+ANSWER_Q2 = """Three projections: gate, up, down. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. Very long explanation. """
+
+ANSWER_Q3 = """To add it back to the residual stream."""
+
+ANSWER_Q4 = """How much the router likes each expert for this token, as a probability."""
+
+ANSWER_Q5 = """Same path but the FFN is chosen per token by the router."""
+
+ANSWER_Q6 = {"x_flat": "[B, S, H]", "scores": "[N, E]", "topk_idx": "[N, K]", "topk_weight": "[N, K]", "y": "[B, S, H]"}
+
+ANSWER_Q7 = """Balances the experts; separate from the LM loss, added to it in training."""
+
+ANSWER_Q8 = """It scatters the expert outputs back to the right rows."""

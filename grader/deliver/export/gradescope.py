@@ -54,6 +54,15 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
             "tags": [t.part, "practice"] if t.practice else [t.part],
             "visibility": part.visibility,
         })
+    for n, (qid, q) in enumerate(student.written.items(), start=1):  # the written part
+        question = lesson.written.get(qid)
+        tests.append({
+            "score": q.get("score", 0.0), "max_score": q.get("max_score", 0.0),
+            "status": "passed" if q.get("score") == q.get("max_score") else "failed",
+            "name": f"Check question {qid}: {question.title if question else qid} "
+                    f"(written, {q.get('status')})",
+            "number": f"{len(order) + 1}.{n}", "output": "", "output_format": "text",
+            "tags": ["written", qid], "visibility": "visible"})
     head = [STATUS_TEXT.get(student.status, student.status), *student.notes]
     output = "".join(f"<p>{escape(clean(line, 2000))}</p>" for line in head)
     top = render_page_top(student, course, lesson_key, pages=pages)

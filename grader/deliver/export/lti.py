@@ -3,7 +3,8 @@
 Each line is the body of a `POST {lineitem}/scores` for one student
 (application/vnd.ims.lis.v1.score+json). userId is the LTI user id, taken from the
 roster's lms_id; an unrostered student keeps their student id and is reported.
-Every graded score is FullyGraded: Canvas ignores the others, and scores.json is final.
+A graded score is FullyGraded, or PendingManual while a check question awaits a TA
+(or its mark went stale): the total then holds what is marked so far.
 A missing submission is, as course.yml's `missing` says, a FullyGraded 0 or a score
 with no scoreGiven and gradingProgress NotReady, which leaves the gradebook cell empty.
 The comment is the student's result in one line (`one_line.text`): Canvas shows it as
@@ -29,12 +30,17 @@ def score_object(student: GradeRecord, who: Student, timestamp: str, missing: st
         "scoreGiven": student.score, "scoreMaximum": student.max_score,
         "comment": comment, "timestamp": timestamp,
         "activityProgress": ACTIVITY.get(student.status, "Completed"),
-        "gradingProgress": "FullyGraded",
+        "gradingProgress": "PendingManual" if pending(student) else "FullyGraded",
     }
     if student.status == MISSING and missing == "blank":
         del obj["scoreGiven"], obj["scoreMaximum"]
         obj["gradingProgress"] = "NotReady"
     return obj
+
+
+def pending(student: GradeRecord) -> bool:
+    """A check question still needs a TA (grader/written.py's awaiting or stale)."""
+    return any(q.get("status") in ("awaiting", "stale") for q in student.written.values())
 
 
 def now() -> str:

@@ -74,6 +74,9 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> list[Path]:
         for t in graded(scores.students[0]) if scores.students else []:
             gb.update_or_create_grade_cell(cell_name(t), notebook, assignment,
                                            max_score=t.max_score, cell_type="code")
+        for qid, q in lesson.written.items():  # the check questions: their own cells
+            gb.update_or_create_grade_cell(f"written_{qid}", notebook, assignment,
+                                           max_score=q.points, cell_type="markdown")
         for s in scores.students:
             who, sid = people[s.student_id], student_id(s.student_id)
             first, last = _split_name(who.name)
@@ -96,5 +99,25 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> list[Path]:
                     gb.db.add(grade)
                 grade.auto_score = t.score
                 grade.needs_manual_grade = False
+            for qid, q in s.written.items():
+                if qid in lesson.written:
+                    _written_grade(gb, Grade, MissingEntry, f"written_{qid}", notebook,
+                                   assignment, sid, q)
             gb.db.commit()
     return [db]
+
+
+def _written_grade(gb, grade_type, missing_entry, cell: str, notebook: str,
+                   assignment: str, sid: str, q: dict) -> None:
+    """A check question's grade: the grader's mark as auto_score (shapes, no answer), a
+    TA's as manual_score; awaiting or stale, needs_manual_grade (nbgrader's own flag)."""
+    try:
+        grade = gb.find_grade(cell, notebook, assignment, sid)
+    except missing_entry:
+        grade = grade_type(cell=gb.find_grade_cell(cell, notebook, assignment),
+                           notebook=gb.find_submission_notebook(notebook, assignment, sid))
+        gb.db.add(grade)
+    status = q.get("status")
+    grade.auto_score = q.get("score", 0.0) if status in ("auto", "no_answer") else None
+    grade.manual_score = q.get("score", 0.0) if status == "marked" else None
+    grade.needs_manual_grade = status in ("awaiting", "stale")
