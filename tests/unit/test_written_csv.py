@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from grader import cli, config
+from grader import config
+from grader.cli import staff as cli
 from grader.intake.answers import read_answers
 from grader.judge.written import grades_folder, marks, record_answers
 
