@@ -168,15 +168,19 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
 # reference's results on whatever they are given: only the layer's wiring is the
 # student's. Outside that round the trusted side refuses them (the request fails).
 
+def _bare(n_in: int, n_out: int) -> nn.Linear:
+    return nn.Linear(n_in, n_out, bias=False)
+
+
 class StoodInFeedForward(nn.Module):
     """FeedForward's stand-in: the lesson's layout (weights load by name), its forward
     the reference's on these weights."""
 
     def __init__(self, hidden_size: int, intermediate_size: int, hidden_act: str = "silu"):
         super().__init__()
-        self.gate_proj = nn.Linear(hidden_size, intermediate_size, bias=False)
-        self.up_proj = nn.Linear(hidden_size, intermediate_size, bias=False)
-        self.down_proj = nn.Linear(intermediate_size, hidden_size, bias=False)
+        # the contract's names and shapes, built apart: this file is shipped
+        self.gate_proj, self.up_proj = (_bare(hidden_size, intermediate_size) for _ in "gu")
+        self.down_proj = _bare(intermediate_size, hidden_size)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return stand_in("FeedForward", [x, self.gate_proj.weight, self.up_proj.weight,

@@ -19,6 +19,7 @@ from torch.func import functional_call
 
 from _moe_common import HIDDEN, check_moe, moe_args
 from grader.inside.probekit import build
+from grader.standin import Refused
 
 COMPOSITE = "moe"
 PARTS = {"ffn": "FeedForward", "router": "route", "dispatch": "dispatch",
@@ -29,9 +30,9 @@ MAX_EXPERTS = 64
 
 def _given(inputs: list, n: int, name: str) -> list[torch.Tensor]:
     if len(inputs) != n or any(t.dtype not in FLOATS for t in inputs):
-        raise ValueError(f"{name} takes {n} float32 or float64 tensors")
+        raise Refused(f"{name} takes {n} float32 or float64 tensors")
     if len({t.dtype for t in inputs}) != 1:
-        raise ValueError(f"{name}'s tensors must share one dtype")
+        raise Refused(f"{name}'s tensors must share one dtype")
     return inputs
 
 
@@ -40,7 +41,7 @@ def _index(given: dict, rows: int, experts: int) -> torch.Tensor:
     if not (isinstance(idx, torch.Tensor) and idx.dtype == torch.int64 and idx.dim() == 2
             and idx.shape[0] == rows and idx.numel()
             and 0 <= int(idx.min()) and int(idx.max()) < experts):
-        raise ValueError("topk_idx must be int64 [N, K] with expert ids in range")
+        raise Refused("topk_idx must be int64 [N, K] with expert ids in range")
     return idx
 
 
@@ -49,7 +50,7 @@ def _ffn(m, inputs: list, given: dict) -> list[torch.Tensor]:
     inter, hidden = gate.shape if gate.dim() == 2 else (0, 0)
     if not (inter and up.shape == gate.shape and down.shape == (hidden, inter)
             and x.dim() >= 1 and x.shape[-1] == hidden):
-        raise ValueError("FeedForward's weights and input do not fit together")
+        raise Refused("FeedForward's weights and input do not fit together")
     ffn = build(m.FeedForward, "FeedForward", hidden, inter).to(x.dtype)
     weights = {"gate_proj.weight": gate, "up_proj.weight": up, "down_proj.weight": down}
     return [functional_call(ffn, weights, (x,))]
@@ -72,9 +73,9 @@ def _route(m, inputs: list, given: dict) -> list[torch.Tensor]:
     if not (x.dim() == 2 and weight.dim() == 2 and x.shape[1] == weight.shape[1]
             and 0 < weight.shape[0] <= MAX_EXPERTS
             and all(b.shape == weight.shape[:1] for b in bias)):
-        raise ValueError("route's input and gate do not fit together")
+        raise Refused("route's input and gate do not fit together")
     if not (isinstance(k, int) and 1 <= k <= weight.shape[0]):
-        raise ValueError("route's num_experts_per_tok must be between 1 and num_experts")
+        raise Refused("route's num_experts_per_tok must be between 1 and num_experts")
     return list(m.route(x, _Gate(weight, bias[0] if bias else None), k,
                         bool(given.get("norm", True))))
 
@@ -95,10 +96,10 @@ def _dispatch(m, inputs: list, given: dict) -> list[torch.Tensor]:
     outputs, weight = _given(inputs, 2, "dispatch")
     if not (outputs.dim() == 3 and 0 < outputs.shape[0] <= MAX_EXPERTS and weight.dim() == 2
             and weight.shape[0] == outputs.shape[1]):
-        raise ValueError("dispatch's expert outputs [E, N, H] and weights [N, K] do not fit")
+        raise Refused("dispatch's expert outputs [E, N, H] and weights [N, K] do not fit")
     idx = _index(given, outputs.shape[1], outputs.shape[0])
     if idx.shape != weight.shape:
-        raise ValueError("topk_idx and topk_weight must have one shape")
+        raise Refused("topk_idx and topk_weight must have one shape")
     n, hidden = outputs.shape[1:]
     rows = torch.zeros(n, hidden, dtype=outputs.dtype)  # exact ids: n is far under 2**24
     rows[:, 0] = torch.arange(n, dtype=outputs.dtype)
@@ -111,7 +112,7 @@ def _aux(m, inputs: list, given: dict) -> list[torch.Tensor]:
     experts, coef = given.get("num_experts"), given.get("coef")
     if not (scores.dim() == 2 and isinstance(experts, int) and experts == scores.shape[1]
             and experts <= MAX_EXPERTS and isinstance(coef, float)):
-        raise ValueError("load_balancing_loss's scores [N, E], num_experts and coef "
+        raise Refused("load_balancing_loss's scores [N, E], num_experts and coef "
                          "do not fit together")
     return [m.load_balancing_loss(scores, _index(given, scores.shape[0], experts), experts,
                                   coef)]
