@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
 
 from grader import standin
 from grader.inside import probekit
