@@ -172,13 +172,17 @@ class PartRecord:
     diagnosis: Diagnosis | None = None
     where: Json | None = None  # the first line its values leave the reference's (divergence)
     answers: list[Json] = field(default_factory=list)  # grader/judge/questions.py's findings
+    # a composite part's stand-in round (grader/judge/standin.py): {"parts": the earlier
+    # parts stood in for, "passed": whether the wiring matched, its failures then excused}
+    stand_in: Json | None = None
 
     def to_json(self) -> Json:
         return {"score": self.score, "max_score": self.max_score, "passed": self.passed,
                 "tests": self.tests,
                 "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
                 **({"where": self.where} if self.where else {}),
-                **({"answers": self.answers} if self.answers else {})}
+                **({"answers": self.answers} if self.answers else {}),
+                **({"stand_in": self.stand_in} if self.stand_in else {})}
 
     @classmethod
     def from_json(cls, d: Json) -> PartRecord:
@@ -186,7 +190,8 @@ class PartRecord:
                    int(d.get("passed") or 0), int(d.get("tests") or 0),
                    Diagnosis.from_json(d.get("diagnosis")),
                    d.get("where") if isinstance(d.get("where"), dict) else None,
-                   [a for a in d.get("answers") or [] if isinstance(a, dict)])
+                   [a for a in d.get("answers") or [] if isinstance(a, dict)],
+                   d.get("stand_in") if isinstance(d.get("stand_in"), dict) else None)
 
 
 @dataclass

@@ -108,3 +108,58 @@ def backward(out: torch.Tensor, upstream: torch.Tensor) -> None:
     is part of a graph (a wrong shape is the checks' to report, not an error here)."""
     if out.shape == upstream.shape and out.requires_grad:
         (out * upstream).sum().backward()
+
+
+# ---- stand-ins: reference behaviour the trusted side computes for the child ----------
+# A stand-in is a function the child calls and the trusted side answers (docs/design.md,
+# "Stand-ins"): its inputs go out on the data socket as a call frame bound to the
+# request being served, and its outputs come back; its backward sends the gradients of
+# its outputs, naming the forward call, and gets those of its inputs. The harness sets
+# `channel` while it serves a request; the trusted side answers only during a stand-in
+# round and refuses (ends the request) at any other time.
+
+channel = None  # the harness's: `ask(frame) -> reply`, for the request being served
+
+
+def _ask(frame: dict) -> dict:
+    if channel is None:
+        raise ContractError("a stand-in was called while no request was being served")
+    reply = channel(frame)
+    if not isinstance(reply, dict) or not reply.get("ok"):
+        error = reply.get("error") if isinstance(reply, dict) else None
+        raise ContractError(f"the stand-in for {frame['stand_in']} did not answer: "
+                            f"{str(error or 'no reply')[:300]}")
+    return reply
+
+
+class _StandIn(torch.autograd.Function):
+    """Differentiable in its floating inputs: forward and backward each ask the trusted
+    side once."""
+
+    @staticmethod
+    def forward(ctx, name: str, given: dict, *inputs: torch.Tensor):
+        ctx.set_materialize_grads(False)
+        reply = _ask({"stand_in": name, "inputs": [t.detach() for t in inputs],
+                      "given": given})
+        ctx.name, ctx.call = name, reply.get("call")
+        outputs = tuple(plain(t, f"the stand-in for {name}'s result")
+                        for t in reply.get("outputs") or ())
+        ctx.mark_non_differentiable(*(t for t in outputs if not t.is_floating_point()))
+        return outputs
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        reply = _ask({"stand_in": ctx.name, "backward": ctx.call,
+                      "grads": [None if g is None else g.detach() for g in grad_outputs]})
+        grads = [None if g is None else plain(g, "a stand-in's gradient")
+                 for g in reply.get("grads") or ()]
+        return (None, None, *grads)
+
+
+def stand_in(name: str, inputs: list[torch.Tensor], **given) -> tuple[torch.Tensor, ...]:
+    """The trusted side's reference `name` on `inputs` (differentiable) and `given`
+    (plain values and tensors it does not differentiate): its outputs, in order."""
+    for t in inputs:
+        if not isinstance(t, torch.Tensor):
+            raise ContractError(f"the stand-in for {name} takes tensors, got {type(t).__name__}")
+    return _StandIn.apply(name, given, *inputs)

@@ -131,6 +131,17 @@ def answer_text(finding: dict, t: dict[str, str]) -> str:
                                  dtype=finding.get("dtype", ""))
 
 
+def stand_in_sentences(stand_in: dict | None, t: dict[str, str]) -> list[str]:
+    """What a composite part's stand-in round found (grader/judge/standin.py): its verdict
+    only, never what the student's code printed or raised in it."""
+    if not stand_in or not stand_in.get("parts"):
+        return []
+    parts = [str(p) for p in stand_in["parts"]]
+    them = t["composite_them_one" if len(parts) == 1 else "composite_them_many"]
+    key = "stand_in_excused" if stand_in.get("passed") else "stand_in_not_excused"
+    return [t[key].format(parts=", ".join(parts), them=them)]
+
+
 def composite_sentences(tests: list[TestRecord], failed_before: list[str],
                         explained: set[str], t: dict[str, str]) -> list[str]:
     """A composite part (its tests compare with `explained`) that failed, after parts

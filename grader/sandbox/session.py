@@ -19,7 +19,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -91,6 +91,9 @@ class Session:
         # call fails alike, or each would start a child the machine cannot hold either
         self.broken: SandboxError | None = None
         self.last_reply_bytes = 0
+        # answers stand-in call frames (grader/judge/standin.py) while a stand-in round runs;
+        # None at any other time, when such a frame ends the request
+        self.stand_in: Callable[[dict], dict] | None = None
         self._nonce = 0  # the request the next reply must answer
         self._pumps: list[threading.Thread] = []
 
@@ -241,9 +244,14 @@ class Session:
             raise self._budget_error()
         timeout = min(self.limits.test_wall_s, remaining)
         start = time.monotonic()
-        problem = None
+        problem, deadline, trusted = None, start + timeout, 0.0
         try:  # the deadline bounds the whole reply, however slowly it trickles in
-            reply = self._read_reply(start + timeout, where)
+            reply = self._read_reply(deadline, where)
+            while isinstance(reply, dict) and "stand_in" in reply:
+                spent = self._answer_stand_in(reply, where)
+                deadline += spent  # the trusted side's own time is not the child's
+                trusted += spent
+                reply = self._read_reply(deadline, where)
         except (socket.timeout, TimeoutError):
             self._stop()
             if timeout < self.limits.test_wall_s:  # cut short by the budget, not the test
@@ -258,13 +266,25 @@ class Session:
             problem = say("err_protocol", reason=str(exc), where=where)  # raised below: exc's
             # frames hold the refused reply
         finally:
-            self.waited += time.monotonic() - start
+            self.waited += time.monotonic() - start - trusted
         if problem is not None:  # (the error is cached for the rest of the submission)
             raise StudentError("protocol", problem)
         if not isinstance(reply, dict) or "ok" not in reply:
             self._stop()
             raise StudentError("protocol", say("err_malformed_reply", where=where))
         return reply
+
+    def _answer_stand_in(self, frame: dict, where: Said) -> float:
+        """Answer a stand-in's call frame, sent while the child serves the request just
+        sent: during a stand-in round only (any other time the request fails, and the
+        child is stopped: it waits for an answer that never comes). The seconds spent."""
+        if self.stand_in is None:
+            self._stop()
+            raise StudentError("protocol", say("err_stand_in_refused", where=where))
+        began = time.monotonic()
+        answer = self.stand_in(frame)
+        protocol.send(self.sock, answer, self._nonce)
+        return time.monotonic() - began
 
     def _read_reply(self, deadline: float, where: Said) -> object:
         """The reply to the request just sent: its nonce and size are checked before

@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from grader.inside.probekit import (ContractError, backward, build, fixed_linear, grad, load,
-                                    plain)
+                                    plain, stand_in)
 # `grads` is dispatch's and moe's flag
 from grader.inside.probekit import grads as parameter_grads
 
@@ -160,6 +160,68 @@ def moe(m, hidden: int, inter: int, num_experts: int, k: int, norm: bool, coef: 
             loss = loss + aux.sum()
         loss.backward()
     return {**out, "x_grad": grad(xs), "grads": parameter_grads(layer)}
+
+
+# ---- stand-ins: the earlier parts as the trusted side computes them ----------------
+# A stand-in round (docs/design.md, "Stand-ins") runs the student's MOEFeedForward with
+# the parts that failed replaced by these, which ask the trusted side for the
+# reference's results on whatever they are given: only the layer's wiring is the
+# student's. Outside that round the trusted side refuses them (the request fails).
+
+def _bare(n_in: int, n_out: int) -> nn.Linear:
+    return nn.Linear(n_in, n_out, bias=False)
+
+
+class StoodInFeedForward(nn.Module):
+    """FeedForward's stand-in: the lesson's layout (weights load by name), its forward
+    the reference's on these weights."""
+
+    def __init__(self, hidden_size: int, intermediate_size: int, hidden_act: str = "silu"):
+        super().__init__()
+        # the contract's names and shapes, built apart: this file is shipped
+        self.gate_proj, self.up_proj = (_bare(hidden_size, intermediate_size) for _ in "gu")
+        self.down_proj = _bare(intermediate_size, hidden_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return stand_in("FeedForward", [x, self.gate_proj.weight, self.up_proj.weight,
+                                        self.down_proj.weight])[0]
+
+
+def stood_in_route(x_flat, gate, num_experts_per_tok, norm_topk_prob=True):
+    weights = [getattr(gate, "weight", None)]
+    if getattr(gate, "bias", None) is not None:
+        weights.append(gate.bias)
+    return stand_in("route", [x_flat, *weights], k=int(num_experts_per_tok),
+                    norm=bool(norm_topk_prob))
+
+
+def stood_in_dispatch(x_flat, experts, topk_weight, topk_idx):
+    """Every expert on every token here (the experts are the layer's own), the
+    reference's dispatch of their outputs on the trusted side."""
+    outputs = torch.stack([expert(x_flat) for expert in experts])
+    return stand_in("dispatch", [outputs, topk_weight], topk_idx=topk_idx)[0]
+
+
+def stood_in_load_balancing_loss(scores, topk_idx, num_experts, router_aux_loss_coef):
+    return stand_in("load_balancing_loss", [scores], topk_idx=topk_idx,
+                    num_experts=int(num_experts), coef=float(router_aux_loss_coef))[0]
+
+
+STAND_INS = {"FeedForward": StoodInFeedForward, "route": stood_in_route,
+             "dispatch": stood_in_dispatch, "load_balancing_loss": stood_in_load_balancing_loss}
+
+
+def moe_stood_in(m, stood_in: list, **args) -> dict:
+    """`moe` with the module's names in `stood_in` replaced by their stand-ins for the
+    call (the layer looks them up when it is built and called)."""
+    kept = {name: getattr(m, name, None) for name in stood_in}
+    try:
+        for name in stood_in:
+            setattr(m, name, STAND_INS[name])
+        return moe(m, **args)
+    finally:
+        for name, value in kept.items():
+            setattr(m, name, value)
 
 
 def warm_up() -> None:

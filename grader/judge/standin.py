@@ -1,0 +1,165 @@
+"""Each mistake charged once: the stand-in round of a composite part (docs/design.md,
+"Stand-ins").
+
+A composite part (lesson 13's `moe`) calls the student's earlier parts. When one of
+those failed in a way no known mistake explains, the composite part would lose points
+for it too. After every other request of the student has been answered, a stand-in
+round runs the composite part once more, in a child of its own, with the failing
+earlier parts replaced in the student's module by stand-ins (probekit.stand_in):
+functions the child calls and this side answers with the reference, gradients
+included. The round's inputs are fresh, drawn here per student and run from
+os.urandom and kept nowhere; the reference's outputs for them are computed here. If
+the layer then matches the reference, its own code (the wiring) is right, and the
+composite part's failures are excused: the part keeps its points and the page says
+which earlier part's mistake was not charged again. Only the verdict leaves the
+round: the child's prints and errors in it are shown to no one.
+
+The lesson says what stands in for what in its tests folder's stand_ins.py (trusted,
+never shipped): `COMPOSITE`, `PARTS`, `ANSWERS` and `wiring_round`.
+"""
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from grader.judge.compare import Checks
+from grader.judge.reference import Caller, lesson_file
+from grader.sandbox.limits import SandboxError, StudentError
+from grader.sandbox.session import Session
+
+FILE = "stand_ins.py"
+MAX_KEPT = 1024  # forward calls whose inputs a backward may still name, per round
+
+
+class Refused(ValueError):
+    """What a stand-in was given does not fit its function: said to the child."""
+
+
+@dataclass
+class Answerer:
+    """Answers a round's stand-in call frames with the reference `module`.
+
+    A forward frame is {"stand_in": name, "inputs": [tensors], "given": {...}}; the
+    answer is {"ok": True, "call": c, "outputs": [tensors]}. A backward frame is
+    {"stand_in": name, "backward": c, "grads": [tensor or None per output]}; the
+    answer is {"ok": True, "grads": [tensor or None per input]}. Anything else, or
+    inputs the function refuses, is answered {"ok": False, "error": text}."""
+
+    module: types.ModuleType
+    answers: dict[str, Callable]
+    kept: dict[int, tuple[str, list, list]] = field(default_factory=dict)
+    calls: int = 0
+
+    def __call__(self, frame: dict) -> dict:
+        try:
+            return {"ok": True, **self._answer(frame)}
+        except Refused as exc:
+            return {"ok": False, "error": str(exc)[:300]}
+        except Exception as exc:  # noqa: BLE001 - the reference on the child's inputs
+            return {"ok": False, "error": f"the reference raised {type(exc).__name__}"}
+
+    def _answer(self, frame: dict) -> dict:
+        name = frame.get("stand_in")
+        if name not in self.answers:
+            raise Refused(f"no stand-in named {str(name)[:60]}")
+        if "backward" in frame:
+            return self._backward(name, frame)
+        inputs, given = frame.get("inputs"), frame.get("given")
+        if not (isinstance(inputs, list) and all(isinstance(t, torch.Tensor) for t in inputs)
+                and isinstance(given, dict)):
+            raise Refused("a stand-in call sends a list of tensors and a dict")
+        inputs = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+        with torch.enable_grad(), torch.random.fork_rng():
+            outputs = list(self.answers[name](self.module, inputs, given))
+        self.calls += 1
+        self.kept[self.calls] = (name, inputs, outputs)
+        if len(self.kept) > MAX_KEPT:
+            del self.kept[min(self.kept)]
+        return {"call": self.calls, "outputs": [t.detach() for t in outputs]}
+
+    def _backward(self, name: str, frame: dict) -> dict:
+        kept = self.kept.get(frame["backward"]) if isinstance(frame["backward"], int) else None
+        if kept is None or kept[0] != name:
+            raise Refused("a backward names no forward call of this stand-in")
+        _, inputs, outputs = kept
+        grads = frame.get("grads")
+        if not isinstance(grads, list) or len(grads) != len(outputs):
+            raise Refused("a backward sends one gradient (or None) per output")
+        pairs = []
+        for out, g in zip(outputs, grads):
+            if g is None or not out.requires_grad:
+                continue
+            if not isinstance(g, torch.Tensor) or g.shape != out.shape \
+                    or not g.is_floating_point():
+                raise Refused("a gradient does not fit its output")
+            pairs.append((out, g.to(out.dtype)))
+        wanted = [t for t in inputs if t.requires_grad]
+        found = torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
+                                    retain_graph=True, allow_unused=True) if pairs else []
+        by_input = dict(zip(map(id, wanted), found))
+        return {"grads": [None if not t.requires_grad else
+                          (g if (g := by_input.get(id(t))) is not None else torch.zeros_like(t))
+                          for t in inputs]}
+
+
+def _seed() -> int:
+    """A fresh seed for one case of the round: never stored, never the same twice."""
+    return int.from_bytes(os.urandom(4), "big")
+
+
+class _Asker:
+    """The student's side of the round: probe calls on the round's own session."""
+
+    def __init__(self, session: Session):
+        self.session = session
+
+    def call(self, probe: str, **args) -> dict:
+        result = self.session.call(probe, args, where="stand-in round")
+        if not isinstance(result, dict):
+            raise StudentError("protocol", "no results")
+        return result
+
+
+def stood_in_parts(lesson: types.ModuleType, failing: list[str],
+                   explained: Callable[[str], bool]) -> list[str]:
+    """The earlier parts the round stands in for: every failing one, when at least one
+    of them failed in a way no known mistake explains (else the `explained` fixture
+    already excused them); none when the composite part passed."""
+    if lesson.COMPOSITE not in failing:
+        return []
+    earlier = [p for p in failing if p in lesson.PARTS]
+    return earlier if any(not explained(p) for p in earlier) else []
+
+
+def run(tests, reference: Caller, tolerances: dict, session: Session,
+        failing: list[str], explained: Callable[[str], bool]) -> dict[str, dict]:
+    """The round for the lesson's composite part, in a child of its own (`session` is
+    the graded one, already closed): {composite part: {"parts": [...], "passed": bool}}
+    where a round ran; {} where none is needed or the lesson has none."""
+    lesson = lesson_file(tests, FILE)
+    if lesson is None:
+        return {}
+    parts = stood_in_parts(lesson, failing, explained)
+    if not parts or session.fatal is not None or session.broken is not None:
+        return {}
+    module = reference.module
+    if module is None:  # no solution here (a student bundle): no round
+        return {}
+    own = session.apart()
+    own.stand_in = Answerer(module, lesson.ANSWERS)
+    checks = Checks(tolerances, pictures=False)
+    try:
+        lesson.wiring_round(_Asker(own), Caller(module, reference.probes), checks,
+                            [lesson.PARTS[p] for p in parts], _seed)
+        passed = bool(checks.items) and not checks.failures
+    except SandboxError:  # the grader's own failure: no verdict, the part as it was
+        return {}
+    except Exception:  # noqa: BLE001 - the student's error or malformed results: its
+        passed = False  # message is the round's, shown to no one
+    finally:
+        own.close()
+    return {lesson.COMPOSITE: {"parts": parts, "passed": passed}}
