@@ -379,7 +379,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             finally:
                 if session is not None:
                     session.close()
-            excused = _stand_in_round(ctx, session, scored, recorded_only)
+            excused = _stand_in_round(ctx, session, scored,
+                                      recorded_only or select != GRADED)
             record = _record(ctx, sub, slot, session, missing, reports[0], scored,
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()
@@ -439,12 +440,15 @@ def _answers(ctx: LessonContext, caller: object, session: Session | None,
 
 
 def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
-                    recorded_only: bool) -> set[str]:
+                    no_round: bool) -> set[str]:
     """Each mistake charged once: the composite part's stand-in round (grader/judge/standin.py),
     after every other request of the student was answered; a composite part whose
     wiring it passed keeps its points. The composite parts excused. Not from the
-    autograder zip's recording, which imports no solution (docs/design.md says why)."""
-    if session is None or recorded_only:
+    autograder zip's recording, which imports no solution (docs/design.md says why), nor
+    in a practice run (`grader check`: a student bundle has no solution, and the two
+    checks agree); not for a submission that used up its time budget, whose composite
+    part failed for that limit."""
+    if session is None or no_round or session.spent():
         return set()
     rounds = standin.run(ctx.tests, ctx.refs.reference, ctx.course.tolerances(ctx.key),
                          session, scored.failing,

@@ -106,7 +106,7 @@ def _syntax_error(tests: list[TestRecord]) -> bool:
 
 def _typed(tests: list[TestRecord]) -> dict | None:
     """The character typed in place of an ASCII one that Python could not read, and its
-    line ("... (13_moe.py, line 3)"), if that is why the file could not be read."""
+    line (the message's "(<file>, line N)"), if that is why the file could not be read."""
     from grader.pages.feedback import typed_instead
 
     for t in tests:

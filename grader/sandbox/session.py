@@ -216,6 +216,11 @@ class Session:
             raise _error_from(reply.get("error", {}), self.limits, self.allowed)
         return reply.get("result")
 
+    def spent(self) -> bool:
+        """Whether the submission used up its time budget: what failed after that
+        failed for the limit, not for anything another part did."""
+        return self._remaining() <= 0
+
     def _budget_error(self) -> StudentError:
         return StudentError("timeout", say("err_budget", s=f"{self.limits.submission_wall_s:g}"))
 

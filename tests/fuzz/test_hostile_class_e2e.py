@@ -93,14 +93,26 @@ def test_hostile_class_graded_end_to_end():
         assert proc.returncode == 0, proc.stderr[-3000:]
         doc = json.loads((world.out / "scores.json").read_text(encoding="utf-8"))
         got = {s["student_id"]: s for s in doc["students"]}
-        assert got["honest"]["score"] == doc["max_score"], got["honest"]["tests"]
+
+        def full(sid: str) -> bool:  # every code part at full marks (no check question
+            parts = got[sid]["parts"].values()  # is answered: the written part is 0)
+            return sum(p["score"] for p in parts) == sum(p["max_score"] for p in parts) > 0
+
+        assert full("honest"), got["honest"]["tests"]
         odd = [sid for sid in got if sid.startswith("caf\ufffd~")]
-        assert len(odd) == 1 and got[odd[0]]["score"] == doc["max_score"]
-        assert got["odd-name"]["score"] == doc["max_score"]
+        assert len(odd) == 1 and full(odd[0])
+        assert full("odd-name")
         for sid, why in REFUSED.items():
             assert got[sid]["score"] == 0 and why in got[sid]["problem"], (sid, got[sid]["problem"])
         assert "left out by intake" in proc.stderr and "link-to-secret: Left out" in proc.stderr
-        assert snapshot(world.root, world.out) == world.before, "the run wrote outside OUT"
+        # outside OUT, only the class's answers to the check questions, beside course.yml
+        # (grades/13/answers.jsonl: a new OUT must not lose what TAs mark against)
+        after = snapshot(world.root, world.out)
+        grades = str(world.root / "grades")
+        kept = {p: what for p, what in after.items() if not p.startswith(grades + "/")
+                and p != grades}
+        assert kept == world.before, "the run wrote outside OUT"
+        assert set(after) - set(kept) == {grades, f"{grades}/13", f"{grades}/13/answers.jsonl"}
         assert hashlib.sha256(SOLUTION.read_bytes()).hexdigest() == solution_digest
         assert size_of(world.out) < OUT_CAP
         leaked = [str(p) for p in world.out.rglob("*") if p.is_file()

@@ -72,7 +72,7 @@ def stub_current(course: Course, key: str) -> Finding:
     stub: Path = course.path(lesson.stub)
     try:
         expected = make_stub(course.path(lesson.solution).read_text(encoding="utf-8"),
-                             str(lesson.solution))
+                             str(lesson.solution), lesson.written)
     except MarkerError as exc:
         return failed("stub", str(lesson.stub), str(exc))
     if not stub.exists() or stub.read_text(encoding="utf-8") != expected:
