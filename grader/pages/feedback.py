@@ -27,6 +27,7 @@ from grader.pages import explain, where
 from grader.config import Course
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.pages.charts import heatmap_svg, pair_bars_svg
+from grader.text.cells import at, in_cells
 from grader.text.shown import clean, num, points
 from grader.text.strings import STRINGS, TEMPLATES, in_language, local_text, message_in
 
@@ -114,7 +115,7 @@ def _part_view(part: str, title: str, scored: PartRecord | None, tests: list[Tes
                                       t),
             "missing": missing_from_stub(failing, stub),
             "example": record.examples.get(part, ""),
-            "where": where.sentence_html(scored.where, t) if scored and failing
+            "where": where.sentence_html(scored.where, t, record.cells) if scored and failing
             else "",
             "elsewhere": t["graded_no_elements"] if any(
                 not x.practice and _beyond(x) for x in failing if not _blocked(x, record))
@@ -325,9 +326,33 @@ def typed_instead(message: str) -> dict | None:
     return {"char": char, "code": f"U+{ord(char):04X}", "ascii": meant}
 
 
+def in_notebook(record: GradeRecord, lang: str, file: str) -> GradeRecord:
+    """The record with its problem, tracebacks and errors' messages naming a notebook's
+    code cell and line (the record's `cells`) where Python named a line of `file`, the
+    .py the cells were joined into; the record itself for a .py handed in."""
+    if not record.cells:
+        return record
+    t = STRINGS[lang]
+
+    def said(text: str) -> str:
+        return in_cells(text, record.cells, t, file)
+
+    def error(e: dict | None) -> dict | None:
+        return e and {**e, "message": said(message_in(e, lang)), "message_texts": None,
+                      "traceback": said(e.get("traceback") or "")}
+
+    return replace(record, problem=said(in_language(record.problem, lang)),
+                   import_traceback=said(record.import_traceback),
+                   tests=[replace(x, error=error(x.error)) for x in record.tests])
+
+
 def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:
     """Everything the student template shows, with raw_log left out on purpose."""
     t = STRINGS[lang]
+    syntax = syntax_error(record.problem) if record.status != "graded" else None
+    if syntax:
+        syntax["at"] = at(syntax["line"], record.cells, t, start=bool(syntax["typed"]))
+    record = in_notebook(record, lang, course.lesson(lesson_key).exercise)
     titles = part_titles(course, lesson_key, lang)
     by_part: dict[str, list[TestRecord]] = defaultdict(list)
     for test in record.tests:
@@ -345,7 +370,7 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
             "student_id": record.student_id, "student_name": record.name,
             "status": record.status,
             "problem": in_language(record.problem, lang), "sandboxed": record.sandboxed,
-            "syntax": syntax_error(record.problem) if record.status != "graded" else None,
+            "syntax": syntax,
             "import_traceback": record.import_traceback,
             "notes": [local_text(n, lang) for n in record.notes],
             "output": record.output, "score": record.score,

@@ -51,10 +51,12 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     """The record as the student is told it, in `language` (default: course.yml's):
     every field plain JSON."""
     from grader.pages.where import sentence
-    from grader.pages.feedback import STRINGS, failed_parts, part_findings
+    from grader.pages.feedback import STRINGS, failed_parts, in_notebook, part_findings
     from grader.text.strings import in_language
     lesson = course.lesson(lesson_key)
     lang = language or course.language
+    typed = _typed(record.tests, record.cells, STRINGS[lang])
+    record = in_notebook(record, lang, lesson.exercise)
     tests = record.tests
     parts = {}
     order = list(record.parts)
@@ -64,7 +66,7 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
         diagnosis = part.diagnosis
         failing = any(not t.passed for t in mine)
         parts[name] = {
-            "where": sentence(part.where, STRINGS[lang]) if failing else "",
+            "where": sentence(part.where, STRINGS[lang], record.cells) if failing else "",
             "findings": part_findings(mine, part, [q for q in order[:order.index(name)]
                                                    if q in failed], explained, STRINGS[lang]),
             "title": (lesson.parts[name].title_zh if lang == "zh" else "")
@@ -80,7 +82,7 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
                       for t in mine]}
     return {"lesson": lesson_key, "language": lang, "status": record.status,
             "problem": in_language(record.problem, lang),
-            "syntax_error": _syntax_error(tests), "typed": _typed(tests),
+            "syntax_error": _syntax_error(tests), "typed": typed,
             "traceback": record.import_traceback,
             "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
             "parts": parts, "output": record.output, "examples": record.examples}
@@ -104,16 +106,20 @@ def _syntax_error(tests: list[TestRecord]) -> bool:
     return any((t.error or {}).get("type") in SYNTAX_ERRORS for t in tests)
 
 
-def _typed(tests: list[TestRecord]) -> dict | None:
-    """The character typed in place of an ASCII one that Python could not read, and its
-    line ("... (13_moe.py, line 3)"), if that is why the file could not be read."""
+def _typed(tests: list[TestRecord], cells: list[list[int]], t: dict[str, str]
+           ) -> dict | None:
+    """The character typed in place of an ASCII one that Python could not read, and
+    where ("... (13_moe.py, line 3)" is "line 3", or a notebook's cell and line), if
+    that is why the file could not be read."""
     from grader.pages.feedback import typed_instead
+    from grader.text.cells import at
 
     for t in tests:
         message = (t.error or {}).get("message") or ""
         if (t.error or {}).get("type") in SYNTAX_ERRORS and (found := typed_instead(message)):
             line = re.search(r"line (\d+)\)\s*$", message)
-            return {**found, "line": int(line.group(1)) if line else "?"}
+            return {**found, "line": at(int(line.group(1)), cells, t, start=True) if line
+                    else "?"}
     return None
 
 
