@@ -29,7 +29,8 @@ from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.pages.charts import heatmap_svg, pair_bars_svg
 from grader.text.cells import at, in_cells
 from grader.text.shown import clean, num, points
-from grader.text.strings import STRINGS, TEMPLATES, in_language, local_text, message_in
+from grader.text.strings import (STRINGS, TEMPLATES, check_label, in_language, local_text,
+                                 message_in)
 
 if TYPE_CHECKING:
     from grader.judge.context import LessonContext
@@ -114,7 +115,7 @@ def _part_view(part: str, title: str, scored: PartRecord | None, tests: list[Tes
             "findings": part_findings(tests, scored, failed_before or [], explained or set(),
                                       t),
             "missing": missing_from_stub(failing, stub),
-            "example": record.examples.get(part, ""),
+            "example": example_in(record.examples.get(part, ""), lang),
             "where": where.sentence_html(scored.where, t, record.cells) if scored and failing
             else "",
             "elsewhere": t["graded_no_elements"] if any(
@@ -292,7 +293,8 @@ def _check_view(check: dict, t: dict[str, str], lang: str, picture: bool) -> dic
             "message": clean(message_in(check, lang)),
             "structure_text": explain.structure_text(claim, t) if isinstance(claim, dict)
             else "",
-            "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·|ref|"
+            "label": check_label(str(check.get("name", "")), t),
+            "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·{t['abs_ref']}"
                           if check.get("atol") is not None else None)}
 
 
@@ -324,6 +326,16 @@ def typed_instead(message: str) -> dict | None:
     if not meant.isascii() or not meant.isprintable():
         return None
     return {"char": char, "code": f"U+{ord(char):04X}", "ascii": meant}
+
+
+_EXAMPLE_COMMENTS = ("ex_digits", "ex_fills", "ex_tanh", "ex_reference_gives", "ex_yours_gives")
+
+
+def example_in(snippet: str, lang: str) -> str:
+    """A smallest failing example (made in English) with its comments in `lang`."""
+    for key in _EXAMPLE_COMMENTS:
+        snippet = snippet.replace(STRINGS["en"][key], STRINGS[lang][key])
+    return snippet
 
 
 def in_notebook(record: GradeRecord, lang: str, file: str) -> GradeRecord:

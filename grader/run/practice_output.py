@@ -30,7 +30,7 @@ WORDS = {
            "total": "practice tests: {passed}/{total} passed. The graded run has more "
                     "tests, hidden.",
            "diff": "{name}: max abs diff {diff:.3g} at {where}, got {got}, expected {ref} "
-                   "(tolerance {atol} + {rtol}·|ref|)",
+                   "(tolerance {atol} + {rtol}·|ref|)", "where": "where:", "found": "found:",
            "syntax": "Python could not read your file, so no test ran. The caret marks "
                      "where it stopped; the mistake is often just before it (a missing "
                      "comma, bracket, colon or quote, here or on the line above)."},
@@ -40,7 +40,7 @@ WORDS = {
            "paste": "（保存在你的文件旁边并运行；参考结果写在注释中）：",
            "total": "练习测试：{passed}/{total} 通过。正式评分还有更多隐藏的测试。",
            "diff": "{name}：最大绝对误差 {diff:.3g}，位置 {where}，你的值 {got}，期望值 {ref}"
-                   "（容差 {atol} + {rtol}·|ref|）",
+                   "（容差 {atol} + {rtol}·|参考值|）", "where": "位置：", "found": "发现：",
            "syntax": "Python 无法读取你的文件，所以没有运行任何测试。^ 标出了它停下的位置；"
                      "错误往往就在它前面（这一行或上一行少了逗号、括号、冒号或引号）。"},
 }
@@ -51,8 +51,9 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     """The record as the student is told it, in `language` (default: course.yml's):
     every field plain JSON."""
     from grader.pages.where import sentence
-    from grader.pages.feedback import STRINGS, failed_parts, in_notebook, part_findings
-    from grader.text.strings import in_language
+    from grader.pages.feedback import (STRINGS, example_in, failed_parts, in_notebook,
+                                       part_findings)
+    from grader.text.strings import check_label, in_language
     lesson = course.lesson(lesson_key)
     lang = language or course.language
     typed = _typed(record.tests, record.cells, STRINGS[lang])
@@ -77,29 +78,32 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             if diagnosis and diagnosis.id else None,
             "tests": [{"name": t.name, "outcome": t.outcome, "message": _message(t, lang),
                        "traceback": (t.error or {}).get("traceback") or "",
-                       "checks": [disclosed.check(c, t.practice) for c in t.checks
-                                  if not c.get("passed")]}
+                       "checks": [{**disclosed.check(c, t.practice),
+                                   "label": check_label(str(c.get("name")), STRINGS[lang])}
+                                  for c in t.checks if not c.get("passed")]}
                       for t in mine]}
     return {"lesson": lesson_key, "language": lang, "status": record.status,
             "problem": in_language(record.problem, lang),
             "syntax_error": _syntax_error(tests), "typed": typed,
             "traceback": record.import_traceback,
             "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
-            "parts": parts, "output": record.output, "examples": record.examples}
+            "parts": parts, "output": record.output,
+            "examples": {k: example_in(v, lang) for k, v in record.examples.items()}}
 
 
 def _message(test: TestRecord, lang: str) -> str:
     """A test's message in `lang`: one failed through its checks says them as the
     plugin does (`name: message; ...`), each check's message in `lang`."""
-    from grader.text.strings import message_in
+    from grader.text.strings import STRINGS, check_label, message_in
     failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
     if test.error:
         return message_in(test.error, lang)
     if not failing:
         return test.message
-    return "; ".join(f"{c.get('name')}: "
-                     f"{message_in(c, lang)}"
-                     for c in failing[:5])
+    t = STRINGS[lang]
+    return t["semicolon"].join(
+        check_label(str(c.get("name")), t) + t["colon"] + message_in(c, lang)
+        for c in failing[:5])
 
 
 def _syntax_error(tests: list[TestRecord]) -> bool:
@@ -139,7 +143,8 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
     from grader.pages.feedback import STRINGS, lesson_stub, missing_from_stub
 
     out = out or Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # no mid-phrase wrap
-    words = WORDS[outcome.get("language") or course.language]
+    lang = outcome.get("language") or course.language
+    words = WORDS[lang]
     for note in (n for n in outcome["notes"] if n not in outcome["problem"]):  # said below
         out.print(f"{words['note']} {note}", markup=False)
     if outcome["problem"]:
@@ -159,7 +164,7 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
         if outcome["problem"]:
             continue  # said once, above
         for t in (t for t in part["tests"] if t["outcome"] != "passed"):
-            out.print(f"    {t['name']}: ", end="", markup=False)
+            out.print(f"    {t['name']}{STRINGS[lang]['colon']}", end="", markup=False)
             out.print(t["message"][:300], markup=False)
             if t["traceback"]:
                 out.print("      " + t["traceback"].strip().replace("\n", "\n      "),
@@ -167,23 +172,23 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
             for c in t["checks"]:  # a practice case's: its reference ships with the bundle
                 if c.get("max_abs_diff") is not None:
                     out.print("      " + words["diff"].format(
-                        name=c["name"], diff=c["max_abs_diff"], where=c.get("where"),
+                        name=c["label"], diff=c["max_abs_diff"], where=c.get("where"),
                         got=c.get("got_value"), ref=c.get("ref_value"), atol=c.get("atol"),
                         rtol=c.get("rtol")), markup=False)
-        if record.examples.get(name):
+        if outcome["examples"].get(name):
             out.print(f"    [yellow]{words['example']}[/] ", end="")
             out.print(words["paste"], markup=False)
-            out.print("      " + record.examples[name].rstrip("\n").replace("\n", "\n      "),
+            out.print("      " + outcome["examples"][name].rstrip("\n").replace("\n", "\n      "),
                       markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
             out.print("    " + STRINGS[outcome.get("language") or course.language][
                 "missing_in_stub"].format(**where), markup=False)
         if part["where"]:
-            out.print("    [yellow]where:[/] ", end="")
+            out.print(f"    [yellow]{words['where']}[/] ", end="")
             out.print(part["where"], markup=False)
         for found in part["findings"]:  # what the page's "What your results show" says
-            out.print("    [yellow]found:[/] ", end="")
+            out.print(f"    [yellow]{words['found']}[/] ", end="")
             out.print(found, markup=False)
         if part["likely_mistake"]:
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
