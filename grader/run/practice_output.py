@@ -205,6 +205,8 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
 def print_written(outcome: dict, course: Course, lesson_key: str, out: Console) -> None:
     """The shapes questions' marks (`written.shapes_marks`), field by field: marked here
     as they will be at grading, for the lesson's shapes are in its own text."""
+    from grader.pages.feedback import STRINGS
+
     zh = (outcome.get("language") or course.language) == "zh"
     lesson = course.lesson(lesson_key)
     for qid, got in (outcome.get("written") or {}).items():
@@ -215,5 +217,6 @@ def print_written(outcome: dict, course: Course, lesson_key: str, out: Console) 
                   f"{got['score']:g}/{got['max_score']:g}  [dim]{escape(title)}[/]")
         for field, m in got["fields"].items():
             if not m["ok"] or m["note"]:
-                out.print(f"    {field}: ", end="", markup=False)
+                out.print(f"    {field}{STRINGS['zh' if zh else 'en']['colon']}", end="",
+                          markup=False)
                 out.print(m["why"] or m["note"], markup=False)
