@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from grader.judge import disclosed
 from grader.judge.drawn import OPEN_FAILURES, shown_pictures
@@ -47,8 +48,14 @@ def templates() -> Environment:
     rendering one page alone gets a fresh one."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(clean=clean, num=num, points=points)
+    env.filters.update(clean=clean, num=num, points=points, ticks=ticks)
     return env
+
+
+def ticks(value: object, limit: int) -> Markup:
+    """Text of the grader's (a note) cleaned and escaped, each `quoted` piece set as
+    code, as where.sentence_html does: a page shows no Markdown backticks."""
+    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", str(escape(clean(value, limit)))))
 
 
 def run_templates(ctx: LessonContext) -> Environment:

@@ -102,6 +102,8 @@ def test_a_syntax_error_names_the_cell_and_its_line(graded, course, lang):
     assert str(escape(feedback.STRINGS[lang]["syntax_hint"].format(
         line=at, message="invalid syntax"))) in page
     assert at in check["traceback"] and at in page.split("<pre>")[2]
+    assert "<code>%matplotlib inline</code>" in page  # a note's code, not Markdown
+    assert "`%matplotlib inline`" not in page
     for shown in (page, json.dumps(check, ensure_ascii=False)):
         assert "13_moe.py" not in shown.replace("13_moe.ipynb", "")
 
