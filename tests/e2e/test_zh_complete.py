@@ -18,11 +18,13 @@ from grader.run.practice_output import WORDS, outcome, print_outcome
 from tests.conftest import grade_sources
 
 ROOT = Path(__file__).resolve().parents[2]
-STUDENTS = ("bob", "carol", "grace")
+STUDENTS = ("bob", "carol", "dave", "frank", "grace", "heidi")
 # The terms the lesson itself uses, in either language's text.
 TERMS = {"FFN", "MoE", "SwiGLU", "RoPE", "top", "dtype", "float32", "float64", "Python",
          "PyTorch", "SiLU", "Linear", "softmax", "int64", "NaN", "inf", "MiniMind", "HTML",
-         "JSON", "CSV", "Moodle", "Gradescope", "Canvas", "GPU", "CPU", "token"}
+         "JSON", "CSV", "Moodle", "Gradescope", "Canvas", "GPU", "CPU", "token",
+         "numpy", "torch", "transformers"}  # the last three: the packages a file may import
+_PYTHON_SAID = re.compile(r"\b[A-Z]\w*(?:Error|Exception): [^：\n]*")  # Python's words
 _TEST_ID = re.compile(r"\btest_\w+\[[^\]\n]*\]")
 _HIDDEN = re.compile(r"<(script|style|code|pre|svg|title)\b.*?</\1>", re.S | re.I)
 _WORD = re.compile(r"[A-Za-z][A-Za-z_]{2,}")
@@ -33,6 +35,7 @@ def latin(text: str, names: set[str]) -> list[str]:
     `_`, `.`, `[`, `(` or a digit beside it, or camel case), file name or listed name."""
     found = []
     text = _TEST_ID.sub(" ", text)  # a test's id: a name, as pytest gives it
+    text = _PYTHON_SAID.sub(" ", text)
     for m in _WORD.finditer(text):
         word, before, after = m.group(), text[m.start() - 1:m.start()], text[m.end():m.end() + 1]
         if before in "._[(`'\"/-" and before or after in "._[(`'\"/-0123456789=" and after \
