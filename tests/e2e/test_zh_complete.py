@@ -14,6 +14,7 @@ from rich.console import Console
 
 from grader.judge.tally import Tally
 from grader.pages import feedback, report
+from grader.text.strings import Said
 from grader.run.practice_output import WORDS, outcome, print_outcome
 from tests.conftest import grade_sources
 
@@ -64,21 +65,28 @@ def shown_text(page: str) -> str:
 def graded(ctx13, slot13, tmp_path_factory) -> dict:
     sources = {sid: (ROOT / "examples" / "13" / sid / "13_moe.py").read_text()
                for sid in STUDENTS}
-    return grade_sources(ctx13, slot13, tmp_path_factory, sources)
+    from grader.judge import runner
+
+    graded = grade_sources(ctx13, slot13, tmp_path_factory, sources)
+    runner.grade_many(ctx13, [runner.Submission("erin", None)], slot13,  # handed nothing in
+                      lambda r: graded.__setitem__(r.student_id, r))
+    assert graded["erin"].status == "missing"
+    return graded
 
 
 def python_said(record) -> list[str]:
     """What Python or the student's code said, shown as they said it: the problem's
     message, tracebacks, what the code printed."""
     found = feedback.syntax_error(record.problem)
-    return [record.problem, *(found["message"] for found in [found] if found),
+    python = not isinstance(record.problem, Said)  # a Said is the grader's own sentence
+    return [record.problem if python else "", *(found["message"] for found in [found] if found),
             record.import_traceback, record.output,
             *(x.error.get("traceback") or "" for x in record.tests if x.error)]
 
 
 def test_zh_outputs_hold_no_english(graded, course):
     left = {}
-    names = set(STUDENTS) | {"moe", "ffn", "router", "dispatch", "block", "aux_loss"}
+    names = set(graded) | {"moe", "ffn", "router", "dispatch", "block", "aux_loss"}
     for sid, record in graded.items():
         page = shown_text(feedback.render_student(record, course, "13", "zh"))
         for said in python_said(record):
