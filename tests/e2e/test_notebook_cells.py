@@ -119,6 +119,9 @@ def test_the_students_traceback_names_the_cell_and_its_line(graded, course, lang
     check = outcome(record, course, "13", record.notes, lang)
     shown = [t["traceback"] for t in check["parts"]["router"]["tests"] if t["traceback"]]
     assert shown and all(f"{at}, in route" in t and "13_moe.py" not in t for t in shown)
+    # the smallest example says the student's error as Python does, not the grader's class
+    yours = check["examples"]["router"].split(feedback.STRINGS[lang]["ex_yours_gives"])[1]
+    assert yours.startswith("\n#   IndexError: ") and "StudentError" not in yours
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
