@@ -230,6 +230,9 @@ class GradeRecord:
     # the check questions, as scores.json keeps them (grader/written.py): question id
     # -> score, max_score, status; set after grading, never in results/<id>.json
     written: dict[str, Json] = field(default_factory=dict)
+    # a notebook's code cells in the .py graded (intake's `notebook.cells_of`), so that
+    # errors name the cell and its line (text/cells.py); [] for a .py handed in
+    cells: list[list[int]] = field(default_factory=list)
 
     def to_json(self) -> Json:
         """results/<id>.json: everything but the raw log."""
@@ -245,7 +248,8 @@ class GradeRecord:
                 "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
                 "examples": self.examples,
                 **({"name": self.name} if self.name else {}),
-                **({"written": self.written} if self.written else {})}
+                **({"written": self.written} if self.written else {}),
+                **({"cells": self.cells} if self.cells else {})}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
@@ -277,7 +281,9 @@ class GradeRecord:
                                  float(timing.get("cpu_s") or 0.0)),
                    examples={str(k): str(v) for k, v in (d.get("examples") or {}).items()},
                    written={str(k): v for k, v in (d.get("written") or {}).items()
-                            if isinstance(v, dict)})
+                            if isinstance(v, dict)},
+                   cells=[[int(x) for x in row] for row in d.get("cells") or []
+                          if isinstance(row, list) and len(row) == 4])
 
 
 @dataclass

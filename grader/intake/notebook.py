@@ -76,16 +76,16 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
         cells = _code_cells(path)
     except NotANotebook as exc:
         return None, [say("note_bad_notebook", file=shown, why=str(exc))]
-    chunks, dropped = [], []
-    for src in cells:
-        text = src.splitlines()
+    chunks, dropped, segments, at = [], [], [], 1
+    for number, src in enumerate(cells, 1):
+        text, first = src.splitlines(), 1
         if text and text[0].lstrip().startswith("%%"):
             magic = text[0].lstrip()[2:].split()[0] if text[0].strip() != "%%" else ""
             dropped.append(text[0].strip())
             if magic not in KEPT_CELL_MAGICS:
                 dropped[-1] += " (whole cell)"
                 continue
-            text = text[1:]
+            text, first = text[1:], 2
         out = []
         for line in text:
             body = line.lstrip()
@@ -95,6 +95,8 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
             else:
                 out.append(line)
         chunks.append("\n".join(out))
+        segments.append([at, at + max(len(out), 1) - 1, number, first])
+        at += max(len(out), 1) + 1  # the blank line between two cells
     from grader.intake.answers import markdown_answers
 
     if answers := markdown_answers(path):  # after the code: no line of it moves
@@ -102,6 +104,7 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
                       + "\n".join(f"ANSWER_{q.upper()} = {text!r}"
                                   for q, text in answers.items()))
     write_atomic(dest, "\n\n".join(chunks) + "\n")
+    write_atomic(_cells_file(dest), json.dumps(segments))
     notes = [say("note_cells", n=len(cells), file=shown)]
     if dropped:
         listed = "; ".join(f"`{printable(d[:80])}`" for d in dropped[:5])
@@ -109,3 +112,17 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
             if len(dropped) > 5 else listed
         notes.append(say("note_magics", n=len(dropped), lines=lines))
     return dest, notes
+
+
+def _cells_file(dest: Path) -> Path:
+    return dest.with_name(dest.name + ".cells.json")
+
+
+def cells_of(path: Path | None) -> list[list[int]]:
+    """Where each code cell of the notebook joined into `path` lies in it: rows of
+    (first line, last line, code cell number, the cell's line of the first line), so
+    that errors name the cell and its line (text/cells.py); [] for a file that is no
+    joined notebook."""
+    if path is None or not _cells_file(path).is_file():
+        return []
+    return json.loads(_cells_file(path).read_text(encoding="utf-8"))

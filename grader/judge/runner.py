@@ -26,6 +26,7 @@ from grader import points
 from grader.judge.context import FROM_RECORDING, LessonContext
 from grader.judge.compare import Later
 from grader.judge.diagnosis import diagnose
+from grader.intake import notebook
 from grader.intake.capped import read_source
 from grader.judge.drawn import shown_pictures
 from grader.judge.plan import Submission
@@ -494,7 +495,7 @@ def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
         output=session.output.text() if session is not None else "",
         sandboxed=bool(slot and slot.sandboxed),
         sandbox=slot.sandbox.mode if slot else "none", notes=sub.notes,
-        fingerprint=sub.fingerprint, name=sub.name,
+        fingerprint=sub.fingerprint, name=sub.name, cells=notebook.cells_of(sub.path),
         timing=Timing(round(elapsed, 3), round(session.cpu_s, 3) if session else 0.0),
         raw_log=raw)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from grader.judge.reference import lesson_file
+from grader.sandbox.limits import StudentError
 
 SEED = 7_000_000      # fresh inputs: far from every graded and practice seed
 ATOL, RTOL = 1e-10, 1e-8  # float64: correct re-orderings differ by ~1e-15
@@ -140,7 +141,8 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
         try:
             got = canonical(student.call(probe, **args))
         except Exception as exc:  # noqa: BLE001 - the student's error, shown as such
-            got = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            said = str(exc) if isinstance(exc, StudentError) else f"{type(exc).__name__}: {exc}"
+            got = {"error": said[:300]}  # a StudentError's message names the student's type
         if "error" in got or any(differs(got.get(o), ref.get(o),
                                          *tolerance(lesson, part, o, ref.get(o)))
                                  for o in outputs):

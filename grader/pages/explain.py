@@ -8,6 +8,7 @@ from fractions import Fraction
 
 from grader.judge import contrast, disclosed
 from grader.record import TestRecord
+from grader.text.strings import check_label
 
 OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤", **contrast.RELATIONS}
 CLAIMS_AT_TOP = 2   # distinct structure claims repeated at the top of a part
@@ -116,7 +117,8 @@ def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
             text = structure_text(claim, t) if isinstance(claim, dict) else ""
             if text and text not in seen:
                 seen[text] = t["claim_in"].format(test=test.name,
-                                                  check=check.get("name", ""), claim=text)
+                                                  check=check_label(str(check.get("name", "")), t),
+                                                  claim=text)
     return list(seen.values())[:CLAIMS_AT_TOP]
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from grader.judge import disclosed
 from grader.judge.drawn import OPEN_FAILURES, shown_pictures
@@ -27,8 +28,10 @@ from grader.pages import explain, where
 from grader.config import Course
 from grader.record import GradeRecord, PartRecord, TestRecord
 from grader.pages.charts import heatmap_svg, pair_bars_svg
+from grader.text.cells import at, in_cells
 from grader.text.shown import clean, num, points
-from grader.text.strings import STRINGS, TEMPLATES, in_language, local_text, message_in
+from grader.text.strings import (STRINGS, TEMPLATES, check_label, in_language, local_text,
+                                 message_in)
 
 if TYPE_CHECKING:
     from grader.judge.context import LessonContext
@@ -45,8 +48,14 @@ def templates() -> Environment:
     rendering one page alone gets a fresh one."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(clean=clean, num=num, points=points)
+    env.filters.update(clean=clean, num=num, points=points, ticks=ticks)
     return env
+
+
+def ticks(value: object, limit: int) -> Markup:
+    """Text of the grader's (a note) cleaned and escaped, each `quoted` piece set as
+    code, as where.sentence_html does: a page shows no Markdown backticks."""
+    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", str(escape(clean(value, limit)))))
 
 
 def run_templates(ctx: LessonContext) -> Environment:
@@ -113,8 +122,8 @@ def _part_view(part: str, title: str, scored: PartRecord | None, tests: list[Tes
             "findings": part_findings(tests, scored, failed_before or [], explained or set(),
                                       t),
             "missing": missing_from_stub(failing, stub),
-            "example": record.examples.get(part, ""),
-            "where": where.sentence_html(scored.where, t) if scored and failing
+            "example": example_in(record.examples.get(part, ""), lang),
+            "where": where.sentence_html(scored.where, t, record.cells) if scored and failing
             else "",
             "elsewhere": t["graded_no_elements"] if any(
                 not x.practice and _beyond(x) for x in failing if not _blocked(x, record))
@@ -291,7 +300,8 @@ def _check_view(check: dict, t: dict[str, str], lang: str, picture: bool) -> dic
             "message": clean(message_in(check, lang)),
             "structure_text": explain.structure_text(claim, t) if isinstance(claim, dict)
             else "",
-            "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·|ref|"
+            "label": check_label(str(check.get("name", "")), t),
+            "tolerance": (f"{num(check['atol'])} + {num(check.get('rtol') or 0.0)}·{t['abs_ref']}"
                           if check.get("atol") is not None else None)}
 
 
@@ -325,9 +335,43 @@ def typed_instead(message: str) -> dict | None:
     return {"char": char, "code": f"U+{ord(char):04X}", "ascii": meant}
 
 
+_EXAMPLE_COMMENTS = ("ex_digits", "ex_fills", "ex_tanh", "ex_reference_gives", "ex_yours_gives")
+
+
+def example_in(snippet: str, lang: str) -> str:
+    """A smallest failing example (made in English) with its comments in `lang`."""
+    for key in _EXAMPLE_COMMENTS:
+        snippet = snippet.replace(STRINGS["en"][key], STRINGS[lang][key])
+    return snippet
+
+
+def in_notebook(record: GradeRecord, lang: str, file: str) -> GradeRecord:
+    """The record with its problem, tracebacks and errors' messages naming a notebook's
+    code cell and line (the record's `cells`) where Python named a line of `file`, the
+    .py the cells were joined into; the record itself for a .py handed in."""
+    if not record.cells:
+        return record
+    t = STRINGS[lang]
+
+    def said(text: str) -> str:
+        return in_cells(text, record.cells, t, file)
+
+    def error(e: dict | None) -> dict | None:
+        return e and {**e, "message": said(message_in(e, lang)), "message_texts": None,
+                      "traceback": said(e.get("traceback") or "")}
+
+    return replace(record, problem=said(in_language(record.problem, lang)),
+                   import_traceback=said(record.import_traceback),
+                   tests=[replace(x, error=error(x.error)) for x in record.tests])
+
+
 def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: str) -> dict:
     """Everything the student template shows, with raw_log left out on purpose."""
     t = STRINGS[lang]
+    syntax = syntax_error(record.problem) if record.status != "graded" else None
+    if syntax:
+        syntax["at"] = at(syntax["line"], record.cells, t, start=bool(syntax["typed"]))
+    record = in_notebook(record, lang, course.lesson(lesson_key).exercise)
     titles = part_titles(course, lesson_key, lang)
     by_part: dict[str, list[TestRecord]] = defaultdict(list)
     for test in record.tests:
@@ -345,7 +389,7 @@ def student_context(record: GradeRecord, course: Course, lesson_key: str, lang: 
             "student_id": record.student_id, "student_name": record.name,
             "status": record.status,
             "problem": in_language(record.problem, lang), "sandboxed": record.sandboxed,
-            "syntax": syntax_error(record.problem) if record.status != "graded" else None,
+            "syntax": syntax,
             "import_traceback": record.import_traceback,
             "notes": [local_text(n, lang) for n in record.notes],
             "output": record.output, "score": record.score,

@@ -3,6 +3,7 @@ submissions), from the class's running counts (`tally.Tally`)."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import replace
 
 from jinja2 import Environment
 
@@ -12,6 +13,7 @@ from grader.pages.feedback import (STRINGS, course_title, language_of, lesson_ti
                              templates)
 from grader.record import MISSING
 from grader.store import Store
+from grader.text.strings import in_language
 from grader.judge.tally import Tally
 
 
@@ -54,7 +56,8 @@ def report_context(tally: Tally, course: Course, lesson_key: str, lang: str) -> 
                   for (p, name), (ok, tot) in sorted(tally.rates.items())],
         "mistakes": _mistakes(tally, lang),
         "unmatched": [(titles.get(p, p), c) for p, c in tally.unmatched.ranked()],
-        "problems": [p for _, p in sorted(tally.problems, key=lambda x: x[0])],
+        "problems": [replace(p, problem=in_language(p.problem, lang))  # a Said: the page's
+                     for _, p in sorted(tally.problems, key=lambda x: x[0])],
         "statuses": tally.statuses.ranked(),
         "error_kinds": tally.error_kinds.ranked(),
         "slowest": slow,

@@ -9,6 +9,7 @@ import re
 from markupsafe import Markup, escape
 
 from grader.record import Where
+from grader.text.cells import at
 
 
 def _shown_name(name: str, t: dict[str, str]) -> str:
@@ -20,7 +21,7 @@ def _shown_name(name: str, t: dict[str, str]) -> str:
     return f"`{name}`"
 
 
-def _backward_sentence(w: Where, t: dict[str, str]) -> str:
+def _backward_sentence(w: Where, t: dict[str, str], cells: list[list[int]]) -> str:
     """A "cut" or "added" finding's sentence, naming the leaves the value's gradient
     misses (`w.ref`) or adds (`w.got`) where the reference's trace named them."""
     def leaves(text: str) -> str:
@@ -33,29 +34,30 @@ def _backward_sentence(w: Where, t: dict[str, str]) -> str:
     else:
         tail = (t["where_backward_more"].format(name=name, leaves=leaves(w.got)) if w.got
                 else t["where_backward_other"].format(name=name))
-    return t["where_backward"].format(line=w.line, code=w.code) + tail + t["where_fresh"]
+    return t["where_backward"].format(line=at(w.line, cells, t, start=True), code=w.code) + tail + t["where_fresh"]
 
 
-def sentence(found: object, t: dict[str, str]) -> str:
+def sentence(found: object, t: dict[str, str], cells: list[list[int]] = ()) -> str:
     """The page's (and `grader check`'s) sentence for a part's `Where`, in the
-    language of `t`; "" when there is none. Plain text: the page escapes it."""
+    language of `t`, its line a notebook's cell and line where `cells` (the record's)
+    say; "" when there is none. Plain text: the page escapes it."""
     w = Where.from_json(found)
     if w is None:
         return ""
     if w.kind == "gradient":
         return t["where_gradient"]
     if w.kind in ("cut", "added"):
-        return _backward_sentence(w, t)
+        return _backward_sentence(w, t, cells)
     matched = (t["where_matched"].format(names=", ".join(f"`{n}`" for n in w.matched))
                if w.matched else "")
-    head = t["where_line_head"].format(line=w.line, code=w.code, matched=matched)
+    head = t["where_line_head"].format(line=at(w.line, cells, t, start=True), code=w.code, matched=matched)
     if w.kind == "path":
         return head + t["where_path"] + t["where_fresh"]
     if w.kind == "skip":
         return head + t["where_skip"].format(names=", ".join(
             f"`{n.strip()}`" for n in w.name.split(",")))
     if w.kind == "extra":
-        return t["where_extra"].format(line=w.line, code=w.code, name=w.name)
+        return t["where_extra"].format(line=at(w.line, cells, t, start=True), code=w.code, name=w.name)
     name = _shown_name(w.name, t)
     got = w.got + _placed(w.got_shape, w.got_at, t)
     here = (t["where_ref"].format(name=name, got=got,
@@ -72,7 +74,7 @@ def _placed(shape: list[int], at: list[int], t: dict[str, str]) -> str:
     return t["where_shape"].format(shape=shape) if shape else ""
 
 
-def sentence_html(found: object, t: dict[str, str]) -> Markup:
+def sentence_html(found: object, t: dict[str, str], cells: list[list[int]] = ()) -> Markup:
     """The sentence for a page: escaped, with each `quoted` piece set as code."""
-    text = str(escape(sentence(found, t)))
+    text = str(escape(sentence(found, t, cells)))
     return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text))

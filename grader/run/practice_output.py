@@ -30,7 +30,7 @@ WORDS = {
            "total": "practice tests: {passed}/{total} passed. The graded run has more "
                     "tests, hidden.",
            "diff": "{name}: max abs diff {diff:.3g} at {where}, got {got}, expected {ref} "
-                   "(tolerance {atol} + {rtol}·|ref|)",
+                   "(tolerance {atol} + {rtol}·|ref|)", "where": "where:", "found": "found:",
            "syntax": "Python could not read your file, so no test ran. The caret marks "
                      "where it stopped; the mistake is often just before it (a missing "
                      "comma, bracket, colon or quote, here or on the line above)."},
@@ -40,7 +40,7 @@ WORDS = {
            "paste": "（保存在你的文件旁边并运行；参考结果写在注释中）：",
            "total": "练习测试：{passed}/{total} 通过。正式评分还有更多隐藏的测试。",
            "diff": "{name}：最大绝对误差 {diff:.3g}，位置 {where}，你的值 {got}，期望值 {ref}"
-                   "（容差 {atol} + {rtol}·|ref|）",
+                   "（容差 {atol} + {rtol}·|参考值|）", "where": "位置：", "found": "发现：",
            "syntax": "Python 无法读取你的文件，所以没有运行任何测试。^ 标出了它停下的位置；"
                      "错误往往就在它前面（这一行或上一行少了逗号、括号、冒号或引号）。"},
 }
@@ -51,10 +51,13 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
     """The record as the student is told it, in `language` (default: course.yml's):
     every field plain JSON."""
     from grader.pages.where import sentence
-    from grader.pages.feedback import STRINGS, failed_parts, part_findings
-    from grader.text.strings import in_language
+    from grader.pages.feedback import (STRINGS, example_in, failed_parts, in_notebook,
+                                       part_findings)
+    from grader.text.strings import check_label, in_language
     lesson = course.lesson(lesson_key)
     lang = language or course.language
+    typed = _typed(record.tests, record.cells, STRINGS[lang])
+    record = in_notebook(record, lang, lesson.exercise)
     tests = record.tests
     parts = {}
     order = list(record.parts)
@@ -64,7 +67,7 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
         diagnosis = part.diagnosis
         failing = any(not t.passed for t in mine)
         parts[name] = {
-            "where": sentence(part.where, STRINGS[lang]) if failing else "",
+            "where": sentence(part.where, STRINGS[lang], record.cells) if failing else "",
             "findings": part_findings(mine, part, [q for q in order[:order.index(name)]
                                                    if q in failed], explained, STRINGS[lang]),
             "title": (lesson.parts[name].title_zh if lang == "zh" else "")
@@ -75,45 +78,52 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             if diagnosis and diagnosis.id else None,
             "tests": [{"name": t.name, "outcome": t.outcome, "message": _message(t, lang),
                        "traceback": (t.error or {}).get("traceback") or "",
-                       "checks": [disclosed.check(c, t.practice) for c in t.checks
-                                  if not c.get("passed")]}
+                       "checks": [{**disclosed.check(c, t.practice),
+                                   "label": check_label(str(c.get("name")), STRINGS[lang])}
+                                  for c in t.checks if not c.get("passed")]}
                       for t in mine]}
     return {"lesson": lesson_key, "language": lang, "status": record.status,
             "problem": in_language(record.problem, lang),
-            "syntax_error": _syntax_error(tests), "typed": _typed(tests),
+            "syntax_error": _syntax_error(tests), "typed": typed,
             "traceback": record.import_traceback,
             "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
-            "parts": parts, "output": record.output, "examples": record.examples}
+            "parts": parts, "output": record.output,
+            "examples": {k: example_in(v, lang) for k, v in record.examples.items()}}
 
 
 def _message(test: TestRecord, lang: str) -> str:
     """A test's message in `lang`: one failed through its checks says them as the
     plugin does (`name: message; ...`), each check's message in `lang`."""
-    from grader.text.strings import message_in
+    from grader.text.strings import STRINGS, check_label, message_in
     failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
     if test.error:
         return message_in(test.error, lang)
     if not failing:
         return test.message
-    return "; ".join(f"{c.get('name')}: "
-                     f"{message_in(c, lang)}"
-                     for c in failing[:5])
+    t = STRINGS[lang]
+    return t["semicolon"].join(
+        check_label(str(c.get("name")), t) + t["colon"] + message_in(c, lang)
+        for c in failing[:5])
 
 
 def _syntax_error(tests: list[TestRecord]) -> bool:
     return any((t.error or {}).get("type") in SYNTAX_ERRORS for t in tests)
 
 
-def _typed(tests: list[TestRecord]) -> dict | None:
-    """The character typed in place of an ASCII one that Python could not read, and its
-    line (the message's "(<file>, line N)"), if that is why the file could not be read."""
+def _typed(tests: list[TestRecord], cells: list[list[int]], t: dict[str, str]
+           ) -> dict | None:
+    """The character typed in place of an ASCII one that Python could not read, and
+    where (the message's "(<file>, line N)" is "line N", or a notebook's cell and
+    line), if that is why the file could not be read."""
     from grader.pages.feedback import typed_instead
+    from grader.text.cells import at
 
     for t in tests:
         message = (t.error or {}).get("message") or ""
         if (t.error or {}).get("type") in SYNTAX_ERRORS and (found := typed_instead(message)):
             line = re.search(r"line (\d+)\)\s*$", message)
-            return {**found, "line": int(line.group(1)) if line else "?"}
+            return {**found, "line": at(int(line.group(1)), cells, t, start=True) if line
+                    else "?"}
     return None
 
 
@@ -133,7 +143,8 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
     from grader.pages.feedback import STRINGS, lesson_stub, missing_from_stub
 
     out = out or Console(highlight=False, soft_wrap=not sys.stdout.isatty())  # no mid-phrase wrap
-    words = WORDS[outcome.get("language") or course.language]
+    lang = outcome.get("language") or course.language
+    words = WORDS[lang]
     for note in (n for n in outcome["notes"] if n not in outcome["problem"]):  # said below
         out.print(f"{words['note']} {note}", markup=False)
     if outcome["problem"]:
@@ -153,7 +164,7 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
         if outcome["problem"]:
             continue  # said once, above
         for t in (t for t in part["tests"] if t["outcome"] != "passed"):
-            out.print(f"    {t['name']}: ", end="", markup=False)
+            out.print(f"    {t['name']}{STRINGS[lang]['colon']}", end="", markup=False)
             out.print(t["message"][:300], markup=False)
             if t["traceback"]:
                 out.print("      " + t["traceback"].strip().replace("\n", "\n      "),
@@ -161,23 +172,23 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
             for c in t["checks"]:  # a practice case's: its reference ships with the bundle
                 if c.get("max_abs_diff") is not None:
                     out.print("      " + words["diff"].format(
-                        name=c["name"], diff=c["max_abs_diff"], where=c.get("where"),
+                        name=c["label"], diff=c["max_abs_diff"], where=c.get("where"),
                         got=c.get("got_value"), ref=c.get("ref_value"), atol=c.get("atol"),
                         rtol=c.get("rtol")), markup=False)
-        if record.examples.get(name):
+        if outcome["examples"].get(name):
             out.print(f"    [yellow]{words['example']}[/] ", end="")
             out.print(words["paste"], markup=False)
-            out.print("      " + record.examples[name].rstrip("\n").replace("\n", "\n      "),
+            out.print("      " + outcome["examples"][name].rstrip("\n").replace("\n", "\n      "),
                       markup=False)
         failing = [t for t in record.tests if t.part == name and not t.passed]
         for where in missing_from_stub(failing, stub):
             out.print("    " + STRINGS[outcome.get("language") or course.language][
                 "missing_in_stub"].format(**where), markup=False)
         if part["where"]:
-            out.print("    [yellow]where:[/] ", end="")
+            out.print(f"    [yellow]{words['where']}[/] ", end="")
             out.print(part["where"], markup=False)
         for found in part["findings"]:  # what the page's "What your results show" says
-            out.print("    [yellow]found:[/] ", end="")
+            out.print(f"    [yellow]{words['found']}[/] ", end="")
             out.print(found, markup=False)
         if part["likely_mistake"]:
             # The instructor's text is printed as is: "torch.cat([cos, cos])" is no markup.
@@ -194,6 +205,8 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
 def print_written(outcome: dict, course: Course, lesson_key: str, out: Console) -> None:
     """The shapes questions' marks (`written.shapes_marks`), field by field: marked here
     as they will be at grading, for the lesson's shapes are in its own text."""
+    from grader.pages.feedback import STRINGS
+
     zh = (outcome.get("language") or course.language) == "zh"
     lesson = course.lesson(lesson_key)
     for qid, got in (outcome.get("written") or {}).items():
@@ -204,5 +217,6 @@ def print_written(outcome: dict, course: Course, lesson_key: str, out: Console) 
                   f"{got['score']:g}/{got['max_score']:g}  [dim]{escape(title)}[/]")
         for field, m in got["fields"].items():
             if not m["ok"] or m["note"]:
-                out.print(f"    {field}: ", end="", markup=False)
+                out.print(f"    {field}{STRINGS['zh' if zh else 'en']['colon']}", end="",
+                          markup=False)
                 out.print(m["why"] or m["note"], markup=False)

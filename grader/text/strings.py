@@ -77,6 +77,17 @@ def message_fields(message: str) -> dict[str, object]:
     return {"message": str(message), **({"message_texts": dict(texts)} if texts else {})}
 
 
+def check_label(name: str, t: dict[str, str]) -> str:
+    """A check's name (a lesson's `check.grad("input gradient", ...)`) in the language
+    of `t` where i18n.yml has it (label_*); any other name, an identifier, as it is."""
+    import re
+
+    found = re.fullmatch(r"(parameter|expert) gradient\[(.+)\]", name)
+    if found:
+        return t[f"label_{found.group(1)}_gradient"].format(name=found.group(2))
+    return t.get("label_" + name.replace(" ", "_"), name)
+
+
 def message_in(record: dict, language: str) -> str:
     """A check's or an error's message (`message_fields`) in `language`."""
     return in_language(record.get("message_texts") or record.get("message"), language)

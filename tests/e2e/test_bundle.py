@@ -97,7 +97,7 @@ def test_check_at_home_names_the_line_where_values_leave_the_reference(bundle, t
     code = entry["new"].strip()
     for lang, said, example in (
             ("en", f"where: Line {entry['line']} `{code}`: up to here", "smallest failing example"),
-            ("zh", f"where: 第 {entry['line']} 行 `{code}`：", "最小的失败示例")):
+            ("zh", f"位置： 第 {entry['line']} 行 `{code}`：", "最小的失败示例")):
         proc = check(bundle, wrong, tmp_path, "--language", lang)
         assert proc.returncode == 1, proc.stdout + proc.stderr
         dispatch = proc.stdout[proc.stdout.index(" dispatch "):proc.stdout.index(" aux_loss ")]

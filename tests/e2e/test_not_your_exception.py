@@ -68,7 +68,8 @@ def test_a_file_python_could_not_read_gets_a_hint_and_no_moe_box(graded, course,
     assert found and found["line"] == ctx_line(record)
     t = feedback.STRINGS[lang]
     page = feedback.render_student(record, course, "13", lang)
-    assert str(escape(t["syntax_hint"].format(**found))) in page
+    at = t["at_line"].format(line=found["line"])
+    assert str(escape(t["syntax_hint"].format(message=found["message"], line=at))) in page
     assert "This part calls" not in page and "这一部分会调用" not in page
 
 
@@ -81,9 +82,10 @@ def test_a_full_width_character_is_named_with_the_ascii_one_to_type(graded, cour
     assert found and found["typed"] == {"char": "：", "code": "U+FF1A", "ascii": ":"}
     t = feedback.STRINGS[lang]
     page = feedback.render_student(record, course, "13", lang)
-    said = t["syntax_typed"].format(line=found["line"], **found["typed"])
+    at = t["at_line"].format(line=found["line"]).capitalize()
+    said = t["syntax_typed"].format(line=at, **found["typed"])
     assert str(escape(said)) in page and ("‘:’" in said or "“:”" in said)
-    assert str(escape(t["syntax_hint"].format(**found))) not in page
+    assert str(escape(t["syntax_hint"].format(message=found["message"], line=at))) not in page
 
 
 @pytest.mark.parametrize("message, typed", [
