@@ -213,6 +213,8 @@ class Intake:
     #                                                     roster or worksheet maps
     numbers: dict[str, str] = field(default_factory=dict)  # student id -> the Moodle
     #                                    participant number the download filed them under
+    handed: dict[str, datetime | None] = field(default_factory=dict)  # student id -> when
+    #         the LMS says the graded file was handed in (None: the download gives no time)
 
 
 @dataclass
@@ -250,6 +252,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     ids: dict[str, str] = {}
     by_number: list[str] = []
     numbers: dict[str, str] = {}
+    handed: dict[str, datetime | None] = {}
     for key, group in sorted(groups.items()):
         sid = ids[key] = _unique(_ident(by_key.get(key, key)), taken)
         if group.by_number and key not in by_key:
@@ -262,6 +265,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
             for c in group.cands:  # Moodle keeps one submission: its files share its time
                 c.when, c.timed = submitted[key], True
         best, notes = _choose(group.cands, exercise, due)
+        handed[sid] = best.when if best is not None and best.timed else None
         if best is not None and not best.path.is_relative_to(cache):
             taken_in = _taken_in(Path(directory), best, cache / "files" / safe_name(sid),
                                  group.skips)
@@ -282,7 +286,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     together = _together(groups, ids, names, found)
     absent = sorted(set(roster or {}) - set(ids.values()))
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
-                  together, absent, by_number, numbers)
+                  together, absent, by_number, numbers, handed)
 
 
 def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timezone
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
@@ -185,8 +186,26 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                                          store, language, run_templates(ctx))
                 max_score = points.as_points(points.units(max_score, "the lesson")
                                              + points.units(lesson.written_points, "written"))
+            from grader.judge import final
+
+            found = final.Applied()
+            try:  # the TAs' files are read before scores.json is written: all or nothing
+                entries = final.apply_to_class(
+                    course, lesson_key, taken.handed, entries,
+                    set(known) | {s.student_id for s in subs} | set(taken.absent), found,
+                    datetime.now(timezone.utc).isoformat(timespec="seconds"))
+            except final.RecordError as exc:
+                raise GradingError(str(exc)) from None
             store.write_scores(lesson_key, course.course, ctx.version, max_score,
                                entries, taken.by_number, taken.absent, language)
+            if found.unknown:
+                events.note("hand-in time unknown (the download gives none, so no late "
+                            "credit is applied and no page says on time or late): "
+                            + ", ".join(found.unknown))
+            if found.stale:
+                events.note("overrides made on an automatic score that has since changed "
+                            "(stale; review them with `grader history`): "
+                            + ", ".join(found.stale))
     write_report(tally, course, lesson_key, store, language, run_templates(ctx))
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
     return Graded(summary, students, taken.skipped, taken.absent, by_number)

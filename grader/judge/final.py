@@ -1,0 +1,295 @@
+"""The grade of record: late credit, extensions and overrides, applied at every run after
+the code and the written marks are in, from files beside course.yml in grades/<lesson>/
+(never under OUT, so a new OUT or `--force` loses nothing a TA set):
+
+- extensions.csv: one row per student (student_id, due, reason, granted_by, granted_at),
+  the current extensions, which a TA may edit; `grader extend` also appends each grant
+  to extensions.jsonl, the history;
+- overrides.jsonl: append-only, each `grader override` a line (set, adjust or revoke),
+  and the automatic score a run first saw under each override (`basis`), against which
+  a later run finds it `stale`.
+
+Lateness is the LMS's time of hand-in, as intake read it; never a file's time on disk.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, tzinfo
+from pathlib import Path
+
+from grader import points as exact
+from grader.config import LatePolicy, Lesson
+from grader.judge.written import _read_jsonl, append_jsonl, grades_folder
+EXTENSIONS, EXTENSION_LOG, OVERRIDES = "extensions.csv", "extensions.jsonl", "overrides.jsonl"
+COLUMNS = ("student_id", "due", "reason", "granted_by", "granted_at")
+EXCUSED = "excused"  # an extension's `due` that removes the late credit altogether
+ON_TIME, LATE, UNKNOWN = "on_time", "late", "unknown"
+STALE = "stale"  # the check questions' word: made on a score that has since changed
+
+
+class RecordError(Exception):
+    """A file a TA edits by hand, or a command's input, is wrong: the message names the
+    file and line; nothing was applied."""
+
+
+def read_time(text: str, zone: tzinfo) -> datetime:
+    """An ISO date and time (`2026-10-04 23:59`, `2026-10-04T23:59+08:00`); one without
+    an offset is in `zone` (course.yml's `timezone`, else `due`'s offset)."""
+    when = datetime.fromisoformat(text.strip())
+    return when if when.tzinfo else when.replace(tzinfo=zone)
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One student's due date in effect (`due`), or `excused` (no late credit at all)."""
+
+    student_id: str
+    due: datetime | None
+    reason: str
+    granted_by: str
+    granted_at: str
+
+    @property
+    def excused(self) -> bool:
+        return self.due is None
+
+    def row(self) -> list[str]:
+        return [self.student_id, self.due.isoformat() if self.due else EXCUSED,
+                self.reason, self.granted_by, self.granted_at]
+
+    def to_json(self) -> dict:
+        return dict(zip(COLUMNS, self.row()))
+
+
+def read_extensions(folder: Path, zone: tzinfo,
+                    known: set[str] | None = None) -> dict[str, Extension]:
+    """extensions.csv's rows by student; every bad row (a bad date, a student not in
+    `known`, two rows for one student) is named by its line, all at once."""
+    path = folder / EXTENSIONS
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return {}
+    rows = list(csv.reader(io.StringIO(text)))
+    if not rows or [c.strip() for c in rows[0]] != list(COLUMNS):
+        raise RecordError(f"{path}:1: the header must be {','.join(COLUMNS)}")
+    out: dict[str, Extension] = {}
+    lines: dict[str, int] = {}
+    problems = []
+    for n, cells in enumerate(rows[1:], start=2):
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(COLUMNS):
+            problems.append(f"{path}:{n}: {len(cells)} cells, not {len(COLUMNS)}")
+            continue
+        sid, due, reason, by, at = (c.strip() for c in cells)
+        if not sid:
+            problems.append(f"{path}:{n}: no student_id")
+            continue
+        if known is not None and sid not in known:
+            problems.append(f"{path}:{n}: {sid!r} is not a student of this lesson")
+            continue
+        if sid in lines:
+            problems.append(f"{path}:{lines[sid]} and {n}: two rows for {sid!r}; an "
+                            "extension replaces the due date, so keep one")
+            continue
+        try:
+            when = None if due.lower() == EXCUSED else read_time(due, zone)
+        except ValueError:
+            problems.append(f"{path}:{n}: due {due!r} is neither a date and time "
+                            f"(2026-10-04 23:59) nor {EXCUSED!r}")
+            continue
+        lines[sid] = n
+        out[sid] = Extension(sid, when, reason, by, at)
+    if problems:
+        raise RecordError("\n".join(problems))
+    return out
+
+
+def write_extension(folder: Path, ext: Extension, zone: tzinfo,
+                    known: set[str] | None = None) -> Extension | None:
+    """Write (or replace) `ext`'s row and log the grant in the history; returns the row
+    it replaced. The file is read and checked first: nothing is written over a bad one."""
+    from grader.store import write_atomic
+
+    current = read_extensions(folder, zone, known)
+    old = current.get(ext.student_id)
+    current[ext.student_id] = ext
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(COLUMNS)
+    writer.writerows(current[s].row() for s in sorted(current))
+    folder.mkdir(parents=True, exist_ok=True)
+    write_atomic(folder / EXTENSIONS, buf.getvalue())
+    append_jsonl(folder / EXTENSION_LOG,
+                 [{**ext.to_json(), **({"replaced": old.to_json()} if old else {})}])
+    return old
+
+
+# ---- lateness and credit -------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late a student's file was against the due date in effect, and its credit (%)."""
+
+    status: str                # on_time, late or unknown (the download gave no time)
+    minutes: int | None = None  # after the due date in effect, when late
+    credit: float = 100.0
+    due: datetime | None = None  # the due date in effect
+    handed_in: datetime | None = None
+
+
+def lateness(policy: LatePolicy, handed_in: datetime | None, due: datetime | None,
+             ext: Extension | None) -> Lateness:
+    """Grace and windows count from the due date in effect (the extension's, else the
+    lesson's); an excused student keeps all credit; with no time, nothing is claimed."""
+    if ext is not None and not ext.excused:
+        due = ext.due
+    if handed_in is None or due is None:
+        return Lateness(UNKNOWN, due=due)
+    after = handed_in - due
+    if after <= timedelta(minutes=policy.grace_minutes):
+        return Lateness(ON_TIME, due=due, handed_in=handed_in)
+    minutes = math.ceil(after.total_seconds() / 60)
+    credit = policy.after_last
+    for w in policy.windows:
+        if after <= timedelta(minutes=w.minutes):
+            credit = w.credit
+            break
+    if ext is not None and ext.excused:
+        credit = 100.0
+    return Lateness(LATE, minutes, credit, due, handed_in)
+
+
+# ---- overrides -----------------------------------------------------------------------
+
+SET, ADJUST, REVOKE, BASIS = "set", "adjust", "revoke", "basis"
+
+
+def read_overrides(folder: Path) -> list[dict]:
+    return _read_jsonl(folder / OVERRIDES)
+
+
+def next_id(rows: list[dict]) -> str:
+    return f"o{sum(1 for r in rows if r.get('kind') in (SET, ADJUST, REVOKE)) + 1}"
+
+
+def active(rows: list[dict], student_id: str) -> list[dict]:
+    """The student's overrides not revoked, in the order they were made."""
+    revoked = {r.get("target") for r in rows if r.get("kind") == REVOKE}
+    return [r for r in rows if r.get("kind") in (SET, ADJUST)
+            and r.get("student_id") == student_id and r.get("id") not in revoked]
+
+
+def bases(rows: list[dict]) -> dict[str, float]:
+    """The automatic score the first run after each override saw under it."""
+    out: dict[str, float] = {}
+    for r in rows:
+        if r.get("kind") == BASIS and isinstance(r.get("auto"), (int, float)):
+            out.setdefault(str(r.get("target")), float(r["auto"]))
+    return out
+
+
+def overridden(auto: float, most: float, made: list[dict]) -> float:
+    """A part's score after its overrides, in order: `set` replaces, `adjust` adds;
+    kept from 0 to the part's points."""
+    got = exact.units(auto, "a part's score")
+    for r in made:
+        value = exact.units(abs(float(r["value"])), "an override")
+        value = value if float(r["value"]) >= 0 else -value
+        got = value if r["kind"] == SET else got + value
+    return exact.as_points(min(max(got, 0), exact.units(most, "a part's points")))
+
+
+# ---- the run's last step -------------------------------------------------------------
+
+@dataclass
+class Applied:
+    """What the step found for the TA: students whose hand-in time is unknown, and
+    overrides made on an automatic score that has since changed."""
+
+    unknown: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+
+
+def apply(doc: dict, lesson: Lesson, lateness_: Lateness | None, ext: Extension | None,
+          rows: list[dict], seen: dict[str, float], new_bases: list[dict],
+          now: str) -> dict:
+    """A student's scores.json entry as recorded: `parts` after overrides, `raw_score`
+    (before overrides and credit), `score` (final), `late`, `late_status`, `extension`
+    and `overrides` (never their private notes)."""
+    sid = doc["student_id"]
+    made = active(rows, sid)
+    parts = {}
+    shown = []
+    for name, part in (doc.get("parts") or {}).items():
+        mine = [r for r in made if r.get("part") == name]
+        auto = float(part["score"])
+        for r in mine:
+            if r["id"] not in seen:
+                seen[r["id"]] = auto
+                new_bases.append({"kind": BASIS, "target": r["id"], "auto": auto,
+                                  "at": now})
+            shown.append({k: r.get(k) for k in ("id", "part", "kind", "value", "reason",
+                                                 "by", "at")}
+                         | {"auto": auto, "stale": seen[r["id"]] != auto})
+        parts[name] = {**part, "score": overridden(auto, float(part["max_score"]), mine),
+                       **({"auto_score": auto} if mine else {})}
+    written = sum(exact.units(float(e["score"]), "a written mark")
+                  for e in (doc.get("written") or {}).values())
+    earned = sum(exact.units(float(p["score"]), "a part's score") for p in parts.values()) \
+        + written
+    policy = lesson.late
+    doc = {**doc, "raw_score": doc["score"], "parts": parts, "overrides": shown,
+           "extension": ext.to_json() if ext else None}
+    if policy is None or lateness_ is None:
+        return {**doc, "score": exact.as_points(earned)}
+    late = None
+    if lateness_.status == LATE:
+        late = {"minutes": lateness_.minutes, "credit": lateness_.credit,
+                "applied_by": policy.applied_by,
+                **({"excused": True} if ext is not None and ext.excused else {})}
+    final = exact.credited(earned, late["credit"]) \
+        if late is not None and policy.applied_by == "grader" else earned
+    return {**doc, "score": exact.as_points(final), "late": late,
+            "late_status": lateness_.status,
+            "handed_in": lateness_.handed_in.isoformat() if lateness_.handed_in else None,
+            "due_in_effect": lateness_.due.isoformat() if lateness_.due else None}
+
+
+def apply_to_class(course, lesson_key: str, handed: dict[str, datetime | None], entries,
+                   known: set[str], found: Applied, now: str):
+    """`grader run`'s last step: each scores.json entry (bytes, as the spool keeps them)
+    with the grade of record applied. Reads extensions.csv (a bad one stops the run
+    before scores.json is written) and records, under each new override, the automatic
+    score it was made on; never changes an override. Fills `found` for the TA."""
+    lesson = course.lesson(lesson_key)
+    folder = grades_folder(course.root, lesson_key)
+    extensions = read_extensions(folder, course.lms_zone(lesson_key), known)  # before any
+    return _applied(lesson, course.due(lesson_key), folder, handed, extensions, entries,
+                    found, now)
+
+
+def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensions,
+             entries, found: Applied, now: str):
+    import json
+
+    from grader.store import dump, encode
+
+    rows = read_overrides(folder)
+    seen, new_bases = bases(rows), []
+    for entry in entries:
+        doc = json.loads(entry)
+        sid = doc["student_id"]
+        ext = extensions.get(sid)
+        late = lateness(lesson.late, handed.get(sid), due, ext) if lesson.late else None
+        if late is not None and late.status == UNKNOWN:
+            found.unknown.append(sid)
+        doc = apply(doc, lesson, late, ext, rows, seen, new_bases, now)
+        found.stale += [f"{sid} ({o['id']}, part {o['part']})"
+                        for o in doc["overrides"] if o["stale"]]
+        yield encode(dump(doc)[:-1])
+    append_jsonl(folder / OVERRIDES, new_bases)
