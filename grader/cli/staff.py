@@ -403,6 +403,125 @@ def mark(course_path, lesson_key, export_to, import_from) -> None:
         sys.exit(1)
 
 
+def _record_folder(course: config.Course, lesson_key: str):
+    """grades/<lesson>/ beside course.yml, the lesson's students (the roster's, or None
+    without one: then any id is taken), who is acting and now."""
+    import getpass
+    from datetime import datetime, timezone
+
+    from grader.intake import roster as rosters
+    from grader.judge import final
+
+    roster = rosters.load(course, lesson_key)
+    known = set(roster.students) if course.roster is not None else None
+    return (final.grades_folder(course.root, lesson_key), known, getpass.getuser(),
+            datetime.now(timezone.utc).isoformat(timespec="microseconds"))
+
+
+def _student(known: set[str] | None, student: str) -> None:
+    if known is not None and student not in known:
+        raise click.BadParameter(f"{student!r} is not on the course's roster",
+                                 param_hint="'--student'")
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--student", required=True, help="the student id")
+@click.option("--until", help="the student's due date, e.g. 2026-10-04 23:59 (without an "
+              "offset: course.yml's timezone, else due's offset)")
+@click.option("--excuse", is_flag=True, help="no late credit at all for this student")
+@click.option("--reason", required=True, help="why (kept in the history)")
+def extend(course_path, lesson_key, student, until, excuse, reason) -> None:
+    """TAs: give a student an extension (or --excuse them from the late rule), in
+    grades/<lesson>/extensions.csv beside course.yml; it replaces the student's earlier
+    one, which the history keeps. The next `grader run` applies it."""
+    from grader.judge import final
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    if (until is None) == (not excuse):
+        raise click.UsageError("give one of --until DATE and --excuse")
+    folder, known, by, now = _record_folder(course, lesson_key)
+    _student(known, student)
+    zone = course.lms_zone(lesson_key)
+    try:
+        due = None if excuse else final.read_time(until, zone)
+    except ValueError:
+        raise click.BadParameter(f"{until!r} is not a date and time like 2026-10-04 23:59",
+                                 param_hint="'--until'") from None
+    try:
+        old = final.write_extension(folder, final.Extension(student, due, reason, by, now),
+                                    zone, known)
+    except final.RecordError as exc:
+        raise click.ClickException(str(exc)) from None
+    what = "excused from the late rule" if excuse else f"due {due.isoformat()}"
+    console.print(f"{student}: {what}" + (f" (replaces {old.row()[1]})" if old else "")
+                  + f"; run `grader run --lesson {lesson_key}` to apply it", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--student", required=True, help="the student id")
+@click.option("--part", help="the part whose score to set or adjust")
+@click.option("--set", "set_to", type=float, help="the part's points")
+@click.option("--adjust", type=float, help="points added to the part's score (e.g. -0.5)")
+@click.option("--revoke", "revoke_id", help="an override's id (o1, …) to revoke")
+@click.option("--reason", required=True, help="why: shown to the student")
+@click.option("--note", default="", help="a private note for the TAs, never shown")
+def override(course_path, lesson_key, student, part, set_to, adjust, revoke_id, reason,
+             note) -> None:
+    """TAs: set or adjust a part's score for one student, or revoke such an override:
+    appended to grades/<lesson>/overrides.jsonl beside course.yml, never deleted.
+    `grader run` never changes it; the next run applies it."""
+    from grader.judge import final
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    if sum(x is not None for x in (set_to, adjust, revoke_id)) != 1:
+        raise click.UsageError("give one of --set X, --adjust ±X and --revoke ID")
+    if revoke_id is None and part is None:
+        raise click.UsageError("give --part with --set or --adjust")
+    folder, known, by, now = _record_folder(course, lesson_key)
+    _student(known, student)
+    try:
+        if revoke_id is not None:
+            row = final.revoke(folder, revoke_id, student, reason, by, now)
+            console.print(f"{row['id']}: {student}'s override {revoke_id} revoked",
+                          markup=False)
+        else:
+            kind, value = (final.SET, set_to) if set_to is not None else (final.ADJUST,
+                                                                           adjust)
+            row = final.new_override(folder, lesson, student, part, kind, value, reason,
+                                     note, by, now)
+            console.print(f"{row['id']}: {student} part {part} {kind} {value:g}",
+                          markup=False)
+    except final.RecordError as exc:
+        raise click.ClickException(str(exc)) from None
+    console.print(f"run `grader run --lesson {lesson_key}` to apply it", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--student", help="only this student's trail")
+def history(course_path, lesson_key, student) -> None:
+    """Staff: the trail of lesson's grade of record, in time order: extensions,
+    overrides, revokes, the automatic score under each override, written marks."""
+    from grader.judge import final
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    events = final.history(final.grades_folder(course.root, lesson_key), student)
+    if not events:
+        console.print("nothing recorded yet", markup=False)
+    for when, sid, what in events:
+        shown = when[:19].replace("T", " ") if when else "(time not recorded)"
+        console.print(f"{shown}  {sid}  {what}", markup=False,
+                      highlight=False, soft_wrap=True)
+
+
 @main.command("student-bundle")
 @COURSE
 @LESSON

@@ -293,3 +293,82 @@ def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensi
                         for o in doc["overrides"] if o["stale"]]
         yield encode(dump(doc)[:-1])
     append_jsonl(folder / OVERRIDES, new_bases)
+
+
+# ---- what `grader override` and `grader history` write and read ----------------------
+
+def new_override(folder: Path, lesson: Lesson, student_id: str, part: str, kind: str,
+                 value: float, reason: str, note: str, by: str, now: str) -> dict:
+    """Append one `set` or `adjust` to overrides.jsonl; a value the part cannot hold is
+    refused before anything is written."""
+    if part not in lesson.parts:
+        raise RecordError(f"no part {part!r} (the lesson's parts: {', '.join(lesson.parts)})")
+    most = lesson.parts[part].points
+    if (why := exact.problem(abs(value))) is not None:
+        raise RecordError(f"{value}: {why}")
+    if kind == SET and not 0 <= value <= most:
+        raise RecordError(f"--set {value:g} is not from 0 to part {part!r}'s {most:g} points")
+    if not reason.strip():
+        raise RecordError("give --reason: the student is shown it")
+    rows = read_overrides(folder)
+    row = {"id": next_id(rows), "kind": kind, "student_id": student_id, "part": part,
+           "value": value, "reason": reason, "note": note, "by": by, "at": now}
+    append_jsonl(folder / OVERRIDES, [row])
+    return row
+
+
+def revoke(folder: Path, target: str, student_id: str, reason: str, by: str,
+           now: str) -> dict:
+    """Append a revoke of override `target` (which stays in the file, as made)."""
+    rows = read_overrides(folder)
+    made = {r.get("id"): r for r in rows if r.get("kind") in (SET, ADJUST)}
+    if target not in made or made[target].get("student_id") != student_id:
+        raise RecordError(f"{student_id} has no override {target!r}")
+    if target not in {r.get("id") for r in active(rows, student_id)}:
+        raise RecordError(f"override {target} is already revoked")
+    row = {"id": next_id(rows), "kind": REVOKE, "target": target, "student_id": student_id,
+           "part": made[target].get("part"), "reason": reason, "by": by, "at": now}
+    append_jsonl(folder / OVERRIDES, [row])
+    return row
+
+
+def history(folder: Path, student_id: str | None = None) -> list[tuple[str, str, str]]:
+    """The trail in time order (times to the microsecond, so a command and the run after
+    it keep their order) as (when, student, what): extensions granted, overrides,
+    revokes, the automatic score a run first saw under an override, written marks.
+    Private notes are the TAs' own and are shown here, marked as such."""
+    events = []
+    for r in _read_jsonl(folder / EXTENSION_LOG):
+        due = r.get("due")
+        what = ("excused from the late rule" if due == EXCUSED else f"extension to {due}")
+        was = r.get("replaced")
+        events.append((str(r.get("granted_at") or ""), str(r.get("student_id")),
+                       f"{what} by {r.get('granted_by')}: {r.get('reason')}"
+                       + (f" (replaces: {was.get('due')})" if was else "")))
+    made = {}
+    for r in read_overrides(folder):
+        kind = r.get("kind")
+        if kind in (SET, ADJUST):
+            made[r.get("id")] = r
+            value = f"{float(r['value']):+g}" if kind == ADJUST else f"{float(r['value']):g}"
+            what = (f"override {r['id']}: part {r.get('part')} {kind} {value} by "
+                    f"{r.get('by')}: {r.get('reason')}"
+                    + (f" [private note: {r['note']}]" if r.get("note") else ""))
+            events.append((str(r.get("at")), str(r.get("student_id")), what))
+        elif kind == REVOKE:
+            events.append((str(r.get("at")), str(r.get("student_id")),
+                           f"override {r.get('target')} revoked ({r.get('id')}) by "
+                           f"{r.get('by')}: {r.get('reason')}"))
+        elif kind == BASIS and (o := made.get(r.get("target"))):
+            events.append((str(r.get("at")), str(o.get("student_id")),
+                           f"run: automatic score under override {r.get('target')} "
+                           f"was {float(r['auto']):g}"))
+    for r in _read_jsonl(folder / "written.jsonl"):
+        pts = r.get("points")
+        mark = (f"{pts:g}" if isinstance(pts, (int, float))
+                else "rubric " + ",".join(r.get("rubric") or []) or "cleared")
+        events.append((str(r.get("at") or ""), str(r.get("student_id")),
+                       f"written mark {r.get('question')}: {mark}"
+                       + (f" ({r['comment']})" if r.get("comment") else "")))
+    return sorted((e for e in events if student_id is None or e[1] == student_id),
+                  key=lambda e: e[0])
