@@ -22,7 +22,7 @@ from pathlib import Path
 
 from grader import points as exact
 from grader.config import LatePolicy, Lesson
-from grader.judge.written import _read_jsonl, append_jsonl, grades_folder
+from grader.judge.written import _read_jsonl, append_jsonl, grades_folder, with_section
 EXTENSIONS, EXTENSION_LOG, OVERRIDES = "extensions.csv", "extensions.jsonl", "overrides.jsonl"
 COLUMNS = ("student_id", "due", "reason", "granted_by", "granted_at")
 EXCUSED = "excused"  # an extension's `due` that removes the late credit altogether
@@ -215,6 +215,15 @@ class Applied:
     stale: list[str] = field(default_factory=list)
 
 
+def earned_units(doc: dict) -> int:
+    """The score earned before late credit: the parts (after their overrides) and the
+    written marks."""
+    return (sum(exact.units(float(p["score"]), "a part's score")
+                for p in doc["parts"].values())
+            + sum(exact.units(float(e["score"]), "a written mark")
+                  for e in (doc.get("written") or {}).values()))
+
+
 def apply(doc: dict, lesson: Lesson, lateness_: Lateness | None, ext: Extension | None,
           rows: list[dict], seen: dict[str, float], new_bases: list[dict],
           now: str) -> dict:
@@ -238,13 +247,10 @@ def apply(doc: dict, lesson: Lesson, lateness_: Lateness | None, ext: Extension 
                          | {"auto": auto, "stale": seen[r["id"]] != auto})
         parts[name] = {**part, "score": overridden(auto, float(part["max_score"]), mine),
                        **({"auto_score": auto} if mine else {})}
-    written = sum(exact.units(float(e["score"]), "a written mark")
-                  for e in (doc.get("written") or {}).values())
-    earned = sum(exact.units(float(p["score"]), "a part's score") for p in parts.values()) \
-        + written
     policy = lesson.late
     doc = {**doc, "raw_score": doc["score"], "parts": parts, "overrides": shown,
            "extension": ext.to_json() if ext else None}
+    earned = earned_units(doc)
     if policy is None or lateness_ is None:
         return {**doc, "score": exact.as_points(earned)}
     late = None
@@ -261,20 +267,25 @@ def apply(doc: dict, lesson: Lesson, lateness_: Lateness | None, ext: Extension 
 
 
 def apply_to_class(course, lesson_key: str, handed: dict[str, datetime | None], entries,
-                   known: set[str], found: Applied, now: str):
+                   known: set[str], found: Applied, now: str, store=None,
+                   language: str = "en", pages=None):
     """`grader run`'s last step: each scores.json entry (bytes, as the spool keeps them)
     with the grade of record applied. Reads extensions.csv (a bad one stops the run
     before scores.json is written) and records, under each new override, the automatic
-    score it was made on; never changes an override. Fills `found` for the TA."""
+    score it was made on; never changes an override. Fills `found` for the TA. With
+    `store` and `pages`, each page gets its grade-of-record section."""
     lesson = course.lesson(lesson_key)
     folder = grades_folder(course.root, lesson_key)
     extensions = read_extensions(folder, course.lms_zone(lesson_key), known)  # before any
+    page = None if store is None or pages is None else (
+        lambda doc: _put_on_page(store, doc, lesson, course.lms_zone(lesson_key), language,
+                                 pages))
     return _applied(lesson, course.due(lesson_key), folder, handed, extensions, entries,
-                    found, now)
+                    found, now, page)
 
 
 def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensions,
-             entries, found: Applied, now: str):
+             entries, found: Applied, now: str, page):
     import json
 
     from grader.store import dump, encode
@@ -291,6 +302,8 @@ def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensi
         doc = apply(doc, lesson, late, ext, rows, seen, new_bases, now)
         found.stale += [f"{sid} ({o['id']}, part {o['part']})"
                         for o in doc["overrides"] if o["stale"]]
+        if page is not None:
+            page(doc)
         yield encode(dump(doc)[:-1])
     append_jsonl(folder / OVERRIDES, new_bases)
 
@@ -372,3 +385,66 @@ def history(folder: Path, student_id: str | None = None) -> list[tuple[str, str,
                        + (f" ({r['comment']})" if r.get("comment") else "")))
     return sorted((e for e in events if student_id is None or e[1] == student_id),
                   key=lambda e: e[0])
+
+
+# ---- the student's page --------------------------------------------------------------
+
+BEGIN, END = "<!-- record -->", "<!-- /record -->"
+
+
+def _shown_time(text: str | None, zone: tzinfo) -> str:
+    return datetime.fromisoformat(text).astimezone(zone).strftime("%Y-%m-%d %H:%M") \
+        if text else ""
+
+
+def page_lines(doc: dict, lesson: Lesson, zone: tzinfo, language: str) -> dict:
+    """What the page says of the grade of record, in `language`: the final score, when
+    the file was handed in against the due date in effect and the credit (nothing of
+    lateness when the time is unknown), who applies it, each override's value, date and
+    reason. Never a TA's private note (`doc` holds none)."""
+    from grader.text.shown import num
+    from grader.text.strings import STRINGS
+
+    t = STRINGS[language]
+    lines = []
+    ext, status = doc.get("extension"), doc.get("late_status")
+    policy = lesson.late
+    extended = t["record_extended"].format(by=ext["granted_by"]) \
+        if ext and ext["due"] != EXCUSED else ""
+    when, due = (_shown_time(doc.get("handed_in"), zone),
+                 _shown_time(doc.get("due_in_effect"), zone))
+    if ext and ext["due"] == EXCUSED:
+        lines.append(t["record_excused"].format(by=ext["granted_by"], reason=ext["reason"]))
+    elif status == ON_TIME:
+        lines.append(t["record_on_time"].format(when=when, due=due, extended=extended))
+    elif status == LATE and doc.get("late"):
+        late = doc["late"]
+        h, m = divmod(int(late["minutes"]), 60)
+        earned = earned_units(doc)
+        lines.append(t["record_late"].format(
+            when=when, after=t["record_hours"].format(h=h, m=m), due=due,
+            extended=extended, credit=num(late["credit"]),
+            before=num(exact.as_points(earned)),
+            after_credit=num(exact.as_points(exact.credited(earned, late["credit"])))))
+    if policy is not None and status in (ON_TIME, LATE) and not (ext and ext["due"] ==
+                                                                  EXCUSED):
+        lines.append(t[f"record_by_{policy.applied_by}"])
+    overrides = [t["record_override"].format(part=o["part"], value=num(
+        doc["parts"][o["part"]]["score"]), date=_shown_time(o["at"], zone)[:10],
+        reason=o["reason"]) for o in doc.get("overrides") or []]
+    return {"t": t, "lines": lines, "overrides": overrides,
+            "final": t["record_final"].format(score=num(doc["score"]),
+                                              max_score=num(doc["max_score"]))}
+
+
+def _put_on_page(store, doc: dict, lesson: Lesson, zone: tzinfo, language: str,
+                 pages) -> None:
+    from grader.store import write_atomic
+
+    path = store.feedback_path(doc["student_id"])
+    if not path.is_file():
+        return
+    section = pages.get_template("record.html.j2").render(
+        **page_lines(doc, lesson, zone, language))
+    write_atomic(path, with_section(path.read_text(encoding="utf-8"), section,
+                                    (BEGIN, END)))

@@ -193,7 +193,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                 entries = final.apply_to_class(
                     course, lesson_key, taken.handed, entries,
                     set(known) | {s.student_id for s in subs} | set(taken.absent), found,
-                    datetime.now(timezone.utc).isoformat(timespec="microseconds"))
+                    datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                    store, language, run_templates(ctx))
             except final.RecordError as exc:
                 raise GradingError(str(exc)) from None
             store.write_scores(lesson_key, course.course, ctx.version, max_score,

@@ -13,8 +13,8 @@ import pytest
 
 from grader import points
 from grader.judge import final
-from tests.e2e.test_lms_downloads import (GRADER, SOLUTION, course, export, grade, rows,
-                                          students)
+from tests.e2e.test_lms_downloads import (GRADER, SOLUTION, course, export, grade, page,
+                                          rows, students)
 from tests.vendors import CanvasFile, MoodleFile, canvas_zip, moodle_worksheet, moodle_zip
 
 pytestmark = pytest.mark.slow
@@ -53,6 +53,10 @@ def test_moodle_week_of_late_work(tmp_path):
     assert bob["late"] == {"minutes": 191, "credit": 80, "applied_by": "grader"}
     raw = points.units(bob["raw_score"], "raw")
     assert bob["score"] == points.as_points(points.credited(raw, 80)) < bob["raw_score"]
+    said = " ".join(page(out, BOB).split())
+    assert "Handed in 2026-10-02 03:10, 3 h 11 min after your due date" in said
+    assert "late credit 80 %" in said and "The grader applied the late credit" in said
+    assert "after your due date" not in page(out, ALICE)
 
     # an override on Bob's ffn part, then its revoke; a private note never reaches scores
     assert staff(course_yml, "override", "--student", BOB, "--part", "ffn", "--adjust",

@@ -197,3 +197,43 @@ def test_a_bad_file_is_not_written_over(tmp_path):
         final.write_extension(tmp_path, final.Extension("s2", None, "r", "ta", ""), UTC)
     assert (tmp_path / "extensions.csv").read_text(encoding="utf-8") == bad
     assert not (tmp_path / "extensions.jsonl").exists()
+
+
+def page(doc: dict, language: str = "en", lesson: Lesson = LESSON) -> str:
+    said = final.page_lines(doc, lesson, UTC, language)
+    return " ".join([said["final"], *said["lines"], *said["overrides"]])
+
+
+def test_the_page_says_when_how_late_and_the_credit_in_both_languages():
+    ext = final.Extension("s1", DUE + timedelta(hours=-1), "ill", "Dr Lee", "t")
+    handed = DUE + timedelta(hours=2, minutes=11)  # 3 h 11 min after the extension
+    doc = applied(entry(), final.lateness(POLICY, handed, DUE, ext), ext=ext)
+    en = page(doc)
+    assert ("Handed in 2026-10-02 02:10, 3 h 11 min after your due date "
+            "(2026-10-01 22:59, extended by Dr Lee); late credit 80 %: 8 → 6.4") in en
+    assert "The grader applied the late credit" in en
+    zh = page(doc, "zh")
+    assert "晚 3 小时 11 分钟" in zh and "迟交得分比例 80 %：8 → 6.4" in zh
+    assert "由评分程序计算" in zh
+
+
+def test_the_page_says_the_lms_applies_it():
+    lms = LESSON.model_copy(update={"late": POLICY.model_copy(update={"applied_by": "lms"})})
+    doc = final.apply(entry(), lms, late(timedelta(hours=3)), None, [], {}, [], "now")
+    assert "The LMS applies the late credit" in page(doc, lesson=lms)
+    assert "Final score: 8 / 10" in page(doc, lesson=lms)
+
+
+def test_no_time_no_claim():
+    doc = applied(entry(), final.lateness(POLICY, None, DUE, None))
+    text = page(doc)
+    assert "on time" not in text and "after your due date" not in text
+    assert "late credit" not in text
+
+
+def test_an_override_shows_value_date_and_reason_never_the_note():
+    row = {**SET, "at": "2026-10-05T09:00:00+00:00"}
+    doc = applied(entry(), final.lateness(POLICY, DUE, DUE, None), [row])
+    text = page(doc)
+    assert "A TA changed part moe to 6 on 2026-10-05: regrade" in text
+    assert "private" not in text and "private" not in page(doc, "zh")
