@@ -674,6 +674,14 @@ def export(course_path, lesson_key, formats, out, language) -> None:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)
+    late = lesson.late.applied_by if lesson.late is not None else None
+    if "canvas" in formats and late == "grader":
+        console.print("these scores already carry the late credit (course.yml's late."
+                      "applied_by: grader): the assignment's Canvas late policy must be "
+                      "off, or Canvas applies it a second time", markup=False)
+    elif late == "lms":
+        console.print("these scores carry no late credit (course.yml's late.applied_by: "
+                      "lms): the LMS's late policy must be on", markup=False)
     report = Store(out).export_path / ROSTER_REPORT
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)

@@ -57,6 +57,16 @@ def test_moodle_week_of_late_work(tmp_path):
     assert "Handed in 2026-10-02 03:10, 3 h 11 min after your due date" in said
     assert "late credit 80 %" in said and "The grader applied the late credit" in said
     assert "after your due date" not in page(out, ALICE)
+    # every export carries the final score, once
+    assert export(course_yml, out, "moodle,gradescope,lti").returncode == 0
+    sent = {r[0]: float(r[1]) for r in rows(out / "export" / "moodle.csv", skip=1)}
+    lti = [json.loads(line) for line in
+           (out / "export" / "lti_scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    scope = {p.stem: json.loads(p.read_text(encoding="utf-8"))["score"]
+             for p in (out / "export" / "gradescope").iterdir()}
+    assert sent == scope == {s: got[s]["score"] for s in got}
+    assert sorted(x["scoreGiven"] for x in lti) == sorted(s["score"] for s in got.values())
+    assert not any("submittedAt" in x for x in lti)
 
     # an override on Bob's ffn part, then its revoke; a private note never reaches scores
     assert staff(course_yml, "override", "--student", BOB, "--part", "ffn", "--adjust",
@@ -117,6 +127,10 @@ def test_canvas_late_without_a_time(tmp_path):
     assert {s["late_status"] for s in got.values()} == {"unknown"}
     assert all(s["late"] is None and s["score"] == s["raw_score"] for s in got.values())
     assert "hand-in time unknown" in said and "12346" in said, said[-2000:]
+    done = export(course_yml, out, "canvas")
+    assert "Canvas late policy must be off" in " ".join(done.stderr.split())
+    data = {r[1]: float(r[5]) for r in rows(out / "export" / "canvas.csv", skip=2)}
+    assert data == {"12345": got["12345"]["score"], "12346": got["12346"]["score"]}
     bad = course_yml.parent / "grades" / "13" / "extensions.csv"
     bad.parent.mkdir(parents=True, exist_ok=True)  # the run recorded the answers there
     bad.write_text("student_id,due,reason,granted_by,granted_at\n"
