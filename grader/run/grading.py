@@ -133,9 +133,17 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         roster = rosters.load(course, lesson_key)
         if roster.note():
             events.note(roster.note())
+        from grader.judge import final
+
+        try:  # a student's extension is their due date for intake's choice and notes too
+            extensions = final.read_extensions(final.grades_folder(course.root, lesson_key),
+                                               course.lms_zone(lesson_key))
+        except final.RecordError as exc:
+            raise GradingError(str(exc)) from None
         taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
                                roster=roster.students, aliases=roster.aliases,
-                               due=course.due(lesson_key), submitted=roster.submitted)
+                               due=course.due(lesson_key), submitted=roster.submitted,
+                               extended={s: e.due for s, e in extensions.items()})
         clashes = rosters.clashes(roster, taken.numbers, taken.names)
         if clashes and not trust_worksheet:
             raise GradingError(rosters.clash_message(clashes, roster.worksheet))
@@ -186,8 +194,6 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                                          store, language, run_templates(ctx))
                 max_score = points.as_points(points.units(max_score, "the lesson")
                                              + points.units(lesson.written_points, "written"))
-            from grader.judge import final
-
             found = final.Applied()
             try:  # the TAs' files are read before scores.json is written: all or nothing
                 entries = final.apply_to_class(

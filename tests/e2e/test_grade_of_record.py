@@ -79,6 +79,8 @@ def test_moodle_week_of_late_work(tmp_path):
     grade(course_yml, subs, out)
     bob2 = students(out)[BOB]
     assert bob2["late_status"] == "on_time" and bob2["late"] is None
+    said = " ".join(page(out, BOB).split())
+    assert "This submission was late" not in said and "on time (due 2026-10-03 23:59" in said
     assert bob2["parts"]["ffn"]["score"] == bob["parts"]["ffn"]["score"] - 1
     assert bob2["score"] == bob["raw_score"] - 1
     assert bob2["overrides"][0]["reason"] == "hard-coded shapes"

@@ -237,3 +237,30 @@ def test_an_override_shows_value_date_and_reason_never_the_note():
     text = page(doc)
     assert "A TA changed part moe to 6 on 2026-10-05: regrade" in text
     assert "private" not in text and "private" not in page(doc, "zh")
+
+
+GRADESCOPE = """\
+submission_1:
+  :submitters:
+  - :name: Ava Alvarez
+    :sid: 's1'
+  :created_at: 2026-10-02 03:10:00.000000000 +00:00
+"""
+
+
+@pytest.mark.parametrize("extended, late_note", [(None, True),
+                                                 ({"s1": DUE + timedelta(days=2)}, False),
+                                                 ({"s1": None}, False)])
+def test_intake_says_late_against_the_students_own_due_date(tmp_path, extended, late_note):
+    """The page's intake note and its grade-of-record section agree: with an extension,
+    a file after the lesson's due but before the student's is not called late."""
+    from grader.intake import submissions as intake
+
+    (tmp_path / "submission_1").mkdir()
+    (tmp_path / "submission_1" / "13_moe.py").write_text("x = 1\n")
+    (tmp_path / "submission_metadata.yml").write_text(GRADESCOPE)
+    got = intake.collect(tmp_path, "13_moe.py", cache=tmp_path / "cache", due=DUE,
+                         extended=extended)
+    [(sid, _, notes)] = got.found
+    assert sid == "s1" and got.handed["s1"] == DUE + timedelta(hours=3, minutes=11)
+    assert any("late" in str(n) for n in notes) == late_note
