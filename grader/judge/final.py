@@ -448,3 +448,35 @@ def _put_on_page(store, doc: dict, lesson: Lesson, zone: tzinfo, language: str,
         **page_lines(doc, lesson, zone, language))
     write_atomic(path, with_section(path.read_text(encoding="utf-8"), section,
                                     (BEGIN, END)))
+
+
+# ---- the class report ------------------------------------------------------------------
+
+def report_rows(scores_path: Path) -> list[dict]:
+    """The class report's rows of the grade of record, from scores.json: each student
+    late, of unknown hand-in time (under a late rule), with an extension or with an
+    override (stale ones marked); on-time students with nothing set are left out."""
+    import json
+
+    try:
+        students = json.loads(scores_path.read_text(encoding="utf-8")).get("students") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    rows = []
+    for doc in students:
+        if not isinstance(doc, dict):
+            continue
+        status, ext, made = (doc.get("late_status"), doc.get("extension"),
+                             doc.get("overrides") or [])
+        if status not in (LATE, UNKNOWN) and not ext and not made:
+            continue
+        late = doc.get("late") or {}
+        rows.append({"student_id": str(doc.get("student_id")), "late_status": status or "",
+                     "minutes": late.get("minutes"), "credit": late.get("credit"),
+                     "applied_by": late.get("applied_by", ""),
+                     "extension": (ext or {}).get("due", ""),
+                     "overrides": [f"{o['id']} {o['part']} {o['kind']} {o['value']:g}"
+                                   + (f" ({STALE})" if o.get("stale") else "")
+                                   for o in made],
+                     "score": doc.get("score"), "raw_score": doc.get("raw_score")})
+    return rows

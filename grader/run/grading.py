@@ -330,12 +330,14 @@ def _cluster(scheduler: str, collect: Callable[[Entry], None]) -> Callable[..., 
 def write_report(tally: Tally, course: Course, lesson_key: str, store: Store,
                  language: str, pages: Environment) -> None:
     """OUT/report.html over the class's counts, linking the similarity report if OUT has one."""
+    from grader.judge.final import report_rows
     from grader.pages.report import render_report
 
     similarity = store.similarity_path
     write_atomic(store.report_path,
                  render_report(tally, course, lesson_key, language,
-                               similarity.name if similarity.is_file() else None, pages))
+                               similarity.name if similarity.is_file() else None, pages,
+                               report_rows(store.scores_path)))
 
 
 def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,

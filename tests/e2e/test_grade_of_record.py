@@ -57,6 +57,8 @@ def test_moodle_week_of_late_work(tmp_path):
     assert "Handed in 2026-10-02 03:10, 3 h 11 min after your due date" in said
     assert "late credit 80 %" in said and "The grader applied the late credit" in said
     assert "after your due date" not in page(out, ALICE)
+    report = " ".join((out / "report.html").read_text(encoding="utf-8").split())
+    assert "Late work, extensions and overrides" in report and "3 h 11 min late" in report
     # every export carries the final score, once
     assert export(course_yml, out, "moodle,gradescope,lti").returncode == 0
     sent = {r[0]: float(r[1]) for r in rows(out / "export" / "moodle.csv", skip=1)}
@@ -129,6 +131,7 @@ def test_canvas_late_without_a_time(tmp_path):
     assert {s["late_status"] for s in got.values()} == {"unknown"}
     assert all(s["late"] is None and s["score"] == s["raw_score"] for s in got.values())
     assert "hand-in time unknown" in said and "12346" in said, said[-2000:]
+    assert "hand-in time unknown" in (out / "report.html").read_text(encoding="utf-8")
     done = export(course_yml, out, "canvas")
     assert "Canvas late policy must be off" in " ".join(done.stderr.split())
     data = {r[1]: float(r[5]) for r in rows(out / "export" / "canvas.csv", skip=2)}
