@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import re
 import zoneinfo
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Literal
 
@@ -215,6 +215,35 @@ class LatePolicy(Strict):
         return self
 
 
+def when_of(text: str, due: datetime | None, zone: tzinfo) -> datetime:
+    """An offset after `due` (+24h, +7d) or a date and time (without an offset: in
+    `zone`): a regrade window's ends."""
+    if text.startswith("+"):
+        if due is None:
+            raise ValueError(f"{text!r} counts from the lesson's `due`, which it has not")
+        return due + timedelta(minutes=offset_minutes(text))
+    when = datetime.fromisoformat(text)
+    return when if when.tzinfo else when.replace(tzinfo=zone)
+
+
+class RegradeWindow(Strict):
+    """When students may ask for a regrade: offsets from the lesson's `due` or dates."""
+    opens: str | None = None
+    closes: str | None = None
+
+    @field_validator("opens", "closes")
+    @classmethod
+    def _when(cls, text: str | None) -> str | None:
+        if text is not None:
+            try:
+                when_of(text, datetime.now(timezone.utc), timezone.utc)
+            except ValueError:
+                raise ValueError(f"{text!r} is neither an offset after the due date like "
+                                 "+24h or +7d nor a date and time like 2026-10-10 23:59") \
+                    from None
+        return text
+
+
 DEFAULT_TOLERANCES = {
     "float32": Tolerance(atol=1e-5, rtol=1e-4),
     "float64": Tolerance(atol=1e-10, rtol=1e-8),
@@ -243,6 +272,7 @@ class Lesson(Strict):
     correct: Path | None = None  # correct variants (*.py) for `grader selftest`, `tolerance`
     written: dict[str, Question] = {}  # the check questions students answer in the file
     late: LatePolicy | None = None  # the late rule: applied at every run, after grading
+    regrades: RegradeWindow | None = None  # when `grader regrade` takes a request
 
     @field_validator("written")
     @classmethod
@@ -284,10 +314,10 @@ class Lesson(Strict):
 # A lesson's keys that decide no code score, which stay on the staff's machine: where
 # its scores go in an LMS, the correct variants selftest grades, and the check
 # questions (marked again at every run, grader/written.py, so editing a rubric regrades
-# no code; their rubric notes are model answers) and the late rule (applied again at
-# every run, grader/judge/final.py)
+# no code; their rubric notes are model answers), the late rule (applied again at
+# every run, grader/judge/final.py) and the regrade window
 NOT_SCORED_KEYS = {"canvas_assignment_id", "moodle_item", "moodle_worksheet", "correct",
-                   "written", "late"}
+                   "written", "late", "regrades"}
 
 
 class Defaults(Strict):

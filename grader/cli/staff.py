@@ -505,6 +505,54 @@ def override(course_path, lesson_key, student, part, set_to, adjust, revoke_id, 
 @main.command()
 @COURSE
 @LESSON
+@click.option("--student", help="the student asking")
+@click.option("--part", help="the part the request is about")
+@click.option("--request", "text", help="open a request with this text")
+@click.option("--resolve", "resolve_id", help="close the open request with this id (r1, …)")
+@click.option("--reason", default="", help="with --resolve: the answer")
+def regrade(course_path, lesson_key, student, part, text, resolve_id, reason) -> None:
+    """Regrade requests, in grades/<lesson>/regrades.jsonl beside course.yml: open one
+    (--student, --part, --request, inside course.yml's `regrades` window), close one
+    (--resolve ID --reason, with or without a `grader override`), or, with neither,
+    list the open ones."""
+    from datetime import datetime, timezone
+
+    from grader.judge import final
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    folder, known, by, now = _record_folder(course, lesson_key)
+    try:
+        if text is not None:
+            if student is None or part is None:
+                raise click.UsageError("give --student and --part with --request")
+            _student(known, student)
+            zone, due, w = course.lms_zone(lesson_key), course.due(lesson_key), lesson.regrades
+            window = (None, None) if w is None else tuple(
+                config.when_of(x, due, zone) if x else None for x in (w.opens, w.closes))
+            row = final.request_regrade(folder, lesson, student, part, text, by,
+                                        datetime.now(timezone.utc), window)
+            console.print(f"{row['id']}: opened for {student}, part {part}", markup=False)
+            return
+        if resolve_id is not None:
+            if not reason.strip():
+                raise click.UsageError("give --reason with --resolve")
+            final.resolve_regrade(folder, resolve_id, reason, by, now)
+            console.print(f"{resolve_id}: resolved", markup=False)
+            return
+    except (final.RecordError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    waiting = final.open_requests(folder)
+    console.print(f"{len(waiting)} open regrade request(s)", markup=False)
+    for r in waiting:
+        console.print(f"{r['id']}  {r['at'][:19].replace('T', ' ')}  {r['student_id']}  "
+                      f"part {r['part']}: {r['text']}", markup=False, highlight=False,
+                      soft_wrap=True)
+
+
+@main.command()
+@COURSE
+@LESSON
 @click.option("--student", help="only this student's trail")
 def history(course_path, lesson_key, student) -> None:
     """Staff: the trail of lesson's grade of record, in time order: extensions,

@@ -24,6 +24,7 @@ from grader import points as exact
 from grader.config import LatePolicy, Lesson
 from grader.judge.written import _read_jsonl, append_jsonl, grades_folder, with_section
 EXTENSIONS, EXTENSION_LOG, OVERRIDES = "extensions.csv", "extensions.jsonl", "overrides.jsonl"
+REGRADES = "regrades.jsonl"  # append-only: each request opened, each resolved
 COLUMNS = ("student_id", "due", "reason", "granted_by", "granted_at")
 EXCUSED = "excused"  # an extension's `due` that removes the late credit altogether
 ON_TIME, LATE, UNKNOWN = "on_time", "late", "unknown"
@@ -345,10 +346,50 @@ def revoke(folder: Path, target: str, student_id: str, reason: str, by: str,
     return row
 
 
+def open_requests(folder: Path) -> list[dict]:
+    """Regrade requests not yet resolved, in the order they were opened."""
+    rows = _read_jsonl(folder / REGRADES)
+    done = {r.get("target") for r in rows if r.get("kind") == "resolve"}
+    return [r for r in rows if r.get("kind") == "request" and r.get("id") not in done]
+
+
+def request_regrade(folder: Path, lesson: Lesson, student_id: str, part: str, text: str,
+                    by: str, now: datetime, window: tuple[datetime | None, datetime | None]
+                    ) -> dict:
+    """Open a request on a part (append to regrades.jsonl), inside the lesson's window."""
+    opens, closes = window
+    if part not in lesson.parts:
+        raise RecordError(f"no part {part!r} (the lesson's parts: {', '.join(lesson.parts)})")
+    if opens is not None and now < opens:
+        raise RecordError(f"regrade requests open at {opens.isoformat()}")
+    if closes is not None and now > closes:
+        raise RecordError(f"regrade requests closed at {closes.isoformat()}")
+    if not text.strip():
+        raise RecordError("give the request's text")
+    rows = _read_jsonl(folder / REGRADES)
+    row = {"id": f"r{sum(r.get('kind') == 'request' for r in rows) + 1}", "kind": "request",
+           "student_id": student_id, "part": part, "text": text, "by": by,
+           "at": now.isoformat(timespec="microseconds")}
+    append_jsonl(folder / REGRADES, [row])
+    return row
+
+
+def resolve_regrade(folder: Path, rid: str, reason: str, by: str, now: str) -> dict:
+    """Close an open request (with or without an override, made by `grader override`)."""
+    mine = [r for r in open_requests(folder) if r.get("id") == rid]
+    if not mine:
+        raise RecordError(f"no open regrade request {rid!r} (`grader regrade` lists them)")
+    row = {"kind": "resolve", "target": rid, "student_id": mine[0]["student_id"],
+           "part": mine[0]["part"], "reason": reason, "by": by, "at": now}
+    append_jsonl(folder / REGRADES, [row])
+    return row
+
+
 def history(folder: Path, student_id: str | None = None) -> list[tuple[str, str, str]]:
     """The trail in time order (times to the microsecond, so a command and the run after
     it keep their order) as (when, student, what): extensions granted, overrides,
-    revokes, the automatic score a run first saw under an override, written marks.
+    revokes, the automatic score a run first saw under an override, regrade requests
+    opened and resolved, written marks.
     Private notes are the TAs' own and are shown here, marked as such."""
     events = []
     for r in _read_jsonl(folder / EXTENSION_LOG):
@@ -376,6 +417,12 @@ def history(folder: Path, student_id: str | None = None) -> list[tuple[str, str,
             events.append((str(r.get("at")), str(o.get("student_id")),
                            f"run: automatic score under override {r.get('target')} "
                            f"was {float(r['auto']):g}"))
+    for r in _read_jsonl(folder / REGRADES):
+        what = (f"regrade request {r.get('id')} on part {r.get('part')} by {r.get('by')}: "
+                f"{r.get('text')}" if r.get("kind") == "request" else
+                f"regrade request {r.get('target')} resolved by {r.get('by')}: "
+                f"{r.get('reason')}")
+        events.append((str(r.get("at")), str(r.get("student_id")), what))
     for r in _read_jsonl(folder / "written.jsonl"):
         pts = r.get("points")
         mark = (f"{pts:g}" if isinstance(pts, (int, float))

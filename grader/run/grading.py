@@ -330,14 +330,16 @@ def _cluster(scheduler: str, collect: Callable[[Entry], None]) -> Callable[..., 
 def write_report(tally: Tally, course: Course, lesson_key: str, store: Store,
                  language: str, pages: Environment) -> None:
     """OUT/report.html over the class's counts, linking the similarity report if OUT has one."""
-    from grader.judge.final import report_rows
+    from grader.judge import final
     from grader.pages.report import render_report
 
     similarity = store.similarity_path
     write_atomic(store.report_path,
                  render_report(tally, course, lesson_key, language,
                                similarity.name if similarity.is_file() else None, pages,
-                               report_rows(store.scores_path)))
+                               final.report_rows(store.scores_path),
+                               final.open_requests(final.grades_folder(course.root,
+                                                                       lesson_key))))
 
 
 def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,
