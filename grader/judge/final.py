@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
@@ -171,7 +172,25 @@ SET, ADJUST, REVOKE, BASIS = "set", "adjust", "revoke", "basis"
 
 
 def read_overrides(folder: Path) -> list[dict]:
-    return _read_jsonl(folder / OVERRIDES)
+    """overrides.jsonl's lines; one that is JSON but not a whole override, revoke or
+    run's record (edited by hand) is an error naming its line. A line that is not JSON
+    is skipped, as written.jsonl's: only a killed writer's last line can be torn."""
+    path = folder / OVERRIDES
+    rows = _read_jsonl(path)
+    need = {SET: ("id", "student_id", "part"), ADJUST: ("id", "student_id", "part"),
+            REVOKE: ("id", "target"), BASIS: ("target",)}
+    problems = []
+    for n, r in enumerate(rows, start=1):
+        kind = r.get("kind")
+        bad = kind not in need or any(not isinstance(r.get(k), str) for k in need[kind]) \
+            or (kind in (SET, ADJUST) and not isinstance(r.get("value"), (int, float))) \
+            or (kind == BASIS and not isinstance(r.get("auto"), (int, float)))
+        if bad:
+            problems.append(f"{path}: override record {n} is not one `grader override` "
+                            f"or `grader run` writes: {json.dumps(r)[:200]}")
+    if problems:
+        raise RecordError("\n".join(problems))
+    return rows
 
 
 def next_id(rows: list[dict]) -> str:
@@ -277,21 +296,18 @@ def apply_to_class(course, lesson_key: str, handed: dict[str, datetime | None], 
     `store` and `pages`, each page gets its grade-of-record section."""
     lesson = course.lesson(lesson_key)
     folder = grades_folder(course.root, lesson_key)
-    extensions = read_extensions(folder, course.lms_zone(lesson_key), known)  # before any
+    extensions = read_extensions(folder, course.lms_zone(lesson_key), known)  # read now
     page = None if store is None or pages is None else (
         lambda doc: _put_on_page(store, doc, lesson, course.lms_zone(lesson_key), language,
                                  pages))
-    return _applied(lesson, course.due(lesson_key), folder, handed, extensions, entries,
-                    found, now, page)
+    return _applied(lesson, course.due(lesson_key), folder, handed, extensions,
+                    read_overrides(folder), entries, found, now, page)
 
 
 def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensions,
-             entries, found: Applied, now: str, page):
-    import json
-
+             rows: list[dict], entries, found: Applied, now: str, page):
     from grader.store import dump, encode
 
-    rows = read_overrides(folder)
     seen, new_bases = bases(rows), []
     for entry in entries:
         doc = json.loads(entry)
@@ -503,8 +519,6 @@ def report_rows(scores_path: Path) -> list[dict]:
     """The class report's rows of the grade of record, from scores.json: each student
     late, of unknown hand-in time (under a late rule), with an extension or with an
     override (stale ones marked); on-time students with nothing set are left out."""
-    import json
-
     try:
         students = json.loads(scores_path.read_text(encoding="utf-8")).get("students") or []
     except (OSError, ValueError, AttributeError):

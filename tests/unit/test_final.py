@@ -2,6 +2,7 @@
 date in effect, extensions, overrides, their revoke and staleness, rounded once."""
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -264,3 +265,11 @@ def test_intake_says_late_against_the_students_own_due_date(tmp_path, extended, 
     [(sid, _, notes)] = got.found
     assert sid == "s1" and got.handed["s1"] == DUE + timedelta(hours=3, minutes=11)
     assert any("late" in str(n) for n in notes) == late_note
+
+
+def test_a_hand_edited_override_is_named_not_a_crash(tmp_path):
+    (tmp_path / "overrides.jsonl").write_text(
+        json.dumps(SET) + "\n" + json.dumps({**SET, "id": "o2", "value": "two"}) + "\n",
+        encoding="utf-8")
+    with pytest.raises(final.RecordError, match="override record 2 is not one"):
+        final.read_overrides(tmp_path)
