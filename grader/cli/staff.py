@@ -465,28 +465,36 @@ def extend(course_path, lesson_key, student, until, excuse, reason) -> None:
 @LESSON
 @click.option("--student", required=True, help="the student id")
 @click.option("--part", help="the part whose score to set or adjust")
+@click.option("--question", help="a text check question (q1, …) to mark with --set")
 @click.option("--set", "set_to", type=float, help="the part's points")
 @click.option("--adjust", type=float, help="points added to the part's score (e.g. -0.5)")
 @click.option("--revoke", "revoke_id", help="an override's id (o1, …) to revoke")
 @click.option("--reason", required=True, help="why: shown to the student")
 @click.option("--note", default="", help="a private note for the TAs, never shown")
-def override(course_path, lesson_key, student, part, set_to, adjust, revoke_id, reason,
-             note) -> None:
+def override(course_path, lesson_key, student, part, question, set_to, adjust, revoke_id,
+             reason, note) -> None:
     """TAs: set or adjust a part's score for one student, or revoke such an override:
     appended to grades/<lesson>/overrides.jsonl beside course.yml, never deleted.
-    `grader run` never changes it; the next run applies it."""
+    `grader run` never changes it; the next run applies it. --question marks a text
+    check question instead, as `grader mark` does, the reason as its comment."""
     from grader.judge import final
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
     if sum(x is not None for x in (set_to, adjust, revoke_id)) != 1:
         raise click.UsageError("give one of --set X, --adjust ±X and --revoke ID")
-    if revoke_id is None and part is None:
-        raise click.UsageError("give --part with --set or --adjust")
+    if revoke_id is None and (part is None) == (question is None):
+        raise click.UsageError("give one of --part and --question with --set or --adjust")
+    if question is not None and set_to is None:
+        raise click.UsageError("a question's mark is set: give --set with --question")
     folder, known, by, now = _record_folder(course, lesson_key)
     _student(known, student)
     try:
-        if revoke_id is not None:
+        if question is not None:
+            final.mark_question(folder, lesson, student, question, set_to, reason, by, now)
+            console.print(f"{student} {question}: marked {set_to:g} (written.jsonl)",
+                          markup=False)
+        elif revoke_id is not None:
             row = final.revoke(folder, revoke_id, student, reason, by, now)
             console.print(f"{row['id']}: {student}'s override {revoke_id} revoked",
                           markup=False)

@@ -347,6 +347,30 @@ def new_override(folder: Path, lesson: Lesson, student_id: str, part: str, kind:
     return row
 
 
+def mark_question(folder: Path, lesson: Lesson, student_id: str, question: str,
+                  points: float, reason: str, by: str, now: str) -> dict:
+    """A check question's mark set from `grader override --question`: a TA's mark in
+    written.jsonl (its one home, as `grader mark` writes it) on the answer recorded
+    now, the reason as its comment."""
+    from grader.judge.written import Mark, recorded_answers
+
+    q = lesson.written.get(question)
+    if q is None or q.kind != "text":
+        known = ", ".join(k for k, v in lesson.written.items() if v.kind == "text")
+        raise RecordError(f"no text question {question!r} (marked by a TA: {known})")
+    if not 0 <= points <= q.points or exact.problem(points) is not None:
+        raise RecordError(f"--set {points:g} is not from 0 to {question}'s {q.points:g} "
+                          "points in 1/1024s")
+    answer = recorded_answers(folder).get((student_id, question))
+    if answer is None:
+        raise RecordError(f"no answer of {student_id} to {question} is recorded: run "
+                          "`grader run` first")
+    row = {**Mark(student_id, question, answer.digest, points=points,
+                  comment=reason).to_json(), "by": by, "at": now}
+    append_jsonl(folder / "written.jsonl", [row])
+    return row
+
+
 def revoke(folder: Path, target: str, student_id: str, reason: str, by: str,
            now: str) -> dict:
     """Append a revoke of override `target` (which stays in the file, as made)."""

@@ -98,3 +98,26 @@ def test_the_class_report_lists_open_requests_and_late_work(tmp_path):
     text = " ".join(page.split())
     assert "Open regrade requests" in text and "&lt;b&gt;why&lt;/b&gt;" in text
     assert "3 h 11 min late" in text and "o1 moe set 2 (stale)" in text
+
+
+def test_a_question_is_marked_in_its_one_home(tmp_path):
+    from grader import config
+    from grader.intake.answers import read_answers
+    from grader.judge.written import grades_folder, marks, record_answers
+
+    yml = course(tmp_path)
+    missing = grader(yml, "override", "--student", "s1", "--question", "q1", "--set", "1",
+                     "--reason", "r")
+    assert missing.exit_code == 1 and "no answer of s1 to q1" in missing.output
+    f = tmp_path / "class" / "13_moe.py"
+    f.parent.mkdir()
+    f.write_text('ANSWER_Q1 = "attention mixes tokens"\n', encoding="utf-8")
+    written = config.load(yml).lesson("13").written
+    record_answers(grades_folder(tmp_path, "13"), {"s1": read_answers(f, written)})
+    done = grader(yml, "override", "--student", "s1", "--question", "q1", "--set", "1.5",
+                  "--reason", "clear, but no example")
+    assert done.exit_code == 0, done.output
+    m = marks(grades_folder(tmp_path, "13"))[("s1", "q1")]
+    assert (m.points, m.comment) == (1.5, "clear, but no example")
+    assert not (grades_folder(tmp_path, "13") / "overrides.jsonl").exists()
+    assert "written mark q1: 1.5 (clear, but no example)" in grader(yml, "history").output
