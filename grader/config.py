@@ -11,7 +11,7 @@ import difflib
 import hashlib
 import re
 import zoneinfo
-from datetime import datetime, timezone, tzinfo
+from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
 from typing import Literal
 
@@ -158,6 +158,92 @@ class Question(Strict):
         return self
 
 
+OFFSET = re.compile(r"^\+([1-9][0-9]*)([mhd])$")
+OFFSET_MINUTES = {"m": 1, "h": 60, "d": 24 * 60}
+
+
+def offset_minutes(text: str) -> int:
+    """"+24h", "+90m", "+7d" as minutes after the due date (a late window's `until`)."""
+    m = OFFSET.match(text)
+    if m is None:
+        raise ValueError(f"{text!r} is not an offset after the due date like +30m, +24h "
+                         "or +7d")
+    return int(m[1]) * OFFSET_MINUTES[m[2]]
+
+
+class LateWindow(Strict):
+    """Up to `until` after the due date in effect, a late file earns `credit` % of its
+    score."""
+    until: str
+    credit: float = Field(ge=0, le=100)
+
+    @field_validator("until")
+    @classmethod
+    def _offset(cls, until: str) -> str:
+        offset_minutes(until)
+        return until
+
+    @property
+    def minutes(self) -> int:
+        return offset_minutes(self.until)
+
+
+class LatePolicy(Strict):
+    """The late rule of one lesson (grader/judge/final.py applies it): who applies it
+    (`grader`, `lms` or `none`, so it is applied exactly once), a grace period, credit
+    windows counted from the due date in effect, and the credit after the last."""
+    applied_by: Literal["grader", "lms", "none"]
+    grace_minutes: int = Field(ge=0, default=0)
+    windows: list[LateWindow] = []
+    after_last: float = Field(ge=0, le=100, default=0)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> LatePolicy:
+        """Windows end one after another, past the grace period, and never give more
+        credit than the one before (a later file never earns more)."""
+        ends = [w.minutes for w in self.windows]
+        if any(b <= a for a, b in zip(ends, ends[1:])):
+            raise ValueError("the windows' `until` must grow: "
+                             + ", ".join(w.until for w in self.windows))
+        if ends and ends[0] <= self.grace_minutes:
+            raise ValueError(f"the first window ends at {self.windows[0].until}, inside "
+                             f"the grace period of {self.grace_minutes} minutes")
+        credits = [w.credit for w in self.windows] + [self.after_last]
+        if any(b > a for a, b in zip(credits, credits[1:])):
+            raise ValueError("a later window gives more credit than an earlier one: "
+                             + ", ".join(f"{c:g}" for c in credits))
+        return self
+
+
+def when_of(text: str, due: datetime | None, zone: tzinfo) -> datetime:
+    """An offset after `due` (+24h, +7d) or a date and time (without an offset: in
+    `zone`): a regrade window's ends."""
+    if text.startswith("+"):
+        if due is None:
+            raise ValueError(f"{text!r} counts from the lesson's `due`, which it has not")
+        return due + timedelta(minutes=offset_minutes(text))
+    when = datetime.fromisoformat(text)
+    return when if when.tzinfo else when.replace(tzinfo=zone)
+
+
+class RegradeWindow(Strict):
+    """When students may ask for a regrade: offsets from the lesson's `due` or dates."""
+    opens: str | None = None
+    closes: str | None = None
+
+    @field_validator("opens", "closes")
+    @classmethod
+    def _when(cls, text: str | None) -> str | None:
+        if text is not None:
+            try:
+                when_of(text, datetime.now(timezone.utc), timezone.utc)
+            except ValueError:
+                raise ValueError(f"{text!r} is neither an offset after the due date like "
+                                 "+24h or +7d nor a date and time like 2026-10-10 23:59") \
+                    from None
+        return text
+
+
 DEFAULT_TOLERANCES = {
     "float32": Tolerance(atol=1e-5, rtol=1e-4),
     "float64": Tolerance(atol=1e-10, rtol=1e-8),
@@ -185,6 +271,8 @@ class Lesson(Strict):
     moodle_worksheet: Path | None = None     # the assignment's grading worksheet (CSV)
     correct: Path | None = None  # correct variants (*.py) for `grader selftest`, `tolerance`
     written: dict[str, Question] = {}  # the check questions students answer in the file
+    late: LatePolicy | None = None  # the late rule: applied at every run, after grading
+    regrades: RegradeWindow | None = None  # when `grader regrade` takes a request
 
     @field_validator("written")
     @classmethod
@@ -194,6 +282,13 @@ class Lesson(Strict):
             if not re.fullmatch(r"q[1-9][0-9]*", qid):
                 raise ValueError(f"question id {qid!r} is not q1, q2, …")
         return written
+
+    @model_validator(mode="after")
+    def _late_needs_due(self) -> Lesson:
+        """The late rule's windows count from `due`: without one, nothing is late."""
+        if self.late is not None and self.due is None:
+            raise ValueError("`late` needs the lesson's `due`")
+        return self
 
     @field_validator("parts")
     @classmethod
@@ -219,9 +314,10 @@ class Lesson(Strict):
 # A lesson's keys that decide no code score, which stay on the staff's machine: where
 # its scores go in an LMS, the correct variants selftest grades, and the check
 # questions (marked again at every run, grader/written.py, so editing a rubric regrades
-# no code; their rubric notes are model answers)
+# no code; their rubric notes are model answers), the late rule (applied again at
+# every run, grader/judge/final.py) and the regrade window
 NOT_SCORED_KEYS = {"canvas_assignment_id", "moodle_item", "moodle_worksheet", "correct",
-                   "written"}
+                   "written", "late", "regrades"}
 
 
 class Defaults(Strict):

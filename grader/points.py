@@ -69,6 +69,12 @@ def as_points(n_units: int) -> float:
     return float(n_units * UNIT)
 
 
+def credited(n_units: int, percent: float) -> int:
+    """`percent` % of a score in units, rounded once to the nearest unit (half up): the
+    one place late credit is rounded, so every export carries the same final score."""
+    return int(Fraction(n_units) * Fraction(percent) / 100 + Fraction(1, 2))
+
+
 def award(parts: Mapping[str, Worth], tests: list[TestRecord]) -> dict[str, PartRecord]:
     """Set each test's `score` and `max_score`; return the parts' scores and counters.
 

@@ -403,6 +403,181 @@ def mark(course_path, lesson_key, export_to, import_from) -> None:
         sys.exit(1)
 
 
+def _record_folder(course: config.Course, lesson_key: str):
+    """grades/<lesson>/ beside course.yml, the lesson's students (the roster's, or None
+    without one: then any id is taken), who is acting and now."""
+    import getpass
+    from datetime import datetime, timezone
+
+    from grader.intake import roster as rosters
+    from grader.judge import final
+
+    roster = rosters.load(course, lesson_key)
+    known = set(roster.students) if course.roster is not None else None
+    return (final.grades_folder(course.root, lesson_key), known, getpass.getuser(),
+            datetime.now(timezone.utc).isoformat(timespec="microseconds"))
+
+
+def _student(known: set[str] | None, student: str) -> None:
+    if known is not None and student not in known:
+        raise click.BadParameter(f"{student!r} is not on the course's roster",
+                                 param_hint="'--student'")
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--student", required=True, help="the student id")
+@click.option("--until", help="the student's due date, e.g. 2026-10-04 23:59 (without an "
+              "offset: course.yml's timezone, else due's offset)")
+@click.option("--excuse", is_flag=True, help="no late credit at all for this student")
+@click.option("--reason", required=True, help="why (kept in the history)")
+def extend(course_path, lesson_key, student, until, excuse, reason) -> None:
+    """TAs: give a student an extension (or --excuse them from the late rule), in
+    grades/<lesson>/extensions.csv beside course.yml; it replaces the student's earlier
+    one, which the history keeps. The next `grader run` applies it."""
+    from grader.judge import final
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    if (until is None) == (not excuse):
+        raise click.UsageError("give one of --until DATE and --excuse")
+    folder, known, by, now = _record_folder(course, lesson_key)
+    _student(known, student)
+    zone = course.lms_zone(lesson_key)
+    try:
+        due = None if excuse else final.read_time(until, zone)
+    except ValueError:
+        raise click.BadParameter(f"{until!r} is not a date and time like 2026-10-04 23:59",
+                                 param_hint="'--until'") from None
+    try:
+        old = final.write_extension(folder, final.Extension(student, due, reason, by, now),
+                                    zone, known)
+    except final.RecordError as exc:
+        raise click.ClickException(str(exc)) from None
+    what = "excused from the late rule" if excuse else f"due {due.isoformat()}"
+    console.print(f"{student}: {what}" + (f" (replaces {old.row()[1]})" if old else "")
+                  + f"; run `grader run --lesson {lesson_key}` to apply it", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--student", required=True, help="the student id")
+@click.option("--part", help="the part whose score to set or adjust")
+@click.option("--question", help="a text check question (q1, …) to mark with --set")
+@click.option("--set", "set_to", type=float, help="the part's points")
+@click.option("--adjust", type=float, help="points added to the part's score (e.g. -0.5)")
+@click.option("--revoke", "revoke_id", help="an override's id (o1, …) to revoke")
+@click.option("--reason", required=True, help="why: shown to the student")
+@click.option("--note", default="", help="a private note for the TAs, never shown")
+def override(course_path, lesson_key, student, part, question, set_to, adjust, revoke_id,
+             reason, note) -> None:
+    """TAs: set or adjust a part's score for one student, or revoke such an override:
+    appended to grades/<lesson>/overrides.jsonl beside course.yml, never deleted.
+    `grader run` never changes it; the next run applies it. --question marks a text
+    check question instead, as `grader mark` does, the reason as its comment."""
+    from grader.judge import final
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    if sum(x is not None for x in (set_to, adjust, revoke_id)) != 1:
+        raise click.UsageError("give one of --set X, --adjust ±X and --revoke ID")
+    if revoke_id is None and (part is None) == (question is None):
+        raise click.UsageError("give one of --part and --question with --set or --adjust")
+    if question is not None and set_to is None:
+        raise click.UsageError("a question's mark is set: give --set with --question")
+    folder, known, by, now = _record_folder(course, lesson_key)
+    _student(known, student)
+    try:
+        if question is not None:
+            final.mark_question(folder, lesson, student, question, set_to, reason, by, now)
+            console.print(f"{student} {question}: marked {set_to:g} (written.jsonl)",
+                          markup=False)
+        elif revoke_id is not None:
+            row = final.revoke(folder, revoke_id, student, reason, by, now)
+            console.print(f"{row['id']}: {student}'s override {revoke_id} revoked",
+                          markup=False)
+        else:
+            kind, value = (final.SET, set_to) if set_to is not None else (final.ADJUST,
+                                                                           adjust)
+            row = final.new_override(folder, lesson, student, part, kind, value, reason,
+                                     note, by, now)
+            console.print(f"{row['id']}: {student} part {part} {kind} {value:g}",
+                          markup=False)
+    except final.RecordError as exc:
+        raise click.ClickException(str(exc)) from None
+    console.print(f"run `grader run --lesson {lesson_key}` to apply it", markup=False)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--student", help="the student asking")
+@click.option("--part", help="the part the request is about")
+@click.option("--request", "text", help="open a request with this text")
+@click.option("--resolve", "resolve_id", help="close the open request with this id (r1, …)")
+@click.option("--reason", default="", help="with --resolve: the answer")
+def regrade(course_path, lesson_key, student, part, text, resolve_id, reason) -> None:
+    """Regrade requests, in grades/<lesson>/regrades.jsonl beside course.yml: open one
+    (--student, --part, --request, inside course.yml's `regrades` window), close one
+    (--resolve ID --reason, with or without a `grader override`), or, with neither,
+    list the open ones."""
+    from datetime import datetime, timezone
+
+    from grader.judge import final
+
+    course = _course(course_path)
+    lesson = _lesson(course, lesson_key)
+    folder, known, by, now = _record_folder(course, lesson_key)
+    try:
+        if text is not None:
+            if student is None or part is None:
+                raise click.UsageError("give --student and --part with --request")
+            _student(known, student)
+            zone, due, w = course.lms_zone(lesson_key), course.due(lesson_key), lesson.regrades
+            window = (None, None) if w is None else tuple(
+                config.when_of(x, due, zone) if x else None for x in (w.opens, w.closes))
+            row = final.request_regrade(folder, lesson, student, part, text, by,
+                                        datetime.now(timezone.utc), window)
+            console.print(f"{row['id']}: opened for {student}, part {part}", markup=False)
+            return
+        if resolve_id is not None:
+            if not reason.strip():
+                raise click.UsageError("give --reason with --resolve")
+            final.resolve_regrade(folder, resolve_id, reason, by, now)
+            console.print(f"{resolve_id}: resolved", markup=False)
+            return
+    except (final.RecordError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+    waiting = final.open_requests(folder)
+    console.print(f"{len(waiting)} open regrade request(s)", markup=False)
+    for r in waiting:
+        console.print(f"{r['id']}  {r['at'][:19].replace('T', ' ')}  {r['student_id']}  "
+                      f"part {r['part']}: {r['text']}", markup=False, highlight=False,
+                      soft_wrap=True)
+
+
+@main.command()
+@COURSE
+@LESSON
+@click.option("--student", help="only this student's trail")
+def history(course_path, lesson_key, student) -> None:
+    """Staff: the trail of lesson's grade of record, in time order: extensions,
+    overrides, revokes, the automatic score under each override, written marks."""
+    from grader.judge import final
+
+    course = _course(course_path)
+    _lesson(course, lesson_key)
+    events = final.history(final.grades_folder(course.root, lesson_key), student)
+    if not events:
+        console.print("nothing recorded yet", markup=False)
+    for when, sid, what in events:
+        shown = when[:19].replace("T", " ") if when else "(time not recorded)"
+        console.print(f"{shown}  {sid}  {what}", markup=False,
+                      highlight=False, soft_wrap=True)
+
+
 @main.command("student-bundle")
 @COURSE
 @LESSON
@@ -555,6 +730,14 @@ def export(course_path, lesson_key, formats, out, language) -> None:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)
+    late = lesson.late.applied_by if lesson.late is not None else None
+    if "canvas" in formats and late == "grader":
+        console.print("these scores already carry the late credit (course.yml's late."
+                      "applied_by: grader): the assignment's Canvas late policy must be "
+                      "off, or Canvas applies it a second time", markup=False)
+    elif late == "lms":
+        console.print("these scores carry no late credit (course.yml's late.applied_by: "
+                      "lms): the LMS's late policy must be on", markup=False)
     report = Store(out).export_path / ROSTER_REPORT
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)

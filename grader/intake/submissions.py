@@ -213,6 +213,8 @@ class Intake:
     #                                                     roster or worksheet maps
     numbers: dict[str, str] = field(default_factory=dict)  # student id -> the Moodle
     #                                    participant number the download filed them under
+    handed: dict[str, datetime | None] = field(default_factory=dict)  # student id -> when
+    #         the LMS says the graded file was handed in (None: the download gives no time)
 
 
 @dataclass
@@ -225,7 +227,8 @@ class _File:
 def collect(directory: Path, exercise: str, *, cache: Path | None = None,
             roster: dict[str, Student] | None = None, aliases: dict[str, str] | None = None,
             due: datetime | None = None,
-            submitted: dict[str, datetime] | None = None) -> Intake:
+            submitted: dict[str, datetime] | None = None,
+            extended: dict[str, datetime | None] | None = None) -> Intake:
     """Every student's file to grade and notes, and what was left out.
 
     `cache` receives unzipped and converted files (a temp folder if None); `roster` maps
@@ -235,7 +238,9 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     (Canvas's `LATE`, Gradescope's created_at, `submitted`: the submission times of
     Moodle's grading worksheet by participant number), never a file's mtime, which
     copying changes, nor a Moodle zip's entry times, which are the download's (Moodle's
-    zip writer leaves ZipStream's default, the time it adds the entry). The roster's students with nothing here are `absent`: named, never graded
+    zip writer leaves ZipStream's default, the time it adds the entry); `extended`: a
+    student's own due date by student id (their extension; None: excused, no due date).
+    The roster's students with nothing here are `absent`: named, never graded
     as missing (a run over one zip of late files must not zero everyone else).
     """
     cache = Path(tempfile.mkdtemp(prefix="grader-intake-")) if cache is None else cache
@@ -250,6 +255,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     ids: dict[str, str] = {}
     by_number: list[str] = []
     numbers: dict[str, str] = {}
+    handed: dict[str, datetime | None] = {}
     for key, group in sorted(groups.items()):
         sid = ids[key] = _unique(_ident(by_key.get(key, key)), taken)
         if group.by_number and key not in by_key:
@@ -261,7 +267,8 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
         if group.by_number and key in (submitted or {}):
             for c in group.cands:  # Moodle keeps one submission: its files share its time
                 c.when, c.timed = submitted[key], True
-        best, notes = _choose(group.cands, exercise, due)
+        best, notes = _choose(group.cands, exercise, (extended or {}).get(sid, due))
+        handed[sid] = best.when if best is not None and best.timed else None
         if best is not None and not best.path.is_relative_to(cache):
             taken_in = _taken_in(Path(directory), best, cache / "files" / safe_name(sid),
                                  group.skips)
@@ -282,7 +289,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     together = _together(groups, ids, names, found)
     absent = sorted(set(roster or {}) - set(ids.values()))
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
-                  together, absent, by_number, numbers)
+                  together, absent, by_number, numbers, handed)
 
 
 def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | None:

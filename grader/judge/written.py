@@ -236,12 +236,14 @@ def page_section(lesson_questions: dict[str, Question], entries: dict[str, dict]
 BEGIN, END = "<!-- written -->", "<!-- /written -->"
 
 
-def with_section(page: str, section: str) -> str:
-    """The page with its check-questions section put in (or replaced), before </main>."""
-    block = f"{BEGIN}\n{section}\n{END}\n"
-    if BEGIN in page and END in page:
-        head, rest = page.split(BEGIN, 1)
-        return head + block + rest.split(END, 1)[1].lstrip("\n")
+def with_section(page: str, section: str, marks: tuple[str, str] = (BEGIN, END)) -> str:
+    """The page with a section between `marks` (the check questions' by default) put in
+    (or replaced), before </main>."""
+    begin, end = marks
+    block = f"{begin}\n{section}\n{end}\n"
+    if begin in page and end in page:
+        head, rest = page.split(begin, 1)
+        return head + block + rest.split(end, 1)[1].lstrip("\n")
     at = page.rfind("</main>")
     return page[:at] + block + page[at:] if at >= 0 else page + block
 

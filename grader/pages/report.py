@@ -79,10 +79,14 @@ def _mistakes(tally: Tally, lang: str) -> list[dict]:
 
 def render_report(tally: Tally, course: Course, lesson_key: str,
                   language: str | None = None, similarity: str | None = None,
-                  pages: Environment | None = None) -> str:
+                  pages: Environment | None = None, record: list[dict] = (),
+                  regrades: list[dict] = ()) -> str:
     """The TAs' HTML report over a whole class's counts (`Tally.of(records)` for a
     list of records); `similarity`: the link to the similarity report beside it
-    (Store knows its name), if there is one. `pages`: the run's `feedback.templates()`."""
+    (Store knows its name), if there is one. `pages`: the run's `feedback.templates()`.
+    `record`: the grade of record's rows (judge/final.py `report_rows`); `regrades`:
+    the open regrade requests."""
     lang = language_of(course, language)
     return (pages or templates()).get_template("report.html.j2").render(
-        **report_context(tally, course, lesson_key, lang), similarity=similarity)
+        **report_context(tally, course, lesson_key, lang), similarity=similarity,
+        record=list(record), regrades=list(regrades))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timezone
 from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field
@@ -132,9 +133,17 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         roster = rosters.load(course, lesson_key)
         if roster.note():
             events.note(roster.note())
+        from grader.judge import final
+
+        try:  # a student's extension is their due date for intake's choice and notes too
+            extensions = final.read_extensions(final.grades_folder(course.root, lesson_key),
+                                               course.lms_zone(lesson_key))
+        except final.RecordError as exc:
+            raise GradingError(str(exc)) from None
         taken = intake.collect(submissions, lesson.exercise, cache=store.intake_path,
                                roster=roster.students, aliases=roster.aliases,
-                               due=course.due(lesson_key), submitted=roster.submitted)
+                               due=course.due(lesson_key), submitted=roster.submitted,
+                               extended={s: e.due for s, e in extensions.items()})
         clashes = rosters.clashes(roster, taken.numbers, taken.names)
         if clashes and not trust_worksheet:
             raise GradingError(rosters.clash_message(clashes, roster.worksheet))
@@ -185,8 +194,25 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                                          store, language, run_templates(ctx))
                 max_score = points.as_points(points.units(max_score, "the lesson")
                                              + points.units(lesson.written_points, "written"))
+            found = final.Applied()
+            try:  # the TAs' files are read before scores.json is written: all or nothing
+                entries = final.apply_to_class(
+                    course, lesson_key, taken.handed, entries,
+                    set(known) | {s.student_id for s in subs} | set(taken.absent), found,
+                    datetime.now(timezone.utc).isoformat(timespec="microseconds"),
+                    store, language, run_templates(ctx))
+            except final.RecordError as exc:
+                raise GradingError(str(exc)) from None
             store.write_scores(lesson_key, course.course, ctx.version, max_score,
                                entries, taken.by_number, taken.absent, language)
+            if found.unknown:
+                events.note("hand-in time unknown (the download gives none, so no late "
+                            "credit is applied and no page says on time or late): "
+                            + ", ".join(found.unknown))
+            if found.stale:
+                events.note("overrides made on an automatic score that has since changed "
+                            "(stale; review them with `grader history`): "
+                            + ", ".join(found.stale))
     write_report(tally, course, lesson_key, store, language, run_templates(ctx))
     students = sorted(tally.in_order(), key=lambda line: line.student_id)
     return Graded(summary, students, taken.skipped, taken.absent, by_number)
@@ -304,12 +330,16 @@ def _cluster(scheduler: str, collect: Callable[[Entry], None]) -> Callable[..., 
 def write_report(tally: Tally, course: Course, lesson_key: str, store: Store,
                  language: str, pages: Environment) -> None:
     """OUT/report.html over the class's counts, linking the similarity report if OUT has one."""
+    from grader.judge import final
     from grader.pages.report import render_report
 
     similarity = store.similarity_path
     write_atomic(store.report_path,
                  render_report(tally, course, lesson_key, language,
-                               similarity.name if similarity.is_file() else None, pages))
+                               similarity.name if similarity.is_file() else None, pages,
+                               final.report_rows(store.scores_path),
+                               final.open_requests(final.grades_folder(course.root,
+                                                                       lesson_key))))
 
 
 def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,

@@ -404,6 +404,40 @@ def test_nbgrader_gradebook_round_trip(tmp_path, scores):
     assert float(nbgrader_export()["alice"]["score"]) == by_id(scores)["alice"]["score"] + 1
 
 
+def test_nbgrader_total_is_the_final_score_after_late_credit(tmp_path, scores):
+    """The cells carry the score before late credit and the notebook's penalty is the
+    difference: nbgrader's own total is the final score, not a second penalty. A part
+    an override changed cannot be carried by its test cells: named, not dropped."""
+    pytest.importorskip("nbgrader.api")
+    from grader.deliver.export import export_all
+
+    course = make_course()
+    alice = by_id(scores)["alice"]
+    final = points.as_points(points.credited(points.units(alice["score"], "s"), 80))
+    late = {**scores, "students": [
+        {**s, "score": final, "raw_score": s["score"],
+         "late": {"minutes": 191, "credit": 80, "applied_by": "grader"}}
+        if s["student_id"] == "alice" else s for s in scores["students"]]}
+    paths, unwritten = export_all(course, "13", ClassScores.from_json(late), tmp_path,
+                                  ["nbgrader"])
+    assert not unwritten
+    (db,) = [p for p in paths if p.suffix == ".db"]
+    subprocess.run([str(Path(sys.executable).parent / "nbgrader"), "export",
+                    f"--db=sqlite:///{db}", f"--CourseDirectory.course_id={course.course}"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    grades = {r["student_id"]: r for r in csv.DictReader(opened(tmp_path / "grades.csv"))}
+    assert float(grades["alice"]["score"]) == final < alice["score"]
+    assert float(grades["alice"]["late_submission_penalty"]) == alice["score"] - final
+    overridden = {**late, "students": [
+        {**s, "parts": {**s["parts"], "ffn": {**s["parts"]["ffn"], "score": 0.0}}}
+        if s["student_id"] == "alice" else s for s in late["students"]]}
+    _, unwritten = export_all(course, "13", ClassScores.from_json(overridden), tmp_path,
+                              ["nbgrader"])
+    assert unwritten == ["nbgrader: alice: part ffn has an override (`grader override`), "
+                         "which its test cells cannot carry: enter it in formgrader as a "
+                         "manual score"]
+
+
 # ------------------------------------------------------- exact totals over a class
 
 # Lesson 13's shape: points and graded tests per part, and one practice test each.

@@ -5,7 +5,9 @@ own generate_assignment deletes notebooks without an .ipynb source), exercise fi
 notebook, test -> grade cell. A missing submission gets no submission when course.yml's
 `missing` is blank (nbgrader's own export then shows it as it shows any student who
 handed nothing in), or 0 in every cell when it is zero. Only auto_score is written, so a TA's manual_score survives
-a re-export and overrides it in `nbgrader export`. nbgrader is an optional extra and
+a re-export and overrides it in `nbgrader export`. The cells carry the scores before late
+credit; each notebook's late_submission_penalty is the difference, so nbgrader's total
+is the final score (grader/judge/final.py). nbgrader is an optional extra and
 slow to import, so it is imported here, inside the function.
 """
 from __future__ import annotations
@@ -55,11 +57,12 @@ class Nbgrader(Exporter):
         """Into course.yml's `nbgrader_db`, or a gradebook.db in the export folder."""
         db = options.course.nbgrader_db
         path = options.course.path(db) if db else options.out_dir / "gradebook.db"
-        return Exported(_write(scores, options, path))
+        return _write(scores, options, path)
 
 
-def _write(scores: ClassScores, options: ExportOptions, db: Path) -> list[Path]:
+def _write(scores: ClassScores, options: ExportOptions, db: Path) -> Exported:
     course, lesson_key, people = options.course, options.lesson_key, options.roster.entries
+    left_out: list[str] = []
     if shutil.which("alembic") is None:  # a new database shells out to it; it sits beside us
         here = str(Path(sys.executable).parent)
         os.environ["PATH"] = os.pathsep.join([here, os.environ.get("PATH", "")])
@@ -103,8 +106,29 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> list[Path]:
                 if qid in lesson.written:
                     _written_grade(gb, Grade, MissingEntry, f"written_{qid}", notebook,
                                    assignment, sid, q)
+            penalty, overridden = _late_penalty(s)
+            gb.find_submission_notebook(notebook, assignment, sid) \
+                .late_submission_penalty = penalty
+            left_out += [f"nbgrader: {s.student_id}: part {p} has an override (`grader "
+                         "override`), which its test cells cannot carry: enter it in "
+                         "formgrader as a manual score" for p in overridden]
             gb.db.commit()
-    return [db]
+    return Exported([db], left_out)
+
+
+def _late_penalty(s: GradeRecord) -> tuple[float, list[str]]:
+    """The notebook's late_submission_penalty, so that nbgrader's own total (its cells
+    minus the penalty) is the final score, not a second penalty: the score earned
+    (parts after overrides, written marks) less the final score. Also the parts whose
+    score is not their tests' (an override), which the cells do not carry."""
+    from grader import points
+
+    earned = points.units(points.total(s.parts), "parts") + sum(
+        points.units(float(q.get("score", 0.0)), "a written mark") for q in s.written.values())
+    overridden = [name for name, p in s.parts.items()
+                  if points.units(p.score, "a part") != sum(
+                      points.units(t.score, "a test") for t in graded(s) if t.part == name)]
+    return points.as_points(max(earned - points.units(s.score, "the score"), 0)), overridden
 
 
 def _written_grade(gb, grade_type, missing_entry, cell: str, notebook: str,
