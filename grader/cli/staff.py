@@ -105,9 +105,11 @@ def _class_folders(course: config.Course, lesson: config.Lesson, lesson_key: str
 
 def _graded(course: config.Course, lesson: config.Lesson, out: Path | None) -> Path:
     """`--out`, else the lesson's `out`; with neither, a usage error."""
-    if out is None and lesson.out is None:
+    if out is not None:
+        return out
+    if lesson.out is None:
         raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
-    return out if out is not None else course.path(lesson.out)
+    return course.path(lesson.out)
 
 
 class Grader(click.Group):
@@ -583,7 +585,7 @@ def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) ->
     try:
         if public_jwk:
             key = keys.read_key(course)
-            click.echo(json.dumps(keys.public_jwk(key, course.lti.key_id), indent=1))
+            click.echo(json.dumps(keys.public_jwk(key, keys.lti_config(course).key_id), indent=1))
             return
         out = _graded(course, lesson, out)
         done = lti.upload(course, lesson_key, _scores(out), out, dry_run=dry_run,

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
@@ -235,7 +236,7 @@ class Match:
         a roster, one it lacks has no LMS user id to send or match on."""
         return not self.rostered or student_id not in self.unrostered
 
-    def report(self, unwritten: list[str] = ()) -> str:
+    def report(self, unwritten: Sequence[str] = ()) -> str:
         """What a TA must see before importing; `unwritten` names the rows an export
         left out (`format: student: why`)."""
         lines = []

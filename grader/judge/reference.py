@@ -81,6 +81,8 @@ def load_module(name: str, source: str, filename: str) -> types.ModuleType:
 
 def load_file(name: str, path: Path) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # not a .py file: no loader for it
+        raise ImportError(f"cannot load {path} as a module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
