@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grader.inside import protocol
 from grader.inside.confine import SCRATCH_FILES
@@ -122,6 +122,12 @@ class Session:
             self.fatal = _error_from(reply["error"], self.limits, self.allowed)
             raise self.fatal
 
+    def _socket(self) -> socket.socket:
+        """The child's socket: `_start` opens it before any request is sent."""
+        if self.sock is None:
+            raise RuntimeError("no child to ask: the session has not started one")
+        return self.sock
+
     def _stop(self) -> dict | None:
         if self.sock is None:
             return None
@@ -186,8 +192,9 @@ class Session:
             self.waited, self.received, self.timed_out, self.over_budget = kept
 
     # -- calls ----------------------------------------------------------------------
-    def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> dict:
-        """Run one probe in the child. Raises StudentError for anything it did wrong.
+    def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> Any:
+        """Run one probe in the child, and return its result (any JSON-like value the
+        probe returns). Raises StudentError for anything it did wrong.
         `frame` is the request already serialised (the same for every student)."""
         if self.broken is not None:
             raise self.broken
@@ -222,11 +229,11 @@ class Session:
     def _send(self, data: bytes, where: Said) -> None:
         # _receive leaves whatever was left of its deadline on the socket; a send
         # gets a whole test's time (a child that stops reading must not block us).
-        self.sock.settimeout(self.limits.test_wall_s)
+        self._socket().settimeout(self.limits.test_wall_s)
         self._nonce = int.from_bytes(os.urandom(8), "big")  # unguessable by a second writer
         start = time.monotonic()
         try:
-            protocol.send_bytes(self.sock, data, self._nonce)
+            protocol.send_bytes(self._socket(), data, self._nonce)
         except (socket.timeout, TimeoutError):  # alive but not reading: not a crash
             self._stop()
             raise StudentError("timeout", say("err_not_reading", s=f"{self.limits.test_wall_s:g}",
@@ -283,13 +290,13 @@ class Session:
             raise StudentError("protocol", say("err_stand_in_refused", where=where))
         began = time.monotonic()
         answer = self.stand_in(frame)
-        protocol.send(self.sock, answer, self._nonce)
+        protocol.send(self._socket(), answer, self._nonce)
         return time.monotonic() - began
 
     def _read_reply(self, deadline: float, where: Said) -> object:
         """The reply to the request just sent: its nonce and size are checked before
         a byte of its body is read (or kept)."""
-        size, nonce = protocol.recv_header(self.sock, deadline)
+        size, nonce = protocol.recv_header(self._socket(), deadline)
         if nonce != self._nonce:
             self._stop()
             raise StudentError("protocol", say("err_wrong_request", where=where))
@@ -306,7 +313,7 @@ class Session:
             raise self.over_budget
         self.received += size
         self.last_reply_bytes = size
-        return protocol.recv_body(self.sock, size, deadline, MAX_REPLY_JSON)
+        return protocol.recv_body(self._socket(), size, deadline, MAX_REPLY_JSON)
 
 
 def _death_cause(status: dict, limits: Limits, where: Said) -> Said:
