@@ -8,11 +8,13 @@ setup:
 grade: setup
 	.venv/bin/grader run --lesson 13
 
-# ruff with the rules pyproject.toml chooses (pyflakes, syntax errors, bugbear), and
-# import-linter with its contracts: the stages' layers, no circles, pages without torch.
+# ruff with the rules pyproject.toml chooses (pyflakes, syntax errors, bugbear),
+# import-linter with its contracts: the stages' layers, no circles, pages without torch,
+# and mypy over grader/ with its settings in pyproject.toml ([tool.mypy]).
 lint: setup
 	.venv/bin/ruff check grader tests scripts
 	.venv/bin/lint-imports
+	.venv/bin/python -m mypy grader
 
 # The project's whole test suite (unit, end-to-end, adversarial, browser), after lint,
 # its files spread over XDIST workers (pytest-xdist; a file's tests on one worker, but

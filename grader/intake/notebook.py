@@ -102,7 +102,7 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
                       + "\n".join(f"ANSWER_{q.upper()} = {text!r}"
                                   for q, text in answers.items()))
     write_atomic(dest, "\n\n".join(chunks) + "\n")
-    notes = [say("note_cells", n=len(cells), file=shown)]
+    notes: list[str] = [say("note_cells", n=len(cells), file=shown)]
     if dropped:
         listed = "; ".join(f"`{printable(d[:80])}`" for d in dropped[:5])
         lines = say("note_magics_more", lines=listed, n=len(dropped) - 5) \

@@ -77,7 +77,7 @@ def load(course: Course, lesson_key: str | None = None) -> Roster:
     else:
         found = read_csv(course.path(course.roster))
     worksheet = course.lesson(lesson_key).moodle_worksheet if lesson_key else None
-    if worksheet is not None:
+    if worksheet is not None and lesson_key:
         path = course.path(worksheet)
         if path.exists():  # one that is there but unreadable is still an error
             add_worksheet(found, path, identifier_kind(course, path),

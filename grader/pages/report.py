@@ -3,6 +3,7 @@ submissions), from the class's running counts (`tally.Tally`)."""
 from __future__ import annotations
 
 import statistics
+from typing import Any
 
 from jinja2 import Environment
 
@@ -29,7 +30,7 @@ def report_context(tally: Tally, course: Course, lesson_key: str, lang: str) -> 
     scores = [line.score for line in lines]
     max_score = lesson.max_score
     n = len(lines)
-    part_rows = []
+    part_rows: list[dict[str, Any]] = []
     for key, part in lesson.parts.items():
         got = [line.parts.get(key, 0.0) for line in lines]
         full = sum(g >= part.points - 1e-9 for g in got)

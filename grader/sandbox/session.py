@@ -30,7 +30,7 @@ from grader.sandbox.limits import WORKER_STOPPED, Limits, SandboxError, SlotLost
 from grader.text.strings import Said, say
 
 if TYPE_CHECKING:
-    from grader.sandbox.slot import Slot
+    from grader.sandbox.slot import SlotLike
 
 MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
 MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped (MAX_TEXT)
@@ -73,7 +73,7 @@ class _Output:
 class Session:
     """One submission loaded in the worker; call probes on it."""
 
-    def __init__(self, slot: Slot, source: str, filename: str,
+    def __init__(self, slot: SlotLike, source: str, filename: str,
                  allowed_imports: list[str], limits: Limits):
         self.slot, self.limits = slot, limits
         self.source, self.filename, self.allowed = source, filename, allowed_imports

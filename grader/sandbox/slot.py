@@ -24,6 +24,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Protocol
 
 from grader.inside import confine
 from grader.sandbox import bwrap, cgroup
@@ -423,6 +424,18 @@ class Sandbox:
             if self.scratch is not None:
                 shutil.rmtree(self.scratch, ignore_errors=True)
                 self.scratch = None
+
+
+class SlotLike(Protocol):
+    """What a session and its record use of a slot: a `Slot`, or a stand-in that takes
+    one when the first child is spawned (run/pool.py's `_LazySlot`)."""
+    sandbox: Sandbox
+    sandboxed: bool
+    held: dict[str, bytes]
+
+    def spawn(self, limits: Limits) -> tuple[socket.socket, int]: ...
+
+    def kill(self) -> dict: ...
 
 
 class Slot:

@@ -99,10 +99,10 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> list[Path]:
                     gb.db.add(grade)
                 grade.auto_score = t.score
                 grade.needs_manual_grade = False
-            for qid, q in s.written.items():
+            for qid, mark in s.written.items():
                 if qid in lesson.written:
                     _written_grade(gb, Grade, MissingEntry, f"written_{qid}", notebook,
-                                   assignment, sid, q)
+                                   assignment, sid, mark)
             gb.db.commit()
     return [db]
 

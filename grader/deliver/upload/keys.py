@@ -33,8 +33,8 @@ def read_key(course: Course) -> rsa.RSAPrivateKey:
     """The private key from lti.key_file or lti.key_env. An environment variable is
     removed once read, so no process started later inherits the key."""
     cfg = lti_config(course)
-    if cfg.key_env:
-        pem = os.environ.pop(cfg.key_env, "")
+    if cfg.key_file is None:  # then key_env is set (course.yml gives exactly one)
+        pem = os.environ.pop(cfg.key_env or "", "")
         if not pem:
             raise UploadError(f"the environment variable {cfg.key_env} (lti.key_env in "
                               "course.yml) is not set: it must hold the tool's PEM key")
