@@ -32,7 +32,7 @@ class Quiet:
         self.warnings.append(text)
 
     def unsandboxed(self) -> None:
-        self.notes.append("student code ran without the sandbox (unsandboxed=True)")
+        self.notes.append("student code runs without the sandbox (unsandboxed=True)")
 
     @contextmanager
     def grading(self, total: int) -> Iterator[Progress]:
