@@ -8,11 +8,13 @@ setup:
 grade: setup
 	.venv/bin/grader run --lesson 13
 
-# ruff with the rules pyproject.toml chooses (pyflakes, syntax errors, bugbear), and
-# import-linter with its contracts: the stages' layers, no circles, pages without torch.
+# ruff with the rules pyproject.toml chooses (pyflakes, syntax errors, bugbear),
+# import-linter with its contracts: the stages' layers, no circles, pages without torch,
+# and mypy over grader/ with its settings in pyproject.toml ([tool.mypy]).
 lint: setup
 	.venv/bin/ruff check grader tests scripts
 	.venv/bin/lint-imports
+	.venv/bin/python -m mypy grader
 
 # The project's whole test suite (unit, end-to-end, adversarial, browser), after lint,
 # its files spread over XDIST workers (pytest-xdist; a file's tests on one worker, but
@@ -22,13 +24,14 @@ XDIST = -n 3 --dist loadgroup
 test: lint
 	.venv/bin/python -m pytest -q $(XDIST)
 
-# The lane to run while changing code: the unit tests and the sample class graded end
-# to end once (no autograder zip, no bundle). CPU-bound: two workers, one per core, and
-# no hypothesis plugin (only tests/fuzz uses it).
+# The lane to run while changing code, chosen by marker (pyproject.toml registers them;
+# tests/conftest.py marks each test by its folder): every test that is neither slow,
+# end-to-end, adversarial nor fuzz (the unit tests), and the `fast_lane` ones (the
+# sample class graded end to end once; no autograder zip, no bundle). CPU-bound: two
+# workers, one per core, and no hypothesis plugin (only tests/fuzz uses it).
+FAST = fast_lane or not (slow or e2e or adversarial or fuzz)
 test-fast: lint
-	.venv/bin/python -m pytest -q -n 2 --dist loadgroup -p no:hypothesispytest tests/unit \
-	    tests/e2e/test_cli.py::test_sample_class_scores \
-	    tests/e2e/test_cli.py::test_every_student_gets_a_page_and_a_raw_log
+	.venv/bin/python -m pytest -q -n 2 --dist loadgroup -p no:hypothesispytest -m "$(FAST)"
 
 # The unit suite on Python 3.10 as well, the oldest Python supported, and the autograder
 # zip run as Gradescope runs it on 3.10 (no CAP_SYS_ADMIN, 768 MB): scripts/test-py310.sh.

@@ -11,9 +11,10 @@ import difflib
 import hashlib
 import re
 import zoneinfo
+from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
@@ -417,6 +418,14 @@ class Course(Strict):
     def path(self, p: Path) -> Path:
         return p if p.is_absolute() else self.root / p
 
+    def solution(self, lesson: Lesson) -> Path:
+        """The lesson's solution file, for the tools that run or read it (a student
+        bundle's course.yml has none: it has `recorded`)."""
+        if lesson.solution is None:
+            raise ConfigError("this lesson gives no `solution` in course.yml (a student "
+                              "bundle has only `recorded`)")
+        return self.path(lesson.solution)
+
     def version(self, key: str) -> str:
         """Changes whenever anything that decides a lesson's scores changes (where the
         scores go in an LMS does not: setting `moodle_worksheet` regrades nobody)."""
@@ -491,11 +500,11 @@ def load(path: Path | str = "course.yml") -> Course:
     return course
 
 
-def _did_you_mean(err: dict) -> str:
+def _did_you_mean(err: Mapping[str, Any]) -> str:
     """For a key course.yml does not know, the known key it is most likely a typo of."""
     if err.get("type") != "extra_forbidden" or not err.get("loc"):
         return ""
-    models, keys = [Strict], set()
+    models, keys = [Strict], set[str]()
     while models:
         model = models.pop()
         models += model.__subclasses__()

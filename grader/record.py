@@ -272,7 +272,7 @@ class GradeRecord:
                    tests=[TestRecord.from_json(t) for t in d.get("tests") or []
                           if isinstance(t, dict)],
                    problem=restored(d["problem_texts"]) if isinstance(d.get("problem_texts"), dict)
-                   else d.get("problem") or "",
+                   else str(d.get("problem") or ""),
                    import_traceback=d.get("import_traceback") or "",
                    output=d.get("output") or "", sandboxed=bool(d.get("sandboxed", True)),
                    sandbox=str(d.get("sandbox", "none")), notes=[restored(n) for n in d.get("notes") or []],

@@ -307,6 +307,20 @@ def sample_class(tmp_path_factory):
     return get
 
 
+# The kind of test each folder holds, as a marker (pyproject.toml registers them): the
+# Makefile's lanes select by marker (`make test-fast`: `-m "fast_lane or not (...)"`).
+FOLDER_MARKERS = {"e2e": "e2e", "adversarial": "adversarial", "fuzz": "fuzz"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test of tests/e2e, tests/adversarial and tests/fuzz gets its folder's marker,
+    so that no lane has to name a path."""
+    for item in items:
+        folder = Path(item.path).relative_to(ROOT / "tests").parts[0]
+        if folder in FOLDER_MARKERS:
+            item.add_marker(FOLDER_MARKERS[folder])
+
+
 def pytest_addoption(parser):
     parser.addoption("--cpu-log", metavar="FILE",
                      help="append each test's CPU seconds (its process and the children it "

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -72,7 +72,7 @@ def worker_failures(failures: list[str]) -> None:
         console.print(f"[red]{escape(failure)}[/]")
 
 
-def left_out(skipped: list[str], absent: list[str] = ()) -> None:
+def left_out(skipped: list[str], absent: Sequence[str] = ()) -> None:
     """Name everything intake left out (links, oversized or escaping entries, broken
     notebooks, files no student's), and the roster's students it found nothing of, so
     the TA sees them without opening each page. Printed as plain text: the names are
@@ -138,12 +138,12 @@ def print_findings(found, lesson_key: str, out: Console | None = None) -> None:
 
 def print_upload(done, course: config.Course, lesson_key: str, dry_run: bool) -> None:
     """What was (or would be) sent, and who was not; names print as plain text."""
-    from grader.deliver.upload import lti
+    from grader.deliver.upload import keys, lti
 
     if dry_run:
         click.echo(f"would find or create the line item {lti.label(course, lesson_key)!r} "
                    f"(resourceId {lti.resource_id(course, lesson_key)!r}) in "
-                   f"{course.lti.lineitems_url}")
+                   f"{keys.lti_config(course).lineitems_url}")
         for body in done.planned:
             click.echo(json.dumps(body, ensure_ascii=False))
         click.echo(f"would send {len(done.planned)}; unchanged {len(done.unchanged)}")

@@ -105,9 +105,11 @@ def _class_folders(course: config.Course, lesson: config.Lesson, lesson_key: str
 
 def _graded(course: config.Course, lesson: config.Lesson, out: Path | None) -> Path:
     """`--out`, else the lesson's `out`; with neither, a usage error."""
-    if out is None and lesson.out is None:
+    if out is not None:
+        return out
+    if lesson.out is None:
         raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
-    return out if out is not None else course.path(lesson.out)
+    return course.path(lesson.out)
 
 
 class Grader(click.Group):
@@ -455,7 +457,8 @@ def extend(course_path, lesson_key, student, until, excuse, reason) -> None:
                                     zone, known)
     except final.RecordError as exc:
         raise click.ClickException(str(exc)) from None
-    what = "excused from the late rule" if excuse else f"due {due.isoformat()}"
+    what = ("excused from the late rule" if excuse or due is None
+            else f"due {due.isoformat()}")
     console.print(f"{student}: {what}" + (f" (replaces {old.row()[1]})" if old else "")
                   + f"; run `grader run --lesson {lesson_key}` to apply it", markup=False)
 
@@ -536,8 +539,9 @@ def regrade(course_path, lesson_key, student, part, text, resolve_id, reason) ->
                 raise click.UsageError("give --student and --part with --request")
             _student(known, student)
             zone, due, w = course.lms_zone(lesson_key), course.due(lesson_key), lesson.regrades
-            window = (None, None) if w is None else tuple(
-                config.when_of(x, due, zone) if x else None for x in (w.opens, w.closes))
+            window = (None, None) if w is None else (
+                config.when_of(w.opens, due, zone) if w.opens else None,
+                config.when_of(w.closes, due, zone) if w.closes else None)
             row = final.request_regrade(folder, lesson, student, part, text, by,
                                         datetime.now(timezone.utc), window)
             console.print(f"{row['id']}: opened for {student}, part {part}", markup=False)
@@ -766,7 +770,7 @@ def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) ->
     try:
         if public_jwk:
             key = keys.read_key(course)
-            click.echo(json.dumps(keys.public_jwk(key, course.lti.key_id), indent=1))
+            click.echo(json.dumps(keys.public_jwk(key, keys.lti_config(course).key_id), indent=1))
             return
         out = _graded(course, lesson, out)
         done = lti.upload(course, lesson_key, _scores(out), out, dry_run=dry_run,

@@ -131,8 +131,9 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
     from grader.sandbox import slot as slots
 
     lesson = course.lesson(lesson_key)
-    sandboxed = in_bwrap or slots.available(True, support)
-    if not sandboxed:
+    # (nothing was probed inside the bundle's sandbox, in_bwrap: it is the sandbox)
+    sandboxed = in_bwrap or support is None or slots.available(True, support)
+    if not sandboxed and support is not None:
         console.print(f"note: your code runs without the sandbox "
                       f"({support.reason})", markup=False)
     # The sandbox boots (torch, once) while this process imports torch for the checks;
@@ -210,16 +211,18 @@ def _watch_in_bwrap(command: list[str], file: Path) -> int:
     from grader.run import practice_run
 
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, start_new_session=True)
+    stdin = proc.stdin
+    assert stdin is not None  # stdin=PIPE gives a pipe, always
     stopped = False
     try:
-        practice_run.send(file, proc.stdin)
+        practice_run.send(file, stdin)
     except KeyboardInterrupt:
         stopped = True
     except BrokenPipeError:  # the check inside ended (it failed): its status says why
         pass
     finally:
         try:
-            proc.stdin.close()
+            stdin.close()
         except BrokenPipeError:
             pass
     try:

@@ -129,7 +129,7 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     recording = f"reference/{safe_name(lesson_key)}.bin"
     raw["lessons"][lesson_key]["recorded"] = recording
     sources = [course_root / "pyproject.toml", course_root / "grader"]
-    sources += [course.path(p) for p in (lesson.solution, lesson.stub, lesson.tests)]
+    sources += [course.solution(lesson), course.path(lesson.stub), course.path(lesson.tests)]
     dest = Path(dest)
     if dest.suffix != ".zip":
         dest = dest / f"autograder_{lesson_key}.zip"

@@ -37,7 +37,7 @@ def export_rows(course_root: Path, lesson_key: str, lesson: Lesson) -> list[list
     stale mark is left out of the cells: the TA marks the new answer again)."""
     folder = grades_folder(course_root, lesson_key)
     answers, current = recorded_answers(folder), marks(folder)
-    rows: list[list[object]] = [COLUMNS]
+    rows: list[list[object]] = [[*COLUMNS]]
     for qid, q in lesson.written.items():
         if q.kind != "text":
             continue

@@ -24,11 +24,14 @@ import stat
 import struct
 import sys
 from collections.abc import Callable, Iterator
-from types import ModuleType
-from typing import TYPE_CHECKING
+from types import FrameType, ModuleType
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # loaded by path at run time (zygote.py says why)
     from grader.inside.slot_cgroup import SlotCgroup
+
+# a signal's disposition, as signal.signal takes and returns it
+Handler = Callable[[int, FrameType | None], Any] | int | None
 
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
@@ -58,6 +61,8 @@ def _load_syscalls() -> ModuleType:
     """The allowlist's module, a sibling loaded by path (as this one is)."""
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "syscalls.py")
     spec = importlib.util.spec_from_file_location("grader_syscalls", path)
+    if spec is None or spec.loader is None:  # not a .py file: no loader for it
+        raise ImportError(f"cannot load {path} as a module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -117,7 +122,7 @@ def _set_capabilities(effective: int, permitted: int, inheritable: int) -> None:
 SLOT_HANDLED = (signal.SIGCHLD,)
 
 
-def deaf_slot() -> dict[int, object]:
+def deaf_slot() -> dict[int, Handler]:
     """Make this slot ignore every signal it does not handle, and return what each was
     for its children (`hear_signals`). A slot is the init of its pid namespace (but in
     container mode and unsandboxed, where its children are another uid, or are the
@@ -125,7 +130,7 @@ def deaf_slot() -> dict[int, object]:
     for: rootless, a child is the slot's own uid outside and, before Landlock's signal
     scoping (Linux 6.12), its `kill(1, SIGINT)` ended the slot through Python's
     KeyboardInterrupt handler. Ignored, a signal is dropped, on every kernel."""
-    kept = {}
+    kept: dict[int, Handler] = {}
     for sig in signal.valid_signals():
         if sig in (signal.SIGKILL, signal.SIGSTOP, *SLOT_HANDLED):
             continue
@@ -136,7 +141,7 @@ def deaf_slot() -> dict[int, object]:
     return kept
 
 
-def hear_signals(kept: dict[int, object]) -> None:
+def hear_signals(kept: dict[int, Handler]) -> None:
     """In a fresh child: every signal as it was before its slot ignored it (`deaf_slot`),
     so a submission meets the dispositions of an ordinary Python process."""
     for sig, handler in kept.items():
@@ -320,7 +325,8 @@ def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: i
     # permitting); tempfile may have cached another folder in the zygote
     os.environ["TMPDIR"] = scratch
     if "tempfile" in sys.modules:
-        sys.modules["tempfile"].tempdir = None
+        # (sys.modules holds plain ModuleType: typeshed cannot know it is tempfile)
+        sys.modules["tempfile"].tempdir = None  # type: ignore[attr-defined]
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
         raise OSError("prctl(NO_NEW_PRIVS) failed")
     if uid is not None:
@@ -605,4 +611,5 @@ def _say_why_alone() -> None:
             setattr(os, name, refused)
     _posixsubprocess.fork_exec = refused
     if "subprocess" in sys.modules:  # it keeps its own name for fork_exec
-        sys.modules["subprocess"]._fork_exec = refused
+        # (a private name, which typeshed does not declare)
+        sys.modules["subprocess"]._fork_exec = refused  # type: ignore[attr-defined]

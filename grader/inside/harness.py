@@ -16,8 +16,9 @@ import os
 import socket
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
+from typing import Any
 
 MODULE_NAME = "submission"
 TRACE = "trace"  # a request's flag: answer with the values its lines produced too
@@ -30,7 +31,7 @@ class Harness:
     names by index ({"held": k}) instead of carrying its inputs."""
 
     def __init__(self, failure: int, protocol: ModuleType, probes: ModuleType,
-                 held: list = ()):
+                 held: Sequence = ()):
         self.failure: int | None = failure
         self.protocol, self.probes, self.held = protocol, probes, held
         self.pid = os.getpid()  # the harness's own process (see `_answer`)
@@ -55,8 +56,9 @@ class Harness:
 
     def _close_failure(self) -> None:
         """The submission's code is about to run: nothing it causes may look like ours."""
-        os.close(self.failure)
-        self.failure = None
+        failure, self.failure = self.failure, None
+        if failure is not None:
+            os.close(failure)
 
     def _serve_submission(self, data: socket.socket, scratch: str) -> None:
         nonce, init = self.protocol.recv(data)
@@ -67,7 +69,7 @@ class Harness:
         self._close_failure()
         try:
             module = _import_submission(path)
-            reply = {"ok": True}
+            reply: dict = {"ok": True}
         except BaseException as exc:  # noqa: BLE001 - every failure is the student's to see
             reply = {"ok": False, "error": self._describe(exc, path)}
         self._answer(data, reply, nonce, path)
@@ -80,7 +82,7 @@ class Harness:
                 return
             if self.protocol.HELD in request:  # the trusted side's index: in range
                 request = self.held[request[self.protocol.HELD]]
-            kit = sys.modules.get("grader.inside.probekit")  # loaded by the probes
+            kit: Any = sys.modules.get("grader.inside.probekit")  # loaded by the probes
             if kit is not None:  # its stand-ins ask on behalf of this request
                 kit.channel = lambda frame, n=nonce: self._stand_in(data, frame, n)
             try:
@@ -125,6 +127,8 @@ def _sibling(name: str) -> ModuleType:
     module, before any child is forked and confined."""
     spec = importlib.util.spec_from_file_location(
         f"grader_{name}", os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py"))
+    if spec is None or spec.loader is None:  # not a .py file: no loader for it
+        raise ImportError(f"cannot load {name}.py as a module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -154,6 +158,8 @@ def _traced(probe: Callable, module: ModuleType, args: dict, path: str) -> dict:
 
 def _import_submission(path: str) -> ModuleType:
     spec = importlib.util.spec_from_file_location(MODULE_NAME, path)
+    if spec is None or spec.loader is None:  # not a .py file: no loader for it
+        raise ImportError(f"cannot load {path} as a module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -200,7 +206,7 @@ def syntax_lines(exc: SyntaxError) -> list[str]:
     start = max((exc.offset or 1) - 1 - indent, 0)
     start = min(start, len(code))
     if exc.end_lineno == exc.lineno and (exc.end_offset or 0) > (exc.offset or 0):
-        width = exc.end_offset - exc.offset
+        width = (exc.end_offset or 0) - (exc.offset or 0)
     elif (exc.end_lineno or 0) > (exc.lineno or 0):  # to the end of this line
         width = len(code) - start
     else:

@@ -11,6 +11,7 @@ an object of the student's.
 from __future__ import annotations
 
 import zlib
+from typing import cast
 
 import torch
 from torch import nn
@@ -54,17 +55,18 @@ def build(cls: object, what: str, *args, **kwargs) -> nn.Module:
     if not isinstance(cls, type) or not issubclass(cls, nn.Module):
         raise ContractError(f"{what} must be a subclass of torch.nn.Module")
     reset = nn.Linear.reset_parameters
-    nn.Linear.reset_parameters = lambda self: None
+    # (assigning to a method is the point: restored below, whatever the build raises)
+    nn.Linear.reset_parameters = lambda self: None  # type: ignore[method-assign]
     try:
         return cls(*args, **kwargs)
     finally:
-        nn.Linear.reset_parameters = reset
+        nn.Linear.reset_parameters = reset  # type: ignore[method-assign]  # (restored)
 
 
 def fixed_linear(weight: torch.Tensor) -> nn.Linear:
     """A bias-free nn.Linear holding a copy of `weight` ([out, in])."""
-    layer = build(nn.Linear, "nn.Linear", weight.shape[1], weight.shape[0], bias=False,
-                  dtype=weight.dtype)
+    layer = cast(nn.Linear, build(nn.Linear, "nn.Linear", weight.shape[1], weight.shape[0],
+                                  bias=False, dtype=weight.dtype))
     with torch.no_grad():
         layer.weight.copy_(weight)
     return layer

@@ -22,7 +22,7 @@ it may start threads but no second process: RLIMIT_AS caps one process only.
 """
 from __future__ import annotations
 
-_ = None  # no such call on this machine
+_: None = None  # no such call on this machine
 
 # The audit architecture seccomp reports for each machine, and its column below
 MACHINES = {"x86_64": (0, 0xC000003E), "aarch64": (1, 0xC00000B7)}
@@ -198,7 +198,7 @@ def first_unknown(column: int) -> int:
     """The lowest number above every call named here: anything from it on is newer
     than this table, answered ENOSYS (libc then falls back, as for clone3)."""
     rows = [*ALLOWED.values(), *RULES.values(), *DENIED.values()]
-    return max(r[column] for r in rows if r[column] is not None) + 1
+    return max(n for r in rows if isinstance(n := r[column], int)) + 1
 
 
 # Classic BPF, as seccomp runs it over struct seccomp_data {nr, arch, ip, args[6]}
@@ -217,7 +217,7 @@ def program(machine: str, alone: bool = False) -> list[tuple[int, int, int, int]
     no memory cgroup caps the child's processes together, so it may start threads
     (clone with CLONE_THREAD) but no process (fork, vfork, any other clone)."""
     column, audit = MACHINES[machine]
-    allowed = sorted({row[column] for row in ALLOWED.values() if row[column] is not None})
+    allowed = sorted({n for row in ALLOWED.values() if (n := row[column]) is not None})
     rule = {name: row[column] for name, row in RULES.items()}
     lines: list = [
         (LD_ABS, None, None, ARCH),
@@ -278,7 +278,7 @@ def _assemble(lines: list) -> list[tuple[int, int, int, int]]:
             where[line] = at
         else:
             at += 1
-    program = []
+    program: list[tuple[int, int, int, int]] = []
     for line in lines:
         if isinstance(line, str):
             continue

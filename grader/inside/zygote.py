@@ -55,7 +55,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # loaded by path at run time (see above)
-    from grader.inside.confine import ScratchWatch
+    from grader.inside.confine import Handler, ScratchWatch
     from grader.inside.slot_cgroup import SlotCgroup
 
 SCRATCH = "/tmp/work"  # sandboxed: a fresh tmpfs per child, in the slot's own mounts
@@ -145,6 +145,8 @@ def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool
 def _load(name: str, path: str) -> ModuleType:
     """The module at `path` (relative: a sibling of this file), under `name`."""
     spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, path))
+    if spec is None or spec.loader is None:  # not a .py file: no loader for it
+        raise ImportError(f"cannot load {path} as a module")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -233,16 +235,16 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
         watch = state.confine.ScratchWatch()
     child = None
     while True:
-        watched = child is not None and child.watch is not None
-        ready, _, _ = select.select([ctrl, wake_r, *([watch.fd] if watched else [])], [], [],
-                                    0.25 if watched else 1.0)
+        watching = watch if child is not None and child.watch is not None else None
+        waits: list[socket.socket | int] = [ctrl, wake_r, *([watching.fd] if watching else [])]
+        ready, _, _ = select.select(waits, [], [], 0.25 if watching else 1.0)
         if wake_r in ready:
             os.read(wake_r, 4096)
             ready.remove(wake_r)
-        if watched:  # woken by a write, or a quarter second passed
-            if watch.fd in ready:
-                ready.remove(watch.fd)
-            if not child.over_scratch and watch.over():
+        if watching is not None and child is not None:  # woken by a write, or 0.25 s passed
+            if watching.fd in ready:
+                ready.remove(watching.fd)
+            if not child.over_scratch and watching.over():
                 child.over_scratch = True
                 _kill_all(child, state)
         if child is not None:
@@ -287,7 +289,7 @@ def _serve(ctrl: socket.socket, state: Zygote, uid: int | None) -> None:
 
 def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
            uid: int | None, cgroup: SlotCgroup | None, watch: ScratchWatch | None,
-           heard: dict[int, object]) -> _Child:
+           heard: dict[int, Handler]) -> _Child:
     """Fork the child that runs one submission: confined, then its harness."""
     data_fd, out_fd = fds
     if state.sandboxed:  # rootless, the child's own uid is root's of the sandbox, mapped
@@ -296,6 +298,7 @@ def _spawn(ctrl: socket.socket, fds: list[int], limits: dict, state: Zygote,
     else:  # the run's private directory (0700, made by the trusted side): one per child
         scratch = tempfile.mkdtemp(prefix="submission-", dir=state.scratch)
     if watch is not None:  # container mode
+        assert uid is not None  # container mode gives every slot a uid of its own
         os.chown(scratch, uid, uid)
         watch.start(scratch, limits["scratch_mb"])
     failure_r, failure_w = os.pipe()
@@ -336,6 +339,7 @@ def _kill_all(child: _Child, state: Zygote) -> None:
         except (ProcessLookupError, PermissionError):
             pass
         if state.container:
+            assert child.uid is not None  # container mode gives every slot a uid of its own
             _kill_uid(child.uid)
 
 

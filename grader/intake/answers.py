@@ -111,12 +111,16 @@ def _literals(source: str) -> dict[str, object]:
         return {"*": Unparsed()}
     found: dict[str, object] = {}
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else \
-            [node.target] if isinstance(node, ast.AnnAssign) and node.value else []
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value:
+            targets, value = [node.target], node.value
+        else:
+            continue
         for target in targets:
             if isinstance(target, ast.Name) and (m := _NAME.match(target.id)):
                 try:
-                    found[f"q{m[1]}"] = ast.literal_eval(node.value)
+                    found[f"q{m[1]}"] = ast.literal_eval(value)
                 except (ValueError, TypeError, SyntaxError, RecursionError, MemoryError):
                     found[f"q{m[1]}"] = _NotLiteral()
     return found

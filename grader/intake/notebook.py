@@ -105,7 +105,7 @@ def _notebook(path: Path, shown: str, dest: Path) -> tuple[Path | None, list[str
                                   for q, text in answers.items()))
     write_atomic(dest, "\n\n".join(chunks) + "\n")
     write_atomic(_cells_file(dest), json.dumps(segments))
-    notes = [say("note_cells", n=len(cells), file=shown)]
+    notes: list[str] = [say("note_cells", n=len(cells), file=shown)]
     if dropped:
         listed = "; ".join(f"`{printable(d[:80])}`" for d in dropped[:5])
         lines = say("note_magics_more", lines=listed, n=len(dropped) - 5) \

@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone, tzinfo
 from pathlib import Path
@@ -76,7 +77,7 @@ def load(course: Course, lesson_key: str | None = None) -> Roster:
     else:
         found = read_csv(course.path(course.roster))
     worksheet = course.lesson(lesson_key).moodle_worksheet if lesson_key else None
-    if worksheet is not None:
+    if worksheet is not None and lesson_key:
         path = course.path(worksheet)
         if path.exists():  # one that is there but unreadable is still an error
             add_worksheet(found, path, identifier_kind(course, path),
@@ -235,7 +236,7 @@ class Match:
         a roster, one it lacks has no LMS user id to send or match on."""
         return not self.rostered or student_id not in self.unrostered
 
-    def report(self, unwritten: list[str] = ()) -> str:
+    def report(self, unwritten: Sequence[str] = ()) -> str:
         """What a TA must see before importing; `unwritten` names the rows an export
         left out (`format: student: why`)."""
         lines = []

@@ -264,7 +264,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
             numbers[sid] = key
         if group.name:
             names[sid] = printable(group.name)
-        if group.by_number and key in (submitted or {}):
+        if group.by_number and submitted is not None and key in submitted:
             for c in group.cands:  # Moodle keeps one submission: its files share its time
                 c.when, c.timed = submitted[key], True
         best, notes = _choose(group.cands, exercise, (extended or {}).get(sid, due))
@@ -780,7 +780,7 @@ def _choose(cands: list[Candidate], exercise: str,
             c.late = c.late or (c.timed and c.when > due)
         pool = [c for c in cands if not c.late] or cands
     best = max(pool, key=lambda c: (c.when, c.order, c.label))
-    notes = []
+    notes: list[str] = []
     if len(cands) > 1:
         # "on time" only where the LMS gave a time; "newest" only where one file is
         others = _listing([c.label for c in cands if c is not best], 10)

@@ -110,7 +110,8 @@ def _float64(t: torch.Tensor) -> np.ndarray:
         cached = t.detach().to(torch.float64).numpy()
         cached.flags.writeable = False
         try:
-            t._grader_f64 = cached
+            # (a cache kept on the tensor itself: torch's stubs declare no such attribute)
+            t._grader_f64 = cached  # type: ignore[attr-defined]
         except AttributeError:
             pass
     return cached
@@ -123,7 +124,8 @@ def _allowed(ref: torch.Tensor, atol: float, rtol: float) -> np.ndarray:
     if kept is None:
         kept = {}
         try:
-            ref._grader_allowed = kept
+            # (a cache kept on the tensor itself: torch's stubs declare no such attribute)
+            ref._grader_allowed = kept  # type: ignore[attr-defined]
         except AttributeError:
             pass
     found = kept.get((atol, rtol))
@@ -323,7 +325,8 @@ class Checks:
         return base
 
 
-K, V = TypeVar("K"), TypeVar("V")
+K = TypeVar("K")
+V = TypeVar("V")
 KEPT = 4096  # what a cache by content keeps at most: a worker's memory stays flat
 # whatever the class's mistakes
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import permutations
+from typing import TypeGuard
 
 MIN_SIDE = 2  # tests (or rows) on each side before a rule is stated: see above
 RELATIONS = {"same": "=", "differs": "≠"}  # ops whose value is another field's name
@@ -51,7 +52,7 @@ class Rule:
         if isinstance(v, (list, tuple)):
             return False
         if self.op in ("ge", "le"):
-            if not _number(v):
+            if not _number(v) or not _number(self.value):
                 return False
             return v >= self.value if self.op == "ge" else v <= self.value
         return v == self.value if self.op == "eq" else v != self.value
@@ -60,12 +61,16 @@ class Rule:
         return {"field": self.field, "op": self.op, "value": self.value}
 
 
-def _number(v: object) -> bool:
+def _number(v: object) -> TypeGuard[int | float]:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _size(v: object) -> bool:
+def _size(v: object) -> TypeGuard[int]:
     return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _at_most(a: object, b: object) -> bool:
+    return _size(a) and _size(b) and a <= b
 
 
 def _key(v: object) -> object:
@@ -87,19 +92,20 @@ def _one_field(name: str, failing: list[object], passing: list[object],
     if lists and members:
         if len(lists) != len(failing) + len(passing):
             return None
-        shared = set.intersection(*(set(v) for v in failing))
+        shared = set.intersection(*(set(v) for v in lists[:len(failing)]))
         for value in sorted(shared, key=repr):
-            if not any(value in v for v in passing):
+            if not any(value in v for v in lists[len(failing):]):
                 return Rule(name, "has", value)
         return None
     if len(fail) == 1:
         return Rule(name, "eq", failing[0])
     threshold = None
-    if all(_number(v) for v in [*failing, *passing]):
-        if min(failing) > max(passing):
-            threshold = Rule(name, "ge", min(failing))
-        elif max(failing) < min(passing):
-            threshold = Rule(name, "le", max(failing))
+    fail_n, pass_n = [v for v in failing if _number(v)], [v for v in passing if _number(v)]
+    if len(fail_n) == len(failing) and len(pass_n) == len(passing):
+        if min(fail_n) > max(pass_n):
+            threshold = Rule(name, "ge", min(fail_n))
+        elif max(fail_n) < min(pass_n):
+            threshold = Rule(name, "le", max(fail_n))
     if len(ok) == 1 and not _adjacent(threshold, passing[0]):
         return Rule(name, "ne", passing[0])  # "every N except 1" reads better than N >= 5
     return threshold
@@ -119,7 +125,7 @@ def _relations(cases: list[tuple[dict[str, object], bool]]) -> list[Rule]:
     sizes = [n for n in names if all(n in f and _size(f[n]) for f, _ in cases)]
     found = []
     for a, b in permutations(sizes, 2):
-        if not all(f[a] <= f[b] for f, _ in cases):
+        if not all(_at_most(f[a], f[b]) for f, _ in cases):
             continue
         equal = [(f[a] == f[b], failed) for f, failed in cases]
         if {e for e, _ in equal} != {True, False}:

@@ -24,7 +24,8 @@ def explaining(failed: set[str], matches: dict[str, list[str] | None],
     if not failed or any(matches.get(name) is None for name in failed):
         return []
     return [m for m in candidates
-            if signatures.get(m) == failed and all(m in matches[name] for name in failed)]
+            if signatures.get(m) == failed
+            and all(m in (matches[name] or ()) for name in failed)]
 
 
 def diagnose(tests: list[TestRecord], matches: dict[str, list[str] | None],

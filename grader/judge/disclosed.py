@@ -20,7 +20,7 @@ from __future__ import annotations
 HIDDEN = ("got_value", "ref_value", "max_abs_diff", "max_rel_diff", "where", "heatmap",
           "axes")
 # What a structure claim (grader/structure.py) names of single elements or rows, by kind.
-POSITIONS = {"nonfinite": ("where",), "permutation": ("moved",), "rows": ("rows",)}
+POSITIONS: dict[object, tuple[str, ...]] = {"nonfinite": ("where",), "permutation": ("moved",), "rows": ("rows",)}
 
 
 def claim(found: dict | None) -> dict | None:

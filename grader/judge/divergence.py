@@ -70,6 +70,8 @@ def run_traced(module: types.ModuleType, probes: types.ModuleType, probe: str,
     the staff running a class: not printed."""
     with torch.random.fork_rng(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        if module.__file__ is None:  # (the solution and its variants are compiled with one)
+            raise ValueError(f"{module.__name__} has no file name to trace")
         result, events, lines, error, leaves = tracer.trace(
             module.__file__, getattr(probes, probe), module, **args)
     return Trace(_events(events, None), result, error, lines, _leaves(leaves))
@@ -79,7 +81,7 @@ def _events(raw: object, lines: int | None) -> list[Event]:
     """Events as the tracer sends them ([line, name, value, func, step, reach, off]; a
     recording of an earlier version's has neither of the last two), checked: anything
     else (a hostile child's) is dropped."""
-    out = []
+    out: list[Event] = []
     if not isinstance(raw, list):
         return out
     for e in raw[:tracer.MAX_EVENTS]:
@@ -558,15 +560,15 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         if cut is None:
             return Where("gradient")
         event, missing, added = cut
-        span = spans.get(event.off or event.line)
-        if span is None:
+        at = spans.get(event.off or event.line)
+        if at is None:
             return Where("gradient")
-        return Where("cut" if missing is not None else "added", span[0], span[1],
-                     _quote(source_lines, span), event.name, [], ", ".join(added or []),
+        return Where("cut" if missing is not None else "added", at[0], at[1],
+                     _quote(source_lines, at), event.name, [], ", ".join(added or []),
                      ", ".join(missing or []))
     event = student.events[first]
-    span = spans.get(event.line)
-    if span is None:
+    at = spans.get(event.line)
+    if at is None:
         return None
     before = student.events[:first]
     same_name = (ref.returns(event.func, event.name) if event.name.startswith("return")
@@ -580,7 +582,7 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         return None
     occurrence = sum(1 for e in before if e.name == event.name and e.func == event.func)
     ref_value = same_name[min(occurrence, len(same_name) - 1)] if same_name else None
-    return Where("line", span[0], span[1], _quote(source_lines, span), event.name,
+    return Where("line", at[0], at[1], _quote(source_lines, at), event.name,
                  matched_before(mine.at(event.step)), **_quoted(event.value, ref_value, tols))
 
 
@@ -598,12 +600,13 @@ def _backward(student: Trace, flags: list[str | None], ref: Reference, tols: dic
             continue
         theirs = [reach for value, reach in ref.distinct(e.value.numel())
                   if value.is_floating_point() and same_values(e.value, value, tols)]
-        if not theirs or None in theirs:
+        reaches = [r for r in theirs if r is not None]
+        if not theirs or len(reaches) < len(theirs):  # one's reach is unknown
             continue
-        if e.reach in theirs:
+        if e.reach in reaches:
             continue
-        missing = frozenset.intersection(*(r - e.reach for r in theirs))
-        added = frozenset.intersection(*(e.reach - r for r in theirs))
+        missing = frozenset.intersection(*(r - e.reach for r in reaches))
+        added = frozenset.intersection(*(e.reach - r for r in reaches))
         if not missing and not added:
             return None  # its reach is another's of the same value, mixed: say no line
         return (e, sorted(names[k] for k in missing if k in names) if missing else None,
@@ -658,6 +661,8 @@ class LessonTraces:
         """The solution (0) or variant i - 1, compiled under a name of its own."""
         if i not in self._modules:
             text = self.source if i == 0 else self.correct()[i - 1].source
+            if text is None:  # a student bundle: the trusted side has no solution
+                raise ValueError(f"lesson {self.key}: no solution text to trace")
             name = f"<traced {self.key} {i}>"
             module = types.ModuleType(f"_traced_{self.key}_{i}")
             module.__file__ = name
@@ -697,6 +702,8 @@ class LessonTraces:
             self.recorded[key] = _packed(_plain(found) if found is not None else {"traces": []})
             return found  # computed here: no need to decode what was just packed
         plain = protocol.loads(self.recorded[key].numpy().tobytes())
+        if not isinstance(plain, dict):  # not a packed trace (another version's): none
+            return None
         traces = [Trace(_events(t.get("events"), None), t.get("result"),
                         str(t.get("error") or ""), [int(n) for n in t.get("lines") or []],
                         _leaves(t.get("leaves")))
@@ -807,9 +814,9 @@ def for_students(ctx) -> dict:
             requests[part].append(list(ref.request))
             keep(ref)
     for _, probe, args in smallest.requests(Path(ctx.tests)):  # traced first (`where`)
-        ref = lessons.reference(probe, args)
-        if ref is not None:
-            keep(ref)
+        found = lessons.reference(probe, args)
+        if found is not None:
+            keep(found)
     ctx.refs.traces.clear()  # nothing else: another recording's traces hold lines
     ctx.refs.traces.update(kept)
     return {"requests": requests, "statements": [[i, d] for i, d in digests.items()]}

@@ -273,12 +273,12 @@ def apply(doc: dict, lesson: Lesson, lateness_: Lateness | None, ext: Extension 
     earned = earned_units(doc)
     if policy is None or lateness_ is None:
         return {**doc, "score": exact.as_points(earned)}
-    late = None
+    late: dict[str, object] | None = None
     if lateness_.status == LATE:
         late = {"minutes": lateness_.minutes, "credit": lateness_.credit,
                 "applied_by": policy.applied_by,
                 **({"excused": True} if ext is not None and ext.excused else {})}
-    final = exact.credited(earned, late["credit"]) \
+    final = exact.credited(earned, lateness_.credit) \
         if late is not None and policy.applied_by == "grader" else earned
     return {**doc, "score": exact.as_points(final), "late": late,
             "late_status": lateness_.status,
@@ -308,7 +308,7 @@ def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensi
              rows: list[dict], entries, found: Applied, now: str, page):
     from grader.store import dump, encode
 
-    seen, new_bases = bases(rows), []
+    seen, new_bases = bases(rows), list[dict]()
     for entry in entries:
         doc = json.loads(entry)
         sid = doc["student_id"]

@@ -84,7 +84,7 @@ def remember(ctx: LessonContext) -> None:
 
     try:
         write_atomic(ctx.kept, recording(refs, lesson_digest(
-            ctx.course.path(ctx.lesson.solution), ctx.tests)))
+            ctx.course.solution(ctx.lesson), ctx.tests)))
     except OSError:
         return  # a read-only home: the next run computes them again, no worse
     ctx.loaded = now

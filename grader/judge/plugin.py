@@ -106,7 +106,8 @@ class StudentCaller:
                     where=say("where_in", name=self.current_test)))
             kept += size
         # a decoded tensor is a view of the whole reply: copy, to keep none of the rest
-        return self._copied(result) if 2 * kept < self.session.last_reply_bytes else result
+        return {k: self._copied(v) for k, v in result.items()} \
+            if 2 * kept < self.session.last_reply_bytes else result
 
     def _expected(self, key: str, probe: str, args: dict) -> tuple[dict[str, int], int] | None:
         """The size of each value of the reference's result and their sum (memoised per
@@ -170,7 +171,10 @@ class _CurrentStudent:
         self._plugin = plugin
 
     def call(self, probe: str, **args) -> dict:
-        return self._plugin._student.call(probe, **args)
+        student = self._plugin._student
+        if student is None:  # a lesson's test asked for a student in the solution's run
+            raise GraderFault("the `student` fixture was called with no submission graded")
+        return student.call(probe, **args)
 
 
 class _Explained:
@@ -278,7 +282,8 @@ class GradingPlugin:
         items.sort(key=lambda item: order.get(part_of(item.path), len(order)))
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self.items = list(session.items)
+        # (a lesson's tests are functions: no doctest or other item is collected)
+        self.items = [item for item in session.items if isinstance(item, pytest.Function)]
         if self.precompute:
             self._signatures()
 
@@ -303,7 +308,8 @@ class GradingPlugin:
             self._student.start(f"{part} ({pyfuncitem.name})")
         elif self._student is not None:
             self._student.current_test = f"{part} ({pyfuncitem.name})"
-        checks = pyfuncitem.funcargs.get("check")
+        fixture = pyfuncitem.funcargs.get("check")
+        checks = fixture if isinstance(fixture, Checks) else None
         try:
             result = yield
         except StudentError as exc:
@@ -337,11 +343,10 @@ class GradingPlugin:
     def explaining(self, part: str) -> list[str]:
         """Known mistakes that fully explain the current student's failures in `part`."""
         failed = self.failed_tests(part)
-        self._signatures()
         return explaining(set(failed),
                           {name: (m.get("diagnosis") or {}).get("matches")
                            for name, m in failed.items()},
-                          self.refs.signatures,
+                          self._signatures(),
                           [v.mistake.id for v in self.refs.variants if v.mistake.part == part])
 
     def _replay(self, item: pytest.Function, student, reference) -> Checks:
@@ -387,12 +392,12 @@ class GradingPlugin:
                 matches.append(variant.mistake.id)
         return {"matches": matches}
 
-    def _signatures(self) -> None:
+    def _signatures(self) -> dict[str, set[str]]:
         """Which tests each known mistake fails, graded like a submission (trusted
         code, once per process): it tells apart mistakes whose numbers coincide on
         some tests, by the pattern of tests they fail."""
         if self.refs.signatures is not None:
-            return
+            return self.refs.signatures
         signatures: dict[str, set[str]] = {}
         for variant in self.refs.variants:
             failed = set()
@@ -406,13 +411,14 @@ class GradingPlugin:
                     failed.add(item.name)
             signatures[variant.mistake.id] = failed
         self.refs.signatures = signatures
+        return signatures
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
         """A verdict is reported as its message alone: pytest's own failure report
         (which parses the test's source, ~13 ms a failure) would never be shown."""
         exc = call.excinfo
-        if exc is None or not isinstance(exc.value, Verdict):
+        if exc is None or call.when == "collect" or not isinstance(exc.value, Verdict):
             return None
         return pytest.TestReport(
             item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",

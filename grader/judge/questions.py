@@ -24,6 +24,7 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import torch
 
@@ -74,7 +75,7 @@ class _Refused(Exception):
     """The student's call raised: the question's answer is no."""
 
 
-def _round(q: Question, given: object, student, reference) -> dict | None | bool:
+def _round(q: Question, given: object, student, reference) -> dict | None | Literal[False]:
     """One round's verdict: a finding (dict), False (the answer is no), or None (the
     lesson made no input for it)."""
     if given is None:
@@ -92,6 +93,9 @@ def _round(q: Question, given: object, student, reference) -> dict | None | bool
         return q.canonical(reference.call(q.probe, **args))
 
     if q.kind == "dtype":
+        if not isinstance(given, dict):
+            raise TypeError(f"the {q.function} question's inputs give {type(given).__name__}:"
+                            " a dtype question's are one dict of arguments")
         ref, got = ours(given), theirs(given)
         for o in q.outputs:
             want, have = ref.get(o), got.get(o)
@@ -100,14 +104,18 @@ def _round(q: Question, given: object, student, reference) -> dict | None | bool
                 return {"kind": "dtype", "function": q.function, "output": o,
                         "dtype": str(have.dtype).removeprefix("torch.")}
         return False
+    if not (isinstance(given, (tuple, list)) and len(given) == 2
+            and all(isinstance(g, dict) for g in given)):
+        raise TypeError(f"the {q.function} question's inputs give {type(given).__name__}:"
+                        f" a {q.kind} question's are two dicts of arguments")
     first, second = given
-    ref, got = (ours(first), ours(second)), (theirs(first), theirs(second))
+    refs, gots = (ours(first), ours(second)), (theirs(first), theirs(second))
     if q.kind == "ignores":
-        if _same(*ref, q.outputs) or not _same(*got, q.outputs):
+        if _same(*refs, q.outputs) or not _same(*gots, q.outputs):
             return False
         return {"kind": "ignores", "function": q.function, "argument": q.argument}
     others = q.others or (lambda t: t)
-    if not _same(*ref, q.outputs, others) or _same(*got, q.outputs, others):
+    if not _same(*refs, q.outputs, others) or _same(*gots, q.outputs, others):
         return False
     return {"kind": q.kind, "function": q.function}
 

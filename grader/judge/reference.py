@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 import yaml
+from torch import Tensor
 
 from grader.config import inputs
 from grader.inside import protocol
@@ -63,10 +64,12 @@ def _tensor_digest(t: torch.Tensor) -> bytes:
         c = t.detach().contiguous()
         h = hashlib.blake2b(f"T{c.dtype}{tuple(c.shape)}".encode(), digest_size=16)
         if c.numel():
-            h.update(c.reshape(-1).view(torch.uint8).numpy())
+            # (an ndarray is a buffer: numpy's stubs declare it one for Python 3.12 on only)
+            h.update(c.reshape(-1).view(torch.uint8).numpy())  # type: ignore[arg-type]
         digest = h.digest()
         try:
-            t._grader_digest = digest
+            # (a cache kept on the tensor itself: torch's stubs declare no such attribute)
+            t._grader_digest = digest  # type: ignore[attr-defined]
         except AttributeError:  # not every tensor takes attributes; then just recompute
             pass
     return digest
@@ -81,6 +84,8 @@ def load_module(name: str, source: str, filename: str) -> types.ModuleType:
 
 def load_file(name: str, path: Path) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:  # not a .py file: no loader for it
+        raise ImportError(f"cannot load {path} as a module")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
@@ -204,7 +209,7 @@ class LessonRefs:
     # request key -> the reference's traces of a fresh input, packed (grader/judge/divergence.py
     # reads and fills it): recorded with the results, so a run from a recording names a
     # line without importing the solution
-    traces: dict[str, torch.Tensor] = field(default_factory=dict)
+    traces: dict[str, Tensor] = field(default_factory=dict)  # (`torch` names a field here)
     # a student bundle's fresh requests by part and the reference's statements' digests
     # by number (divergence.for_students): its tests folder has no trace_inputs.py
     fresh: dict = field(default_factory=dict)
@@ -246,7 +251,8 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
     recording alone, for the practice tests. Built once per run, by its lesson context
     (`LessonContext.refs`), which owns it."""
     probes = load_file(f"_probes_{key}", tests / "probes.py")
-    data = protocol.loads(recorded.read_bytes()) if recorded and recorded.exists() else None
+    loaded = protocol.loads(recorded.read_bytes()) if recorded and recorded.exists() else None
+    data = loaded if isinstance(loaded, dict) else None  # a recording is a dict
     if solution is not None and solution.exists():
         source = solution.read_text(encoding="utf-8")
         if data is not None and data.get("digest") != lesson_digest(solution, tests):

@@ -36,7 +36,7 @@ from grader.record import (WORKER_STOPPED, GradeRecord, PartRecord, TestRecord, 
 from grader.judge.reference import Caller
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
-from grader.sandbox.slot import Slot
+from grader.sandbox.slot import SlotLike
 from grader.text.strings import STRINGS, Said, in_language, say
 from grader.lesson.testfile import is_practice, part_of
 
@@ -59,7 +59,7 @@ def read(sub: Submission) -> Submission:
         sub.problem = say("file_none_why", why=why) if sub.notes else say("file_none")
         return sub
     got = read_source(sub.path)
-    data = got.data
+    data = got.data or b""  # (none only with a problem)
     if got.problem:
         sub.problem = got.problem
     elif not data.strip():
@@ -128,7 +128,7 @@ class GradingLoop:
             self.tests = {}
             started = time.time()
             for i, item in enumerate(items):
-                if direct[i] is not None:
+                if direct[i] is not None and isinstance(item, pytest.Function):
                     self._call(item, direct[i])
                     continue
                 nextitem = items[i + 1] if i + 1 < len(items) else None
@@ -347,7 +347,7 @@ def _test_record(t: dict) -> TestRecord:
                       case=meta.get("case", []), composite=bool(meta.get("composite")))
 
 
-def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None,
+def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | None,
                on_result: Callable[[GradeRecord], None], select: str = GRADED) -> None:
     """Grade submissions one after another in one pytest session; report each record."""
     lesson = ctx.lesson
@@ -358,10 +358,13 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: Slot | None
             started = time.monotonic()
             sub = read(sub)
             session, missing = None, None
+            caller: _Missing | StudentCaller
             if sub.problem:
                 missing = sub.path is None or not sub.path.exists()
                 caller = _Missing(sub.problem)
             else:
+                if slot is None or sub.source is None:  # `read` gives a source with no problem
+                    raise ValueError("a submission's code needs a slot to run in")
                 session = Session(slot, sub.source, lesson.exercise, lesson.provides, limits)
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
@@ -470,7 +473,7 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
     return excused
 
 
-def _record(ctx: LessonContext, sub: Submission, slot: Slot | None,
+def _record(ctx: LessonContext, sub: Submission, slot: SlotLike | None,
             session: Session | None, missing: bool | None, raw: dict, scored: Scored,
             elapsed: float, where: dict[str, dict] | None = None) -> GradeRecord:
     """The one place a result record is built: from the file `read` took (`missing`:
@@ -504,11 +507,13 @@ def _award_nothing(scored: Scored) -> None:
     """0 points for every test and part: a submission that ended its slot (the
     tests that passed before it did stand as verdicts, worth nothing)."""
     scored.score = 0.0
-    for item in (*scored.tests, *scored.parts.values()):
-        item.score = 0.0
+    for test in scored.tests:
+        test.score = 0.0
+    for part in scored.parts.values():
+        part.score = 0.0
 
 
-def grade(ctx: LessonContext, sub: Submission, slot: Slot | None,
+def grade(ctx: LessonContext, sub: Submission, slot: SlotLike | None,
           select: str = GRADED) -> GradeRecord:
     """Grade a single submission (used by `grader check` and the tests)."""
     out: list[GradeRecord] = []

@@ -101,7 +101,7 @@ def parse(text: str) -> tuple[sympy.Expr, ...]:
             return NAMES[value]
         if value in "([":
             inner = summed()
-            if peek() is None or peek()[1] not in ")]":
+            if (closing := peek()) is None or closing[1] not in ")]":
                 raise Unreadable(say("shape_unreadable", given=f"`{given}`"))
             take()
             return inner

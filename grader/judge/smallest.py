@@ -123,7 +123,9 @@ def requests(tests: Path) -> Iterator[tuple[str, str, dict]]:
     """Every (part, probe, arguments) the search may ask the reference, for a recording;
     none for a lesson without examples."""
     lesson = load(Path(tests))
-    for part, (probe, *_) in (lesson.PARTS.items() if lesson is not None else ()):
+    if lesson is None:
+        return
+    for part, (probe, *_) in lesson.PARTS.items():
         for _, args in tried(lesson, part):
             yield part, probe, args
 

@@ -39,7 +39,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 
 def _row_ok(got: np.ndarray, ref: np.ndarray, atol: float, rtol: float) -> np.ndarray:
-    return near(got, ref, atol, rtol).all(axis=-1)
+    return np.asarray(near(got, ref, atol, rtol).all(axis=-1))
 
 
 def nonfinite(got, ref, atol, rtol) -> Claim | None:

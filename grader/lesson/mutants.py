@@ -76,8 +76,17 @@ def _walk(node: ast.AST, parent: ast.AST | None = None, path: tuple = ()
 
 
 def _inside(node: ast.AST, blocks: list[tuple[int, int]]) -> bool:
-    line = getattr(node, "lineno", None)
-    return line is not None and any(b < line and node.end_lineno < e for b, e in blocks)
+    line, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+    return line is not None and end is not None and any(b < line and end < e for b, e in blocks)
+
+
+def _position(node: ast.AST) -> tuple[int, int, int, int]:
+    """Where a target is: (line, column, end line, end column), as the parser placed it
+    (every node an operator targets is an expression, a statement or a keyword)."""
+    if not isinstance(node, (ast.expr, ast.stmt, ast.keyword)) or node.end_lineno is None \
+            or node.end_col_offset is None:
+        raise ValueError(f"an operator targeted a node with no position: {ast.dump(node)}")
+    return node.lineno, node.col_offset, node.end_lineno, node.end_col_offset
 
 
 def _replaced(tree: ast.Module, path: tuple, new: ast.AST) -> ast.Module:
@@ -97,9 +106,10 @@ def _replaced(tree: ast.Module, path: tuple, new: ast.AST) -> ast.Module:
 def _splice(source: str, node: ast.AST, text: str) -> str:
     """Replace the node's span (positions are UTF-8 byte columns) with `text`."""
     lines = source.encode("utf-8").splitlines(keepends=True)
-    start = sum(map(len, lines[:node.lineno - 1])) + node.col_offset
-    end = sum(map(len, lines[:node.end_lineno - 1])) + node.end_col_offset
-    first = lines[node.lineno - 1].decode("utf-8")
+    line, column, end_line, end_column = _position(node)
+    start = sum(map(len, lines[:line - 1])) + column
+    end = sum(map(len, lines[:end_line - 1])) + end_column
+    first = lines[line - 1].decode("utf-8")
     indent = first[:len(first) - len(first.lstrip())]
     text = text.replace("\n", "\n" + indent)
     data = source.encode("utf-8")
@@ -140,14 +150,15 @@ def generate(source: str, operators: Iterable[str] = OPERATORS) -> Mutants:
     tree = ast.parse(source)
     blocks = solution_lines(source)
     paths = {id(node): path for node, _, path in _walk(tree)}
-    result, seen, index = Mutants(), {source}, Counter()
+    result, seen, index = Mutants(), {source}, Counter[tuple[str, int, int]]()
     for node, parent, _ in _walk(tree):
         if not _inside(node, blocks):
             continue
         for name in operators:
             for target, new in OPERATORS[name](node, parent):
-                key = (name, target.lineno, target.col_offset)
-                mutant_id = f"{name}-{target.lineno}.{target.col_offset}-{index[key]}"
+                line, column, _, _ = _position(target)
+                key = (name, line, column)
+                mutant_id = f"{name}-{line}.{column}-{index[key]}"
                 index[key] += 1
                 text = mutated_source(source, tree, paths[id(target)], target, new)
                 if text in seen:
@@ -156,8 +167,7 @@ def generate(source: str, operators: Iterable[str] = OPERATORS) -> Mutants:
                     result.uncompilable += 1
                 else:
                     seen.add(text)
-                    result.mutants.append(Mutant(mutant_id, name, target.lineno,
-                                                 target.col_offset, text))
+                    result.mutants.append(Mutant(mutant_id, name, line, column, text))
     return result
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import ast
 import copy
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
+Node = TypeVar("Node", bound=ast.AST)
 Change = tuple[ast.AST, ast.AST]  # (target node, what replaces it)
 Operator = Callable[[ast.AST, "ast.AST | None"], Iterator[Change]]
 
@@ -48,7 +50,7 @@ DROPPABLE = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.If, ast.For
              ast.While, ast.With)
 
 
-def _with(node: ast.AST, **fields) -> ast.AST:
+def _with(node: Node, **fields) -> Node:
     """A shallow copy with some fields replaced (the original tree stays intact)."""
     new = copy.copy(node)
     for name, value in fields.items():
@@ -86,7 +88,8 @@ def number(node: ast.AST) -> int | float | None:
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         inner = number(node.operand)
         return None if inner is None else -inner
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) \
+            and not isinstance(node.value, bool):
         return node.value
     return None
 
@@ -108,7 +111,7 @@ def _argument(node: ast.Call, keyword: set[str], position: int | None) -> ast.ex
     return node.args[position] if len(node.args) > position else None
 
 
-def dim_targets(node: ast.AST) -> list[ast.expr]:
+def dim_targets(node: ast.AST | None) -> list[ast.expr]:
     """The integer dim arguments of a call (dim=/axis= or the dim's position)."""
     if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
         return []
@@ -119,9 +122,10 @@ def dim_targets(node: ast.AST) -> list[ast.expr]:
     return [target] if target is not None and isinstance(number(target), int) else []
 
 
-def topk_target(node: ast.AST) -> ast.expr | None:
+def topk_target(node: ast.AST | None) -> ast.expr | None:
     """The k of a top-k call."""
-    if call_name(node) != "topk" or not isinstance(node.func, ast.Attribute):
+    if not isinstance(node, ast.Call) or call_name(node) != "topk" \
+            or not isinstance(node.func, ast.Attribute):
         return None
     return _argument(node, {"k"}, 0)
 
@@ -164,6 +168,7 @@ def constant(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
     value = number(node)
     if value is None or _counted_elsewhere(node, parent):
         return
+    values: Sequence[int | float]
     if isinstance(value, float):
         values = [1.0] if value == 0 else [value * 10, value / 10]
     else:
@@ -215,7 +220,7 @@ def _renamed(node: ast.Call, name: str) -> ast.Call:
 def activation(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
     """softmax <-> sigmoid <-> log_softmax (sigmoid takes no dim; the others get -1)."""
     name = call_name(node)
-    if name not in ACTIVATIONS:
+    if name not in ACTIVATIONS or not isinstance(node, ast.Call):
         return
     tensor = node.args[:1] if module_form(node) or not isinstance(node.func, ast.Attribute) \
         else []
@@ -248,14 +253,15 @@ def topk(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
 def reduction(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
     """x.sum(...) <-> x.mean(...), torch.sum <-> torch.mean."""
     name = call_name(node)
-    if name in REDUCTIONS and isinstance(node.func, ast.Attribute):
+    if name in REDUCTIONS and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         yield node, _renamed(node, REDUCTIONS[name])
 
 
 def accumulation(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
     """index_add_ <-> index_copy_ (and scatter_add_ <-> scatter_): add or overwrite."""
     name = call_name(node)
-    if name in ACCUMULATIONS and isinstance(node.func, ast.Attribute):
+    if name in ACCUMULATIONS and isinstance(node, ast.Call) \
+            and isinstance(node.func, ast.Attribute):
         yield node, _renamed(node, ACCUMULATIONS[name])
 
 
@@ -276,22 +282,25 @@ def transpose(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
             yield node.left, _dot_t(node.left)
             yield node.right, _dot_t(node.right)
         return
-    name = call_name(node)
+    name, func = call_name(node), node.func
+    if not isinstance(func, ast.Attribute):  # each change below is to a method or torch.f
+        return
     if name in TRANSPOSES and method_form(node):
-        yield node, node.func.value
-    elif name in MATMULS and isinstance(node.func, ast.Attribute):
-        operands = ([] if module_form(node) else [node.func.value]) + node.args
+        yield node, func.value
+    elif name in MATMULS:
+        operands = ([] if module_form(node) else [func.value]) + node.args
         for operand in operands[:MATMULS[name]]:
             yield operand, _dot_t(operand)
     elif name in RESHAPES and method_form(node):
-        yield node.func.value, _dot_t(node.func.value)
+        yield func.value, _dot_t(func.value)
 
 
 def dtype(node: ast.AST, parent: ast.AST | None) -> Iterator[Change]:
     """A cast removed (x.float(), x.to(y.dtype), x.type_as(y) -> x) or added to what a
     function returns (.float(), .double(), .half())."""
     name = call_name(node)
-    if isinstance(node, ast.Call) and method_form(node):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and method_form(node):
         arity = len(node.args) + len(node.keywords)
         if (name in UNCASTS and arity == 0) or (name in RETYPES and arity == 1):
             yield node, node.func.value

@@ -155,8 +155,8 @@ def failed_parts(record: GradeRecord, order: list[str]) -> tuple[list[str], set[
     problem, and those of them a known mistake explains."""
     failed = [q for q in order if any(not x.passed and not _blocked(x, record)
                                       for x in record.tests if x.part == q)]
-    return failed, {q for q in failed if record.parts.get(q) is not None
-                    and record.parts[q].diagnosis is not None and record.parts[q].diagnosis.id}
+    return failed, {q for q in failed if (part := record.parts.get(q)) is not None
+                    and part.diagnosis is not None and part.diagnosis.id}
 
 
 def _blocked(test: TestRecord, record: GradeRecord) -> bool:
@@ -215,8 +215,8 @@ def stored(record: GradeRecord) -> GradeRecord:
     this record is the same, byte for byte."""
     maps, pictured = shown_pictures(record.tests, record.problem)
 
-    def kept(c: object) -> object:
-        if not isinstance(c, dict):
+    def kept(c: dict) -> dict:
+        if not isinstance(c, dict):  # (a record read back may hold anything)
             return c
         if c.get("passed"):
             return c if c.keys() <= _PASSED_CHECK else \
@@ -283,7 +283,9 @@ def _test_view(test: TestRecord, t: dict[str, str], lang: str, picture: bool) ->
 def heatmap_axes(check: dict, t: dict[str, str], lang: str) -> tuple[str, str]:
     """What a check's heatmap rows and columns are, as the lesson named them for this
     check; what the grader knows alone otherwise (leading dims, the last dim)."""
-    axes = check.get("axes") if isinstance(check.get("axes"), dict) else {}
+    axes = check.get("axes")
+    if not isinstance(axes, dict):
+        axes = {}
     rows, cols = (local_text(axes[k], lang) if axes.get(k) else t[f"axis_{k}"]
                   for k in ("rows", "cols"))
     return rows, cols

@@ -3,7 +3,9 @@ submissions), from the class's running counts (`tally.Tally`)."""
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from jinja2 import Environment
 
@@ -31,7 +33,7 @@ def report_context(tally: Tally, course: Course, lesson_key: str, lang: str) -> 
     scores = [line.score for line in lines]
     max_score = lesson.max_score
     n = len(lines)
-    part_rows = []
+    part_rows: list[dict[str, Any]] = []
     for key, part in lesson.parts.items():
         got = [line.parts.get(key, 0.0) for line in lines]
         full = sum(g >= part.points - 1e-9 for g in got)
@@ -79,8 +81,8 @@ def _mistakes(tally: Tally, lang: str) -> list[dict]:
 
 def render_report(tally: Tally, course: Course, lesson_key: str,
                   language: str | None = None, similarity: str | None = None,
-                  pages: Environment | None = None, record: list[dict] = (),
-                  regrades: list[dict] = ()) -> str:
+                  pages: Environment | None = None, record: Sequence[dict] = (),
+                  regrades: Sequence[dict] = ()) -> str:
     """The TAs' HTML report over a whole class's counts (`Tally.of(records)` for a
     list of records); `similarity`: the link to the similarity report beside it
     (Store knows its name), if there is one. `pages`: the run's `feedback.templates()`.

@@ -4,6 +4,8 @@ the page's language: plain text (`sentence`) or escaped HTML (`sentence_html`).
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import re
 
 from markupsafe import Markup, escape
@@ -21,7 +23,7 @@ def _shown_name(name: str, t: dict[str, str]) -> str:
     return f"`{name}`"
 
 
-def _backward_sentence(w: Where, t: dict[str, str], cells: list[list[int]]) -> str:
+def _backward_sentence(w: Where, t: dict[str, str], cells: Sequence[Sequence[int]]) -> str:
     """A "cut" or "added" finding's sentence, naming the leaves the value's gradient
     misses (`w.ref`) or adds (`w.got`) where the reference's trace named them."""
     def leaves(text: str) -> str:
@@ -37,7 +39,7 @@ def _backward_sentence(w: Where, t: dict[str, str], cells: list[list[int]]) -> s
     return t["where_backward"].format(line=at(w.line, cells, t, start=True), code=w.code) + tail + t["where_fresh"]
 
 
-def sentence(found: object, t: dict[str, str], cells: list[list[int]] = ()) -> str:
+def sentence(found: object, t: dict[str, str], cells: Sequence[Sequence[int]] = ()) -> str:
     """The page's (and `grader check`'s) sentence for a part's `Where`, in the
     language of `t`, its line a notebook's cell and line where `cells` (the record's)
     say; "" when there is none. Plain text: the page escapes it."""
@@ -74,7 +76,8 @@ def _placed(shape: list[int], at: list[int], t: dict[str, str]) -> str:
     return t["where_shape"].format(shape=shape) if shape else ""
 
 
-def sentence_html(found: object, t: dict[str, str], cells: list[list[int]] = ()) -> Markup:
+def sentence_html(found: object, t: dict[str, str],
+                  cells: Sequence[Sequence[int]] = ()) -> Markup:
     """The sentence for a page: escaped, with each `quoted` piece set as code."""
     text = str(escape(sentence(found, t, cells)))
     return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text))

@@ -50,17 +50,21 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from distributed import WorkerPlugin
 
 from grader.judge import runner
-from grader.config import Course
+from grader.config import ConfigError, Course
 from grader.judge.context import LessonContext
 from grader.intake.capped import read_source
 from grader.judge.plan import Submission, Summary
 from grader.record import GradeRecord
 from grader.store import Store, safe_name
 from grader.judge.tally import Entry
+
+if TYPE_CHECKING:  # imported where a slot is opened (a worker), not by the client
+    from grader.sandbox.slot import Slot
 
 JOBQUEUE = {"slurm": "SLURMCluster", "pbs": "PBSCluster", "sge": "SGECluster",
             "lsf": "LSFCluster"}
@@ -187,6 +191,8 @@ def course_bundle(course: Course, lesson_key: str) -> bytes:
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tar:
         for label, rel in (("solution", lesson.solution), ("tests", lesson.tests)):
+            if rel is None:  # a student bundle's course.yml: it has `recorded` instead
+                raise ConfigError(f"this lesson gives no `{label}` in course.yml")
             src = course.path(rel)
             name = _bundle_name(course, label, rel)
             files = sorted(p for p in src.rglob("*") if p.is_file()
@@ -212,7 +218,7 @@ def _bundle_name(course: Course, label: str, rel: Path) -> str:
 class _Warm:
     key: tuple  # (bundle digest, course root, lesson, version, sandboxed)
     ctx: LessonContext
-    slot: object  # grader.sandbox.slot.Slot (it claims its own sandbox uid)
+    slot: Slot  # it claims its own sandbox uid
 
 
 class WarmSlot(WorkerPlugin):
@@ -254,6 +260,8 @@ def grade_batch(bundle: bytes, course: Course, lesson_key: str, version: str,
     from grader.pages.feedback import stored
 
     state = get_worker().plugins[WarmSlot.name]
+    if not isinstance(state, WarmSlot):  # `prepare` registers it on every worker
+        raise RuntimeError(f"this worker's {WarmSlot.name!r} plugin is not the grader's")
     with state.lock:
         warm = _warm(state, bundle, course, lesson_key, version, sandboxed)
         lesson = warm.ctx.lesson

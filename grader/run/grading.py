@@ -6,6 +6,7 @@ the CLI (or any other caller) decides how each is shown.
 """
 from __future__ import annotations
 
+import functools
 import json
 import time
 from datetime import datetime, timezone
@@ -265,7 +266,7 @@ def zygote_is_fork(unsandboxed: bool, support: Support) -> bool:
         sandboxed = slots.available(unsandboxed, support)
     except RuntimeError:
         return False
-    return slots.forkable(support.mode if sandboxed else "none")
+    return slots.forkable(support.mode if sandboxed and support.mode else "none")
 
 
 def boot(course: Course, lesson: Lesson, unsandboxed: bool, support: Support,
@@ -305,7 +306,7 @@ def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summar
     if not sandboxed:
         events.unsandboxed()
     execute = (_cluster(scheduler, collect) if scheduler else
-               lambda *args: pool.grade_class(*args, sandbox=sandbox, collect=collect))
+               functools.partial(pool.grade_class, sandbox=sandbox, collect=collect))
     try:
         with events.grading(len(todo)) as progress:
             execute(ctx, todo, out, jobs, sandboxed, language, summary, progress)

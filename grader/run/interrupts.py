@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 # The signals `as_ctrl_c` turns into KeyboardInterrupt, besides Ctrl-C's own
 OTHER_STOPS = (signal.SIGTERM, signal.SIGHUP)
-_last_stop = [signal.SIGINT]  # the signal that raised the last KeyboardInterrupt
+_last_stop: list[int] = [signal.SIGINT]  # the signal that raised the last KeyboardInterrupt
 _pressed = threading.Event()  # set by `_stop`: what `noted` asks
 
 

@@ -41,7 +41,8 @@ class _ReferenceAsStudent:
     """The reference in a student's place, noting each distinct request it is sent."""
 
     def __init__(self, caller: Caller):
-        self.caller, self.requests, self.current_test = caller, {}, ""
+        self.caller, self.current_test = caller, ""
+        self.requests: dict[str, dict] = {}
 
     def call(self, probe: str, **args) -> dict:
         self.requests.setdefault(request_key(probe, args), {"probe": probe, "args": args})
@@ -116,19 +117,21 @@ def _grade_on(ctx: LessonContext, todo: list[Submission], out: Path, jobs: int,
               language: str, summary: Summary, progress: Callable[[str, dict], None],
               sandbox: Sandbox, collect: Callable[[Entry], None]) -> None:
     """Grade `todo` on `sandbox`'s slots, opened and closed here."""
-    slots: list[Slot] = []
+    slots: list[Slot | _LazySlot] = []
     try:
         # One submission of a lesson recorded when its zip was built (a Gradescope run):
         # the solution was checked then.
         requests = (grade_solution(ctx)  # while the sandbox boots
                     if len(todo) > 1 or not ctx.refs.recorded else {})
         if len(todo) == 1:
-            slots = [_LazySlot(sandbox)]
-            _grade_here(ctx, todo[0], out, slots[0], language, summary, progress, collect)
+            lazy = _LazySlot(sandbox)
+            slots = [lazy]
+            _grade_here(ctx, todo[0], out, lazy, language, summary, progress, collect)
             return
         sandbox.hold(requests)  # before the slots: each of them inherits the requests
-        slots = [sandbox.slot() for _ in range(jobs)]
-        _run_workers(ctx, todo, out, slots, language, summary, progress, collect)
+        opened = [sandbox.slot() for _ in range(jobs)]
+        slots = [*opened]
+        _run_workers(ctx, todo, out, opened, language, summary, progress, collect)
     finally:
         for slot in slots:  # the parent opened them: it closes them, after the workers
             slot.close()
@@ -140,7 +143,8 @@ class _LazySlot:
     A session needs only `spawn`, `kill` and `held` of its slot."""
 
     def __init__(self, sandbox: Sandbox):
-        self.sandbox, self.sandboxed, self._slot = sandbox, sandbox.sandboxed, None
+        self.sandbox, self.sandboxed = sandbox, sandbox.sandboxed
+        self._slot: Slot | None = None
         self.held: dict[str, bytes] = {}  # one child: the requests are sent to it alone
 
     def _taken(self) -> Slot:
@@ -214,7 +218,7 @@ def _run_workers(ctx: LessonContext, todo, out, slots, language, summary, progre
     for _ in slots:
         tasks.put(DONE)
 
-    def worker(i: int) -> mp.Process:
+    def worker(i: int) -> mp.process.BaseProcess:
         w = forks.Process(target=_worker, args=(i, slots[i], ctx, out, language, tasks, events),
                           daemon=True)
         w.start()

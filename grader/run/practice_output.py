@@ -118,9 +118,9 @@ def _typed(tests: list[TestRecord], cells: list[list[int]], t: dict[str, str]
     from grader.pages.feedback import typed_instead
     from grader.text.cells import at
 
-    for t in tests:
-        message = (t.error or {}).get("message") or ""
-        if (t.error or {}).get("type") in SYNTAX_ERRORS and (found := typed_instead(message)):
+    for test in tests:
+        message = (test.error or {}).get("message") or ""
+        if (test.error or {}).get("type") in SYNTAX_ERRORS and (found := typed_instead(message)):
             line = re.search(r"line (\d+)\)\s*$", message)
             return {**found, "line": at(int(line.group(1)), cells, t, start=True) if line
                     else "?"}

@@ -81,7 +81,10 @@ def _package() -> Path:
     """The `grader` package this process runs (PYTHONPATH's, an editable install's
     project, or the virtualenv's): the zygote puts its parent first on sys.path
     (--package-root), so probes import this one's probekit, not another install's."""
-    return Path(importlib.util.find_spec("grader").submodule_search_locations[0])
+    spec = importlib.util.find_spec("grader")
+    if spec is None or not spec.submodule_search_locations:  # (this module is its own)
+        raise RuntimeError("the grader package is not importable")
+    return Path(spec.submodule_search_locations[0])
 
 
 def _probekit() -> list[str]:
@@ -210,21 +213,30 @@ class UserNamespace:
         self.holder = subprocess.Popen(["cat"], stdin=subprocess.PIPE,
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                        preexec_fn=_enter_new_user_namespace)
+        self._fd: int | None = None
         try:
             first, count = SANDBOX_UIDS
             for name in ("uid_map", "gid_map"):
                 with open(f"/proc/{self.holder.pid}/{name}", "w") as f:
                     f.write(f"0 0 1\n{first} {first} {count}\n")
-            self.fd = os.open(f"/proc/{self.holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+            self._fd = os.open(f"/proc/{self.holder.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
         except BaseException:
             self.close()
             raise
 
+    @property
+    def fd(self) -> int:
+        """The namespace's descriptor, while it is open (what bwrap --userns joins)."""
+        if self._fd is None:
+            raise ValueError("the user namespace is closed")
+        return self._fd
+
     def close(self) -> None:
-        if getattr(self, "fd", None) is not None:
-            os.close(self.fd)
-            self.fd = None
-        self.holder.stdin.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self.holder.stdin is not None:  # (always: a pipe the holder waits on)
+            self.holder.stdin.close()
         self.holder.wait()
 
     def __enter__(self) -> "UserNamespace":

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from grader.inside import protocol
 from grader.inside.confine import SCRATCH_FILES
@@ -30,7 +30,7 @@ from grader.sandbox.limits import WORKER_STOPPED, Limits, SandboxError, SlotLost
 from grader.text.strings import Said, say
 
 if TYPE_CHECKING:
-    from grader.sandbox.slot import Slot
+    from grader.sandbox.slot import SlotLike
 
 MAX_REPLY = 16 * 1024 * 1024  # a correct reply is under 1 MiB
 MAX_REPLY_JSON = 1024 * 1024  # an honest child's error strings are capped (MAX_TEXT)
@@ -73,7 +73,7 @@ class _Output:
 class Session:
     """One submission loaded in the worker; call probes on it."""
 
-    def __init__(self, slot: Slot, source: str, filename: str,
+    def __init__(self, slot: SlotLike, source: str, filename: str,
                  allowed_imports: list[str], limits: Limits):
         self.slot, self.limits = slot, limits
         self.source, self.filename, self.allowed = source, filename, allowed_imports
@@ -121,6 +121,12 @@ class Session:
             self._stop()
             self.fatal = _error_from(reply["error"], self.limits, self.allowed)
             raise self.fatal
+
+    def _socket(self) -> socket.socket:
+        """The child's socket: `_start` opens it before any request is sent."""
+        if self.sock is None:
+            raise RuntimeError("no child to ask: the session has not started one")
+        return self.sock
 
     def _stop(self) -> dict | None:
         if self.sock is None:
@@ -186,8 +192,9 @@ class Session:
             self.waited, self.received, self.timed_out, self.over_budget = kept
 
     # -- calls ----------------------------------------------------------------------
-    def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> dict:
-        """Run one probe in the child. Raises StudentError for anything it did wrong.
+    def call(self, probe: str, args: dict, where: str = "", frame: bytes | None = None) -> Any:
+        """Run one probe in the child, and return its result (any JSON-like value the
+        probe returns). Raises StudentError for anything it did wrong.
         `frame` is the request already serialised (the same for every student)."""
         if self.broken is not None:
             raise self.broken
@@ -227,11 +234,11 @@ class Session:
     def _send(self, data: bytes, where: Said) -> None:
         # _receive leaves whatever was left of its deadline on the socket; a send
         # gets a whole test's time (a child that stops reading must not block us).
-        self.sock.settimeout(self.limits.test_wall_s)
+        self._socket().settimeout(self.limits.test_wall_s)
         self._nonce = int.from_bytes(os.urandom(8), "big")  # unguessable by a second writer
         start = time.monotonic()
         try:
-            protocol.send_bytes(self.sock, data, self._nonce)
+            protocol.send_bytes(self._socket(), data, self._nonce)
         except (socket.timeout, TimeoutError):  # alive but not reading: not a crash
             self._stop()
             raise StudentError("timeout", say("err_not_reading", s=f"{self.limits.test_wall_s:g}",
@@ -288,13 +295,13 @@ class Session:
             raise StudentError("protocol", say("err_stand_in_refused", where=where))
         began = time.monotonic()
         answer = self.stand_in(frame)
-        protocol.send(self.sock, answer, self._nonce)
+        protocol.send(self._socket(), answer, self._nonce)
         return time.monotonic() - began
 
     def _read_reply(self, deadline: float, where: Said) -> object:
         """The reply to the request just sent: its nonce and size are checked before
         a byte of its body is read (or kept)."""
-        size, nonce = protocol.recv_header(self.sock, deadline)
+        size, nonce = protocol.recv_header(self._socket(), deadline)
         if nonce != self._nonce:
             self._stop()
             raise StudentError("protocol", say("err_wrong_request", where=where))
@@ -311,7 +318,7 @@ class Session:
             raise self.over_budget
         self.received += size
         self.last_reply_bytes = size
-        return protocol.recv_body(self.sock, size, deadline, MAX_REPLY_JSON)
+        return protocol.recv_body(self._socket(), size, deadline, MAX_REPLY_JSON)
 
 
 def _death_cause(status: dict, limits: Limits, where: Said) -> Said:

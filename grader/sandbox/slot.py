@@ -24,6 +24,7 @@ import tempfile
 import time
 import traceback
 from pathlib import Path
+from typing import Protocol
 
 from grader.inside import confine
 from grader.sandbox import bwrap, cgroup
@@ -201,7 +202,8 @@ class _Forked:
     """A zygote forked from this process: the part of Popen that Sandbox uses."""
 
     def __init__(self, pid: int, stderr_fd: int):
-        self.pid, self.returncode = pid, None
+        self.pid = pid
+        self.returncode: int | None = None
         self.stderr = open(stderr_fd, "rb")
 
     def poll(self) -> int | None:
@@ -212,12 +214,12 @@ class _Forked:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.poll() is None:
-            if deadline is not None and time.monotonic() > deadline:
+        start = time.monotonic()
+        while (code := self.poll()) is None:
+            if timeout is not None and time.monotonic() > start + timeout:
                 raise subprocess.TimeoutExpired(f"zygote {self.pid}", timeout)
             time.sleep(0.01)
-        return self.returncode
+        return code
 
 
 def _fork_zygote(child: socket.socket, probes: Path, preload: tuple[str, ...],
@@ -272,9 +274,11 @@ class Sandbox:
         # how this sandbox confines, for its life (what records say: "sandbox")
         if sandboxed and support is None:
             support = bwrap.probe()
-        self.mode = support.mode if sandboxed else "none"
+        if sandboxed and (support is None or support.mode is None):
+            raise SandboxError(f"cannot sandbox: {support and support.reason}")
+        self.mode: str = support.mode if sandboxed and support and support.mode else "none"
         # container mode: bwrap in a user namespace of ours, or (`refused`) no namespaces
-        self.refused = support.refused if sandboxed else None
+        self.refused = support.refused if sandboxed and support else None
         self.landlock_abi = _landlock_abi()  # before anything is made: it may refuse
         cap = self.landlock_abi if self.landlock_abi < confine.LANDLOCK_ABI else None
         # Rootless, every child runs as the one uid the user has: its uid number inside
@@ -286,27 +290,29 @@ class Sandbox:
         self.cgroup_path, self.memory_note = cgroup.create() if sandboxed else (None, "")
         # Unsandboxed, submissions are written here: a directory only this user can
         # enter, made for this run (a fixed path is another user's, or a symlink).
-        plain = not sandboxed or not support.namespaced
+        plain = not sandboxed or support is None or not support.namespaced
         self.confine_note = _confine_note(self.mode, self.landlock_abi) if plain else ""
-        self.scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
-        if plain and self.mode == "container":
-            _keep_from_submissions(probes, Path(self.scratch), private)
+        # (a scratch of its own exactly when plain)
+        scratch = tempfile.mkdtemp(prefix="minimind-grader-") if plain else None
+        self.scratch = scratch
+        if scratch is not None and self.mode == "container":
+            _keep_from_submissions(probes, Path(scratch), private)
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
         self.forked = plain and fork and forkable(self.mode)
         self.proc: subprocess.Popen | _Forked
-        if self.forked:
-            self.proc = _fork_zygote(child, probes, preload, self.scratch)
+        if self.forked and scratch is not None:
+            self.proc = _fork_zygote(child, probes, preload, scratch)
         else:
             userns = (bwrap.UserNamespace() if self.mode == "container" and not plain
                       else None)
             try:
-                cmd = (bwrap.plain_command(probes, fd, list(preload), self.scratch,
+                cmd = (bwrap.plain_command(probes, fd, list(preload), scratch,
                                            self.mode == "container", self.cgroup_path, cap)
-                       if plain else
+                       if scratch is not None else
                        bwrap.command(probes, fd, list(preload), self.cgroup_path,
                                      userns=self.mode == "userns", landlock_abi=cap,
-                                     userns_fd=userns and userns.fd))
+                                     userns_fd=userns.fd if userns else None))
                 env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
                 self.proc = subprocess.Popen(
                     cmd, pass_fds=[fd, *([userns.fd] if userns else [])],
@@ -327,8 +333,9 @@ class Sandbox:
         try:
             _expect(self.ctrl, "ready", 120)
         except (OSError, SandboxError) as exc:
-            err = (self.proc.stderr.read().decode(errors="replace")[-2000:]
-                   if self.proc.poll() is not None else "")
+            stderr = self.proc.stderr  # (a pipe, always: Popen's stderr=PIPE, or _Forked's)
+            err = (stderr.read().decode(errors="replace")[-2000:]
+                   if self.proc.poll() is not None and stderr is not None else "")
             self.close()
             raise SandboxError(f"the worker did not start: {exc} {err}") from None
         self._ready = True
@@ -412,10 +419,23 @@ class Sandbox:
             if self.cgroup_path is not None:
                 cgroup.remove(self.cgroup_path)
                 self.cgroup_path = None
-            self.proc.stderr.close()
+            if self.proc.stderr is not None:  # (always: a pipe)
+                self.proc.stderr.close()
             if self.scratch is not None:
                 shutil.rmtree(self.scratch, ignore_errors=True)
                 self.scratch = None
+
+
+class SlotLike(Protocol):
+    """What a session and its record use of a slot: a `Slot`, or a stand-in that takes
+    one when the first child is spawned (run/pool.py's `_LazySlot`)."""
+    sandbox: Sandbox
+    sandboxed: bool
+    held: dict[str, bytes]
+
+    def spawn(self, limits: Limits) -> tuple[socket.socket, int]: ...
+
+    def kill(self) -> dict: ...
 
 
 class Slot:

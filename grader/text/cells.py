@@ -4,6 +4,8 @@ a page and `grader check` say the code cell and the line in it instead, from the
 record's `cells` (`notebook.cells_of`)."""
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import re
 
 # "(13_moe.py, line 38)" of a syntax error, `File "13_moe.py", line 38` of a traceback
@@ -11,7 +13,7 @@ _IN_PROBLEM = re.compile(r"\(([^()\n]*?\.py), line (\d+)\)")
 _IN_TRACEBACK = re.compile(r'File "([^"\n]*?\.py)", line (\d+)')
 
 
-def cell_line(line: int, cells: list[list[int]]) -> tuple[int, int] | None:
+def cell_line(line: int, cells: Sequence[Sequence[int]]) -> tuple[int, int] | None:
     """(code cell number, line in that cell) of the joined file's `line`; None for a
     line that is no cell's (the answers appended after the code) or no notebook."""
     for first, last, cell, cell_first in cells:
@@ -20,7 +22,7 @@ def cell_line(line: int, cells: list[list[int]]) -> tuple[int, int] | None:
     return None
 
 
-def at(line: int, cells: list[list[int]], t: dict[str, str], start: bool = False) -> str:
+def at(line: int, cells: Sequence[Sequence[int]], t: dict[str, str], start: bool = False) -> str:
     """"line 38", or "code cell 3, line 2" for a notebook, in the language of `t`;
     capitalized to `start` a sentence ("Line 38")."""
     found = cell_line(line, cells)
@@ -29,7 +31,7 @@ def at(line: int, cells: list[list[int]], t: dict[str, str], start: bool = False
     return said[:1].upper() + said[1:] if start else said
 
 
-def in_cells(text: str, cells: list[list[int]], t: dict[str, str], file: str) -> str:
+def in_cells(text: str, cells: Sequence[Sequence[int]], t: dict[str, str], file: str) -> str:
     """`text` (a problem, a message, a traceback) with each line of the joined file
     `file` said as the cell's line, in the language of `t`; as it is without cells."""
     if not cells or not text:

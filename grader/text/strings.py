@@ -50,7 +50,9 @@ class Said(str):
         said.texts = dict(texts)
         return said
 
-    def __getnewargs__(self) -> tuple[dict[str, str]]:  # pickled to workers whole
+    # pickled to workers whole: pickle hands these to __new__, which takes the texts
+    # rather than str's one string (so the signature differs from str's on purpose)
+    def __getnewargs__(self) -> tuple[dict[str, str]]:  # type: ignore[override]
         return (self.texts,)
 
 
@@ -98,10 +100,12 @@ def stored(value: object) -> object:
     return value.texts if isinstance(value, Said) else value
 
 
-def restored(value: object) -> object:
-    """A stored text back: {language: text} with an English one is Said again."""
-    return Said(value) if isinstance(value, dict) and isinstance(value.get("en"), str) \
-        else value
+def restored(value: object) -> str:
+    """A stored text back: {language: text} with an English one is Said again (anything
+    else that is not a text, as its str: a record read back holds texts only)."""
+    if isinstance(value, dict) and isinstance(value.get("en"), str):
+        return Said(value)
+    return value if isinstance(value, str) else str(value)
 
 
 def local_text(value: object, language: str) -> str:

@@ -42,6 +42,7 @@ def by_id(out: Path) -> dict[str, dict]:
     return {s["student_id"]: s for s in doc["students"]}
 
 
+@pytest.mark.fast_lane
 def test_sample_class_scores(first_run):
     out, stderr = first_run
     students = by_id(out)
@@ -71,6 +72,7 @@ def test_sample_class_scores(first_run):
     assert "scores.json" in stderr and "feedback" in stderr
 
 
+@pytest.mark.fast_lane
 def test_every_student_gets_a_page_and_a_raw_log(first_run):
     out, _ = first_run
     for sid in by_id(out):

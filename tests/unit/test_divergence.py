@@ -158,6 +158,7 @@ def test_the_smallest_example_is_traced_first_and_its_values_are_quoted(course, 
     assert without.line == w.line and without.ref != w.ref
 
 
+@pytest.mark.slow  # records the lesson's traces, then reads them back: ~8 CPU-s
 def test_from_a_recording_the_same_line_and_example_without_the_solution(course):
     """The autograder zip's recording holds the reference's side of every fresh input
     (`fresh_for_recording`); a run from it (compute=False, a recording-only reference) finds

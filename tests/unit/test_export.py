@@ -376,6 +376,7 @@ def test_nbgrader_export_warns_of_nothing(tmp_path, scores):
         export(make_course(), "13", scores, tmp_path, ["nbgrader"])
 
 
+@pytest.mark.slow  # nbgrader's gradebook made and read back: ~8 CPU-s
 def test_nbgrader_gradebook_round_trip(tmp_path, scores):
     api = pytest.importorskip("nbgrader.api")
     course = make_course()

@@ -52,6 +52,7 @@ def _without_durations(report: dict) -> list[dict]:
             for t in report["tests"]]
 
 
+@pytest.mark.slow  # grades the lesson twice, directly and through pytest: ~13 CPU-s
 def test_a_test_called_directly_reports_as_through_pytests_protocol(course, monkeypatch):
     """Every hidden test takes only the grading plugin's fixtures, so the loop calls it
     without pytest's per-item protocol: the records are the same either way, verdicts,

@@ -148,6 +148,7 @@ def _correct(ctx: LessonContext) -> dict[str, Caller]:
     return out
 
 
+@pytest.mark.slow  # every correct variant searched for an example: ~8 CPU-s a lesson
 @pytest.mark.parametrize("key", LESSONS)
 def test_correct_code_has_no_example(course, key):
     ctx, lesson = _lesson(course, key)

@@ -54,6 +54,8 @@ def grading_seconds(store: Store, ids: list[str]) -> float:
     spans = []
     for mutant_id in ids:
         record = store.load(mutant_id)
+        if record is None:  # no result to time (the run reports it as ungraded)
+            continue
         end = store.result_path(mutant_id).stat().st_mtime
         spans.append((end - record.timing.elapsed_s, end))
     return max(e for _, e in spans) - min(s for s, _ in spans) if spans else 0.0

@@ -31,7 +31,7 @@ def write_class(course: Course, key: str, mistakes: list[Mistake], correct: list
                 work: Path) -> dict[str, Path]:
     """Submission id -> file: each mistake is the solution with its edits applied."""
     lesson = course.lesson(key)
-    solution = course.path(lesson.solution)
+    solution = course.solution(lesson)
     source = solution.read_text(encoding="utf-8")
     files = {SOLUTION: solution, STUB: course.path(lesson.stub)}
     work.mkdir(parents=True, exist_ok=True)
@@ -64,7 +64,11 @@ def grade(course: Course, key: str, files: dict[str, Path], out: Path,
                          sandbox=sandbox)
     if summary.worker_failures:
         raise RuntimeError("grading failed: " + "\n".join(summary.worker_failures))
-    return {sid: store.load(sid) for sid in files}
+    records = {sid: store.load(sid) for sid in files}
+    missing = [sid for sid, record in records.items() if record is None]
+    if missing:  # graded without a failure, so each has its result: none may be lost
+        raise RuntimeError("no result for " + ", ".join(missing))
+    return {sid: record for sid, record in records.items() if record is not None}
 
 
 def practice(course: Course, key: str) -> Finding:

@@ -22,7 +22,7 @@ def _squeeze(line: str) -> str:
 def secret_lines(solution: str) -> set[str]:
     """Lines inside SOLUTION (or HIDDEN TESTS) markers that the solution does not also
     give outside them (what the stub keeps is no secret)."""
-    inside, secret, given = False, set(), set()
+    inside, secret, given = False, set[str](), set[str]()
     for line in solution.splitlines():
         marker = MARKER.match(line)
         if marker:
@@ -52,7 +52,7 @@ def received(course: Course, key: str, mistakes: list[Mistake]) -> dict[str, str
 
 def inspect(course: Course, key: str, mistakes: list[Mistake]) -> list[Finding]:
     lesson = course.lesson(key)
-    secret = secret_lines(course.path(lesson.solution).read_text(encoding="utf-8"))
+    secret = secret_lines(course.solution(lesson).read_text(encoding="utf-8"))
     found = []
     for name, text in received(course, key, mistakes).items():
         leaked = _leaked(secret, text)
@@ -71,7 +71,7 @@ def stub_current(course: Course, key: str) -> Finding:
     lesson = course.lesson(key)
     stub: Path = course.path(lesson.stub)
     try:
-        expected = make_stub(course.path(lesson.solution).read_text(encoding="utf-8"),
+        expected = make_stub(course.solution(lesson).read_text(encoding="utf-8"),
                              str(lesson.solution), lesson.written)
     except MarkerError as exc:
         return failed("stub", str(lesson.stub), str(exc))

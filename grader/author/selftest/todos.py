@@ -13,10 +13,11 @@ def _places(course: Course, key: str) -> dict[str, str]:
     """The lesson's files by the name to report, each with its text, and its example
     class's README (the expected scores)."""
     lesson = course.lesson(key)
-    texts = {str(lesson.solution): course.path(lesson.solution).read_text(encoding="utf-8")}
-    examples = course.path(lesson.submissions) / "README.md" if lesson.submissions else None
-    if examples is not None and examples.is_file():
-        texts[str(lesson.submissions / "README.md")] = examples.read_text(encoding="utf-8")
+    texts = {str(lesson.solution): course.solution(lesson).read_text(encoding="utf-8")}
+    if lesson.submissions is not None:
+        examples = course.path(lesson.submissions) / "README.md"
+        if examples.is_file():
+            texts[str(lesson.submissions / "README.md")] = examples.read_text(encoding="utf-8")
     tests: Path = course.path(lesson.tests)
     for f in sorted(tests.rglob("*")):
         if f.is_file() and "__pycache__" not in f.parts:

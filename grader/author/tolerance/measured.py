@@ -73,12 +73,12 @@ class Measuring(Checks):
         same = isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(ref.shape)
         if same:  # the grader's own rule: both NaN agree, any other NaN is inf
             err = abs_error(_float64(got), _float64(ref)).reshape(r.shape)
-        summary = dict(max_abs=float(err.max(initial=0.0)) if same else np.inf,
-                       max_rel=float(rel_error(err, r).max(initial=0.0)) if same else np.inf,
-                       excess=_summary(err, r, rtols) if same else dict.fromkeys(rtols, np.inf),
-                       profiles=_profiles(err) if same else {})
-        self.compared.append(Compared(self.test, self.case, name, key, t.atol, t.rtol, eps,
-                                      int(ref.numel()), **summary))
+        self.compared.append(Compared(
+            self.test, self.case, name, key, t.atol, t.rtol, eps, int(ref.numel()),
+            max_abs=float(err.max(initial=0.0)) if same else np.inf,
+            max_rel=float(rel_error(err, r).max(initial=0.0)) if same else np.inf,
+            excess=_summary(err, r, rtols) if same else dict.fromkeys(rtols, np.inf),
+            profiles=_profiles(err) if same else {}))
         return check
 
 

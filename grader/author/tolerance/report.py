@@ -11,11 +11,11 @@ def _at(w: Worst) -> str:
     return f"{w.value:.3g}  ({w.who}{', ' + w.case if w.case else ''})"
 
 
-def _above(row: Row) -> str:
+def _above(row: Row, suggest: tuple[float, float, float]) -> str:
     """What the suggestion's margin is measured from: the largest correct difference
     left once rtol·|ref| is allowed or, when that is less (0 for variants that give the
     reference's bits), one ulp at the reference's scale, as a margin over 0 can't be."""
-    atol, rtol, margin = row.suggest
+    atol, rtol, margin = suggest
     if atol / margin > row.floor * (1 + 1e-9):  # above the floor, up to rounding
         return f"×{margin:.3g} above the largest correct"
     why = ("the correct variants give the reference's bits" if row.correct.value == 0
@@ -35,7 +35,7 @@ def _block(row: Row) -> list[str]:
         lines.append(f"  within correct noise here: {', '.join(row.noise)}")
     if row.suggest is not None:
         atol, rtol, margin = row.suggest
-        lines.append(f"  suggest           atol {atol:.2g}, rtol {rtol:g}  ({_above(row)}, "
+        lines.append(f"  suggest           atol {atol:.2g}, rtol {rtol:g}  ({_above(row, row.suggest)}, "
                      f"×{margin:.3g} below the smallest mistake)")
     elif row.mistake is not None:
         lines.append("  suggest           no tolerance separates them here")

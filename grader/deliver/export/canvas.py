@@ -29,7 +29,7 @@ class Canvas(Exporter):
     def export(self, scores: ClassScores, options: ExportOptions) -> Exported:
         course, people = options.course, options.roster.entries
         path = options.out_dir / "canvas.csv"
-        rows = [HEADER + [column(course, options.lesson_key)],
+        rows: list[list[object]] = [[*HEADER, column(course, options.lesson_key)],
                 ["    Points Possible", "", "", "", "", scores.max_score]]
         for s in scores.students:
             who = people[s.student_id]

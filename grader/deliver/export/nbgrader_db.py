@@ -102,10 +102,10 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> Exported:
                     gb.db.add(grade)
                 grade.auto_score = t.score
                 grade.needs_manual_grade = False
-            for qid, q in s.written.items():
+            for qid, mark in s.written.items():
                 if qid in lesson.written:
                     _written_grade(gb, Grade, MissingEntry, f"written_{qid}", notebook,
-                                   assignment, sid, q)
+                                   assignment, sid, mark)
             penalty, overridden = _late_penalty(s)
             gb.find_submission_notebook(notebook, assignment, sid) \
                 .late_submission_penalty = penalty

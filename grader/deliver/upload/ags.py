@@ -7,6 +7,7 @@ accepting it (401), which a long class can outlast. No header is ever printed.
 """
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -103,8 +104,8 @@ class Platform:
             if self._token is None or fresh:
                 self._token = self._fetch_token()
             auth = {**(headers or {}), "Authorization": f"Bearer {self._token}"}
-            resp = self._send(lambda auth=auth: self.client.build_request(
-                method, url, headers=auth, **kw))
+            resp = self._send(functools.partial(self.client.build_request,
+                                                method, url, headers=auth, **kw))
             if resp.status_code != 401:
                 return resp
         return resp

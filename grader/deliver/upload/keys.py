@@ -32,9 +32,9 @@ LIFETIME_S = 300  # an assertion is used at once; a short life limits a leaked o
 def read_key(course: Course) -> rsa.RSAPrivateKey:
     """The private key from lti.key_file or lti.key_env. An environment variable is
     removed once read, so no process started later inherits the key."""
-    cfg = _lti(course)
-    if cfg.key_env:
-        pem = os.environ.pop(cfg.key_env, "")
+    cfg = lti_config(course)
+    if cfg.key_file is None:  # then key_env is set (course.yml gives exactly one)
+        pem = os.environ.pop(cfg.key_env or "", "")
         if not pem:
             raise UploadError(f"the environment variable {cfg.key_env} (lti.key_env in "
                               "course.yml) is not set: it must hold the tool's PEM key")
@@ -83,7 +83,8 @@ def token_form(cfg: LtiConfig, key: rsa.RSAPrivateKey, scopes: tuple[str, ...]) 
             "client_assertion": assertion(cfg, key), "scope": " ".join(scopes)}
 
 
-def _lti(course: Course) -> LtiConfig:
+def lti_config(course: Course) -> LtiConfig:
+    """course.yml's `lti:` block, or a clear error when it has none."""
     if course.lti is None:
         raise UploadError("course.yml has no `lti:` block (see docs/course-yml.md)")
     return course.lti

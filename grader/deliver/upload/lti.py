@@ -24,7 +24,7 @@ from grader.record import ClassScores
 from grader.store import Store, write_atomic
 from grader.deliver.upload import UploadError
 from grader.deliver.upload.ags import Platform, Refused, Retry
-from grader.deliver.upload.keys import read_key
+from grader.deliver.upload.keys import lti_config, read_key
 
 SENT = "lti_sent.json"
 TIMEOUT_S = 30.0
@@ -58,7 +58,7 @@ def fingerprint(score: dict) -> str:
 
 def _record_key(course: Course, lesson_key: str) -> str:
     """Where a score went, known without asking the platform (so --dry-run can tell)."""
-    return f"{course.lti.lineitems_url} {resource_id(course, lesson_key)}"
+    return f"{lti_config(course).lineitems_url} {resource_id(course, lesson_key)}"
 
 
 def _load_sent(path: Path) -> dict:
@@ -92,8 +92,7 @@ def upload(course: Course, lesson_key: str, scores: ClassScores, out: Path, *,
            dry_run: bool = False, force: bool = False,
            client: httpx.Client | None = None, retry: Retry | None = None) -> Outcome:
     """Send what changed; with dry_run, only say what would be sent (no request)."""
-    if course.lti is None:
-        raise UploadError("course.yml has no `lti:` block (see docs/course-yml.md)")
+    cfg = lti_config(course)
     if scores.lesson != lesson_key:
         raise UploadError(f"these scores are for lesson {scores.lesson!r}, "
                           f"not {lesson_key!r}")
@@ -116,7 +115,7 @@ def upload(course: Course, lesson_key: str, scores: ClassScores, out: Path, *,
     if not todo:
         return outcome  # nothing changed: no token, no request at all
     with client or httpx.Client(timeout=TIMEOUT_S) as http:
-        platform = Platform(http, course.lti, read_key(course), retry or Retry())
+        platform = Platform(http, cfg, read_key(course), retry or Retry())
         outcome.lineitem = platform.lineitem(label(course, lesson_key),
                                              resource_id(course, lesson_key),
                                              scores.max_score)
