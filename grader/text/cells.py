@@ -4,11 +4,10 @@ a page and `grader check` say the code cell and the line in it instead, from the
 record's `cells` (`notebook.cells_of`)."""
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-import re
-
-# "(13_moe.py, line 38)" of a syntax error, `File "13_moe.py", line 38` of a traceback
+# "(<file>.py, line 38)" of a syntax error, `File "<file>.py", line 38` of a traceback
 _IN_PROBLEM = re.compile(r"\(([^()\n]*?\.py), line (\d+)\)")
 _IN_TRACEBACK = re.compile(r'File "([^"\n]*?\.py)", line (\d+)')
 
