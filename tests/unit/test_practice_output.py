@@ -27,13 +27,14 @@ def test_the_bundles_command_line_offers_the_students_commands_only():
 
 def test_grader_check_names_the_full_width_character_and_its_line():
     from grader.record import TestRecord
+    from grader.text.strings import STRINGS
 
     error = {"type": "SyntaxError", "kind": "import", "traceback": "",
              "message": "invalid character '：' (U+FF1A) (13_moe.py, line 38)"}
     tests = [TestRecord(name="test_x", part="ffn", practice=True, outcome="failed",
                         error=error)]
-    assert practice_output._typed(tests) == {"char": "：", "code": "U+FF1A", "ascii": ":",
-                                             "line": 38}
+    assert practice_output._typed(tests, [], STRINGS["en"]) == {
+        "char": "：", "code": "U+FF1A", "ascii": ":", "line": "Line 38"}
     plain = {**error, "message": "invalid syntax (13_moe.py, line 3)"}
     tests[0].error = plain
-    assert practice_output._typed(tests) is None
+    assert practice_output._typed(tests, [], STRINGS["en"]) is None

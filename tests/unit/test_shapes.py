@@ -111,5 +111,5 @@ def test_grader_check_prints_the_shapes_mark_and_the_wrong_field(tmp_path):
     buf = io.StringIO()
     practice_output.print_written(outcome, course, "13", Console(file=buf, width=300))
     text = buf.getvalue()
-    assert "q6        1/1.25" in text and "scores: `[N, K]` 的第 2 维不对" in text
+    assert "q6        1/1.25" in text and "scores：`[N, K]` 的第 2 维不对" in text
     assert "x_flat" not in text  # right fields are not listed

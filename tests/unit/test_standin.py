@@ -117,4 +117,4 @@ def test_no_round_from_the_autograder_zips_recording(monkeypatch):
     from grader.judge import runner
 
     monkeypatch.setattr(standin, "run", lambda *a, **k: pytest.fail("a round ran"))
-    assert runner._stand_in_round(object(), object(), object(), recorded_only=True) == set()
+    assert runner._stand_in_round(object(), object(), object(), no_round=True) == set()
