@@ -14,11 +14,11 @@ import zoneinfo
 from collections.abc import Mapping
 from datetime import datetime, timedelta, timezone, tzinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import (BaseModel, ConfigDict, Field, ValidationError, field_validator,
-                      model_validator)
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, ValidationError,
+                      field_validator, model_validator)
 
 from grader import points as exact
 from grader.lesson import testfile
@@ -84,56 +84,44 @@ class SimilarityConfig(Strict):
         return Budget(**self.model_dump())
 
 
+def _exact(points: float) -> float:
+    """Refused at load, with the nearest good value, not when the first test is scored."""
+    if (why := exact.problem(points)) is not None:
+        raise ValueError(why)
+    return points
+
+
+# points as course.yml gives them (a part's, a question's, a rubric item's): positive,
+# and a whole number of the grader's units
+Points = Annotated[float, Field(gt=0), AfterValidator(_exact)]
+
+
 class Part(Strict):
-    points: float = Field(gt=0)
+    points: Points
     title: str = ""
     title_zh: str = ""
     visibility: Literal["visible", "hidden", "after_due_date", "after_published"] = "visible"
-
-    @field_validator("points")
-    @classmethod
-    def _exact(cls, points: float) -> float:
-        """Refused at load, with the nearest good value, not when the first test is scored."""
-        if (why := exact.problem(points)) is not None:
-            raise ValueError(why)
-        return points
 
 
 class RubricItem(Strict):
     """One thing a good answer does, worth `points`; a TA's mark is the applied items' sum."""
     id: str = Field(pattern=r"^[a-z0-9_]+$")
-    points: float = Field(gt=0)
+    points: Points
     description: str
     description_zh: str = ""
     note: str = ""  # for the TA only (model answers): never on a student's page
-
-    @field_validator("points")
-    @classmethod
-    def _exact(cls, points: float) -> float:
-        if (why := exact.problem(points)) is not None:
-            raise ValueError(why)
-        return points
-
-
 
 
 class Question(Strict):
     """One of a lesson's check questions: `text`, marked by a TA against its rubric, or
     `shapes`, marked by the grader (grader/shapes.py), each field an equal share."""
-    points: float = Field(gt=0)
+    points: Points
     title: str
     title_zh: str = ""
     text: str
     text_zh: str = ""
     kind: Literal["text", "shapes"]
     rubric: list[RubricItem] = []
-
-    @field_validator("points")
-    @classmethod
-    def _exact(cls, points: float) -> float:
-        if (why := exact.problem(points)) is not None:
-            raise ValueError(why)
-        return points
 
     @model_validator(mode="after")
     def _marked(self) -> Question:
