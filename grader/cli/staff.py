@@ -371,9 +371,17 @@ def release(course_path, lesson_key, check_only) -> None:
               help="write the answers awaiting or given a mark as a CSV, prefilled")
 @click.option("--import", "import_from", type=click.Path(dir_okay=False, path_type=Path),
               help="apply a CSV made by --export (blank: unchanged, `-`: cleared)")
-def mark(course_path, lesson_key, export_to, import_from) -> None:
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default="any free one",
+              help="the marking page's port on 127.0.0.1")
+@click.option("--no-browser", is_flag=True, help="print the marking page's address only")
+@click.option("--language", type=click.Choice(["en", "zh"]),
+              help="the marking page's language (default: course.yml's)")
+def mark(course_path, lesson_key, export_to, import_from, port, no_browser,
+         language) -> None:
     """TAs: mark the check questions' text answers, from grades/<lesson>/ beside
-    course.yml (no OUT needed); `grader run` then puts the marks in scores and pages."""
+    course.yml (no OUT needed): on a page in your browser, served from this machine
+    until Ctrl-C, or with --export/--import as a CSV. Every mark is saved as it is made;
+    `grader run` then puts the marks in scores and pages."""
     from grader.deliver import written_csv
 
     course = _course(course_path)
@@ -381,8 +389,11 @@ def mark(course_path, lesson_key, export_to, import_from) -> None:
     if not any(q.kind == "text" for q in lesson.written.values()):
         raise click.ClickException(f"lesson {lesson_key} has no text question to mark "
                                    "(course.yml's `written`)")
-    if (export_to is None) == (import_from is None):
+    if export_to is not None and import_from is not None:
         raise click.UsageError("give one of --export FILE.csv and --import FILE.csv")
+    if export_to is None and import_from is None:
+        _marking_page(course, lesson_key, port, not no_browser, language or course.language)
+        return
     if export_to is not None:
         rows = written_csv.export_rows(course.root, lesson_key, lesson)
         if len(rows) == 1:
@@ -403,6 +414,33 @@ def mark(course_path, lesson_key, export_to, import_from) -> None:
                   "scores and pages", markup=False)
     if done.refused:
         sys.exit(1)
+
+
+def _marking_page(course: config.Course, lesson_key: str, port: int, browser: bool,
+                  language: str) -> None:
+    """Serve the marking page until Ctrl-C (deliver/marking.py)."""
+    import webbrowser
+
+    from grader.deliver import marking
+
+    try:
+        server, url = marking.serve(course, lesson_key, language, port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot serve the marking page on 127.0.0.1:{port}: "
+                                   f"{exc.strerror or exc}") from None
+    console.print(f"marking page: {url}", markup=False, soft_wrap=True)
+    console.print("every mark is saved as it is made; Ctrl-C stops the page, then run "
+                  f"`grader run --lesson {lesson_key}` to put the marks in the scores and "
+                  "pages", markup=False)
+    sys.stdout.flush()
+    if browser:
+        webbrowser.open(url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        console.print("marking page stopped", markup=False)
+    finally:
+        server.server_close()
 
 
 def _record_folder(course: config.Course, lesson_key: str):

@@ -65,17 +65,29 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def append_jsonl(path: Path, rows: list[dict]) -> None:
-    """Appended in one write, flushed to disk before returning: a mark is saved as made."""
+    """Appended in one write under an exclusive lock, flushed to disk before returning: a
+    mark is saved as made, and two writers (the marking page's two tabs, `grader mark
+    --import` beside it) never interleave their lines. The last line wins (`latest`)."""
+    import fcntl
+    import os
+
     if not rows:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    blob = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n" for r in rows)
-    with open(path, "a", encoding="utf-8") as f:
-        f.write(blob)
-        f.flush()
-        import os
-
-        os.fsync(f.fileno())
+    blob = "".join(json.dumps(r, ensure_ascii=False, sort_keys=True) + "\n"
+                   for r in rows).encode("utf-8", "replace")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            blob = b"\n" + blob  # a torn last line (a writer killed mid-line) ends here
+        view = memoryview(blob)
+        while view:  # one write(2) for any mark; a short write goes on where it stopped
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    finally:
+        os.close(fd)  # (releases the lock)
 
 
 def latest(rows: list[dict]) -> dict[tuple[str, str], dict]:
@@ -131,6 +143,11 @@ class Mark:
                    float(d.get("adjust") or 0.0), str(d.get("comment") or ""),
                    bool(d.get("cleared")))
 
+    @property
+    def counts(self) -> bool:
+        """A mark, not a comment alone: points given, a rubric item or an adjustment."""
+        return self.points is not None or bool(self.rubric) or bool(self.adjust)
+
     def value(self, q: Question) -> float:
         """The mark in whole units (points.py's one rounding), from 0 to the question's
         points."""
@@ -160,6 +177,78 @@ def marks(folder: Path) -> dict[tuple[str, str], Mark]:
     return out
 
 
+RUBRIC = "rubric.jsonl"  # the TAs' changes to rubric items' points (the marking page)
+
+
+def rubric_changes(folder: Path) -> dict[tuple[str, str], float]:
+    """Each rubric item's points as a TA last set them on the marking page, by (question,
+    item): grades/<lesson>/rubric.jsonl, appended as written.jsonl is. course.yml stays
+    the instructor's: it gives the items and their first points; a change made while
+    marking is the TAs' decision and lives with their marks."""
+    from grader import points as exact
+
+    out = {}
+    for r in _read_jsonl(folder / RUBRIC):
+        qid, item, pts = r.get("question"), r.get("item"), r.get("points")
+        if isinstance(qid, str) and isinstance(item, str) and \
+                isinstance(pts, (int, float)) and not isinstance(pts, bool) and \
+                pts >= 0 and exact.problem(float(pts)) is None:
+            out[(qid, item)] = float(pts)
+    return out
+
+
+def as_marked(written: dict[str, Question], folder: Path) -> dict[str, Question]:
+    """The questions with each rubric item worth what the TAs last set (`rubric_changes`),
+    else course.yml's points: a mark keeps the items' ids, never their points, so a change
+    reaches every mark that applies the item."""
+    changed = rubric_changes(folder)
+    if not changed:
+        return written
+    return {qid: q.model_copy(update={"rubric": [
+        r.model_copy(update={"points": changed[(qid, r.id)]}) if (qid, r.id) in changed
+        else r for r in q.rubric]}) for qid, q in written.items()}
+
+
+def report_rows(written: dict[str, Question], folder: Path, scores_path: Path) -> list[dict]:
+    """The class report's check questions: per question how many students are in each
+    status, the distribution of the counted marks (marked and auto), and how often each
+    rubric item is applied in the marks that count (scores.json's `written` map, the
+    marks in written.jsonl)."""
+    from collections import Counter
+
+    try:
+        students = json.loads(scores_path.read_text(encoding="utf-8")).get("students") or []
+    except (OSError, ValueError, AttributeError):
+        return []
+    questions, current = as_marked(written, folder), marks(folder)
+    rows = []
+    for qid, q in questions.items():
+        statuses: Counter[str] = Counter()
+        scores: Counter[float] = Counter()
+        used: Counter[str] = Counter()
+        for doc in students:
+            e = ((doc.get("written") or {}) if isinstance(doc, dict) else {}).get(qid)
+            if not isinstance(e, dict):
+                continue
+            statuses[str(e.get("status"))] += 1
+            if e.get("status") in (AUTO, MARKED):
+                scores[float(e.get("score") or 0.0)] += 1
+            m = current.get((str(doc.get("student_id")), qid))
+            if e.get("status") == MARKED and m is not None:
+                used.update(m.rubric)
+        counted = sum(scores.values())
+        rows.append({"id": qid, "title": q.title, "title_zh": q.title_zh, "kind": q.kind,
+                     "max_score": q.points, "statuses": dict(sorted(statuses.items())),
+                     "counted": counted,
+                     "distribution": [{"score": s, "n": n, "rate": n / counted}
+                                      for s, n in sorted(scores.items())],
+                     "rubric": [{"id": r.id, "points": r.points, "description": r.description,
+                                 "description_zh": r.description_zh, "used": used[r.id],
+                                 "rate": used[r.id] / statuses[MARKED]
+                                 if statuses[MARKED] else 0.0} for r in q.rubric]})
+    return rows
+
+
 def graded_written(written: dict[str, Question], answers: dict[str, Answer],
                    marked: dict[str, Mark], language: str) -> dict[str, dict]:
     """A student's `written` map as scores.json keeps it: per question score, max_score
@@ -175,7 +264,7 @@ def graded_written(written: dict[str, Question], answers: dict[str, Answer],
                          fields=auto[qid]["fields"])
         else:
             m = marked.get(qid)
-            if m is not None and m.points is None and not m.rubric:
+            if m is not None and not m.counts:
                 m = None  # a comment alone is no mark yet
             if m is not None and m.hash != a.digest:
                 entry.update(score=0.0, status=STALE)
@@ -265,11 +354,12 @@ def apply_to_class(course, lesson_key: str, paths: dict[str, Path | None],
     found = {sid: read_answers(p, lesson.written) for sid, p in paths.items()}
     record_answers(folder, found)
     marked = marks(folder)
+    questions = as_marked(lesson.written, folder)
     for entry in entries:
         doc = json.loads(entry)
         sid = doc["student_id"]
         answers = found.get(sid) or read_answers(None, lesson.written)
-        full = graded_written(lesson.written, answers,
+        full = graded_written(questions, answers,
                               {q: m for (s, q), m in marked.items() if s == sid}, language)
         doc["written"] = {q: {k: e[k] for k in LEAN_KEYS} for q, e in full.items()}
         doc["score"] = exact.as_points(exact.units(doc["score"], "a score")
@@ -279,6 +369,6 @@ def apply_to_class(course, lesson_key: str, paths: dict[str, Path | None],
         page = store.feedback_path(sid)
         if page.is_file():
             write_atomic(page, with_section(page.read_text(encoding="utf-8"),
-                                            page_section(lesson.written, full, language,
+                                            page_section(questions, full, language,
                                                          pages)))
         yield encode(dump(doc)[:-1])
