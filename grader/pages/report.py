@@ -82,13 +82,14 @@ def _mistakes(tally: Tally, lang: str) -> list[dict]:
 def render_report(tally: Tally, course: Course, lesson_key: str,
                   language: str | None = None, similarity: str | None = None,
                   pages: Environment | None = None, record: Sequence[dict] = (),
-                  regrades: Sequence[dict] = ()) -> str:
+                  regrades: Sequence[dict] = (), written: Sequence[dict] = ()) -> str:
     """The TAs' HTML report over a whole class's counts (`Tally.of(records)` for a
     list of records); `similarity`: the link to the similarity report beside it
     (Store knows its name), if there is one. `pages`: the run's `feedback.templates()`.
     `record`: the grade of record's rows (judge/final.py `report_rows`); `regrades`:
-    the open regrade requests."""
+    the open regrade requests; `written`: the check questions' rows (judge/written.py
+    `report_rows`: per question the marks' distribution and each rubric item's use)."""
     lang = language_of(course, language)
     return (pages or templates()).get_template("report.html.j2").render(
         **report_context(tally, course, lesson_key, lang), similarity=similarity,
-        record=list(record), regrades=list(regrades))
+        record=list(record), regrades=list(regrades), written=list(written))

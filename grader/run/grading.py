@@ -331,16 +331,18 @@ def _cluster(scheduler: str, collect: Callable[[Entry], None]) -> Callable[..., 
 def write_report(tally: Tally, course: Course, lesson_key: str, store: Store,
                  language: str, pages: Environment) -> None:
     """OUT/report.html over the class's counts, linking the similarity report if OUT has one."""
-    from grader.judge import final
+    from grader.judge import final, written
     from grader.pages.report import render_report
 
     similarity = store.similarity_path
+    folder = final.grades_folder(course.root, lesson_key)
     write_atomic(store.report_path,
                  render_report(tally, course, lesson_key, language,
                                similarity.name if similarity.is_file() else None, pages,
                                final.report_rows(store.scores_path),
-                               final.open_requests(final.grades_folder(course.root,
-                                                                       lesson_key))))
+                               final.open_requests(folder),
+                               written.report_rows(course.lesson(lesson_key).written, folder,
+                                                   store.scores_path)))
 
 
 def rewrite_report(course: Course, lesson_key: str, out: Path, language: str,

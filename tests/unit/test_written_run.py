@@ -181,3 +181,37 @@ def opened_text(path: Path):
     import io
 
     return io.StringIO(path.read_text(encoding="utf-8"))
+
+
+def test_the_class_report_has_each_questions_marks_and_rubric_use(course, tmp_path):
+    from grader.judge.tally import Tally
+    from grader.judge.written import report_rows
+    from grader.pages.report import render_report
+
+    texts = {"a": 'ANSWER_Q1 = "attention mixes tokens"\n' + SHAPES,
+             "b": 'ANSWER_Q1 = "the FFN is per token"\n',
+             "c": 'ANSWER_Q1 = "both"\n', "d": ""}
+    folder = grades_folder(course.root, "13")
+    written = course.lesson("13").written
+    for sid in texts:
+        (tmp_path / sid).mkdir()
+    hashes = {sid: read_answers(_write(tmp_path / sid, t), written)["q1"].digest
+              for sid, t in texts.items()}
+    append_jsonl(folder / "written.jsonl", [
+        Mark("a", "q1", hashes["a"], rubric=("attn_mixes",)).to_json(),
+        Mark("b", "q1", hashes["b"], rubric=("attn_mixes", "ffn_per_token")).to_json(),
+        Mark("c", "q1", "an-earlier-answer", rubric=("ffn_per_token",)).to_json()])
+    got = run(course, tmp_path, texts)
+    scores = tmp_path / "scores.json"
+    scores.write_text(json.dumps({"students": list(got.values())}), encoding="utf-8")
+    rows = {r["id"]: r for r in report_rows(written, folder, scores)}
+    q1 = rows["q1"]
+    assert q1["statuses"] == {"marked": 2, "stale": 1, "no_answer": 1}
+    assert [(d["score"], d["n"]) for d in q1["distribution"]] == [(1.0, 1), (2.0, 1)]
+    assert {r["id"]: r["used"] for r in q1["rubric"]} == {"attn_mixes": 2,
+                                                          "ffn_per_token": 1}  # c's is stale
+    assert rows["q6"]["statuses"] == {"auto": 1, "no_answer": 3}
+    assert [(d["score"], d["n"]) for d in rows["q6"]["distribution"]] == [(1.25, 1)]
+    page = render_report(Tally(), course, "13", "en", None, None, (), (), list(rows.values()))
+    assert 'id="written-q1"' in page and "awaiting a TA" not in page.split("written-q1")[1][:200]
+    assert "stale" in page and "ffn_per_token" in page
