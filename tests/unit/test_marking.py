@@ -165,3 +165,11 @@ def test_a_mark_appended_after_a_torn_line_is_kept(tmp_path):
     path.write_text(json.dumps(row) + "\n" + '{"student_id": "b", "ques', encoding="utf-8")
     append_jsonl(path, [Mark("c", "q1", "h", rubric=("ffn_per_token",)).to_json()])
     assert set(marks(tmp_path)) == {("a", "q1"), ("c", "q1")}
+
+
+def test_the_page_in_chinese(course, tmp_path):
+    answer(course, tmp_path, {"a": "见上"})
+    state = marking.Marking(course, "13", "t", "zh", "ta")
+    page = state.page("q1", "nonce")
+    assert "<title>批改" in page and "Attention 与 FFN 的分工" in page
+    assert '<script nonce="nonce">' in page and "见上" not in page
