@@ -126,6 +126,11 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
         next(k for k in raw["lessons"] if str(k) == lesson_key)].items()
         if k not in ("submissions", "out", *NOT_SCORED_KEYS)}}  # staff's keys stay home
     raw.pop("roster", None)
+    if lesson.written:  # issue 55: the result carries the shapes question's mark and
+        # says the text ones await a TA; their rubric notes (model answers) stay home
+        raw["lessons"][lesson_key]["written"] = {
+            qid: q.model_dump(mode="json", exclude={"rubric": {"__all__": {"note"}}})
+            for qid, q in lesson.written.items()}
     recording = f"reference/{safe_name(lesson_key)}.bin"
     raw["lessons"][lesson_key]["recorded"] = recording
     sources = [course_root / "pyproject.toml", course_root / "grader"]

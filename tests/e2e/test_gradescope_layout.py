@@ -69,7 +69,11 @@ def run_autograder(root: Path) -> dict:
 def check_results(res: dict) -> None:
     assert isinstance(res["score"], (int, float)) and isinstance(res["tests"], list)
     for t in res["tests"]:
-        assert t["status"] in {"passed", "failed"}
+        # a check question awaiting a TA is neither (issue 55): it says so instead
+        if "status" in t or "written" not in t["tags"]:
+            assert t["status"] in {"passed", "failed"}
+        else:
+            assert t["output"] == "awaiting a TA"
         assert {"score", "max_score", "name", "number", "output", "tags",
                 "visibility"} <= set(t)
         assert t["score"] <= t["max_score"]
@@ -82,10 +86,28 @@ def check_results(res: dict) -> None:
 def test_autograder_grades_the_solution_in_full(autograder_zip13, tmp_path, name, text):
     res = run_autograder(gradescope_layout(autograder_zip13, tmp_path, {name: text}))
     check_results(res)
-    assert res["score"] == pytest.approx(10.0)
-    assert all(t["status"] == "passed" for t in res["tests"])
+    assert res["score"] == pytest.approx(10.0)  # the solution answers no check question
+    assert all(t["status"] == "passed" for t in res["tests"] if "written" not in t["tags"])
     if name.endswith(".ipynb"):
         assert "Left out 2 IPython" in res["output"]
+
+
+def test_autograder_marks_the_shapes_question_and_says_the_text_ones_await_a_ta(
+        autograder_zip13, tmp_path):
+    answers = ('\nANSWER_Q1 = """Attention mixes tokens; the FFN works per token."""\n'
+               'ANSWER_Q6 = {"x_flat": "[B*S, H]", "scores": "(N, E)", "topk_idx": "[N, K]",'
+               ' "topk_weight": "[N, top_k]", "y": "[B, S, H]"}\n')
+    res = run_autograder(gradescope_layout(autograder_zip13, tmp_path,
+                                           {"13_moe.py": SOLUTION.read_text() + answers}))
+    check_results(res)
+    written = {t["tags"][1]: t for t in res["tests"] if "written" in t["tags"]}
+    assert sorted(written) == [f"q{i}" for i in range(1, 9)]
+    assert written["q6"]["status"] == "passed" and written["q6"]["score"] == 1.25
+    assert "status" not in written["q1"] and written["q1"]["output"] == "awaiting a TA"
+    assert written["q2"]["status"] == "failed"  # no answer
+    assert res["score"] == pytest.approx(10.0 + 1.25)
+    with zipfile.ZipFile(autograder_zip13) as z:  # the rubric's notes are model answers
+        assert "Model answer" not in z.read("course.yml").decode()
 
 
 def test_autograder_grades_the_stub_at_zero(autograder_zip13, tmp_path):

@@ -18,11 +18,13 @@ from jinja2 import Environment
 from markupsafe import escape
 
 from grader.judge import disclosed
+from grader.judge.written import AWAITING, STALE
 from grader.config import Course
 from grader.deliver.export.exporter import Exported, Exporter, ExportOptions
 from grader.pages.feedback import clean, render_page_top
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
+from grader.text.strings import STRINGS
 
 STATUS_TEXT = {
     "graded": "Graded.",
@@ -54,15 +56,18 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
             "tags": [t.part, "practice"] if t.practice else [t.part],
             "visibility": part.visibility,
         })
+    waiting = STRINGS[course.language]["written_awaiting"]
     for n, (qid, q) in enumerate(student.written.items(), start=1):  # the written part
         question = lesson.written.get(qid)
+        pending = q.get("status") in (AWAITING, STALE)  # neither passed nor failed yet
         tests.append({
             "score": q.get("score", 0.0), "max_score": q.get("max_score", 0.0),
-            "status": "passed" if q.get("score") == q.get("max_score") else "failed",
+            **({} if pending else {"status": "passed" if q.get("score") == q.get("max_score")
+                                   else "failed"}),
             "name": f"Check question {qid}: {question.title if question else qid} "
                     f"(written, {q.get('status')})",
-            "number": f"{len(order) + 1}.{n}", "output": "", "output_format": "text",
-            "tags": ["written", qid], "visibility": "visible"})
+            "number": f"{len(order) + 1}.{n}", "output": waiting if pending else "",
+            "output_format": "text", "tags": ["written", qid], "visibility": "visible"})
     head = [STATUS_TEXT.get(student.status, student.status), *student.notes]
     output = "".join(f"<p>{escape(clean(line, 2000))}</p>" for line in head)
     top = render_page_top(student, course, lesson_key, pages=pages)
