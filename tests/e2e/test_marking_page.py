@@ -17,7 +17,7 @@ import pytest
 
 from grader import config
 from grader.intake.answers import read_answers
-from grader.judge.written import grades_folder, marks, record_answers
+from grader.judge.written import grades_folder, marks, record_answers, rubric_changes
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -226,6 +226,16 @@ def test_two_tabs_lose_nothing_and_see_each_others_marks(course, browser):
         mine = [r["rubric"] for r in rows if r["student_id"] == sid]
         assert mine == [["attn_mixes"], ["attn_mixes", "ffn_per_token"]]
         assert marks(folder)[(sid, "q1")].rubric == ("attn_mixes", "ffn_per_token")
+        # a rubric item's points changed in one tab: every mark applying it is worth them
+        one.reload()
+        settled(one)
+        assert one.inner_text("#value").startswith("2 / 2")
+        one.click("summary")
+        one.fill('#points input[data-item="attn_mixes"]', "0.5")
+        one.keyboard.press("Tab")  # (the change is sent when the box is left)
+        settled(one)
+        assert rubric_changes(folder) == {("q1", "attn_mixes"): 0.5}
+        assert one.inner_text("#value").startswith("1.5 / 2")
         assert not problems, problems
     finally:
         server.kill()
