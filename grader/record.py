@@ -233,6 +233,9 @@ class GradeRecord:
     # a notebook's code cells in the .py graded (intake's `notebook.cells_of`), so that
     # errors name the cell and its line (text/cells.py); [] for a .py handed in
     cells: list[list[int]] = field(default_factory=list)
+    # when the LMS says the graded file was handed in (ISO, as scores.json keeps it from
+    # the grade of record, grader/judge/final.py); "" when no time is known
+    handed_in: str = ""
 
     def to_json(self) -> Json:
         """results/<id>.json: everything but the raw log."""
@@ -249,7 +252,8 @@ class GradeRecord:
                 "examples": self.examples,
                 **({"name": self.name} if self.name else {}),
                 **({"written": self.written} if self.written else {}),
-                **({"cells": self.cells} if self.cells else {})}
+                **({"cells": self.cells} if self.cells else {}),
+                **({"handed_in": self.handed_in} if self.handed_in else {})}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
@@ -283,7 +287,8 @@ class GradeRecord:
                    written={str(k): v for k, v in (d.get("written") or {}).items()
                             if isinstance(v, dict)},
                    cells=[[int(x) for x in row] for row in d.get("cells") or []
-                          if isinstance(row, list) and len(row) == 4])
+                          if isinstance(row, list) and len(row) == 4],
+                   handed_in=str(d.get("handed_in") or ""))
 
 
 @dataclass

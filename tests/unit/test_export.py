@@ -179,6 +179,56 @@ def test_lti_score_objects(tmp_path, scores):
     assert bob["gradingProgress"] == "NotReady" and "scoreGiven" not in bob  # blank
 
 
+def lti_objects(course: Course, scores: dict, out: Path) -> dict[str, dict]:
+    (path,) = [p for p in export(course, "13", scores, out, ["lti"]) if p.suffix == ".jsonl"]
+    return {o["userId"]: o for o in map(json.loads, path.read_text().splitlines())}
+
+
+@pytest.mark.parametrize("applied_by", ["grader", "lms", "none"])
+def test_lti_carries_the_hand_in_time_only_when_the_lms_applies_the_rule(
+        tmp_path, scores, applied_by):
+    """Issue 56: with applied_by lms the score carries the hand-in time (AGS's
+    submission.submittedAt and Canvas's extension's submitted_at), so Canvas applies its
+    late policy once; otherwise it says new_submission false, since Canvas dates a new
+    submission without a time when the score arrives and would call it late."""
+    from grader.config import LatePolicy
+    from grader.deliver.export.lti import CANVAS_SUBMISSION
+
+    course = make_course()
+    course.lessons["13"] = course.lessons["13"].model_copy(
+        update={"late": LatePolicy(applied_by=applied_by)})
+    handed = {**scores, "students": [
+        {**s, "handed_in": "2026-10-02T11:10:00+08:00"} if s["student_id"] == "alice" else s
+        for s in scores["students"]]}
+    objs = lti_objects(course, handed, tmp_path)
+    alice, carol = objs["4001"], objs["zed"]  # zed: no hand-in time known
+    if applied_by == "lms":
+        assert alice["submission"] == {"submittedAt": "2026-10-02T03:10:00.000Z"}
+        assert alice[CANVAS_SUBMISSION] == {"submitted_at": "2026-10-02T03:10:00.000Z"}
+    else:
+        assert "submission" not in alice
+        assert alice[CANVAS_SUBMISSION] == {"new_submission": False}
+    assert "submission" not in carol and carol[CANVAS_SUBMISSION] == {"new_submission": False}
+    without = lti_objects(make_course(), handed, tmp_path / "no-rule")  # no late rule
+    assert set(without["4001"]) == LTI_KEYS
+
+
+def test_export_says_what_the_lms_does_with_the_late_rule():
+    from grader.config import LatePolicy
+    from grader.deliver.export import late_notes
+
+    course = make_course()
+    assert late_notes(course, "13", ["canvas", "lti", "moodle"]) == []
+    for who in ("grader", "lms"):
+        course.lessons["13"] = course.lessons["13"].model_copy(
+            update={"late": LatePolicy(applied_by=who)})
+        said = " ".join(late_notes(course, "13", ["canvas", "lti", "moodle"]))
+        if who == "grader":
+            assert "Canvas late policy must be off" in said and "new_submission: false" in said
+        else:
+            assert "submission.submittedAt" in said and "Moodle applies none" in said
+
+
 def moodle_rows(course: Course, scores: dict, out: Path) -> list[dict]:
     (path,) = [p for p in export(course, "13", scores, out, ["moodle"])
                if p.name == "moodle.csv"]
