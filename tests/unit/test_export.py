@@ -479,14 +479,49 @@ def test_nbgrader_total_is_the_final_score_after_late_credit(tmp_path, scores):
     grades = {r["student_id"]: r for r in csv.DictReader(opened(tmp_path / "grades.csv"))}
     assert float(grades["alice"]["score"]) == final < alice["score"]
     assert float(grades["alice"]["late_submission_penalty"]) == alice["score"] - final
-    overridden = {**late, "students": [
-        {**s, "parts": {**s["parts"], "ffn": {**s["parts"]["ffn"], "score": 0.0}}}
-        if s["student_id"] == "alice" else s for s in late["students"]]}
-    _, unwritten = export_all(course, "13", ClassScores.from_json(overridden), tmp_path,
+
+
+def test_nbgrader_carries_a_part_override_as_manual_scores_and_clears_them_on_revoke(
+        tmp_path, scores):
+    """Issue 56: a part `grader override` changed is a human's score: written as
+    nbgrader's manual_score on that part's cells (auto_score keeps the automatic one),
+    read back through nbgrader's own Gradebook; a revoke clears what the grader wrote
+    and keeps a manual score a TA has since changed in formgrader."""
+    nbgrader_api = pytest.importorskip("nbgrader.api")
+    from grader.deliver.export import export_all
+
+    course = make_course()
+    alice = by_id(scores)["alice"]  # ffn: 2 tests of 1 point, both passed
+    ffn_set = {**scores, "students": [
+        {**s, "score": s["score"] - 1.5, "parts": {**s["parts"], "ffn": {
+            **s["parts"]["ffn"], "score": 0.5}}} if s["student_id"] == "alice" else s
+        for s in scores["students"]]}
+    paths, unwritten = export_all(course, "13", ClassScores.from_json(ffn_set), tmp_path,
+                                  ["nbgrader"])
+    assert not unwritten
+    (db,) = [p for p in paths if p.suffix == ".db"]
+
+    def ffn_cells() -> list[tuple[float | None, float | None, float]]:
+        with nbgrader_api.Gradebook(f"sqlite:///{db}", course_id=course.course) as gb:
+            return [(g.auto_score, g.manual_score, g.score)
+                    for g in (gb.find_grade(f"ffn:{n}", "13_moe", "lesson_13", "alice")
+                              for n in ("test_shape", "test_output[float32-0]"))]
+
+    assert ffn_cells() == [(1.0, 0.5, 0.5), (1.0, 0.0, 0.0)]
+    with nbgrader_api.Gradebook(f"sqlite:///{db}", course_id=course.course) as gb:
+        assert gb.find_submission("lesson_13", "alice").score == alice["score"] - 1.5
+    export_all(course, "13", ClassScores.from_json(scores), tmp_path, ["nbgrader"])  # revoked
+    assert ffn_cells() == [(1.0, None, 1.0), (1.0, None, 1.0)]
+
+    export_all(course, "13", ClassScores.from_json(ffn_set), tmp_path, ["nbgrader"])
+    with nbgrader_api.Gradebook(f"sqlite:///{db}", course_id=course.course) as gb:
+        gb.find_grade("ffn:test_shape", "13_moe", "lesson_13", "alice").manual_score = 0.75
+        gb.db.commit()  # a TA changed it in formgrader
+    _, unwritten = export_all(course, "13", ClassScores.from_json(scores), tmp_path,
                               ["nbgrader"])
-    assert unwritten == ["nbgrader: alice: part ffn has an override (`grader override`), "
-                         "which its test cells cannot carry: enter it in formgrader as a "
-                         "manual score"]
+    assert ffn_cells() == [(1.0, 0.75, 0.75), (1.0, None, 1.0)]
+    assert unwritten == ["nbgrader: alice: cell ffn:test_shape keeps the manual score a TA "
+                         "gave it in formgrader after the grader's override was revoked"]
 
 
 # ------------------------------------------------------- exact totals over a class
