@@ -249,7 +249,7 @@ class GradeRecord:
                 "sandboxed": self.sandboxed, "sandbox": self.sandbox,
                 "notes": [stored(n) for n in self.notes],
                 "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
-                "examples": self.examples,
+                "examples": {k: stored(v) for k, v in self.examples.items()},
                 **({"name": self.name} if self.name else {}),
                 **({"written": self.written} if self.written else {}),
                 **({"cells": self.cells} if self.cells else {}),
@@ -283,7 +283,7 @@ class GradeRecord:
                    fingerprint=str(d.get("fingerprint", "")), name=str(d.get("name") or ""),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
                                  float(timing.get("cpu_s") or 0.0)),
-                   examples={str(k): str(v) for k, v in (d.get("examples") or {}).items()},
+                   examples={str(k): restored(v) for k, v in (d.get("examples") or {}).items()},
                    written={str(k): v for k, v in (d.get("written") or {}).items()
                             if isinstance(v, dict)},
                    cells=[[int(x) for x in row] for row in d.get("cells") or []
