@@ -149,6 +149,11 @@ def test_moodle_exports_speak_the_worksheets_own_headers(tmp_path, lang):
     for row, was, score in ((after[1], before[1], "4.0"), (after[2], before[2], "5.0")):
         assert row[4] == score and row[9].startswith("Graded. router")
         assert row[:4] + row[5:9] == was[:4] + was[5:9]
+    no_grade = tmp_path / "no-grade.csv"
+    no_grade.write_text("\n".join(",".join(r[:4]) for r in before) + "\n", encoding="utf-8")
+    course = course_in_order(lesson={"moodle_worksheet": no_grade})
+    with pytest.raises(ConfigError, match=f"no 'Grade' column .*{heads[1]}"):
+        export(course, "13", scores, tmp_path / "export", ["moodle"])
 
 
 def test_a_worksheet_without_the_identifier_column_is_a_clear_error(tmp_path):

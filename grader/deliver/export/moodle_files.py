@@ -24,7 +24,7 @@ import re
 import zipfile
 from pathlib import Path
 
-from grader.config import Student
+from grader.config import ConfigError, Student
 from grader.deliver.export import one_line
 from grader.deliver.export.cells import cell, score_cell
 from grader.deliver.export.exporter import Exported, ExportOptions
@@ -115,7 +115,8 @@ def write(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Expor
 def filled(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Exported:
     """The worksheet with each graded student's Grade (the final score, as moodle.csv's)
     and Feedback comments (the one-line comment) filled in; everything else as the TA's
-    Moodle wrote it. A worksheet without a Grade column, or a student it lacks, is named."""
+    Moodle wrote it. A student the worksheet lacks is named by `write` (the same
+    check); a worksheet without a Grade column is refused."""
     course, lesson_key, found = options.course, options.lesson_key, options.roster
     raw = worksheet.read_bytes()
     bom = raw.startswith(b"\xef\xbb\xbf")
@@ -123,23 +124,20 @@ def filled(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Expo
     header = [h.strip() for h in rows[0]] if rows else []
     at = {canonical(h): i for i, h in enumerate(header)}
     if "Grade" not in at or "Identifier" not in at:
-        return Exported([], [f"moodle worksheet: {worksheet} has no "
-                             f"{'Grade' if 'Grade' in at else 'Identifier'} column (it has: "
-                             f"{', '.join(header) or 'none'}): download it again with the "
-                             "assignment's offline grading worksheet feedback on"])
+        raise ConfigError(f"{worksheet}: the Moodle grading worksheet has no "
+                          f"{'Identifier' if 'Grade' in at else 'Grade'!r} column (it has: "
+                          f"{', '.join(header) or 'none'}): download it again from the "
+                          "assignment with the offline grading worksheet feedback on")
     kind = identifier_kind(course, worksheet)
     people = participants(worksheet, kind)
     by_number: dict[str, tuple[object, str]] = {}
-    left_out: list[str] = []
     for s in scores.students:
         sid = s.student_id
         ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
-        if ident not in people:
-            left_out.append(f"moodle worksheet: {sid}: not in the grading worksheet "
-                            f"({COLUMN[kind]} {ident or 'unknown'})")
-            continue
-        by_number[people[ident][0]] = (score_cell(s, course.missing),
-                                       one_line.text(course, lesson_key, s, options.language))
+        if ident in people:
+            by_number[people[ident][0]] = (score_cell(s, course.missing),
+                                           one_line.text(course, lesson_key, s,
+                                                         options.language))
     for row in rows[1:]:
         cell_ = row[at["Identifier"]] if len(row) > at["Identifier"] else ""
         number = m[1] if (m := _PARTICIPANT.search(cell_)) else ""
@@ -151,4 +149,4 @@ def filled(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Expo
     path = options.out_dir / FILLED
     with path.open("w", newline="", encoding="utf-8-sig" if bom else "utf-8") as f:
         csv.writer(f).writerows(rows)  # Moodle's own cells as it wrote them; ours neutralised
-    return Exported([path], left_out)
+    return Exported([path])
