@@ -213,6 +213,23 @@ def test_lti_carries_the_hand_in_time_only_when_the_lms_applies_the_rule(
     assert set(without["4001"]) == LTI_KEYS
 
 
+def test_lti_upload_sends_the_hand_in_time_the_export_writes(scores):
+    """`grader upload --to lti` sends the bodies `grader export --to lti` writes: with
+    applied_by lms, the hand-in time goes with the score."""
+    from grader.config import LatePolicy
+    from grader.deliver.upload.lti import Outcome, scores_to_send
+
+    course = make_course()
+    course.lessons["13"] = course.lessons["13"].model_copy(
+        update={"late": LatePolicy(applied_by="lms")})
+    handed = {**scores, "students": [
+        {**s, "handed_in": "2026-10-02T03:10:00+00:00"} if s["student_id"] == "alice" else s
+        for s in scores["students"]]}
+    sent = dict(scores_to_send(course, "13", ClassScores.from_json(handed), Outcome()))
+    assert sent["alice"]["submission"] == {"submittedAt": "2026-10-02T03:10:00.000Z"}
+    assert "submission" not in sent["bob"]  # no hand-in time known
+
+
 def test_export_says_what_the_lms_does_with_the_late_rule():
     from grader.config import LatePolicy
     from grader.deliver.export import late_notes
