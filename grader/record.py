@@ -233,6 +233,9 @@ class GradeRecord:
     # a notebook's code cells in the .py graded (intake's `notebook.cells_of`), so that
     # errors name the cell and its line (text/cells.py); [] for a .py handed in
     cells: list[list[int]] = field(default_factory=list)
+    # when the LMS says the graded file was handed in (ISO, as scores.json keeps it from
+    # the grade of record, grader/judge/final.py); "" when no time is known
+    handed_in: str = ""
 
     def to_json(self) -> Json:
         """results/<id>.json: everything but the raw log."""
@@ -246,10 +249,11 @@ class GradeRecord:
                 "sandboxed": self.sandboxed, "sandbox": self.sandbox,
                 "notes": [stored(n) for n in self.notes],
                 "fingerprint": self.fingerprint, "timing": self.timing.to_json(),
-                "examples": self.examples,
+                "examples": {k: stored(v) for k, v in self.examples.items()},
                 **({"name": self.name} if self.name else {}),
                 **({"written": self.written} if self.written else {}),
-                **({"cells": self.cells} if self.cells else {})}
+                **({"cells": self.cells} if self.cells else {}),
+                **({"handed_in": self.handed_in} if self.handed_in else {})}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
@@ -279,11 +283,12 @@ class GradeRecord:
                    fingerprint=str(d.get("fingerprint", "")), name=str(d.get("name") or ""),
                    timing=Timing(float(timing.get("elapsed_s") or 0.0),
                                  float(timing.get("cpu_s") or 0.0)),
-                   examples={str(k): str(v) for k, v in (d.get("examples") or {}).items()},
+                   examples={str(k): restored(v) for k, v in (d.get("examples") or {}).items()},
                    written={str(k): v for k, v in (d.get("written") or {}).items()
                             if isinstance(v, dict)},
                    cells=[[int(x) for x in row] for row in d.get("cells") or []
-                          if isinstance(row, list) and len(row) == 4])
+                          if isinstance(row, list) and len(row) == 4],
+                   handed_in=str(d.get("handed_in") or ""))
 
 
 @dataclass

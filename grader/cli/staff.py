@@ -758,7 +758,7 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str
                    "course.yml's)")
 def export(course_path, lesson_key, formats, out, language) -> None:
     """Write the graded scores in the formats LMSs import, into OUT/export."""
-    from grader.deliver.export import ROSTER_REPORT, export_all
+    from grader.deliver.export import ROSTER_REPORT, export_all, late_notes
     from grader.pages.feedback import language_of
 
     course = _course(course_path)
@@ -772,14 +772,8 @@ def export(course_path, lesson_key, formats, out, language) -> None:
         raise click.ClickException(str(exc)) from None
     for p in paths:
         console.print(f"wrote {p}", markup=False)
-    late = lesson.late.applied_by if lesson.late is not None else None
-    if "canvas" in formats and late == "grader":
-        console.print("these scores already carry the late credit (course.yml's late."
-                      "applied_by: grader): the assignment's Canvas late policy must be "
-                      "off, or Canvas applies it a second time", markup=False)
-    elif late == "lms":
-        console.print("these scores carry no late credit (course.yml's late.applied_by: "
-                      "lms): the LMS's late policy must be on", markup=False)
+    for note in late_notes(course, lesson_key, formats):
+        console.print(note, markup=False)
     report = Store(out).export_path / ROSTER_REPORT
     if report in paths:
         console.print(report.read_text(encoding="utf-8"), markup=False, highlight=False)
@@ -816,6 +810,10 @@ def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) ->
     except UploadError as exc:
         raise click.ClickException(str(exc)) from None
     print_upload(done, course, lesson_key, dry_run)
+    from grader.deliver.export import late_notes
+
+    for note in late_notes(course, lesson_key, ["lti"]):
+        console.print(note, markup=False)
     sys.exit(1 if done.refused else 0)
 
 

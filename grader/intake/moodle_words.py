@@ -28,6 +28,7 @@ HEADERS = {
     "Last modified (submission)": ("Last modified (submission)",  # assign
                                    "上次修改（作业）", "最后修改（学生）"),  # 3.11, 3.4
     "Feedback comments": ("Feedback comments", "评语反馈"),  # assignfeedback_comments
+    "Grade": ("Grade", "成绩"),                                  # moodle grade, gradenoun
 }
 _CANONICAL = {alias: name for name, aliases in HEADERS.items() for alias in aliases}
 

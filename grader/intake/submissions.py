@@ -215,6 +215,8 @@ class Intake:
     #                                    participant number the download filed them under
     handed: dict[str, datetime | None] = field(default_factory=dict)  # student id -> when
     #         the LMS says the graded file was handed in (None: the download gives no time)
+    marked: dict[str, bool] = field(default_factory=dict)  # student id -> whether the LMS
+    #         marked the graded file late, where it gives no time (Canvas's `LATE`)
 
 
 @dataclass
@@ -256,6 +258,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     by_number: list[str] = []
     numbers: dict[str, str] = {}
     handed: dict[str, datetime | None] = {}
+    marked: dict[str, bool] = {}
     for key, group in sorted(groups.items()):
         sid = ids[key] = _unique(_ident(by_key.get(key, key)), taken)
         if group.by_number and key not in by_key:
@@ -269,6 +272,8 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
                 c.when, c.timed = submitted[key], True
         best, notes = _choose(group.cands, exercise, (extended or {}).get(sid, due))
         handed[sid] = best.when if best is not None and best.timed else None
+        if best is not None and best.judged and not best.timed:
+            marked[sid] = best.late
         if best is not None and not best.path.is_relative_to(cache):
             taken_in = _taken_in(Path(directory), best, cache / "files" / safe_name(sid),
                                  group.skips)
@@ -289,7 +294,7 @@ def collect(directory: Path, exercise: str, *, cache: Path | None = None,
     together = _together(groups, ids, names, found)
     absent = sorted(set(roster or {}) - set(ids.values()))
     return Intake(sorted(found, key=lambda f: f[0]), skipped + run.notes(), names,
-                  together, absent, by_number, numbers, handed)
+                  together, absent, by_number, numbers, handed, marked)
 
 
 def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | None:

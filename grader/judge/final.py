@@ -142,14 +142,21 @@ class Lateness:
     credit: float = 100.0
     due: datetime | None = None  # the due date in effect
     handed_in: datetime | None = None
+    marked: bool = False       # known from the LMS's late mark alone (Canvas's `LATE`):
+    #                            late or not, but not when, so how late is unknown
 
 
 def lateness(policy: LatePolicy, handed_in: datetime | None, due: datetime | None,
-             ext: Extension | None) -> Lateness:
+             ext: Extension | None, marked: bool | None = None) -> Lateness:
     """Grace and windows count from the due date in effect (the extension's, else the
-    lesson's); an excused student keeps all credit; with no time, nothing is claimed."""
+    lesson's); an excused student keeps all credit. Without a time, the LMS's late mark
+    (`marked`, Canvas's `LATE`, made against the due date the LMS holds) says late or on
+    time, unless the grader extended the student (their due date is not the LMS's);
+    how late is unknown, so no credit window applies. Else nothing is claimed."""
     if ext is not None and not ext.excused:
         due = ext.due
+    if handed_in is None and marked is not None and ext is None:
+        return Lateness(LATE if marked else ON_TIME, due=due, credit=100.0, marked=True)
     if handed_in is None or due is None:
         return Lateness(UNKNOWN, due=due)
     after = handed_in - due
@@ -228,11 +235,14 @@ def overridden(auto: float, most: float, made: list[dict]) -> float:
 
 @dataclass
 class Applied:
-    """What the step found for the TA: students whose hand-in time is unknown, and
-    overrides made on an automatic score that has since changed."""
+    """What the step found for the TA: students whose hand-in time is unknown, those the
+    grader could give no credit though the LMS marked them late, and overrides made on an
+    automatic score that has since changed."""
 
     unknown: list[str] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)
+    marked_late: list[str] = field(default_factory=list)  # late by the LMS's mark, under
+    #                                 applied_by: grader: no credit (how late is unknown)
 
 
 def earned_units(doc: dict) -> int:
@@ -275,20 +285,24 @@ def apply(doc: dict, lesson: Lesson, lateness_: Lateness | None, ext: Extension 
         return {**doc, "score": exact.as_points(earned)}
     late: dict[str, object] | None = None
     if lateness_.status == LATE:
-        late = {"minutes": lateness_.minutes, "credit": lateness_.credit,
+        late = {"minutes": lateness_.minutes,
+                "credit": None if lateness_.marked else lateness_.credit,
                 "applied_by": policy.applied_by,
                 **({"excused": True} if ext is not None and ext.excused else {})}
     final = exact.credited(earned, lateness_.credit) \
-        if late is not None and policy.applied_by == "grader" else earned
+        if late is not None and policy.applied_by == "grader" and not lateness_.marked \
+        else earned
     return {**doc, "score": exact.as_points(final), "late": late,
             "late_status": lateness_.status,
             "handed_in": lateness_.handed_in.isoformat() if lateness_.handed_in else None,
+            **({"late_marked": True} if lateness_.marked else {}),
             "due_in_effect": lateness_.due.isoformat() if lateness_.due else None}
 
 
 def apply_to_class(course, lesson_key: str, handed: dict[str, datetime | None], entries,
                    known: set[str], found: Applied, now: str, store=None,
-                   language: str = "en", pages=None):
+                   language: str = "en", pages=None,
+                   marked: dict[str, bool] | None = None):
     """`grader run`'s last step: each scores.json entry (bytes, as the spool keeps them)
     with the grade of record applied. Reads extensions.csv (a bad one stops the run
     before scores.json is written) and records, under each new override, the automatic
@@ -301,11 +315,12 @@ def apply_to_class(course, lesson_key: str, handed: dict[str, datetime | None], 
         lambda doc: _put_on_page(store, doc, lesson, course.lms_zone(lesson_key), language,
                                  pages))
     return _applied(lesson, course.due(lesson_key), folder, handed, extensions,
-                    read_overrides(folder), entries, found, now, page)
+                    read_overrides(folder), entries, found, now, page, marked or {})
 
 
 def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensions,
-             rows: list[dict], entries, found: Applied, now: str, page):
+             rows: list[dict], entries, found: Applied, now: str, page,
+             marked: dict[str, bool]):
     from grader.store import dump, encode
 
     seen, new_bases = bases(rows), list[dict]()
@@ -313,9 +328,13 @@ def _applied(lesson: Lesson, due: datetime | None, folder: Path, handed, extensi
         doc = json.loads(entry)
         sid = doc["student_id"]
         ext = extensions.get(sid)
-        late = lateness(lesson.late, handed.get(sid), due, ext) if lesson.late else None
+        late = lateness(lesson.late, handed.get(sid), due, ext, marked.get(sid)) \
+            if lesson.late else None
         if late is not None and late.status == UNKNOWN:
             found.unknown.append(sid)
+        if late is not None and late.marked and late.status == LATE \
+                and lesson.late is not None and lesson.late.applied_by == "grader":
+            found.marked_late.append(sid)
         doc = apply(doc, lesson, late, ext, rows, seen, new_bases, now)
         found.stale += [f"{sid} ({o['id']}, part {o['part']})"
                         for o in doc["overrides"] if o["stale"]]
@@ -502,6 +521,8 @@ def page_lines(doc: dict, lesson: Lesson, zone: tzinfo, language: str) -> dict:
                  _shown_time(doc.get("due_in_effect"), zone))
     if ext and ext["due"] == EXCUSED:
         lines.append(t["record_excused"].format(by=ext["granted_by"], reason=ext["reason"]))
+    elif doc.get("late_marked"):
+        lines.append(t["record_marked_late" if status == LATE else "record_marked_on_time"])
     elif status == ON_TIME:
         lines.append(t["record_on_time"].format(when=when, due=due, extended=extended))
     elif status == LATE and doc.get("late"):
@@ -515,7 +536,8 @@ def page_lines(doc: dict, lesson: Lesson, zone: tzinfo, language: str) -> dict:
             after_credit=num(exact.as_points(exact.credited(earned, late["credit"])))))
     if policy is not None and status in (ON_TIME, LATE) and not (ext and ext["due"] ==
                                                                   EXCUSED):
-        lines.append(t[f"record_by_{policy.applied_by}"])
+        lines.append(t["record_marked_no_credit"] if doc.get("late_marked") and status == LATE
+                     and policy.applied_by == "grader" else t[f"record_by_{policy.applied_by}"])
     overrides = [t["record_override"].format(part=o["part"], value=num(
         doc["parts"][o["part"]]["score"]), date=_shown_time(o["at"], zone)[:10],
         reason=o["reason"]) for o in doc.get("overrides") or []]

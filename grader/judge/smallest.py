@@ -35,6 +35,7 @@ import torch
 
 from grader.judge.reference import lesson_file
 from grader.sandbox.limits import StudentError
+from grader.text.strings import Said
 
 SEED = 7_000_000      # fresh inputs: far from every graded and practice seed
 ATOL, RTOL = 1e-10, 1e-8  # float64: correct re-orderings differ by ~1e-15
@@ -144,7 +145,10 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
             got = canonical(student.call(probe, **args))
         except Exception as exc:  # noqa: BLE001 - the student's error, shown as such
             said = str(exc) if isinstance(exc, StudentError) else f"{type(exc).__name__}: {exc}"
-            got = {"error": said[:300]}  # a StudentError's message names the student's type
+            if isinstance(exc, StudentError) and isinstance(exc.message, Said):
+                said = Said({k: v[:300] for k, v in exc.message.texts.items()})  # the grader's
+            got = {"error": said if isinstance(said, Said) else said[:300]}  # a StudentError's
+            #                                         message names the student's type
         if "error" in got or any(differs(got.get(o), ref.get(o),
                                          *tolerance(lesson, part, o, ref.get(o)))
                                  for o in outputs):
@@ -194,7 +198,17 @@ LOAD = [
 
 def snippet(lesson: types.ModuleType, example: Example) -> str:
     """Python the student pastes next to their file and runs: the inputs and weights
-    as literals, the call, then the reference's output and theirs as comments."""
+    as literals, the call, then the reference's output and theirs as comments. Where
+    theirs is an error the grader said (a timeout, a crash), it is Said: the snippet
+    in each language (its other comments are put in the page's at render)."""
+    error = example.student.get("error")
+    if isinstance(error, Said):
+        return Said({lang: _snippet(lesson, example, text)
+                     for lang, text in error.texts.items()})
+    return _snippet(lesson, example, error)
+
+
+def _snippet(lesson: types.ModuleType, example: Example, error: str | None) -> str:
     lines = ["import importlib", "import torch", "",
              "torch.set_printoptions(precision=17)  # every digit, as in the comments below",
              f'm = importlib.import_module("{lesson.MODULE}")']
@@ -207,8 +221,8 @@ def snippet(lesson: types.ModuleType, example: Example) -> str:
     lines += ["", "# the reference gives:"]
     lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
     lines += ["# yours gives:"]
-    if "error" in example.student:
-        lines += [f"#   {example.student['error']}"]
+    if error is not None:
+        lines += [f"#   {error}"]
     else:
         lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
     return "\n".join(lines) + "\n"

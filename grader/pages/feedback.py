@@ -341,7 +341,9 @@ _EXAMPLE_COMMENTS = ("ex_digits", "ex_fills", "ex_tanh", "ex_reference_gives", "
 
 
 def example_in(snippet: str, lang: str) -> str:
-    """A smallest failing example (made in English) with its comments in `lang`."""
+    """A smallest failing example (made in English; Said where the grader said the
+    student's error) with its comments in `lang`."""
+    snippet = in_language(snippet, lang)
     for key in _EXAMPLE_COMMENTS:
         snippet = snippet.replace(STRINGS["en"][key], STRINGS[lang][key])
     return snippet

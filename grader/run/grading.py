@@ -201,7 +201,7 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                     course, lesson_key, taken.handed, entries,
                     set(known) | {s.student_id for s in subs} | set(taken.absent), found,
                     datetime.now(timezone.utc).isoformat(timespec="microseconds"),
-                    store, language, run_templates(ctx))
+                    store, language, run_templates(ctx), taken.marked)
             except final.RecordError as exc:
                 raise GradingError(str(exc)) from None
             store.write_scores(lesson_key, course.course, ctx.version, max_score,
@@ -210,6 +210,11 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
                 events.note("hand-in time unknown (the download gives none, so no late "
                             "credit is applied and no page says on time or late): "
                             + ", ".join(found.unknown))
+            if found.marked_late:
+                events.note("marked late by the LMS, which gives no hand-in time, so no "
+                            "credit window applies and the grader applied no late credit "
+                            "(let the LMS apply it: late.applied_by: lms): "
+                            + ", ".join(found.marked_late))
             if found.stale:
                 events.note("overrides made on an automatic score that has since changed "
                             "(stale; review them with `grader history`): "

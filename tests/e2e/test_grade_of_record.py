@@ -2,7 +2,8 @@
 gives the hand-in times, one file 3 h 11 min late under a late rule applied by the
 grader; an extension granted after the first run, an override and its revoke, a
 `--force` rerun that changes nothing a TA set, the history; and a Canvas download,
-which says LATE but gives no time, so no late credit is applied and the run says so."""
+which says LATE but gives no time: late or on time is known, how late is not, so no
+late credit is applied and the run says so."""
 from __future__ import annotations
 
 import json
@@ -12,6 +13,7 @@ from datetime import datetime
 import pytest
 
 from grader import points
+from grader.deliver.export.lti import CANVAS_SUBMISSION
 from grader.judge import final
 from tests.e2e.test_lms_downloads import (GRADER, SOLUTION, course, export, grade, page,
                                           rows, students)
@@ -68,7 +70,8 @@ def test_moodle_week_of_late_work(tmp_path):
              for p in (out / "export" / "gradescope").iterdir()}
     assert sent == scope == {s: got[s]["score"] for s in got}
     assert sorted(x["scoreGiven"] for x in lti) == sorted(s["score"] for s in got.values())
-    assert not any("submittedAt" in x for x in lti)
+    assert not any("submission" in x for x in lti)  # no hand-in time: Canvas dates none
+    assert all(x[CANVAS_SUBMISSION] == {"new_submission": False} for x in lti)
 
     # an override on Bob's ffn part, then its revoke; a private note never reaches scores
     assert staff(course_yml, "override", "--student", BOB, "--part", "ffn", "--adjust",
@@ -117,7 +120,7 @@ def test_moodle_week_of_late_work(tmp_path):
     assert set(data) == {ALICE, BOB}
 
 
-def test_canvas_late_without_a_time(tmp_path):
+def test_canvas_late_mark_without_a_time(tmp_path):
     course_yml = course(tmp_path, lesson=LATE)
     subs = tmp_path / "subs"
     subs.mkdir()
@@ -128,10 +131,17 @@ def test_canvas_late_without_a_time(tmp_path):
     done = grade(course_yml, subs, out)
     said = " ".join((done.stdout + done.stderr).split())
     got = students(out)
-    assert {s["late_status"] for s in got.values()} == {"unknown"}
-    assert all(s["late"] is None and s["score"] == s["raw_score"] for s in got.values())
-    assert "hand-in time unknown" in said and "12346" in said, said[-2000:]
-    assert "hand-in time unknown" in (out / "report.html").read_text(encoding="utf-8")
+    assert got["12345"]["late_status"] == "on_time" and got["12345"]["late"] is None
+    assert got["12346"]["late_status"] == "late"
+    assert got["12346"]["late"] == {"minutes": None, "credit": None, "applied_by": "grader"}
+    assert all(s["late_marked"] and s["score"] == s["raw_score"] for s in got.values())
+    assert "marked late by the LMS" in said and "12346" in said, said[-2000:]
+    assert "hand-in time unknown" not in said
+    assert "marked by the LMS; how late unknown" in (out / "report.html").read_text(
+        encoding="utf-8")
+    bob = " ".join(page(out, "12346").split())
+    assert "The LMS marked this submission late" in bob and "Handed in" not in bob
+    assert "did not mark this submission late" in page(out, "12345")
     done = export(course_yml, out, "canvas")
     assert "Canvas late policy must be off" in " ".join(done.stderr.split())
     data = {r[1]: float(r[5]) for r in rows(out / "export" / "canvas.csv", skip=2)}

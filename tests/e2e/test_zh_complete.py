@@ -1,12 +1,16 @@
 """Issue 51, "zh complete": a zh page, the class report and `grader check --language zh`
-hold no English. The rendered text (tags, scripts, styles, <code> and <pre> left out) is
+hold no English. Each page is opened in headless Chromium (Debian's `chromium`, as
+test_browser.py uses it) and its DOM, as Chromium built it (`--dump-dom`: the markup
+parsed, entities decoded), has its text (scripts, styles, <code> and <pre> left out)
 scanned for Latin words of three letters or more, less what is code or a name: the
 student's id and name, file names, identifiers, numbers and the lesson's own terms."""
 from __future__ import annotations
 
 import html
 import io
+import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -17,6 +21,7 @@ from grader.pages import feedback, report
 from grader.text.strings import Said
 from grader.run.practice_output import WORDS, outcome, print_outcome
 from tests.conftest import grade_sources
+from tests.e2e.test_browser import BROWSER_TIMEOUT_S, CHROMIUM
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDENTS = ("bob", "carol", "dave", "frank", "grace", "heidi")
@@ -61,6 +66,20 @@ def shown_text(page: str) -> str:
     return html.unescape(re.sub(r"<[^>]+>", " ", _HIDDEN.sub(" ", page)))
 
 
+def chromium_dom(page: str, folder: Path) -> str:
+    """The page's DOM as headless Chromium built it from the file (`--dump-dom`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "page.html"
+    path.write_text(page, encoding="utf-8")
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update",
+         f"--user-data-dir={folder / 'profile'}", "--dump-dom", path.as_uri()],
+        capture_output=True, text=True, timeout=BROWSER_TIMEOUT_S, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and "<body" in done.stdout, done.stderr[-2000:]
+    return done.stdout
+
+
 @pytest.fixture(scope="module")
 def graded(ctx13, slot13, tmp_path_factory) -> dict:
     sources = {sid: (ROOT / "examples" / "13" / sid / "13_moe.py").read_text()
@@ -84,11 +103,14 @@ def python_said(record) -> list[str]:
             *(x.error.get("traceback") or "" for x in record.tests if x.error)]
 
 
-def test_zh_outputs_hold_no_english(graded, course):
+@pytest.mark.skipif(not os.access(CHROMIUM, os.X_OK),
+                    reason="headless Chromium (Debian package `chromium`) is not installed")
+def test_zh_outputs_hold_no_english(graded, course, tmp_path):
     left = {}
     names = set(graded) | {"moe", "ffn", "router", "dispatch", "block", "aux_loss"}
     for sid, record in graded.items():
-        page = shown_text(feedback.render_student(record, course, "13", "zh"))
+        page = shown_text(chromium_dom(feedback.render_student(record, course, "13", "zh"),
+                                       tmp_path / sid))
         for said in python_said(record):
             page = page.replace(said.strip(), " ") if said.strip() else page
         left[f"page {sid}"] = english(page, names)
@@ -104,7 +126,9 @@ def test_zh_outputs_hold_no_english(graded, course):
             for line in said.splitlines():
                 text = text.replace(line.strip(), " ") if line.strip() else text
         left[f"check {sid}"] = english(text, names)
-    page = shown_text(report.render_report(Tally.of(list(graded.values())), course, "13", "zh"))
+    page = shown_text(chromium_dom(report.render_report(Tally.of(list(graded.values())),
+                                                        course, "13", "zh"),
+                                   tmp_path / "report"))
     for said in (s for record in graded.values() for s in python_said(record)):
         page = page.replace(said.strip(), " ") if said.strip() else page
     left["report"] = english(page, names)

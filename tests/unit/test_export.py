@@ -179,6 +179,73 @@ def test_lti_score_objects(tmp_path, scores):
     assert bob["gradingProgress"] == "NotReady" and "scoreGiven" not in bob  # blank
 
 
+def lti_objects(course: Course, scores: dict, out: Path) -> dict[str, dict]:
+    (path,) = [p for p in export(course, "13", scores, out, ["lti"]) if p.suffix == ".jsonl"]
+    return {o["userId"]: o for o in map(json.loads, path.read_text().splitlines())}
+
+
+@pytest.mark.parametrize("applied_by", ["grader", "lms", "none"])
+def test_lti_carries_the_hand_in_time_only_when_the_lms_applies_the_rule(
+        tmp_path, scores, applied_by):
+    """Issue 56: with applied_by lms the score carries the hand-in time (AGS's
+    submission.submittedAt and Canvas's extension's submitted_at), so Canvas applies its
+    late policy once; otherwise it says new_submission false, since Canvas dates a new
+    submission without a time when the score arrives and would call it late."""
+    from grader.config import LatePolicy
+    from grader.deliver.export.lti import CANVAS_SUBMISSION
+
+    course = make_course()
+    course.lessons["13"] = course.lessons["13"].model_copy(
+        update={"late": LatePolicy(applied_by=applied_by)})
+    handed = {**scores, "students": [
+        {**s, "handed_in": "2026-10-02T11:10:00+08:00"} if s["student_id"] == "alice" else s
+        for s in scores["students"]]}
+    objs = lti_objects(course, handed, tmp_path)
+    alice, carol = objs["4001"], objs["zed"]  # zed: no hand-in time known
+    if applied_by == "lms":
+        assert alice["submission"] == {"submittedAt": "2026-10-02T03:10:00.000Z"}
+        assert alice[CANVAS_SUBMISSION] == {"submitted_at": "2026-10-02T03:10:00.000Z"}
+    else:
+        assert "submission" not in alice
+        assert alice[CANVAS_SUBMISSION] == {"new_submission": False}
+    assert "submission" not in carol and carol[CANVAS_SUBMISSION] == {"new_submission": False}
+    without = lti_objects(make_course(), handed, tmp_path / "no-rule")  # no late rule
+    assert set(without["4001"]) == LTI_KEYS
+
+
+def test_lti_upload_sends_the_hand_in_time_the_export_writes(scores):
+    """`grader upload --to lti` sends the bodies `grader export --to lti` writes: with
+    applied_by lms, the hand-in time goes with the score."""
+    from grader.config import LatePolicy
+    from grader.deliver.upload.lti import Outcome, scores_to_send
+
+    course = make_course()
+    course.lessons["13"] = course.lessons["13"].model_copy(
+        update={"late": LatePolicy(applied_by="lms")})
+    handed = {**scores, "students": [
+        {**s, "handed_in": "2026-10-02T03:10:00+00:00"} if s["student_id"] == "alice" else s
+        for s in scores["students"]]}
+    sent = dict(scores_to_send(course, "13", ClassScores.from_json(handed), Outcome()))
+    assert sent["alice"]["submission"] == {"submittedAt": "2026-10-02T03:10:00.000Z"}
+    assert "submission" not in sent["bob"]  # no hand-in time known
+
+
+def test_export_says_what_the_lms_does_with_the_late_rule():
+    from grader.config import LatePolicy
+    from grader.deliver.export import late_notes
+
+    course = make_course()
+    assert late_notes(course, "13", ["canvas", "lti", "moodle"]) == []
+    for who in ("grader", "lms"):
+        course.lessons["13"] = course.lessons["13"].model_copy(
+            update={"late": LatePolicy(applied_by=who)})
+        said = " ".join(late_notes(course, "13", ["canvas", "lti", "moodle"]))
+        if who == "grader":
+            assert "Canvas late policy must be off" in said and "new_submission: false" in said
+        else:
+            assert "submission.submittedAt" in said and "Moodle applies none" in said
+
+
 def moodle_rows(course: Course, scores: dict, out: Path) -> list[dict]:
     (path,) = [p for p in export(course, "13", scores, out, ["moodle"])
                if p.name == "moodle.csv"]
@@ -429,14 +496,49 @@ def test_nbgrader_total_is_the_final_score_after_late_credit(tmp_path, scores):
     grades = {r["student_id"]: r for r in csv.DictReader(opened(tmp_path / "grades.csv"))}
     assert float(grades["alice"]["score"]) == final < alice["score"]
     assert float(grades["alice"]["late_submission_penalty"]) == alice["score"] - final
-    overridden = {**late, "students": [
-        {**s, "parts": {**s["parts"], "ffn": {**s["parts"]["ffn"], "score": 0.0}}}
-        if s["student_id"] == "alice" else s for s in late["students"]]}
-    _, unwritten = export_all(course, "13", ClassScores.from_json(overridden), tmp_path,
+
+
+def test_nbgrader_carries_a_part_override_as_manual_scores_and_clears_them_on_revoke(
+        tmp_path, scores):
+    """Issue 56: a part `grader override` changed is a human's score: written as
+    nbgrader's manual_score on that part's cells (auto_score keeps the automatic one),
+    read back through nbgrader's own Gradebook; a revoke clears what the grader wrote
+    and keeps a manual score a TA has since changed in formgrader."""
+    nbgrader_api = pytest.importorskip("nbgrader.api")
+    from grader.deliver.export import export_all
+
+    course = make_course()
+    alice = by_id(scores)["alice"]  # ffn: 2 tests of 1 point, both passed
+    ffn_set = {**scores, "students": [
+        {**s, "score": s["score"] - 1.5, "parts": {**s["parts"], "ffn": {
+            **s["parts"]["ffn"], "score": 0.5}}} if s["student_id"] == "alice" else s
+        for s in scores["students"]]}
+    paths, unwritten = export_all(course, "13", ClassScores.from_json(ffn_set), tmp_path,
+                                  ["nbgrader"])
+    assert not unwritten
+    (db,) = [p for p in paths if p.suffix == ".db"]
+
+    def ffn_cells() -> list[tuple[float | None, float | None, float]]:
+        with nbgrader_api.Gradebook(f"sqlite:///{db}", course_id=course.course) as gb:
+            return [(g.auto_score, g.manual_score, g.score)
+                    for g in (gb.find_grade(f"ffn:{n}", "13_moe", "lesson_13", "alice")
+                              for n in ("test_shape", "test_output[float32-0]"))]
+
+    assert ffn_cells() == [(1.0, 0.5, 0.5), (1.0, 0.0, 0.0)]
+    with nbgrader_api.Gradebook(f"sqlite:///{db}", course_id=course.course) as gb:
+        assert gb.find_submission("lesson_13", "alice").score == alice["score"] - 1.5
+    export_all(course, "13", ClassScores.from_json(scores), tmp_path, ["nbgrader"])  # revoked
+    assert ffn_cells() == [(1.0, None, 1.0), (1.0, None, 1.0)]
+
+    export_all(course, "13", ClassScores.from_json(ffn_set), tmp_path, ["nbgrader"])
+    with nbgrader_api.Gradebook(f"sqlite:///{db}", course_id=course.course) as gb:
+        gb.find_grade("ffn:test_shape", "13_moe", "lesson_13", "alice").manual_score = 0.75
+        gb.db.commit()  # a TA changed it in formgrader
+    _, unwritten = export_all(course, "13", ClassScores.from_json(scores), tmp_path,
                               ["nbgrader"])
-    assert unwritten == ["nbgrader: alice: part ffn has an override (`grader override`), "
-                         "which its test cells cannot carry: enter it in formgrader as a "
-                         "manual score"]
+    assert ffn_cells() == [(1.0, 0.75, 0.75), (1.0, None, 1.0)]
+    assert unwritten == ["nbgrader: alice: cell ffn:test_shape keeps the manual score a TA "
+                         "gave it in formgrader after the grader's override was revoked"]
 
 
 # ------------------------------------------------------- exact totals over a class

@@ -116,6 +116,28 @@ def test_unknown_time_has_late_null():
     assert doc["score"] == 8.0
 
 
+def test_the_lms_late_mark_says_late_or_not_but_not_how_late():
+    """Issue 56: a Canvas download marks a late file `LATE` (against the due date Canvas
+    holds) and gives no time: late or on time is known, how late is not, so the grader
+    applies no credit window; a grader extension (a due date Canvas may not hold) makes
+    the mark unusable."""
+    late = final.lateness(POLICY, None, DUE, None, marked=True)
+    assert late.status == final.LATE and late.minutes is None and late.marked
+    doc = applied(entry(), late)
+    assert doc["late"] == {"minutes": None, "credit": None, "applied_by": "grader"}
+    assert doc["score"] == 8.0 and doc["late_marked"] is True
+    en, zh = page(doc), page(doc, "zh")
+    assert "The LMS marked this submission late" in en and "how late is not known" in en
+    assert "The grader applied no late credit" in en
+    assert "The grader applied the late credit" not in en and "Handed in" not in en
+    assert "标记为迟交" in zh and "未计迟交得分比例" in zh
+    on_time = applied(entry(), final.lateness(POLICY, None, DUE, None, marked=False))
+    assert on_time["late_status"] == final.ON_TIME and on_time["late"] is None
+    assert "did not mark this submission late" in page(on_time)
+    ext = final.Extension("s1", DUE + timedelta(days=2), "ill", "ta", "t")
+    assert final.lateness(POLICY, None, DUE, ext, marked=True).status == final.UNKNOWN
+
+
 SET = {"id": "o1", "kind": "set", "student_id": "s1", "part": "moe", "value": 6.0,
        "reason": "regrade", "note": "private", "by": "ta", "at": "t"}
 

@@ -122,6 +122,40 @@ def test_moodle_feedback_files_zip_is_named_as_the_assignment_expects(tmp_path):
     assert "moodle files: zed: not in the grading worksheet (Email address zed@u.edu)" in report
 
 
+@pytest.mark.parametrize("lang", ["en", "zh_cn"])
+def test_moodle_exports_speak_the_worksheets_own_headers(tmp_path, lang):
+    """Issue 51: moodle.csv's grade and feedback headers are the TA's worksheet's own,
+    in its language; and the worksheet comes back filled in, every header, row and cell
+    kept but each graded student's grade and feedback, for the assignment's "Upload
+    grading worksheet", which finds its columns by those headers (importgradeslib.php)."""
+    from grader.deliver.export.moodle_files import FILLED
+    from tests.vendors import MOODLE_HEADERS, moodle_worksheet
+
+    scores = sorted_scores(tmp_path)
+    sheet = moodle_worksheet(tmp_path / "worksheet.csv", [
+        (1234567, "Alice Liddell", "alice@u.edu"), (7654321, "Bob_Brown", "bob@u.edu"),
+        (5555555, "Nobody Here", "nobody@u.edu")], lang=lang)
+    course = course_in_order(lesson={"moodle_worksheet": sheet})
+    export(course, "13", scores, tmp_path / "export", ["moodle"])
+    heads = MOODLE_HEADERS[lang]
+    with (tmp_path / "export" / "moodle.csv").open(newline="", encoding="utf-8") as f:
+        assert next(csv.reader(f)) == [heads[2], heads[4], heads[9]]
+    before = list(csv.reader(sheet.read_text(encoding="utf-8-sig").splitlines()))
+    filled = tmp_path / "export" / FILLED
+    assert filled.read_bytes().startswith(b"\xef\xbb\xbf")  # as Moodle wrote it
+    after = list(csv.reader(filled.read_text(encoding="utf-8-sig").splitlines()))
+    assert after[0] == before[0] == heads
+    assert after[3] == before[3]  # a participant the class lacks: untouched
+    for row, was, score in ((after[1], before[1], "4.0"), (after[2], before[2], "5.0")):
+        assert row[4] == score and row[9].startswith("Graded. router")
+        assert row[:4] + row[5:9] == was[:4] + was[5:9]
+    no_grade = tmp_path / "no-grade.csv"
+    no_grade.write_text("\n".join(",".join(r[:4]) for r in before) + "\n", encoding="utf-8")
+    course = course_in_order(lesson={"moodle_worksheet": no_grade})
+    with pytest.raises(ConfigError, match=f"no 'Grade' column .*{heads[1]}"):
+        export(course, "13", scores, tmp_path / "export", ["moodle"])
+
+
 def test_a_worksheet_without_the_identifier_column_is_a_clear_error(tmp_path):
     scores = sorted_scores(tmp_path)
     (tmp_path / "worksheet.csv").write_text(WORKSHEET, encoding="utf-8")

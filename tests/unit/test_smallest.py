@@ -214,3 +214,37 @@ def test_the_lessons_tolerances_are_the_ones_their_tests_use(course):
                        "test_norm.py")
     assert lessons["10"].TOLERANCES == {("norm", "y"): {"float16": (norm.HALF_ATOL,
                                                                     norm.HALF_RTOL)}}
+
+
+def test_an_error_the_grader_said_is_in_the_pages_language(course):
+    """Issue 51: where the student's call ends in an error the grader says (a timeout,
+    a crash), the example's "yours gives" line is that sentence in the page's language,
+    kept through the record's JSON; Python's own errors stay as Python said them."""
+    from grader.pages.feedback import example_in
+    from grader.record import GradeRecord
+    from grader.sandbox.limits import StudentError
+    from grader.text.strings import STRINGS, say
+
+    ctx, lesson = _lesson(course, "13")
+
+    class TimesOut:
+        def call(self, probe, **args):
+            raise StudentError("timeout", say("err_timeout", s="2", where="moe"))
+
+    ex = smallest.smallest(lesson, "ffn", TimesOut(), ctx.refs.reference)
+    assert ex is not None
+    text = smallest.snippet(lesson, ex)
+    record = GradeRecord.from_json(GradeRecord(
+        student_id="s", lesson="13", status="graded", score=0.0, max_score=10.0, parts={},
+        tests=[], examples={"ffn": text}).to_json())
+    zh, en = (example_in(record.examples["ffn"], lang) for lang in ("zh", "en"))
+    assert "#   moe超时（超过 2 秒）" in zh and "timed out" not in zh
+    assert STRINGS["zh"]["ex_yours_gives"] in zh
+    assert "#   timed out after 2 s moe" in en
+
+    class Raises:
+        def call(self, probe, **args):
+            raise StudentError("error", "shape '[2, 3]' is invalid", type_="RuntimeError")
+
+    ex = smallest.smallest(lesson, "ffn", Raises(), ctx.refs.reference)
+    assert "#   shape '[2, 3]' is invalid" in example_in(smallest.snippet(lesson, ex), "zh")

@@ -20,7 +20,40 @@ FORMATS = ("gradescope", "canvas", "lti", "moodle", "nbgrader")
 ROSTER_REPORT = "roster_report.txt"  # in the export folder: who got no row, and why
 
 __all__ = ["FORMATS", "Exported", "ExportOptions", "Exporter", "export", "export_all",
-           "exporters"]
+           "exporters", "late_notes"]
+
+# What each LMS does with the late rule, by who applies it (course.yml's late.applied_by),
+# as the vendors' code does it: the TA reads these after `grader export` / `upload`.
+LATE_NOTES = {
+    ("grader", "canvas"): "canvas.csv's scores already carry the late credit (course.yml's "
+    "late.applied_by: grader): the assignment's Canvas late policy must be off, or Canvas "
+    "applies it a second time to each submission Canvas holds as late",
+    ("grader", "lti"): "the LTI scores already carry the late credit and make no new "
+    "submission (new_submission: false), so Canvas dates none and applies no second "
+    "penalty",
+    ("lms", "canvas"): "canvas.csv's scores carry no late credit (course.yml's "
+    "late.applied_by: lms): import them into the assignment the students handed in to; "
+    "Canvas applies its late policy from the hand-in times it recorded",
+    ("lms", "lti"): "the LTI scores carry no late credit and each student's hand-in time "
+    "(submission.submittedAt): Canvas applies the assignment's late policy from it, once "
+    "(give the assignment the lesson's due date in Canvas). Moodle's score service reads "
+    "no hand-in time and applies no penalty; a student whose hand-in time is unknown "
+    "gets no new submission, so no LMS applies one to them",
+    ("lms", "moodle"): "moodle.csv's grades carry no late credit (course.yml's "
+    "late.applied_by: lms), and Moodle applies none to them: a gradebook import "
+    "overrides the grade, and Moodle's grade penalties skip overridden grades. For "
+    "Moodle, use late.applied_by: grader",
+}
+
+
+def late_notes(course: Course, lesson_key: str, formats: list[str]) -> list[str]:
+    """What the LMS will do with the late rule for each format written (none without a
+    rule, or with `applied_by: none`)."""
+    late = course.lesson(lesson_key).late
+    if late is None:
+        return []
+    return [LATE_NOTES[(late.applied_by, f)] for f in dict.fromkeys(formats)
+            if (late.applied_by, f) in LATE_NOTES]
 
 
 def export(course: Course, lesson_key: str, scores: ClassScores, out_dir: Path,

@@ -1,11 +1,15 @@
-"""Moodle grade import CSV: one identifier column, the grade, and its feedback.
+"""Moodle grade import CSV: one identifier column, the grade, and its feedback; and,
+with the lesson's `moodle_worksheet`, that worksheet filled in (moodle_files.py).
 
 Moodle maps the identifier column to one user field on import and aborts the whole
 import at the first value it cannot match, so the identifier is chosen in course.yml
 (`moodle_identifier`: username, email or idnumber) and used for every row: a student
 without it, or one the roster lacks, is left out and named instead of written. The
 feedback column is always written beside its grade column: Moodle wipes the grades
-when feedback is imported alone.
+when feedback is imported alone. With a worksheet, the three headers are the
+worksheet's own (in the language the TA's Moodle wrote it): Moodle's gradebook import
+(grade/import/csv) always asks the TA to map each column, and offers the headers as
+they are. The filled-in worksheet is the file Moodle maps by itself.
 """
 from __future__ import annotations
 
@@ -36,8 +40,9 @@ class Moodle(Exporter):
         done = _csv(scores, options)
         worksheet = options.course.lesson(options.lesson_key).moodle_worksheet
         if worksheet is not None:
-            files = moodle_files.write(scores, options, options.course.path(worksheet))
-            done = Exported(done.written + files.written, done.left_out + files.left_out)
+            for more in (moodle_files.write(scores, options, options.course.path(worksheet)),
+                         moodle_files.filled(scores, options, options.course.path(worksheet))):
+                done = Exported(done.written + more.written, done.left_out + more.left_out)
         return done
 
 
@@ -48,8 +53,10 @@ def _csv(scores: ClassScores, options: ExportOptions) -> Exported:
     worksheet = course.lesson(lesson_key).moodle_worksheet
     worksheet = course.path(worksheet) if worksheet is not None else None
     kind, name = moodle_files.identifier_kind(course, worksheet), item(course, lesson_key)
-    rows: list[list[object]] = [[moodle_files.identifier_header(kind, worksheet), name,
-                                 f"Feedback: {name}"]]
+    rows: list[list[object]] = [[moodle_files.identifier_header(kind, worksheet),
+                                 moodle_files.worksheet_column("Grade", worksheet) or name,
+                                 moodle_files.worksheet_column("Feedback comments", worksheet)
+                                 or f"Feedback: {name}"]]
     left_out: list[str] = []
     for s in scores.students:
         sid = s.student_id

@@ -1,4 +1,10 @@
-"""Moodle's feedback files zip: each student's page, for the assignment to hand out.
+"""Moodle's feedback files zip: each student's page, for the assignment to hand out; and
+the TA's grading worksheet filled in (`moodle_worksheet.csv`), for the assignment's
+"Upload grading worksheet" (assignfeedback_offline), which finds its columns by their
+headers in the TA's language (importgradeslib.php: `Identifier`, `Grade`, `Last
+modified (grade)`, each feedback plugin's own): every header, row and cell of the
+worksheet is kept, and only each graded student's Grade and Feedback comments are
+filled in, so Moodle maps the file without the TA choosing columns.
 
 Moodle's assignment (View all submissions → Upload multiple feedback files in a zip)
 files each entry under the participant whose number it finds in the entry's name,
@@ -12,11 +18,15 @@ no file and is named; one who handed nothing in gets none (Moodle's grade says s
 """
 from __future__ import annotations
 
+import csv
+import io
 import re
 import zipfile
 from pathlib import Path
 
-from grader.config import Student
+from grader.config import ConfigError, Student
+from grader.deliver.export import one_line
+from grader.deliver.export.cells import cell, score_cell
 from grader.deliver.export.exporter import Exported, ExportOptions
 from grader.intake.moodle_words import IDENTIFIERS, canonical
 from grader.intake.roster import identifier_kind, participant_rows, worksheet_header
@@ -24,8 +34,10 @@ from grader.record import MISSING, ClassScores
 from grader.store import Store, safe_name
 
 ZIP_NAME = "moodle_feedback_files.zip"
+FILLED = "moodle_worksheet.csv"
 # the worksheet column that holds each `moodle_identifier`
 COLUMN = IDENTIFIERS
+_PARTICIPANT = re.compile(r"(\d+)\s*$")  # a worksheet's "Participant 1234567"
 _NAME_UNSAFE = re.compile(r"[_/\\:*?\"<>|\x00-\x1f\x7f]")
 
 
@@ -48,6 +60,13 @@ def identifier_header(kind: str, worksheet: Path | None) -> str:
             if canonical(h) == IDENTIFIERS[kind]:
                 return h
     return kind
+
+
+def worksheet_column(name: str, worksheet: Path | None) -> str:
+    """The worksheet's own header for column `name` (Moodle's English name), or ""."""
+    if worksheet is None or not worksheet.exists():
+        return ""
+    return next((h for h in worksheet_header(worksheet) if canonical(h) == name), "")
 
 
 def participants(path: Path, kind: str) -> dict[str, tuple[str, str]]:
@@ -91,3 +110,43 @@ def write(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Expor
                 number, full_name = people[ident]
                 z.write(page, entry_name(full_name, number, file_name))
     return Exported([path], left_out)
+
+
+def filled(scores: ClassScores, options: ExportOptions, worksheet: Path) -> Exported:
+    """The worksheet with each graded student's Grade (the final score, as moodle.csv's)
+    and Feedback comments (the one-line comment) filled in; everything else as the TA's
+    Moodle wrote it. A student the worksheet lacks is named by `write` (the same
+    check); a worksheet without a Grade column is refused."""
+    course, lesson_key, found = options.course, options.lesson_key, options.roster
+    raw = worksheet.read_bytes()
+    bom = raw.startswith(b"\xef\xbb\xbf")
+    rows = list(csv.reader(io.StringIO(raw.decode("utf-8-sig"))))
+    header = [h.strip() for h in rows[0]] if rows else []
+    at = {canonical(h): i for i, h in enumerate(header)}
+    if "Grade" not in at or "Identifier" not in at:
+        raise ConfigError(f"{worksheet}: the Moodle grading worksheet has no "
+                          f"{'Identifier' if 'Grade' in at else 'Grade'!r} column (it has: "
+                          f"{', '.join(header) or 'none'}): download it again from the "
+                          "assignment with the offline grading worksheet feedback on")
+    kind = identifier_kind(course, worksheet)
+    people = participants(worksheet, kind)
+    by_number: dict[str, tuple[object, str]] = {}
+    for s in scores.students:
+        sid = s.student_id
+        ident = identifier(kind, sid, found.entries[sid]) if found.known(sid) else ""
+        if ident in people:
+            by_number[people[ident][0]] = (score_cell(s, course.missing),
+                                           one_line.text(course, lesson_key, s,
+                                                         options.language))
+    for row in rows[1:]:
+        cell_ = row[at["Identifier"]] if len(row) > at["Identifier"] else ""
+        number = m[1] if (m := _PARTICIPANT.search(cell_)) else ""
+        if number in by_number:
+            row.extend([""] * (len(header) - len(row)))
+            row[at["Grade"]] = str(cell(by_number[number][0]))
+            if "Feedback comments" in at:
+                row[at["Feedback comments"]] = str(cell(by_number[number][1]))
+    path = options.out_dir / FILLED
+    with path.open("w", newline="", encoding="utf-8-sig" if bom else "utf-8") as f:
+        csv.writer(f).writerows(rows)  # Moodle's own cells as it wrote them; ours neutralised
+    return Exported([path])

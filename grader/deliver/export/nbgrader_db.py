@@ -4,14 +4,20 @@ Lesson -> assignment (named `lesson_<key>`, not a release folder name, since nbg
 own generate_assignment deletes notebooks without an .ipynb source), exercise file ->
 notebook, test -> grade cell. A missing submission gets no submission when course.yml's
 `missing` is blank (nbgrader's own export then shows it as it shows any student who
-handed nothing in), or 0 in every cell when it is zero. Only auto_score is written, so a TA's manual_score survives
-a re-export and overrides it in `nbgrader export`. The cells carry the scores before late
-credit; each notebook's late_submission_penalty is the difference, so nbgrader's total
-is the final score (grader/judge/final.py). nbgrader is an optional extra and
-slow to import, so it is imported here, inside the function.
+handed nothing in), or 0 in every cell when it is zero. The tests' scores are written as
+auto_score, so a TA's manual_score survives a re-export and overrides it in `nbgrader
+export`. A part changed by `grader override` is a human's score, so it is written as
+nbgrader's manual_score on that part's cells (filled in test order, each up to its
+points), and the cells' auto_score keeps the automatic one; what the grader wrote is
+kept beside the gradebook (`<db>.overrides.json`), so that after a revoke it clears the
+manual scores it wrote, and keeps one a TA has since changed in formgrader. The cells
+carry the scores before late credit; each notebook's late_submission_penalty is the
+difference, so nbgrader's total is the final score (grader/judge/final.py). nbgrader is
+an optional extra and slow to import, so it is imported here, inside the function.
 """
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sys
@@ -19,7 +25,7 @@ from pathlib import Path
 
 from grader.deliver.export.exporter import Exported, Exporter, ExportOptions
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
-from grader.store import safe_name
+from grader.store import safe_name, write_atomic
 
 
 def assignment_name(lesson_key: str) -> str:
@@ -71,6 +77,8 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> Exported:
     lesson = course.lesson(lesson_key)
     assignment, notebook = assignment_name(lesson_key), Path(lesson.exercise).stem
     db.parent.mkdir(parents=True, exist_ok=True)
+    ours_path = db.with_name(db.name + ".overrides.json")
+    ours = _read_ours(ours_path)
     with Gradebook(f"sqlite:///{db.resolve()}", course_id=course.course) as gb:
         gb.update_or_create_assignment(assignment, duedate=lesson.due)
         gb.update_or_create_notebook(notebook, assignment)
@@ -92,6 +100,8 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> Exported:
             # in between warns (SQLAlchemy's SAWarning, "not in session") and adds nothing
             with gb.db.no_autoflush:
                 gb.update_or_create_submission(assignment, sid)
+            manual = part_manual_scores(s)
+            mine = ours.setdefault(sid, {})
             for t in graded(s):
                 try:
                     grade = gb.find_grade(cell_name(t), notebook, assignment, sid)
@@ -102,33 +112,66 @@ def _write(scores: ClassScores, options: ExportOptions, db: Path) -> Exported:
                     gb.db.add(grade)
                 grade.auto_score = t.score
                 grade.needs_manual_grade = False
+                name = cell_name(t)
+                if name in manual:
+                    grade.manual_score = mine[name] = manual[name]
+                elif name in mine:  # the grader's, from an override since revoked
+                    if grade.manual_score == mine.pop(name):
+                        grade.manual_score = None
+                    else:
+                        left_out.append(f"nbgrader: {s.student_id}: cell {name} keeps the "
+                                        "manual score a TA gave it in formgrader after the "
+                                        "grader's override was revoked")
             for qid, mark in s.written.items():
                 if qid in lesson.written:
                     _written_grade(gb, Grade, MissingEntry, f"written_{qid}", notebook,
                                    assignment, sid, mark)
-            penalty, overridden = _late_penalty(s)
             gb.find_submission_notebook(notebook, assignment, sid) \
-                .late_submission_penalty = penalty
-            left_out += [f"nbgrader: {s.student_id}: part {p} has an override (`grader "
-                         "override`), which its test cells cannot carry: enter it in "
-                         "formgrader as a manual score" for p in overridden]
+                .late_submission_penalty = _late_penalty(s)
             gb.db.commit()
+    write_atomic(ours_path, json.dumps({k: v for k, v in ours.items() if v}, indent=1,
+                                       sort_keys=True))
     return Exported([db], left_out)
 
 
-def _late_penalty(s: GradeRecord) -> tuple[float, list[str]]:
+def _read_ours(path: Path) -> dict[str, dict[str, float]]:
+    """The manual scores the grader wrote at the last export, by student and cell."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {str(k): {str(c): float(x) for c, x in v.items()}
+            for k, v in data.items() if isinstance(v, dict)} if isinstance(data, dict) else {}
+
+
+def part_manual_scores(s: GradeRecord) -> dict[str, float]:
+    """For each part whose score is not its tests' (a `grader override`), the manual score
+    of each of its cells: the part's score filled into its tests in order, each up to
+    its points (the last takes any rest), so the cells add up to the part's score."""
+    from grader import points
+
+    out: dict[str, float] = {}
+    for name, part in s.parts.items():
+        tests = [t for t in graded(s) if t.part == name]
+        left = points.units(part.score, "a part")
+        if not tests or left == sum(points.units(t.score, "a test") for t in tests):
+            continue
+        for i, t in enumerate(tests):
+            most = points.units(t.max_score, "a test's points")
+            got = left if i == len(tests) - 1 else min(left, most)
+            out[cell_name(t)], left = points.as_points(got), left - got
+    return out
+
+
+def _late_penalty(s: GradeRecord) -> float:
     """The notebook's late_submission_penalty, so that nbgrader's own total (its cells
     minus the penalty) is the final score, not a second penalty: the score earned
-    (parts after overrides, written marks) less the final score. Also the parts whose
-    score is not their tests' (an override), which the cells do not carry."""
+    (parts after overrides, written marks) less the final score."""
     from grader import points
 
     earned = points.units(points.total(s.parts), "parts") + sum(
         points.units(float(q.get("score", 0.0)), "a written mark") for q in s.written.values())
-    overridden = [name for name, p in s.parts.items()
-                  if points.units(p.score, "a part") != sum(
-                      points.units(t.score, "a test") for t in graded(s) if t.part == name)]
-    return points.as_points(max(earned - points.units(s.score, "the score"), 0)), overridden
+    return points.as_points(max(earned - points.units(s.score, "the score"), 0))
 
 
 def _written_grade(gb, grade_type, missing_entry, cell: str, notebook: str,

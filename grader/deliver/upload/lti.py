@@ -19,7 +19,7 @@ import httpx
 from grader.intake import roster
 from grader.config import Course
 from grader.deliver.export import one_line
-from grader.deliver.export.lti import now, score_object
+from grader.deliver.export.lti import hand_in_time, now, score_object
 from grader.record import ClassScores
 from grader.store import Store, write_atomic
 from grader.deliver.upload import UploadError
@@ -84,7 +84,8 @@ def scores_to_send(course: Course, lesson_key: str, scores: ClassScores,
         else:
             bodies.append((sid, score_object(s, who, stamp, course.missing,
                                              one_line.text(course, lesson_key, s,
-                                                           language))))
+                                                           language),
+                                             hand_in_time(course, lesson_key, s))))
     return bodies
 
 
