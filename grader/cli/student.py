@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from grader.cli.options import CHECK_COURSE, CHECK_LESSON, language
 from grader.run import interrupts
 
 if TYPE_CHECKING:
@@ -33,17 +34,13 @@ class WrongInput(click.ClickException):
 
 
 @click.command()
-@click.option("--course", "course_path", type=click.Path(dir_okay=False),
-              help="the course file (default: course.yml here, else the one of the "
-                   "student bundle this command was installed from)")
-@click.option("--lesson", "lesson_key", help="the lesson (default: the one whose exercise "
-                                             "file has this name)")
+@CHECK_COURSE
+@CHECK_LESSON
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True,
               help="print the results as JSON (per part: practice tests, messages, "
                    "the likely mistake)")
-@click.option("--language", type=click.Choice(["en", "zh"]),
-              help="the check's language (default: course.yml's `language`)")
+@language("the check's language", recorded=False)
 @click.option("--watch", is_flag=True,
               help="keep checking: again each time the file is saved (Ctrl-C ends)")
 @click.option("--in-bwrap", is_flag=True, hidden=True,
