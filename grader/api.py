@@ -82,8 +82,8 @@ def check_file(course_file: Path | str, lesson_key: str, file: Path | str, *,
     sandboxed = slots.available(unsandboxed, support)  # refused, unless unsandboxed
     ctx = practice_run.context(course, lesson_key)
     practice_run.prepare(ctx)
-    slot = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload),
-                         fork=True, support=support).sole_slot()
+    slot = slots.Sandbox.for_lesson(course, lesson, sandboxed, fork=True,
+                                    support=support).sole_slot()
     try:
         return practice_run.run_file(ctx, Path(file), slot, language)
     finally:

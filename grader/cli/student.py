@@ -136,8 +136,8 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
     # The sandbox boots (torch, once) while this process imports torch for the checks;
     # unsandboxed (no bwrap) the zygote is a fork of this process: one import for both.
     with interrupts.held():  # torch is imported here: a Ctrl-C in it must not be lost
-        sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
-                                tuple(lesson.preload), fork=True, support=support)
+        sandbox = slots.Sandbox.for_lesson(course, lesson, sandboxed and not in_bwrap,
+                                           fork=True, support=support)
         import torch  # noqa: F401 - held: see above
     from grader.judge.plugin import GraderFault
     from grader.sandbox.limits import SandboxError

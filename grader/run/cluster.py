@@ -298,7 +298,7 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     state.drop()  # a new lesson or version: this process keeps one slot
     from grader.run import pool
     from grader.sandbox import bwrap
-    from grader.sandbox.slot import open_slot
+    from grader.sandbox.slot import Sandbox
 
     support = bwrap.probe() if sandboxed else None  # whether bwrap works on this node
     if support is not None and support.reason:
@@ -317,8 +317,7 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     except RuntimeError as exc:
         raise SolutionFailsItsTests(str(exc)) from None
     lesson = ctx.lesson
-    slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload),
-                     support=support)
+    slot = Sandbox.for_lesson(local, lesson, sandboxed, support=support).sole_slot()
     state.warm = _Warm(key, ctx, slot)
     return state.warm
 

@@ -108,8 +108,8 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
     jobs = min(jobs, len(todo))
     with contextlib.ExitStack() as lifetime:
         if sandbox is None:
-            sandbox = lifetime.enter_context(Sandbox(ctx.course.path(lesson.probes),
-                                                     sandboxed, tuple(lesson.preload)))
+            sandbox = lifetime.enter_context(Sandbox.for_lesson(ctx.course, lesson,
+                                                                sandboxed))
         _grade_on(ctx, todo, out, jobs, language, summary, progress, sandbox, collect)
 
 

@@ -58,8 +58,8 @@ def grade(course: Course, key: str, files: dict[str, Path], out: Path,
     ctx = LessonContext(course, key)
     support = bwrap.probe()
     sandboxed = slots.available(True, support)
-    with slots.Sandbox(ctx.course.path(ctx.lesson.probes), sandboxed,
-                       tuple(ctx.lesson.preload), support=support) as sandbox:
+    with slots.Sandbox.for_lesson(ctx.course, ctx.lesson, sandboxed,
+                                  support=support) as sandbox:
         pool.grade_class(ctx, todo, out, jobs, sandboxed, course.language, summary,
                          sandbox=sandbox)
     if summary.worker_failures:
