@@ -27,6 +27,7 @@ from pathlib import Path
 import yaml
 
 from grader.deliver.torch_pin import CPU_INDEX, torch_pin
+from grader.intake.capped import chunks
 from grader.sandbox.slot import BASE_UID
 from grader.judge.context import FROM_RECORDING
 from grader.store import Store, safe_name
@@ -244,10 +245,7 @@ def _copy_entry(folder: int, name: str, target: Path, depth: int,
                 if st.st_size > max_file:
                     dst.truncate(st.st_size)
                 else:  # at most one byte over, should it grow meanwhile
-                    left = max_file + 1
-                    while left and (chunk := os.read(fd, min(left, 1 << 20))):
-                        dst.write(chunk)
-                        left -= len(chunk)
+                    dst.writelines(chunks(fd, max_file))
         finally:
             os.close(fd)
         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # intake's "newest"
