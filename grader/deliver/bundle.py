@@ -131,7 +131,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     # for every combination of mistakes too, so the bundle's check is the project's.
     students = [refs.reference.twin(), *(Caller(v.caller.module, refs.probes)
                                          for v in refs.variants)]
-    runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE,
+    runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE_TESTS,
                      precompute=True)
     combined_for_recording(refs)
     # the reference's side of every fresh input a failing part's feedback asks about,

@@ -11,7 +11,9 @@ signatures and traces are the grader's computations). One per use: `grader run`'
 the hidden tests' results, `grader check`'s the practice tests'. A damaged one is
 computed afresh, and a home that cannot be written is no error: the next run computes
 again, no worse. A student bundle and the autograder zip ship their own (`recorded`).
-"""
+
+"Kept" here is this cache only: not the records OUT keeps (store.py), nor the
+similarity's `KEPT` (characters of code with names kept, run/similarity.py)."""
 from __future__ import annotations
 
 import hashlib

@@ -34,7 +34,8 @@ Queue, account, cores, memory, walltime and the job's Python come from dask's
 config (`~/.config/dask/jobqueue.yaml`, section `jobqueue.slurm` etc.); the job's
 `python` must be this venv's interpreter (e.g. `python: /path/.venv/bin/python`), and
 the jobs must run as root with bubblewrap for the sandbox (else `--unsandboxed`).
-"""
+
+The pool's work (pool.py, one machine) spread over a Dask cluster's machines."""
 from __future__ import annotations
 
 import atexit

@@ -86,7 +86,7 @@ def _tests(part: str, i: int, composite: bool) -> tuple[str, str]:
     seeds = dict(part=part, seed=100 * (i + 1), seed_b=100 * (i + 1) + 1)
     practice = dict(part=part, seed=bands.PRACTICE + i)
     if not composite:
-        return t.GRADED.substitute(seeds), t.PRACTICE.substitute(practice)
+        return t.GRADED_TEST.substitute(seeds), t.PRACTICE_TEST.substitute(practice)
     checks = t.EXPLAINED_CHECKS.substitute(part=part)
     return (t.GRADED_COMPOSITE.substitute(seeds, checks=checks),
             t.PRACTICE_COMPOSITE.substitute(practice, checks=checks))

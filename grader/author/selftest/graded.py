@@ -76,7 +76,7 @@ def practice(course: Course, key: str) -> Finding:
     ctx = LessonContext(course, key)
     reports: list[dict] = []
     as_student = ctx.refs.reference.twin()
-    runner.run_tests(ctx, [(as_student, reports.append)], select=runner.PRACTICE)
+    runner.run_tests(ctx, [(as_student, reports.append)], select=runner.PRACTICE_TESTS)
     tests = runner.score(ctx, reports[0]).tests
     failing = [f"{t.name}: {t.message}" for t in tests if not t.passed]
     if failing:
