@@ -10,6 +10,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from grader import config
 from grader.record import ClassScores
@@ -39,14 +40,14 @@ class Quiet:
         yield lambda event, data: None
 
 
-def _folder(given: Path | str | None, default: Path | None, course: config.Course,
-            what: str, lesson_key: str) -> Path:
-    """`given`, else course.yml's default for the lesson; with neither, a clear error."""
-    if given is not None:
-        return Path(given)
-    if default is None:
+def _folder(course: config.Course, lesson_key: str, given: Path | str | None,
+            what: Literal["out", "submissions"]) -> Path:
+    """`given`, else course.yml's default for the lesson (`Course.folder`); with
+    neither, a clear error."""
+    folder = course.folder(lesson_key, given, what)
+    if folder is None:
         raise ValueError(f"give {what} (course.yml sets no `{what}` for lesson {lesson_key})")
-    return course.path(default)
+    return folder
 
 
 def grade_class(course_file: Path | str, lesson_key: str,
@@ -58,12 +59,11 @@ def grade_class(course_file: Path | str, lesson_key: str,
     from grader.run import grading
 
     course = config.load(course_file)
-    lesson = course.lesson(lesson_key)
-    folder = _folder(submissions, lesson.submissions, course, "submissions", lesson_key)
+    folder = _folder(course, lesson_key, submissions, "submissions")
     if not folder.exists():
         raise FileNotFoundError(f"no submissions at {folder}: no such folder or zip")
     return grading.grade_lesson(course, lesson_key, folder,
-                                _folder(out, lesson.out, course, "out", lesson_key),
+                                _folder(course, lesson_key, out, "out"),
                                 jobs=jobs, events=events or Quiet(), force=force,
                                 unsandboxed=unsandboxed, language=language)
 
@@ -82,8 +82,8 @@ def check_file(course_file: Path | str, lesson_key: str, file: Path | str, *,
     sandboxed = slots.available(unsandboxed, support)  # refused, unless unsandboxed
     ctx = practice_run.context(course, lesson_key)
     practice_run.prepare(ctx)
-    slot = slots.Sandbox(course.path(lesson.probes), sandboxed, tuple(lesson.preload),
-                         fork=True, support=support).sole_slot()
+    slot = slots.Sandbox.for_lesson(course, lesson, sandboxed, fork=True,
+                                    support=support).sole_slot()
     try:
         return practice_run.run_file(ctx, Path(file), slot, language)
     finally:
@@ -100,7 +100,7 @@ def export(course_file: Path | str, lesson_key: str, formats: Sequence[str],
     from grader.pages.feedback import language_of
 
     course = config.load(course_file)
-    folder = _folder(out, course.lesson(lesson_key).out, course, "out", lesson_key)
+    folder = _folder(course, lesson_key, out, "out")
     store = Store(folder)
     scores = ClassScores.from_json(json.loads(store.scores_path.read_text(encoding="utf-8")))
     return export_all(course, lesson_key, scores, store.export_path, list(formats),

@@ -24,6 +24,7 @@ from grader import points as exact
 from grader.lesson import testfile
 from grader.lesson.release import SHAPE_FIELDS
 from grader.sandbox.limits import Limits
+from grader.text import Language
 from grader.text.yamlread import LOADER
 
 
@@ -347,7 +348,7 @@ class Course(Strict):
     course: str
     title: str = ""
     title_zh: str = ""       # the title on Chinese pages (else `title`)
-    language: Literal["en", "zh"] = "en"
+    language: Language = "en"
     defaults: Defaults = Defaults()
     lessons: dict[str, Lesson]
     roster: dict[str, Student] | Path | None = None
@@ -405,6 +406,16 @@ class Course(Strict):
 
     def path(self, p: Path) -> Path:
         return p if p.is_absolute() else self.root / p
+
+    def folder(self, lesson_key: str, given: Path | str | None,
+               field: Literal["out", "submissions"]) -> Path | None:
+        """A lesson's OUT or class, with the one precedence every command and the API
+        use: the one given (an option, an argument), else the lesson's `field` in
+        course.yml, else None (the caller says which to give)."""
+        if given is not None:
+            return Path(given)
+        default = getattr(self.lesson(lesson_key), field)
+        return None if default is None else self.path(default)
 
     def solution(self, lesson: Lesson) -> Path:
         """The lesson's solution file, for the tools that run or read it (a student

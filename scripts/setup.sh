@@ -32,7 +32,7 @@ stamp=$VENV/.installed
 # torch first, as its CPU build: by name from the PyTorch CPU index where it can be
 # reached, else the plain package (pip's own indexes and local wheels: on Linux, PyPI's
 # is a CUDA build). A torch already at the pinned version is kept. It says which.
-CPU_INDEX=https://download.pytorch.org/whl/cpu
+CPU_INDEX=$(sed -n 's/^CPU_INDEX = "\([^"]*\)".*/\1/p' grader/deliver/torch_pin.py)
 TORCH=$(sed -n 's/.*"torch==\([^"]*\)".*/\1/p' pyproject.toml)
 torch_version() {
   "$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("torch"))' 2>/dev/null

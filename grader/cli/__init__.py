@@ -4,7 +4,8 @@ In: a TA's, an instructor's or a student's command line. Out: what the commands 
 (`console`), and the exit status. `staff` holds the staff's `grader` (the console
 script `grader.cli:main`, and `python -m grader.cli`); `student` the command group a
 student bundle installs as `grader` (`grader check`), kept apart so a check imports
-little. May import every other stage; nothing imports this package.
+little; `options` the options they share, each declared once. May import every other
+stage; nothing imports this package.
 """
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """The `grader` command: run (TAs), check (students), release and report (staff)."""
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sys
@@ -20,6 +19,8 @@ from grader.deliver.export import FORMATS
 from grader.record import ClassScores
 from grader.run.similarity import KEPT, THRESHOLD
 from grader.store import Store
+from grader.cli.options import (COURSE, GRADED_OUT, LESSON, TRUST_WORKSHEET,
+                                class_folders, graded_folder, language, out as out_option)
 from grader.cli.student import check
 
 PAIRS_SHOWN = 20                # similar pairs printed; the page has all that fit it
@@ -50,66 +51,11 @@ def _lesson(course: config.Course, key: str) -> config.Lesson:
         raise click.BadParameter(str(exc), param_hint="'--lesson'") from None
 
 
-COURSE = click.option("--course", "course_path", default="course.yml", show_default=True,
-                      type=click.Path(dir_okay=False), help="the course file")
-LESSON = click.option("--lesson", "lesson_key", required=True, help="lesson key, e.g. 13")
 JOBS = click.option("--jobs", type=click.IntRange(min=1), default=os.cpu_count() or 1,
                     metavar="N", show_default="the cores",
                     help="submissions graded at once, each by a warm worker")
 BUG = ("This is a bug in the grader, not in your files or the students' code: please "
        "report it to the grader's maintainers with the command you ran and the lines above.")
-
-
-def _renamed(new: str, old: str, help: str, required: bool = False, **kwargs):
-    """`--new` (shown, with `help`), and `--old`, its former spelling, still accepted
-    with a warning but not shown; the command receives one value, under `new`'s name."""
-    def decorate(command):
-        @functools.wraps(command)
-        def merged(*args, **params):
-            former = params.pop(f"{old}_former")
-            if former is not None:
-                click.echo(f"warning: --{old} is deprecated and will be removed; "
-                           f"use --{new}", err=True)
-            params[new] = params[new] if params[new] is not None else former
-            if required and params[new] is None:
-                raise click.UsageError(f"Missing option '--{new}'.")
-            return command(*args, **params)
-
-        merged = click.option(f"--{old}", f"{old}_former", type=click.Path(path_type=Path),
-                              hidden=True)(merged)
-        return click.option(f"--{new}", new, type=click.Path(path_type=Path), metavar="DIR",
-                            help=help + ("  [required]" if required else ""),
-                            **kwargs)(merged)
-    return decorate
-
-
-# One flag for OUT in every command (`--results`, export's, report's and upload's
-# former name for it, still accepted with a warning)
-GRADED = _renamed("out", "results", "the graded folder, where `grader run --out` wrote "
-                  "(default: the lesson's `out` in course.yml)")
-
-
-def _class_folders(course: config.Course, lesson: config.Lesson, lesson_key: str,
-                   submissions: Path | None, out: Path | None) -> tuple[Path, Path]:
-    """The class and OUT a command reads, from its options or course.yml's defaults."""
-    submissions = submissions or (course.path(lesson.submissions) if lesson.submissions else None)
-    out = out or (course.path(lesson.out) if lesson.out else None)
-    if submissions is None or out is None:
-        raise click.UsageError("give --submissions and --out (course.yml sets no default "
-                               f"for lesson {lesson_key})")
-    if not submissions.exists():
-        raise click.BadParameter(f"no submissions at {submissions}: no such folder or zip",
-                                 param_hint="'--submissions'")
-    return submissions, out
-
-
-def _graded(course: config.Course, lesson: config.Lesson, out: Path | None) -> Path:
-    """`--out`, else the lesson's `out`; with neither, a usage error."""
-    if out is not None:
-        return out
-    if lesson.out is None:
-        raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
-    return course.path(lesson.out)
 
 
 class Grader(click.Group):
@@ -150,28 +96,25 @@ def main() -> None:
 @click.option("--submissions", type=click.Path(path_type=Path),
               help="DIR/<student_id>/<exercise>, a Canvas zip or a Gradescope export "
                    "(default: the lesson's `submissions` in course.yml)")
-@click.option("--out", type=click.Path(path_type=Path),
-              help="output folder (default: the lesson's `out` in course.yml)")
+@out_option("the graded folder it writes: scores.json, the pages, the report (default: "
+            "the lesson's `out` in course.yml)")
 @JOBS
 @click.option("--force", is_flag=True, help="regrade even unchanged submissions")
 @click.option("--unsandboxed", is_flag=True,
               help="allow grading without the sandbox when it cannot be set up (trusted work only)")
-@click.option("--language", type=click.Choice(["en", "zh"]),
-              help="feedback language (default: the last run's in --out, else course.yml's)")
+@language("the pages' language")
 @click.option("--scheduler", metavar="ADDRESS",
               help="grade on a Dask cluster: tcp://host:8786, or slurm/pbs/sge/lsf to start "
                    "--jobs dask-jobqueue workers (needs the `cluster` extra)")
-@click.option("--trust-worksheet", is_flag=True,
-              help="grade a Moodle download even where its names and the grading "
-                   "worksheet's disagree (the worksheet's participant numbers decide)")
+@TRUST_WORKSHEET
 def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, language,
         scheduler, trust_worksheet) -> None:
     """Grade every submission of a lesson: scores.json and one feedback page each."""
     from grader.run import grading
 
     course = _course(course_path)
-    lesson = _lesson(course, lesson_key)
-    submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
+    _lesson(course, lesson_key)
+    submissions, out = class_folders(course, lesson_key, submissions, out)
     try:
         graded = grading.grade_lesson(course, lesson_key, submissions, out, jobs=jobs,
                                       events=RunConsole(), force=force,
@@ -197,8 +140,7 @@ def run(course_path, lesson_key, submissions, out, jobs, force, unsandboxed, lan
 @main.command()
 @COURSE
 @LESSON
-@click.option("--out", type=click.Path(path_type=Path),
-              help="where audit.json goes (default: the lesson's `out`/audit)")
+@out_option("where audit.json goes (default: the lesson's `out`/audit)")
 @JOBS
 @click.option("--sample", "sample_size", type=click.IntRange(min=1),
               help="grade a deterministic sample of N mutants (for CI)")
@@ -219,9 +161,7 @@ def audit(course_path, lesson_key, out, jobs, sample_size, operators, min_kill,
     started = time.monotonic()
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = out or (course.path(lesson.out) / "audit" if lesson.out else None)
-    if out is None:
-        raise click.UsageError("give --out (course.yml sets no `out` for this lesson)")
+    out = out or graded_folder(course, lesson_key, None) / "audit"
 
     ctx = LessonContext(course, lesson_key)
     support = bwrap.probe()  # whether bwrap works here: once for every batch
@@ -287,8 +227,7 @@ def tolerance(course_path, lesson_key, folder, select) -> None:
 @click.option("--correct", type=click.Path(file_okay=False, exists=True, path_type=Path),
               help="a folder of correct variants (*.py) that must score full marks with no "
                    "diagnosis (default: the lesson's `correct` in course.yml, if set)")
-@click.option("--out", type=click.Path(path_type=Path),
-              help="keep the graded class here (default: a temporary folder)")
+@out_option("keep the graded class here (default: a temporary folder)")
 @JOBS
 def selftest(course_path, lesson_key, correct, out, jobs) -> None:
     """Instructors: check a lesson's contract (solution full, stub zero, mistakes named
@@ -623,7 +562,7 @@ def history(course_path, lesson_key, student) -> None:
 @main.command("student-bundle")
 @COURSE
 @LESSON
-@_renamed("out", "dest", "the folder to write the bundle into", required=True)
+@out_option("the folder to write the bundle into", old="dest", required=True)
 def student_bundle(course_path, lesson_key, out) -> None:
     """Write what students need to `grader check` at home: no solution inside."""
     from grader.deliver.bundle import build, zipped
@@ -640,17 +579,16 @@ def student_bundle(course_path, lesson_key, out) -> None:
 @main.command()
 @COURSE
 @LESSON
-@GRADED
-@click.option("--language", type=click.Choice(["en", "zh"]),
-              help="the report's language (default: the graded run's, else course.yml's)")
+@GRADED_OUT
+@language("the report's language")
 def report(course_path, lesson_key, out, language) -> None:
     """Write the class report (HTML) from a graded folder, into that folder."""
     from grader.pages.feedback import language_of, templates
     from grader.run.grading import rewrite_report
 
     course = _course(course_path)
-    lesson = _lesson(course, lesson_key)
-    out = _graded(course, lesson, out)
+    _lesson(course, lesson_key)
+    out = graded_folder(course, lesson_key, out)
     if not rewrite_report(course, lesson_key, out, language_of(course, language, out),
                           templates()):
         raise click.ClickException(f"nothing graded in {out}: run `grader run` first")
@@ -663,17 +601,13 @@ def report(course_path, lesson_key, out, language) -> None:
 @click.option("--submissions", type=click.Path(path_type=Path),
               help="the class, as `grader run` takes it (default: the lesson's "
                    "`submissions` in course.yml)")
-@click.option("--out", type=click.Path(path_type=Path),
-              help="the graded folder: similarity.html goes there and its report.html "
-                   "links it (default: the lesson's `out`)")
+@out_option("the graded folder: similarity.html goes there and its report.html links "
+            "it (default: the lesson's `out` in course.yml)")
 @click.option("--threshold", type=click.FloatRange(0, 1), default=THRESHOLD,
               show_default=True,
               help="list pairs in which more than this share of one file matches the other")
-@click.option("--language", type=click.Choice(["en", "zh"]),
-              help="report language (default: the graded run's in --out, else course.yml's)")
-@click.option("--trust-worksheet", is_flag=True,
-              help="compare a Moodle download even where its names and the grading "
-                   "worksheet's disagree (the worksheet's participant numbers decide)")
+@language("the similarity page's language")
+@TRUST_WORKSHEET
 def similarity(course_path, lesson_key, submissions, out, threshold, language,
                trust_worksheet) -> None:
     """TAs: compare every pair of submissions; write the similar pairs side by side."""
@@ -682,8 +616,8 @@ def similarity(course_path, lesson_key, submissions, out, threshold, language,
     from grader.text.shown import clean
 
     course = _course(course_path)
-    lesson = _lesson(course, lesson_key)
-    submissions, out = _class_folders(course, lesson, lesson_key, submissions, out)
+    _lesson(course, lesson_key)
+    submissions, out = class_folders(course, lesson_key, submissions, out)
     try:
         result = compare_class(course, lesson_key, submissions, out, threshold,
                                language_of(course, language, out), trust_worksheet)
@@ -752,10 +686,8 @@ def _formats(ctx: click.Context, param: click.Parameter, value: str) -> list[str
 @LESSON
 @click.option("--to", "formats", required=True, callback=_formats,
               help="comma-separated: " + ", ".join(FORMATS))
-@GRADED
-@click.option("--language", type=click.Choice(["en", "zh"]),
-              help="the LMS comments' language (default: the graded run's, else "
-                   "course.yml's)")
+@GRADED_OUT
+@language("the LMS comments' language")
 def export(course_path, lesson_key, formats, out, language) -> None:
     """Write the graded scores in the formats LMSs import, into OUT/export."""
     from grader.deliver.export import ROSTER_REPORT, export_all, late_notes
@@ -763,7 +695,7 @@ def export(course_path, lesson_key, formats, out, language) -> None:
 
     course = _course(course_path)
     lesson = _lesson(course, lesson_key)
-    out = _graded(course, lesson, out)
+    out = graded_folder(course, lesson_key, out)
     scores = _scores(out)
     try:
         paths, unwritten = export_all(course, lesson_key, scores, Store(out).export_path,
@@ -787,7 +719,7 @@ def export(course_path, lesson_key, formats, out, language) -> None:
 @LESSON
 @click.option("--to", "service", required=True, type=click.Choice(["lti"]),
               help="lti: LTI 1.3 Assignment and Grade Services (course.yml's `lti:`)")
-@GRADED
+@GRADED_OUT
 @click.option("--dry-run", is_flag=True, help="print what would be sent; send nothing")
 @click.option("--force", is_flag=True, help="resend scores the platform already has")
 @click.option("--public-jwk", is_flag=True,
@@ -798,13 +730,13 @@ def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) ->
     from grader.deliver.upload import keys, lti
 
     course = _course(course_path)
-    lesson = _lesson(course, lesson_key)
+    _lesson(course, lesson_key)
     try:
         if public_jwk:
             key = keys.read_key(course)
             click.echo(json.dumps(keys.public_jwk(key, keys.lti_config(course).key_id), indent=1))
             return
-        out = _graded(course, lesson, out)
+        out = graded_folder(course, lesson_key, out)
         done = lti.upload(course, lesson_key, _scores(out), out, dry_run=dry_run,
                           force=force)
     except UploadError as exc:
@@ -820,8 +752,8 @@ def upload(course_path, lesson_key, service, out, dry_run, force, public_jwk) ->
 @main.command("autograder-zip")
 @COURSE
 @LESSON
-@_renamed("out", "dest", "where the zip goes: a folder (for autograder_<lesson>.zip) or "
-          "a .zip path", default=Path("."), show_default=True)
+@out_option("where the zip goes: a folder (for autograder_<lesson>.zip) or a .zip path",
+            old="dest", default=Path("."), show_default=True)
 def autograder_zip(course_path, lesson_key, out) -> None:
     """Build a Gradescope autograder zip (setup.sh, run_autograder) for one lesson."""
     from grader.deliver.autograder_zip import build, memory_warning

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from grader.cli.options import CHECK_COURSE, CHECK_LESSON, language
 from grader.run import interrupts
 
 if TYPE_CHECKING:
@@ -33,17 +34,13 @@ class WrongInput(click.ClickException):
 
 
 @click.command()
-@click.option("--course", "course_path", type=click.Path(dir_okay=False),
-              help="the course file (default: course.yml here, else the one of the "
-                   "student bundle this command was installed from)")
-@click.option("--lesson", "lesson_key", help="the lesson (default: the one whose exercise "
-                                             "file has this name)")
+@CHECK_COURSE
+@CHECK_LESSON
 @click.argument("file", required=False, type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True,
               help="print the results as JSON (per part: practice tests, messages, "
                    "the likely mistake)")
-@click.option("--language", type=click.Choice(["en", "zh"]),
-              help="the check's language (default: course.yml's `language`)")
+@language("the check's language", recorded=False)
 @click.option("--watch", is_flag=True,
               help="keep checking: again each time the file is saved (Ctrl-C ends)")
 @click.option("--in-bwrap", is_flag=True, hidden=True,
@@ -139,8 +136,8 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
     # The sandbox boots (torch, once) while this process imports torch for the checks;
     # unsandboxed (no bwrap) the zygote is a fork of this process: one import for both.
     with interrupts.held():  # torch is imported here: a Ctrl-C in it must not be lost
-        sandbox = slots.Sandbox(course.path(lesson.probes), sandboxed and not in_bwrap,
-                                tuple(lesson.preload), fork=True, support=support)
+        sandbox = slots.Sandbox.for_lesson(course, lesson, sandboxed and not in_bwrap,
+                                           fork=True, support=support)
         import torch  # noqa: F401 - held: see above
     from grader.judge.plugin import GraderFault
     from grader.sandbox.limits import SandboxError

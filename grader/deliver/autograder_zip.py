@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shlex
 import stat
 import subprocess
@@ -27,6 +26,8 @@ from pathlib import Path
 
 import yaml
 
+from grader.deliver.torch_pin import CPU_INDEX, torch_pin
+from grader.intake.capped import chunks
 from grader.sandbox.slot import BASE_UID
 from grader.judge.context import FROM_RECORDING
 from grader.store import Store, safe_name
@@ -58,7 +59,6 @@ if ! id -u {user} >/dev/null 2>&1; then
 fi
 """
 SUBMISSION_USER = "minimind-student"
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 RUN = """#!/usr/bin/env bash
 # Run by Gradescope for each submission: grade it, write results/results.json.
@@ -85,15 +85,6 @@ def _files(base: Path) -> list[Path]:
                   if f.is_file() and not SKIP.intersection(f.relative_to(base).parts))
 
 
-def _torch_pin(course_root: Path) -> str:
-    """The torch version pyproject.toml pins, so setup.sh installs the one tested with."""
-    text = (course_root / "pyproject.toml").read_text(encoding="utf-8")
-    pin = re.search(r'"torch==([^";\s]+)', text)
-    if pin is None:
-        raise ValueError("pyproject.toml pins no torch version (torch==X)")
-    return pin.group(1)
-
-
 def memory_warning(course, lesson_key: str) -> str:
     """Why the lesson's memory limit may not hold on Gradescope, or "": above what the
     container has beside the grader, a hungry submission makes the container run out
@@ -110,7 +101,8 @@ def memory_warning(course, lesson_key: str) -> str:
 
 def setup_script(course_root: Path) -> str:
     """The zip's setup.sh (its tests run it without building a zip)."""
-    return SETUP.format(cpu_index=CPU_INDEX, torch=_torch_pin(course_root),
+    pin = torch_pin((course_root / "pyproject.toml").read_text(encoding="utf-8"))
+    return SETUP.format(cpu_index=CPU_INDEX, torch=pin,
                         user=SUBMISSION_USER, uid=BASE_UID)
 
 
@@ -258,10 +250,7 @@ def _copy_entry(folder: int, name: str, target: Path, depth: int,
                 if st.st_size > max_file:
                     dst.truncate(st.st_size)
                 else:  # at most one byte over, should it grow meanwhile
-                    left = max_file + 1
-                    while left and (chunk := os.read(fd, min(left, 1 << 20))):
-                        dst.write(chunk)
-                        left -= len(chunk)
+                    dst.writelines(chunks(fd, max_file))
         finally:
             os.close(fd)
         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))  # intake's "newest"

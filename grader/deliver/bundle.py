@@ -35,6 +35,7 @@ from grader.judge import divergence, questions, runner, smallest
 from grader.config import NOT_SCORED_KEYS, Course
 from grader.judge.context import LessonContext
 from grader.judge.reference import Caller, combined_for_recording, save_recording
+from grader.deliver.torch_pin import CPU_INDEX, torch_pin
 from grader.text.strings import TEMPLATES
 from grader.lesson.testfile import is_practice
 
@@ -110,14 +111,6 @@ def _dependencies(pyproject: str) -> list[str]:
     return kept
 
 
-def torch_pin(pyproject: str) -> str:
-    """The torch version the project pins: the graded run's."""
-    pin = re.search(r'"torch==([^";\s]+)', pyproject)
-    if pin is None:
-        raise ValueError("pyproject.toml pins no torch version (torch==X)")
-    return pin.group(1)
-
-
 def shipped(tests: Path) -> list[Path]:
     """The files of a lesson's tests folder that students receive."""
     return sorted(f for f in tests.glob("*.py")
@@ -138,7 +131,7 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     # for every combination of mistakes too, so the bundle's check is the project's.
     students = [refs.reference.twin(), *(Caller(v.caller.module, refs.probes)
                                          for v in refs.variants)]
-    runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE,
+    runner.run_tests(ctx, [(s, lambda raw: None) for s in students], select=runner.PRACTICE_TESTS,
                      precompute=True)
     combined_for_recording(refs)
     # the reference's side of every fresh input a failing part's feedback asks about,
@@ -156,9 +149,11 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
         key=lesson_key, dependencies="\n".join(f'  "{d}",' for d in _dependencies(project))),
         encoding="utf-8")
     installer = (ROOT / "grader" / "deliver" / "bundle_install.py").read_text(encoding="utf-8")
-    (dest / "install.py").write_text(re.sub(
-        r'^TORCH = "[^"]*"', f'TORCH = "{torch_pin(project)}"', installer, count=1,
-        flags=re.M), encoding="utf-8")
+    for name, value in (("TORCH", torch_pin(project)), ("CPU_INDEX", CPU_INDEX)):
+        installer, n = re.subn(rf'^{name} = "[^"]*"', f'{name} = "{value}"', installer,
+                               count=1, flags=re.M)
+        assert n == 1, name  # bundle_install.py's own line, which this fills in
+    (dest / "install.py").write_text(installer, encoding="utf-8")
     test_dir = dest / "tests" / tests.name
     test_dir.mkdir(parents=True, exist_ok=True)
     for f in shipped(tests):

@@ -8,7 +8,7 @@ reached, from pip's own indexes only if what they offer is a CPU build (macOS an
 Windows wheels are; Linux ones from PyPI pull several GB of CUDA), never CUDA. Then
 the bundle itself (`pip install -e .`), which needs no other torch. Standard library
 only: it runs before anything is installed. The bundle writes the graded run's torch
-version into TORCH below.
+version and the CPU index into TORCH and CPU_INDEX below.
 """
 from __future__ import annotations
 
@@ -21,8 +21,10 @@ import venv
 from importlib import metadata
 from pathlib import Path
 
-TORCH = "2.13.0"  # the graded run's, written here by `grader student-bundle`
-CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+# Both written here by `grader student-bundle` (grader/deliver/torch_pin.py): the
+# graded run's torch version and the PyTorch CPU index
+TORCH = ""
+CPU_INDEX = ""
 HERE = Path(__file__).resolve().parent
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,13 +34,18 @@ def read_capped(path: Path, cap: int) -> tuple[bytes, int]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise NotAFile(errno.EINVAL, "it is not a regular file")
-        chunks, left = [], cap + 1
-        while left and (chunk := os.read(fd, min(left, 1 << 20))):
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks), st.st_size
+        return b"".join(chunks(fd, cap)), st.st_size
     finally:
         os.close(fd)
+
+
+def chunks(fd: int, cap: int) -> Iterator[bytes]:
+    """What an open file holds, at most cap+1 bytes (one over: it is, or grew, past
+    its cap), in pieces of at most 1 MiB: the one capped read every copy uses."""
+    left = cap + 1
+    while left and (chunk := os.read(fd, min(left, 1 << 20))):
+        yield chunk
+        left -= len(chunk)
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ import yaml
 
 from grader.config import Student
 from grader.intake.notebook import load
-from grader.intake.capped import MAX_FILE, read_capped
+from grader.intake.capped import MAX_FILE, chunks, read_capped
 from grader.text.shown import printable, raw_bytes, reason_of
 from grader.store import safe_name
 from grader.text.strings import STRINGS, Said, in_language, say
@@ -318,10 +318,7 @@ def _taken_in(root: Path, cand: Candidate, dest: Path, skips: Skips) -> Path | N
         dest.mkdir(parents=True, exist_ok=True)
         target = dest / f"submission{cand.path.suffix}"
         with open(target, "wb") as out:  # at most one byte over, should it grow meanwhile
-            left = MAX_FILE + 1
-            while left and (chunk := os.read(fds[-1], min(left, 1 << 20))):
-                out.write(chunk)
-                left -= len(chunk)
+            out.writelines(chunks(fds[-1], MAX_FILE))
         return target
     except OSError as exc:
         # a link where the walk saw a file or folder: O_NOFOLLOW refuses it (ELOOP, or

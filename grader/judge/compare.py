@@ -7,7 +7,10 @@ the test at the end if any check failed. A graded case's checks record less: the
 verdict, shapes, dtypes, the tolerance and how many values are beyond it, no fact of
 one element (`disclosed` says why). Hidden tests never see student objects, only
 tensors decoded on the trusted side.
-"""
+
+Not run/compare_class.py, which compares a class's submissions with each other as
+text (`grader similarity`): this one compares one student's tensors with the
+reference's, by the checks' rule (closeness.py)."""
 from __future__ import annotations
 
 import copy

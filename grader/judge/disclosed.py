@@ -13,7 +13,9 @@ case's outputs one by one. Where a student's values go wrong is shown where the 
 are fresh: the practice cases, the smallest failing example, the line the values first
 differ on. `Checks` records none of these for a graded case (compare.py); this filter
 holds for a record stored before it did.
-"""
+
+Whether a fact may be shown; how it is then written (cleaned, bounded, rounded) is
+text/shown.py's."""
 from __future__ import annotations
 
 # Fields of a graded check that name an element or give back one's value.

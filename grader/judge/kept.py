@@ -11,18 +11,20 @@ signatures and traces are the grader's computations). One per use: `grader run`'
 the hidden tests' results, `grader check`'s the practice tests'. A damaged one is
 computed afresh, and a home that cannot be written is no error: the next run computes
 again, no worse. A student bundle and the autograder zip ship their own (`recorded`).
-"""
+
+"Kept" here is this cache only: not the records OUT keeps (store.py), nor the
+similarity's `KEPT` (characters of code with names kept, run/similarity.py)."""
 from __future__ import annotations
 
 import hashlib
 import os
-import re
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from grader import config
 from grader.judge.context import LessonContext
+from grader.store import safe_name
 
 if TYPE_CHECKING:
     from grader.judge.reference import LessonRefs
@@ -37,14 +39,14 @@ def path(course: config.Course, lesson_key: str, use: Literal["graded", "practic
     for f in sorted(GRADER.rglob("*.py")):
         code.update(f.relative_to(GRADER).as_posix().encode() + b"\0" + f.read_bytes())
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    version = re.sub(r"[^\w.-]", "_", f"{course.version(lesson_key)}-torch"
-                                      f"{metadata.version('torch')}-grader{code.hexdigest()[:12]}")
+    version = safe_name(f"{course.version(lesson_key)}-torch{metadata.version('torch')}"
+                        f"-grader{code.hexdigest()[:12]}")
     return cache / "minimind-grader" / use / f"{_lesson_name(course, lesson_key)}{version}.bin"
 
 
 def _lesson_name(course: config.Course, lesson_key: str) -> str:
     """What a recording's name begins with: its course and lesson (a safe file name)."""
-    return re.sub(r"[^\w.-]", "_", f"{course.course}-{lesson_key}-")
+    return safe_name(f"{course.course}-{lesson_key}") + "-"
 
 
 def context(course: config.Course, lesson_key: str,

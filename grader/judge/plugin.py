@@ -7,7 +7,9 @@ check failed, and, for a failing part, replays the test against each known
 mistake of that part: if the student's (cached) results pass against a mistake's
 results, that mistake is the diagnosis. Everything a test records (`meta`) is the
 test's metadata in its raw log (runner.GradingLoop).
-"""
+
+Not runner.py: the runner drives a pytest session (which submissions, which tests,
+the records); this plugin is what runs inside it, test by test."""
 from __future__ import annotations
 
 import inspect

@@ -3,7 +3,10 @@
 The hidden tests run under pytest on the trusted side; the submission is reached
 only through probe calls on its session. Each submission's raw log (in
 pytest-json-report's format) is kept beside the scores, which are computed from it.
-"""
+
+Not plugin.py: this module drives the pytest session (the submissions, the tests it
+selects, the records built from the raw log); the plugin gives the tests inside it
+their fixtures and hooks."""
 from __future__ import annotations
 
 import inspect
@@ -43,7 +46,7 @@ from grader.lesson.testfile import is_practice, part_of
 # Graded runs score the hidden cases only. Practice cases (test_practice_<part>.py, which
 # the grading plugin marks `practice`; shipped to students with their reference results)
 # are run by `grader check`, worth 0 points.
-GRADED, PRACTICE = "not practice", "practice"
+GRADED_TESTS, PRACTICE_TESTS = "not practice", "practice"  # pytest -k selections
 # A hidden test that broke on its own (the self-check makes this rare): no source shown.
 GRADER_ERROR = "the grader could not run this test (a grader error, not yours)"
 
@@ -241,7 +244,7 @@ class CollectionErrors:
 
 
 def run_tests(ctx: LessonContext, jobs: Iterable[tuple[object, Callable[[dict], None]]],
-              select: str = GRADED, precompute: bool = False) -> None:
+              select: str = GRADED_TESTS, precompute: bool = False) -> None:
     """Run the lesson's hidden tests once per job: (student caller, callback(raw log))."""
     tests = ctx.tests
     plugin = GradingPlugin(None, ctx.refs, ctx.course.tolerances(ctx.key),
@@ -348,7 +351,7 @@ def _test_record(t: dict) -> TestRecord:
 
 
 def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | None,
-               on_result: Callable[[GradeRecord], None], select: str = GRADED) -> None:
+               on_result: Callable[[GradeRecord], None], select: str = GRADED_TESTS) -> None:
     """Grade submissions one after another in one pytest session; report each record."""
     lesson = ctx.lesson
     limits = ctx.course.limits(ctx.key)
@@ -384,7 +387,7 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                 if session is not None:
                     session.close()
             excused = _stand_in_round(ctx, session, scored,
-                                      recorded_only or select != GRADED)
+                                      recorded_only or select != GRADED_TESTS)
             record = _record(ctx, sub, slot, session, missing, reports[0], scored,
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()
@@ -514,7 +517,7 @@ def _award_nothing(scored: Scored) -> None:
 
 
 def grade(ctx: LessonContext, sub: Submission, slot: SlotLike | None,
-          select: str = GRADED) -> GradeRecord:
+          select: str = GRADED_TESTS) -> GradeRecord:
     """Grade a single submission (used by `grader check` and the tests)."""
     out: list[GradeRecord] = []
     grade_many(ctx, [sub], slot, out.append, select)

@@ -7,7 +7,9 @@ factor, a constant shift, the last two axes transposed, the rows (tokens) of the
 reference in another order, or only some rows wrong (which, and what they share).
 A claim is made only when the reference so transformed matches the student's result
 within the same tolerance the check used: a claim is a fact, never a guess.
-"""
+
+"Structure" is only this: the shape of a check's difference (a `Claim`). A part
+built from other parts is a composite part (pages/explain.py), not a structure."""
 from __future__ import annotations
 
 from collections.abc import Callable

@@ -19,8 +19,9 @@ from pathlib import Path
 import torch
 
 from grader.judge.reference import lesson_file
+from grader.lesson import seeds
 
-SEED_BASE = 7_000_000_000_000  # no hidden or practice test draws a seed this large
+SEED_BASE = seeds.TRACES      # no hidden or practice test draws a seed this large
 Request = tuple[str, dict]     # (probe, args), as a probe call takes them
 Builder = Callable[[torch.Generator], list[Request]]
 FILE = "trace_inputs.py"       # in a lesson's tests folder; never shipped to students

@@ -34,7 +34,8 @@ Queue, account, cores, memory, walltime and the job's Python come from dask's
 config (`~/.config/dask/jobqueue.yaml`, section `jobqueue.slurm` etc.); the job's
 `python` must be this venv's interpreter (e.g. `python: /path/.venv/bin/python`), and
 the jobs must run as root with bubblewrap for the sandbox (else `--unsandboxed`).
-"""
+
+The pool's work (pool.py, one machine) spread over a Dask cluster's machines."""
 from __future__ import annotations
 
 import atexit
@@ -298,7 +299,7 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     state.drop()  # a new lesson or version: this process keeps one slot
     from grader.run import pool
     from grader.sandbox import bwrap
-    from grader.sandbox.slot import open_slot
+    from grader.sandbox.slot import Sandbox
 
     support = bwrap.probe() if sandboxed else None  # whether bwrap works on this node
     if support is not None and support.reason:
@@ -317,8 +318,7 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     except RuntimeError as exc:
         raise SolutionFailsItsTests(str(exc)) from None
     lesson = ctx.lesson
-    slot = open_slot(local.path(lesson.probes), sandboxed, tuple(lesson.preload),
-                     support=support)
+    slot = Sandbox.for_lesson(local, lesson, sandboxed, support=support).sole_slot()
     state.warm = _Warm(key, ctx, slot)
     return state.warm
 

@@ -2,7 +2,9 @@
 every pair compared as text (grader/run/similarity.py), OUT/similarity.html written, and
 the class report written again to link it. Nothing here prints; `Compared` says what
 was done, for the CLI to show.
-"""
+
+Not judge/compare.py, which compares one student's tensors with the reference's
+(the checks): this one compares the class's files with each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -283,9 +283,8 @@ def boot(course: Course, lesson: Lesson, unsandboxed: bool, support: Support,
     from grader.sandbox import slot as slots
 
     with interrupts.held():  # a fork imports torch here: a Ctrl-C in it must not be lost
-        return slots.Sandbox(course.path(lesson.probes), available(unsandboxed, support),
-                             tuple(lesson.preload), fork=fork, private=private,
-                             support=support)
+        return slots.Sandbox.for_lesson(course, lesson, available(unsandboxed, support),
+                                        fork=fork, private=private, support=support)
 
 
 def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summary, *,

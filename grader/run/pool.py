@@ -7,7 +7,10 @@ once (torch and the lesson's imports, while the parent warms up) and gives each
 worker a slot of its own (its own uid and namespaces). Each worker runs one
 pytest session over the submissions it pulls from a shared queue, and writes
 each result atomically as soon as it has it.
-"""
+
+Its counterpart on many machines is cluster.py (Dask): both give each worker one
+warm slot and grade with `runner.grade_many`; the parent (here) or the client (there)
+alone writes OUT."""
 from __future__ import annotations
 
 import contextlib
@@ -108,8 +111,8 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
     jobs = min(jobs, len(todo))
     with contextlib.ExitStack() as lifetime:
         if sandbox is None:
-            sandbox = lifetime.enter_context(Sandbox(ctx.course.path(lesson.probes),
-                                                     sandboxed, tuple(lesson.preload)))
+            sandbox = lifetime.enter_context(Sandbox.for_lesson(ctx.course, lesson,
+                                                                sandboxed))
         _grade_on(ctx, todo, out, jobs, language, summary, progress, sandbox, collect)
 
 

@@ -133,7 +133,7 @@ def run_file(ctx: LessonContext, file: Path, slot: Slot,
     with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
         path, notes = notebook.load(file, file.name, Path(tmp) / ctx.lesson.exercise)
         record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
-                              select=runner.PRACTICE)
+                              select=runner.PRACTICE_TESTS)
     return _practiced(ctx, record, language)
 
 
@@ -161,7 +161,7 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
 
         runner.grade_many(ctx, submissions(), slot,
                           lambda record: show(_practiced(ctx, record, language)),
-                          select=runner.PRACTICE)
+                          select=runner.PRACTICE_TESTS)
 
 
 class Warming:

@@ -259,6 +259,22 @@ def _fork_zygote(child: socket.socket, probes: Path, preload: tuple[str, ...],
     return _Forked(pid, err_r)
 
 
+class LessonFiles(Protocol):
+    """What a sandbox needs of a course's lesson (config.Lesson): its probes, and the
+    modules every slot imports once."""
+
+    @property
+    def probes(self) -> Path: ...
+
+    preload: list[str]
+
+
+class CourseFolder(Protocol):
+    """Where a course's relative paths start (config.Course.path)."""
+
+    def path(self, p: Path) -> Path: ...
+
+
 class Sandbox:
     """The warm zygote. It starts booting at once; `slot()` waits for it to be ready.
     Start it from the thread that will outlive it: bwrap dies with the thread that
@@ -266,6 +282,15 @@ class Sandbox:
     this process (`forkable`, `_fork_zygote`); sandboxed, it never is.
     `private`: the class and OUT, closed to submissions in container mode. `support`:
     what the caller's `bwrap.probe` found, when it has probed (else probed here)."""
+
+    @classmethod
+    def for_lesson(cls, course: CourseFolder, lesson: LessonFiles, sandboxed: bool, *,
+                   fork: bool = False, private: tuple[Path, ...] = (),
+                   support: bwrap.Support | None = None) -> Sandbox:
+        """The sandbox a lesson's submissions run in, booted from the lesson's probes
+        with its preloaded modules: the one way every command boots one."""
+        return cls(course.path(lesson.probes), sandboxed, tuple(lesson.preload), fork=fork,
+                   private=private, support=support)
 
     def __init__(self, probes: Path, sandboxed: bool = True,
                  preload: tuple[str, ...] = ("torch",), fork: bool = False,

@@ -5,3 +5,12 @@ how the grader reads its own YAML (yamlread.py).
 In: templates/i18n.yml. Out: strings. Imports nothing of the grader but the package's
 own location (strings.TEMPLATES); every stage but inside/ imports it.
 """
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+# The languages the pages, the check and the LMS comments are written in: one key per
+# language in templates/i18n.yml (strings.py refuses a file that has other ones), the
+# choices of every command's --language and of course.yml's `language`.
+Language = Literal["en", "zh"]
+LANGUAGES: tuple[str, ...] = get_args(Language)

@@ -1,6 +1,9 @@
 """Untrusted text and numbers as they are shown: names and errors from a class's files
 (intake, the notebook loader), any student text on a page or in the terminal (no
-control or bidi characters, bounded), measured numbers and points."""
+control or bidi characters, bounded), measured numbers and points.
+
+How a thing is written once it is shown; whether a student may see a fact of a
+check at all is judge/disclosed.py's."""
 from __future__ import annotations
 
 import math

@@ -9,6 +9,7 @@ from pathlib import Path
 import yaml
 
 import grader
+from grader.text import LANGUAGES
 from grader.text.shown import clean
 from grader.text.yamlread import LOADER
 
@@ -38,6 +39,9 @@ def _load_strings(path: Path) -> dict[str, dict[str, str]]:
 
 
 STRINGS = _load_strings(TEMPLATES / "i18n.yml")
+if tuple(STRINGS) != tuple(sorted(LANGUAGES)):
+    raise ValueError(f"templates/i18n.yml's languages are {', '.join(STRINGS)}; "
+                     f"grader.text.LANGUAGES names {', '.join(LANGUAGES)}")
 
 
 class Said(str):

@@ -92,6 +92,32 @@ def hostile(at_import: str = "", **in_function: str) -> str:
     return src
 
 
+
+def fork_and_hold(helper_mb: int, own_mb: int, then: str) -> str:
+    """The fork-and-hold attack, the code of a function `hostile` is given: three helper
+    processes hold `helper_mb` MiB each, then the child itself `own_mb` MiB more, and
+    runs `then` (one line; `len(got) * (helper_mb << 20) + len(mine)` is what they hold).
+    The child takes its share only once every helper holds its own: a pipe tells it,
+    not a sleep that a busy machine can outlast."""
+    return f'''
+import os, time
+ready, told = os.pipe()
+for _ in range(3):
+    if os.fork() == 0:
+        try:
+            held = bytearray(b"x") * ({helper_mb} << 20)
+            os.write(told, b"+")
+            time.sleep(120)
+        finally:
+            os._exit(0)
+os.close(told)
+got = b""
+while len(got) < 3 and (more := os.read(ready, 3)):
+    got += more
+mine = bytearray(b"x") * ({own_mb} << 20)
+{then}
+'''
+
 def write_subs(root: Path, sources: dict[str, str]) -> list[runner.Submission]:
     subs = []
     for sid, source in sources.items():

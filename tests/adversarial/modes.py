@@ -26,6 +26,10 @@ REPO = Path(__file__).resolve().parents[2]
 COURSE_PARTS = ("course.yml", "solutions", "exercises", "hidden_tests", "templates")
 MODES = ("own", "userns", "container", "container-no-userns")
 NO_USERNS = Path(__file__).resolve().parent / "no_userns.py"
+# The modes a slot runs in, each with the Landlock ABI the run is capped at (None: the
+# kernel's; 5: a kernel before 6.12, without signal scoping; 0: one without Landlock)
+SLOT_CASES = [("userns", None), ("userns", "5"), ("userns", "0"), ("own", None),
+              ("own", "0"), ("container", None)]
 
 
 def reason(mode: str) -> str | None:
@@ -56,6 +60,25 @@ def class_folder(limits: dict[str, int] | None = None) -> Path:
         assert n == 1, key
     yml.write_text(text, encoding="utf-8")
     return top
+
+
+def grade_once(mode: str, abi: str | None, sources: dict[str, str],
+               limits: dict[str, int] | None = None) -> tuple[dict[str, dict], str]:
+    """`grade` in a course copy of its own (with `limits`), removed after, with the
+    run's Landlock ABI capped at `abi`; skipped where `mode` cannot run here."""
+    import pytest
+    from conftest import require_sandbox
+
+    if why := reason(mode):
+        pytest.skip(why)
+    if mode == "own":
+        require_sandbox()
+    top = class_folder(limits)
+    try:
+        return grade(top, mode, sources,
+                     extra_env={"GRADER_LANDLOCK_ABI": abi} if abi else None)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def grade(top: Path, mode: str, sources: dict[str, str], out: str = "out",

@@ -13,12 +13,11 @@ graded in full. (memfd_create: test_syscalls.py.)
 from __future__ import annotations
 
 import re
-import shutil
 
 import pytest
 
 import modes
-from conftest import FULL, PARTS, SOLUTION, failed_messages, hostile, lost, require_sandbox
+from conftest import FULL, PARTS, SOLUTION, failed_messages, fork_and_hold, hostile, lost
 
 MEMORY_MB = 256
 LIMITS = {"memory_mb": MEMORY_MB, "test_wall_s": 120, "submission_wall_s": 1200}
@@ -38,24 +37,8 @@ def _report(held, why):
 ATTACKS = {
     # three helpers of 100 MiB, then the child's own 200 MiB: each under the cap, 500
     # MiB together (the child last, once every helper holds its share: a pipe tells it)
-    "forks": '''
-        import os, time
-        ready, told = os.pipe()
-        for _ in range(3):
-            if os.fork() == 0:
-                try:
-                    held = bytearray(b"x") * (100 << 20)
-                    os.write(told, b"+")
-                    time.sleep(120)
-                finally:
-                    os._exit(0)
-        os.close(told)
-        got = b""
-        while len(got) < 3 and (more := os.read(ready, 3)):
-            got += more
-        mine = bytearray(b"x") * (200 << 20)
-        _report(len(got) * (100 << 20) + len(mine), "four processes hold it together")
-    ''',
+    "forks": fork_and_hold(100, 200, '_report(len(got) * (100 << 20) + len(mine), '
+                                      '"four processes hold it together")'),
     "pipes": '''
         import fcntl, os
         held, why, keep = 0, "", []
@@ -138,16 +121,8 @@ def _held_mb(messages: list[str]) -> int:
 
 @pytest.mark.parametrize(("mode", "abi"), CASES)
 def test_memory_outside_the_cap_is_refused(mode, abi):
-    if reason := modes.reason(mode):
-        pytest.skip(reason)
-    if mode == "own":
-        require_sandbox()
-    top = modes.class_folder(LIMITS)
-    try:
-        records, said = modes.grade(top, mode, {**SOURCES, "z-honest": SOLUTION.read_text()},
-                                    extra_env={"GRADER_LANDLOCK_ABI": abi} if abi else None)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
+    records, said = modes.grade_once(mode, abi, {**SOURCES, "z-honest": SOLUTION.read_text()},
+                                     LIMITS)
     alone = "no writable memory cgroup" in said
     for sid in SOURCES:
         print(f"\n{mode}/{abi} {sid}: {failed_messages(records[sid], 'dispatch')[:1]}")

@@ -10,32 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import (FULL, PARTS, SOLUTION, course_copy, failed_messages, grade_all,
-                      hostile, lost, open_slot, require_sandbox, wait_no_processes)
+from conftest import (FULL, PARTS, SOLUTION, course_copy, failed_messages, fork_and_hold,
+                      grade_all, hostile, lost, open_slot, require_sandbox, wait_no_processes)
 
 MEMORY_MB = 256  # the cgroup allows this plus a margin for pages copied from the zygote
 LIMITS = {"memory_mb": MEMORY_MB, "test_wall_s": 120, "submission_wall_s": 1200}
 
 # Three helpers hold 120 MiB each (each under the 256 MiB per-process limit), then
 # the child itself takes 200 MiB more: 560 MiB together.
-SPREAD = hostile(dispatch='''
-    import os, time
-    ready, told = os.pipe()
-    for _ in range(3):
-        if os.fork() == 0:
-            try:
-                held = bytearray(b"x") * (120 << 20)
-                os.write(told, b"+")
-                time.sleep(120)
-            finally:
-                os._exit(0)
-    os.close(told)
-    got = b""
-    while len(got) < 3 and (more := os.read(ready, 3)):
-        got += more
-    mine = bytearray(b"x") * (200 << 20)
-    raise RuntimeError("ATTACK WORKED: 560 MiB held together")
-''')
+SPREAD = hostile(dispatch=fork_and_hold(
+    120, 200, 'raise RuntimeError("ATTACK WORKED: 560 MiB held together")'))
 
 
 @pytest.fixture(scope="module")

@@ -42,29 +42,14 @@ _time.sleep(1)
 HONEST = ("b-honest", "c-honest")
 
 
-def _run(mode: str, abi: str | None) -> tuple[dict[str, dict], str]:
-    if reason := modes.reason(mode):
-        pytest.skip(reason)
-    if mode == "own":
-        require_sandbox()
-    top = modes.class_folder()
-    try:
-        sources = {"a-attacker": hostile(route=ATTACK), **{s: SOLUTION.read_text()
-                                                           for s in HONEST}}
-        return modes.grade(top, mode, sources,
-                           extra_env={"GRADER_LANDLOCK_ABI": abi} if abi else None)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
-
-
-@pytest.mark.parametrize(("mode", "abi"), [("userns", None), ("userns", "5"), ("userns", "0"),
-                                           ("own", None), ("own", "0"), ("container", None)])
+@pytest.mark.parametrize(("mode", "abi"), modes.SLOT_CASES)
 def test_a_child_cannot_signal_its_slot(mode, abi):
     """The attacker signals pid 1 (its slot, where it has its own pid namespace) with
     every signal, in a probe call: the slot ignores them all, the attacker is graded as
     its code deserves (full marks: it is the solution), and so is everyone after it on
     the same slot (`modes.grade` also asserts the run's exit status is 0)."""
-    records, said = _run(mode, abi)
+    records, said = modes.grade_once(mode, abi, {
+        "a-attacker": hostile(route=ATTACK), **{s: SOLUTION.read_text() for s in HONEST}})
     for sid, record in records.items():
         assert (record["status"], record["score"]) == ("graded", 10.0), (sid, said)
 

@@ -153,3 +153,24 @@ def test_a_required_folder_may_be_given_by_its_old_spelling(tmp_path):
                     "--dest", str(tmp_path))
     assert result.exit_code == 2 and "Missing option" not in result.output
     assert "no lesson '99'" in result.output
+
+
+def test_one_vocabulary_for_the_shared_options():
+    """--course, --lesson, --language and --trust-worksheet say the same in every
+    command that has them (grader/cli/options.py declares each once), --language offers
+    the languages the strings have, and the commands that keep the grade of record work
+    beside course.yml: they take no OUT."""
+    from grader.text.strings import STRINGS
+
+    helps: dict[str, set] = {}
+    for name, command in cli.main.commands.items():
+        for p in command.params:
+            if isinstance(p, click.Option) and p.opts[0] in ("--course", "--lesson",
+                                                             "--trust-worksheet"):
+                helps.setdefault(f"{name == 'check'} {p.opts[0]}", set()).add(p.help)
+            if p.opts[0] == "--language":
+                assert list(p.type.choices) == list(STRINGS), name
+                assert "(default: " in p.help, name
+    assert helps and all(len(h) == 1 for h in helps.values()), helps
+    for name in ("mark", "extend", "override", "regrade", "history"):
+        assert not [p for p in cli.main.commands[name].params if "--out" in p.opts], name

@@ -37,13 +37,13 @@ def test_each_submission_has_its_own_raw_log(course):
 def test_practice_tests_are_those_of_practice_files(course):
     ctx = LessonContext(course, "10")
     files = {}
-    for select in (runner.GRADED, runner.PRACTICE):
+    for select in (runner.GRADED_TESTS, runner.PRACTICE_TESTS):
         reports: list[dict] = []
         runner.run_tests(ctx, [(ctx.refs.reference.twin(), reports.append)], select=select)
         files[select] = {t["nodeid"].split("::")[0] for t in reports[0]["tests"]}
-    assert files[runner.PRACTICE] == {"test_practice_norm.py"}
-    assert files[runner.GRADED] and not any(f.startswith("test_practice_")
-                                            for f in files[runner.GRADED])
+    assert files[runner.PRACTICE_TESTS] == {"test_practice_norm.py"}
+    assert files[runner.GRADED_TESTS] and not any(f.startswith("test_practice_")
+                                            for f in files[runner.GRADED_TESTS])
     assert "pytestmark" not in (ctx.tests / "test_practice_norm.py").read_text()
 
 
@@ -93,16 +93,16 @@ def test_practice_ids_name_their_case_as_the_graded_ids_do(course, lesson):
     """`grader check` prints practice test ids: each names its case (`[E=4 K=2 ...]` where
     the part's graded ids name fields, a case's name where they name cases)."""
     ctx = LessonContext(course, lesson)
-    ids: dict[str, dict[str, set]] = {runner.GRADED: {}, runner.PRACTICE: {}}
+    ids: dict[str, dict[str, set]] = {runner.GRADED_TESTS: {}, runner.PRACTICE_TESTS: {}}
     for select in ids:
         reports: list[dict] = []
         runner.run_tests(ctx, [(ctx.refs.reference.twin(), reports.append)], select=select)
         for t in reports[0]["tests"]:
             part = testfile.part_of(t["nodeid"].split("::")[0])
             ids[select].setdefault(part, set()).add(t["nodeid"].split("::")[1])
-    assert set(ids[runner.PRACTICE]) == set(ids[runner.GRADED])
-    for part, practice in ids[runner.PRACTICE].items():
-        graded = ids[runner.GRADED][part]
+    assert set(ids[runner.PRACTICE_TESTS]) == set(ids[runner.GRADED_TESTS])
+    for part, practice in ids[runner.PRACTICE_TESTS].items():
+        graded = ids[runner.GRADED_TESTS][part]
         assert all("[" in n for n in practice | graded), (part, practice)
         named = {tuple(_fields(n)) for n in graded if "=" in n}
         assert all(tuple(_fields(n)) in named for n in practice) if named else True, (

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from grader import config
 from grader.author.newlesson import templates as t
+from grader.lesson import seeds as bands
 from grader.lesson.release import make_stub
 from grader.lesson.testfile import name_of
 
@@ -27,7 +28,6 @@ NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 LESSONS = re.compile(r"^lessons:\s*(#.*)?$")
 TOP_LEVEL = re.compile(r"^[^\s#]")
-PRACTICE_SEED = 10_000  # practice seeds: far from the graded ones (100, 200, ...)
 
 
 class LessonError(ValueError):
@@ -82,11 +82,11 @@ def course_entry(text: str, key: str, module: str, parts: list[str]) -> str:
 
 def _tests(part: str, i: int, composite: bool) -> tuple[str, str]:
     """The graded and the practice test of the i-th part (their seeds: 100·(i+1) and
-    PRACTICE_SEED + i, far apart)."""
+    bands.PRACTICE + i: lesson/seeds.py's bands)."""
     seeds = dict(part=part, seed=100 * (i + 1), seed_b=100 * (i + 1) + 1)
-    practice = dict(part=part, seed=PRACTICE_SEED + i)
+    practice = dict(part=part, seed=bands.PRACTICE + i)
     if not composite:
-        return t.GRADED.substitute(seeds), t.PRACTICE.substitute(practice)
+        return t.GRADED_TEST.substitute(seeds), t.PRACTICE_TEST.substitute(practice)
     checks = t.EXPLAINED_CHECKS.substitute(part=part)
     return (t.GRADED_COMPOSITE.substitute(seeds, checks=checks),
             t.PRACTICE_COMPOSITE.substitute(practice, checks=checks))

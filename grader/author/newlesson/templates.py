@@ -69,7 +69,7 @@ def $part(m, x: torch.Tensor) -> dict:
     return {"y": plain(y, "$part's result")}
 ''')
 
-GRADED = Template('''"""Part "$part": TODO(new-lesson): what the graded cases cover (sizes, dtypes, edge
+GRADED_TEST = Template('''"""Part "$part": TODO(new-lesson): what the graded cases cover (sizes, dtypes, edge
 cases). Graded cases draw their inputs from seeds no practice case uses."""
 import pytest
 import torch
@@ -140,7 +140,7 @@ mistake, one that raises, one that times out) and say what each should score.
 | TODO(new-lesson) | a correct submission, written differently from the solution | full marks |
 ''')
 
-PRACTICE = Template('''"""Practice case for part "$part" (0 points): shipped to students with its recorded
+PRACTICE_TEST = Template('''"""Practice case for part "$part" (0 points): shipped to students with its recorded
 reference result, so its inputs come from a seed no graded case uses; its parameters
 are the graded tests', so its id names its case as theirs do."""
 import pytest

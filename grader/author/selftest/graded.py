@@ -58,8 +58,8 @@ def grade(course: Course, key: str, files: dict[str, Path], out: Path,
     ctx = LessonContext(course, key)
     support = bwrap.probe()
     sandboxed = slots.available(True, support)
-    with slots.Sandbox(ctx.course.path(ctx.lesson.probes), sandboxed,
-                       tuple(ctx.lesson.preload), support=support) as sandbox:
+    with slots.Sandbox.for_lesson(ctx.course, ctx.lesson, sandboxed,
+                                  support=support) as sandbox:
         pool.grade_class(ctx, todo, out, jobs, sandboxed, course.language, summary,
                          sandbox=sandbox)
     if summary.worker_failures:
@@ -76,7 +76,7 @@ def practice(course: Course, key: str) -> Finding:
     ctx = LessonContext(course, key)
     reports: list[dict] = []
     as_student = ctx.refs.reference.twin()
-    runner.run_tests(ctx, [(as_student, reports.append)], select=runner.PRACTICE)
+    runner.run_tests(ctx, [(as_student, reports.append)], select=runner.PRACTICE_TESTS)
     tests = runner.score(ctx, reports[0]).tests
     failing = [f"{t.name}: {t.message}" for t in tests if not t.passed]
     if failing:
