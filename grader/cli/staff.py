@@ -694,7 +694,7 @@ def export(course_path, lesson_key, formats, out, language) -> None:
     from grader.pages.feedback import language_of
 
     course = _course(course_path)
-    lesson = _lesson(course, lesson_key)
+    _lesson(course, lesson_key)
     out = graded_folder(course, lesson_key, out)
     scores = _scores(out)
     try:
