@@ -313,8 +313,7 @@ def release(course_path, lesson_key, check_only) -> None:
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default="any free one",
               help="the marking page's port on 127.0.0.1")
 @click.option("--no-browser", is_flag=True, help="print the marking page's address only")
-@click.option("--language", type=click.Choice(["en", "zh"]),
-              help="the marking page's language (default: course.yml's)")
+@language("the marking page's language", recorded=False)
 def mark(course_path, lesson_key, export_to, import_from, port, no_browser,
          language) -> None:
     """TAs: mark the check questions' text answers, from grades/<lesson>/ beside
