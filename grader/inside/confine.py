@@ -3,8 +3,8 @@ the sandbox, loaded by path (zygote.py says why); only the standard library here
 
 The zygote sheds what it inherited (`shed_inheritance`); a slot takes its own pid,
 mount and network namespaces (`enter_slot_namespaces`); a child, in this order, takes
-its cgroup, closes every other descriptor, takes its rlimits, its own user (rootless)
-and IPC namespaces, an empty keyring, the slot's uid with no capability, writes
+its cgroup, closes every other descriptor, takes its rlimits, its own user (rootless),
+IPC and cgroup namespaces, an empty keyring, the slot's uid with no capability, writes
 beneath its scratch only (Landlock), and the syscall allowlist of syscalls.py, the
 same in every mode (`become_student`). In container mode without namespaces (a
 container that refuses even a user namespace of the grader's), where no tmpfs can be
@@ -37,6 +37,7 @@ PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
 PR_SET_PDEATHSIG = 1
 MNT_DETACH = 2
+CLONE_NEWCGROUP = 0x02000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 CLONE_NEWNS = 0x00020000
@@ -309,9 +310,12 @@ def become_student(data_fd: int, out_fd: int, failure: int, limits: dict, uid: i
         # A fresh IPC namespace per child: SysV shared memory and message queues
         # outlive their creator, so in the zygote's namespace one submission could
         # leave data (or memory held outside RLIMIT_AS) for the next. This one dies
-        # with the child and everything it started.
-        if not container and libc.unshare(CLONE_NEWIPC) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWIPC) failed")
+        # with the child and everything it started. And a cgroup namespace rooted at
+        # the cgroup it just entered: /proc/self/cgroup names no cgroup of the
+        # machine's (the sandbox has none of its own: cgroup v2's `nsdelegate` would
+        # refuse a move out of it into the slot's cgroup).
+        if not container and libc.unshare(CLONE_NEWIPC | CLONE_NEWCGROUP) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWIPC | NEWCGROUP) failed")
         # nothing a student leaves there outlives it (a container's own filter may
         # refuse keyrings: ours refuses them to the student anyway)
         _join_fresh_keyring(required=not container)

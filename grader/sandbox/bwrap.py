@@ -13,9 +13,11 @@ namespaces, filesystem and uids. Where the container refuses that too, the worke
 without bwrap and the container is the boundary: each slot still has its own uid,
 limits and scratch, but a child sees the container's processes, /tmp and files.
 Inside, the filesystem holds only the interpreter, the virtualenv, the sandbox's own
-code (grader/inside/; the probes' shared helpers, grader/inside/probekit.py, also
-where the interpreter imports the package from) and the lesson's probe module, all
-read-only: no project tree, no solutions, hidden tests, other students or /etc.
+code (grader/inside/, with the probes' shared helpers, grader/inside/probekit.py) and
+the lesson's probe module, all read-only: no project tree, no solutions, hidden tests,
+other students or /etc. Each is bound at a neutral path that names nothing of the
+machine's (`_interpreter`): the virtualenv at /venv, the interpreter's installation at
+/python (one under /usr stays there), the grader's code and the probes at /grader.
 """
 from __future__ import annotations
 
@@ -30,6 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GRADER_ROOT = "/grader"
+VENV = "/venv"  # the virtualenv, inside (`_interpreter`)
+PYTHON = "/python"  # the interpreter's installation, inside (but one under /usr)
 PROBES_PATH = "/grader/probes.py"
 CGROUP_PATH = "/grader/cgroup"  # the run's memory cgroup (zygote.CGROUP), read-write
 # CAP_SETPCAP only lets the zygote empty its bounding set; it then drops it too.
@@ -77,6 +81,32 @@ def _system(read_only: list[str]) -> list[str]:
     return args
 
 
+def _interpreter() -> tuple[list[str], str, bytes]:
+    """bwrap's arguments that show this interpreter at neutral paths, not the TA's (a
+    home, a course's folder): its installation at `PYTHON` (one under /usr is bound
+    there already, and names no one) and, run from a virtualenv, that virtualenv's
+    libraries at `VENV`, beside the interpreter's binary as /venv/bin/python and a
+    pyvenv.cfg that points at the installation inside (`copies` binds it: the
+    `cfg` bytes, empty when there is no virtualenv). Also the interpreter's path
+    inside. The binary finds its shared library (libpython, linked with the
+    installation's own path) through LD_LIBRARY_PATH."""
+    base = os.path.realpath(sys.base_prefix)
+    binary = os.path.realpath(sys.executable)
+    moved = not base.startswith("/usr/")
+    home = PYTHON if moved else base
+    args = (["--ro-bind", base, PYTHON, "--setenv", "LD_LIBRARY_PATH", f"{PYTHON}/lib"]
+            if moved else [])
+    inside = home + binary[len(base):] if binary.startswith(base + "/") else binary
+    if sys.prefix == sys.base_prefix:
+        return args, inside, b""
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    cfg = (f"home = {home}/bin\ninclude-system-site-packages = false\n"
+           f"version = {version}.{sys.version_info[2]}\n").encode()
+    args += ["--dir", f"{VENV}/bin", "--ro-bind", binary, f"{VENV}/bin/python",
+             "--ro-bind", os.path.join(sys.prefix, "lib"), f"{VENV}/lib"]
+    return args, f"{VENV}/bin/python", cfg
+
+
 def _package() -> Path:
     """The `grader` package this process runs (PYTHONPATH's, an editable install's
     project, or the virtualenv's): the zygote puts its parent first on sys.path
@@ -87,29 +117,45 @@ def _package() -> Path:
     return Path(spec.submodule_search_locations[0])
 
 
-def _probekit() -> list[str]:
-    """Bind grader/inside/probekit.py, and the `__init__.py` of its two packages, where
-    this process finds the `grader` package (`_package`), so a lesson's probes can
-    `from grader.inside.probekit import ...` inside as outside."""
-    package = _package()
-    args = _dirs_for(str(package / "inside" / "__init__.py"))
-    for name in ("__init__.py", "inside/__init__.py", "inside/probekit.py"):
-        args += ["--ro-bind", str(package / name), str(package / name)]
-    return args
+def copies(probes: Path) -> dict[str, bytes]:
+    """The files `command` binds as copies, not from the host (`copy_fds`), by their
+    path inside: the sandbox's own code, the lesson's probes and the virtualenv's
+    pyvenv.cfg. A file bound from the host shows where it lies there in
+    /proc/self/mountinfo (the mount's root: the course's layout, the TA's checkout);
+    a copy shows none."""
+    grader_pkg = Path(__file__).resolve().parent.parent
+    files = {f"{GRADER_ROOT}/grader/__init__.py": (grader_pkg / "__init__.py").read_bytes()}
+    for path in sorted((grader_pkg / "inside").glob("*.py")):
+        files[f"{GRADER_ROOT}/grader/inside/{path.name}"] = path.read_bytes()
+    files[PROBES_PATH] = probes.read_bytes()
+    if cfg := _interpreter()[2]:
+        files[f"{VENV}/pyvenv.cfg"] = cfg
+    return files
 
 
 def command(probes: Path, ctrl_fd: int, preload: list[str],
             cgroup: Path | None = None, userns: bool = False,
-            landlock_abi: int | None = None, userns_fd: int | None = None) -> list[str]:
+            landlock_abi: int | None = None, userns_fd: int | None = None,
+            copy_fds: dict[str, int] | None = None) -> list[str]:
     """`userns_fd`: container mode, the user namespace bwrap joins (`user_namespace`);
-    `landlock_abi`: the ABI the children confine with, where the run caps it."""
+    `landlock_abi`: the ABI the children confine with, where the run caps it;
+    `copy_fds`: each of `copies(probes)`, in a descriptor that holds it, by its path
+    inside (without them, the files are bound from the host)."""
     grader_pkg = Path(__file__).resolve().parent.parent
+    interpreter, executable, _ = _interpreter()
+    if copy_fds is None:
+        binds = {f"{GRADER_ROOT}/grader/__init__.py": grader_pkg / "__init__.py",
+                 f"{GRADER_ROOT}/grader/inside": grader_pkg / "inside", PROBES_PATH: probes}
+        files = [a for inside, host in binds.items() for a in ("--ro-bind", str(host), inside)]
+    else:
+        files = [a for inside, fd in copy_fds.items() for a in ("--ro-bind-data", str(fd), inside)]
     args = [
         shutil.which("bwrap") or "bwrap",
         *(["--unshare-user", "--uid", "0", "--gid", "0"] if userns else []),
         *(["--userns", str(userns_fd)] if userns_fd is not None else []),
+        # no cgroup namespace: each child makes its own once in its slot's cgroup
+        # (confine.become_student says why)
         "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
-        "--unshare-cgroup-try",
         "--die-with-parent", "--new-session", "--clearenv",
         "--cap-drop", "ALL", *[a for cap in KEPT_CAPS + (USERNS_CAPS if userns else ())
                                for a in ("--cap-add", cap)],
@@ -118,23 +164,17 @@ def command(probes: Path, ctrl_fd: int, preload: list[str],
         "--setenv", "OMP_NUM_THREADS", "1",
         "--setenv", "PYTHONDONTWRITEBYTECODE", "1",
         "--setenv", "PYTHONHASHSEED", "0",
-        *_system(interpreter_paths()),
-    ]
-    args += _probekit()
-    args += [
-        "--dir", GRADER_ROOT,
-        "--ro-bind", str(grader_pkg / "__init__.py"), f"{GRADER_ROOT}/grader/__init__.py",
-        "--ro-bind", str(grader_pkg / "inside"), f"{GRADER_ROOT}/grader/inside",
-        "--ro-bind", str(probes), PROBES_PATH,
+        *_system([]), *interpreter, "--dir", GRADER_ROOT, *files,
         *(["--bind", str(cgroup), CGROUP_PATH] if cgroup else []),
         "--chdir", "/tmp",
-        "--", sys.executable, "-I", "-u",
+        "--", executable, "-I", "-u",
         f"{GRADER_ROOT}/grader/inside/zygote.py",
         "--probes", PROBES_PATH, "--sandboxed", *(["--userns"] if userns else []),
         "--ctrl-fd", str(ctrl_fd), "--preload", ",".join(preload),
-        "--package-root", str(_package().parent), *_landlock(landlock_abi),
+        "--package-root", GRADER_ROOT, *_landlock(landlock_abi),
     ]
     return args
+
 
 
 def _landlock(abi: int | None) -> list[str]:

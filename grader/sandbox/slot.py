@@ -198,6 +198,15 @@ def _confine_note(mode: str, landlock_abi: int) -> str:
             "folders (/tmp, /var/tmp, /dev/shm, /run/lock)")
 
 
+def _memfd_of(name: str, data: bytes) -> int:
+    """A memory file holding `data`, read from its start (what bwrap's --ro-bind-data
+    reads a copy from)."""
+    fd = os.memfd_create(name.rsplit("/", 1)[-1], os.MFD_CLOEXEC)
+    os.write(fd, data)  # (a file's write of tens of KiB is whole)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 class _Forked:
     """A zygote forked from this process: the part of Popen that Sandbox uses."""
 
@@ -331,21 +340,26 @@ class Sandbox:
         else:
             userns = (bwrap.UserNamespace() if self.mode == "container" and not plain
                       else None)
+            copies = {} if plain else {inside: _memfd_of(inside, data) for inside, data
+                                       in bwrap.copies(probes).items()}
             try:
                 cmd = (bwrap.plain_command(probes, fd, list(preload), scratch,
                                            self.mode == "container", self.cgroup_path, cap)
                        if scratch is not None else
                        bwrap.command(probes, fd, list(preload), self.cgroup_path,
                                      userns=self.mode == "userns", landlock_abi=cap,
-                                     userns_fd=userns.fd if userns else None))
+                                     userns_fd=userns.fd if userns else None,
+                                     copy_fds=copies))
                 env = {"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1"} if plain else None
                 self.proc = subprocess.Popen(
-                    cmd, pass_fds=[fd, *([userns.fd] if userns else [])],
+                    cmd, pass_fds=[fd, *([userns.fd] if userns else []), *copies.values()],
                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                     stderr=subprocess.PIPE, env=env, start_new_session=True)
-            finally:  # bwrap holds its own descriptor of the namespace now
+            finally:  # bwrap holds its own descriptor of the namespace, and its copies
                 if userns is not None:
                     userns.close()
+                for copy in copies.values():
+                    os.close(copy)
         child.close()
         self.ctrl = parent
         self._ready = False

@@ -1,6 +1,8 @@
 """`grader run` on a small class in a chosen sandbox mode, as a TA runs it: `own` (this
 user's: root, or userns when the suite runs as another user), `userns` (a user created
-for the run), `container` (root without CAP_SYS_ADMIN, as in Docker and on
+for the run), `userns-delegated` (the same user, given a memory cgroup of its own as
+systemd's user manager or an administrator delegates one: unprivileged.py's
+`delegated_cgroup`), `container` (root without CAP_SYS_ADMIN, as in Docker and on
 Gradescope: bwrap in a user namespace of the grader's) or `container-no-userns` (the
 same where the container also refuses a user namespace, as Docker's default seccomp
 profile does: no namespace at all, no_userns.py). Each run gets a course copy under a
@@ -40,6 +42,8 @@ def reason(mode: str) -> str | None:
         return f"{mode} mode is run from root here (rootless, `own` is userns)"
     if mode.startswith("container"):
         return None if shutil.which("capsh") else "capsh is missing"
+    if mode == "userns-delegated":
+        return unprivileged.usable() or unprivileged.delegation_refused()
     return unprivileged.usable()
 
 
@@ -94,10 +98,12 @@ def grade(top: Path, mode: str, sources: dict[str, str], out: str = "out",
             str(top / "class"), "--out", str(top / out), "--jobs", "1", "--force"]
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(top),
            "PYTHONDONTWRITEBYTECODE": "1", **(extra_env or {})}
-    if mode == "userns":
-        with unprivileged.user("modes") as who:
+    if mode.startswith("userns"):
+        with unprivileged.user("modes") as who, (
+                unprivileged.delegated_cgroup(who) if mode == "userns-delegated"
+                else nullcontext()) as cgroup:
             subprocess.run(["chown", "-R", f"{who.pw_uid}:{who.pw_gid}", str(top)], check=True)
-            done = subprocess.run(unprivileged.command(who, argv, env, top),
+            done = subprocess.run(unprivileged.command(who, argv, env, top, cgroup),
                                   capture_output=True, text=True, timeout=900)
             subprocess.run(["chown", "-R", "0:0", str(top)], check=True)
     else:

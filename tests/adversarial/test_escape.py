@@ -364,7 +364,10 @@ def test_environment_is_cleared(records):
     assert SECRET not in msg and SECRET_NAME not in msg
     seen = json.loads(msg.removeprefix("RuntimeError: ENV:"))
     assert set(seen["environ"]) <= {"PATH", "HOME", "OMP_NUM_THREADS", "PYTHONDONTWRITEBYTECODE",
-                                    "PYTHONHASHSEED", "LC_CTYPE", "PWD", "TMPDIR"}, seen["environ"]
+                                    "PYTHONHASHSEED", "LC_CTYPE", "PWD", "TMPDIR",
+                                    "LD_LIBRARY_PATH"}, seen["environ"]
+    # (the interpreter's installation at its neutral path, for its libpython: bwrap.py)
+    assert seen["environ"].get("LD_LIBRARY_PATH", "/python/lib") == "/python/lib"
     assert seen["environ"]["HOME"] == seen["environ"]["TMPDIR"] == "/tmp/work"
     # Its /proc (hidepid=2) shows itself alone: not its slot's server (pid 1), the
     # sandbox's zygote, another slot, or anything of the host.

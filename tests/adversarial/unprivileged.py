@@ -48,10 +48,44 @@ def _hidden_ancestor(path: Path) -> Path | None:
     return None
 
 
+def delegation_refused() -> str | None:
+    """Why no memory cgroup can be delegated to a user here (root's own has none to
+    give: `cgroup._bases`), or None."""
+    from grader.sandbox import cgroup
+
+    return None if cgroup._bases() else "root has no writable memory cgroup here"
+
+
+# What systemd chowns of a cgroup it delegates (Delegate=yes): the folder and these
+DELEGATED_FILES = ("cgroup.procs", "cgroup.subtree_control", "cgroup.threads")
+
+
+@contextmanager
+def delegated_cgroup(who: pwd.struct_passwd) -> Iterator[Path]:
+    """A memory cgroup given to `who`, as an administrator or systemd's user manager
+    delegates one: made below root's own (v1 `memory`, or v2 with the memory
+    controller), the folder and its control files `who`'s. A process `command` starts
+    in it (`cgroup=`) then runs in a cgroup of its own user's. Removed afterwards."""
+    from grader.sandbox import cgroup
+
+    path = cgroup._bases()[0] / f"mmg-delegated-{uuid.uuid4().hex[:8]}"
+    path.mkdir()
+    try:
+        v1 = (path / "memory.limit_in_bytes").exists()
+        for item in [path, *(path.iterdir() if v1 else
+                             (path / name for name in DELEGATED_FILES))]:
+            if item.exists():
+                os.chown(item, who.pw_uid, who.pw_gid)
+        yield path
+    finally:  # (with the leaf `_make_room` made in v2: its processes are gone by now)
+        cgroup.remove(path)
+
+
 def command(who: pwd.struct_passwd, argv: list[str], env: dict[str, str],
-            cwd: Path) -> list[str]:
-    """`argv` run as `who` (no capability, no supplementary group) with only `env`."""
-    steps = []
+            cwd: Path, cgroup: Path | None = None) -> list[str]:
+    """`argv` run as `who` (no capability, no supplementary group) with only `env`,
+    in the cgroup `cgroup` (one `delegated_cgroup` gave `who`) where one is named."""
+    steps = [f"echo $$ > {shlex.quote(str(cgroup / 'cgroup.procs'))}"] if cgroup else []
     prefix = Path(os.path.realpath(sys.base_prefix))
     hidden = _hidden_ancestor(prefix)
     if hidden is not None:

@@ -55,3 +55,41 @@ def test_a_slot_tells_its_own_cap_from_the_machine_running_out(tmp_path, events,
         os.close(slot.events)
         if slot.failcnt is not None:
             os.close(slot.failcnt)
+
+
+def test_a_delegated_v2_cgroup_moves_its_processes_into_a_leaf_first(tmp_path, monkeypatch):
+    """cgroup v2's no-internal-process rule, as the kernel keeps it (EBUSY while the
+    cgroup holds a process), here in a stand-in: the delegated cgroup's processes go to
+    a leaf, then the memory controller is given to its children; a process started
+    between the two (the kernel refuses once) is moved on the next try."""
+    import errno
+    from pathlib import Path
+
+    base = tmp_path / "delegated"
+    leaf = base / cgroup.LEAF
+    base.mkdir()
+    procs = {base: ["101", "102"], leaf: []}
+    enabled: list[str] = []
+    started = ["103"]  # begins after the first listing
+
+    def read_text(self, *args, **kwargs):
+        if self.name == "cgroup.procs":
+            return "\n".join(procs[self.parent])
+        return " ".join(enabled)
+
+    def write_text(self, text, *args, **kwargs):
+        if self.name == "cgroup.procs":
+            procs[base].remove(text)
+            procs[self.parent].append(text)
+        else:
+            procs[base].extend(started)
+            started.clear()
+            if procs[base]:
+                raise OSError(errno.EBUSY, "Device or resource busy")
+            enabled.append(text.lstrip("+"))
+        return len(text)
+
+    monkeypatch.setattr(Path, "read_text", read_text)
+    monkeypatch.setattr(Path, "write_text", write_text)
+    cgroup._make_room(base)
+    assert procs == {base: [], leaf: ["101", "102", "103"]} and enabled == ["memory"]

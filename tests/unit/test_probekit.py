@@ -11,12 +11,17 @@ from grader.sandbox import bwrap
 KIT = Path(probekit.__file__)
 
 
-def test_bound_read_only_into_the_sandbox_where_grader_is_imported_from():
-    cmd = bwrap.command(KIT, 3, ["torch"])
-    binds = {(cmd[i + 1], cmd[i + 2]) for i, a in enumerate(cmd) if a == "--ro-bind"}
-    assert (str(KIT), str(KIT)) in binds
-    for init in (KIT.parent / "__init__.py", KIT.parent.parent / "__init__.py"):
-        assert (str(init), str(init)) in binds
+def test_copied_into_the_sandbox_where_grader_is_imported_from():
+    """Copied, not bound: a bind's host path would show in the child's mountinfo."""
+    copies = bwrap.copies(KIT)
+    for name in ("inside/probekit.py", "inside/__init__.py", "__init__.py"):
+        assert copies[f"{bwrap.GRADER_ROOT}/grader/{name}"] == (KIT.parent.parent / name).read_bytes()
+    fds = {path: 10 + i for i, path in enumerate(copies)}
+    cmd = bwrap.command(KIT, 3, ["torch"], copy_fds=fds)
+    assert cmd[cmd.index("--package-root") + 1] == bwrap.GRADER_ROOT
+    data = {cmd[i + 2]: cmd[i + 1] for i, a in enumerate(cmd) if a == "--ro-bind-data"}
+    assert data == {path: str(fd) for path, fd in fds.items()}
+    assert not any(str(KIT.parent) in a for a in cmd)
 
 
 def test_plain_copies_and_names_a_wrong_type():
