@@ -262,6 +262,9 @@ class Lesson(Strict):
     written: dict[str, Question] = {}  # the check questions students answer in the file
     late: LatePolicy | None = None  # the late rule: applied at every run, after grading
     regrades: RegradeWindow | None = None  # when `grader regrade` takes a request
+    # an assembly lesson's earlier pieces: lesson key -> the names its stub imports from
+    # that lesson (grader/judge/standin.py builds the trusted side's `model_parts` of them)
+    builds_on: dict[str, list[str]] = {}
 
     @field_validator("written")
     @classmethod
@@ -358,6 +361,16 @@ class Course(Strict):
     lti: LtiConfig | None = None
     similarity: SimilarityConfig = SimilarityConfig()
     root: Path = Path(".")
+
+    @model_validator(mode="after")
+    def _builds_on_lessons(self) -> Course:
+        """An assembly lesson builds on lessons of this course, never on itself."""
+        for key, lesson in self.lessons.items():
+            for earlier in lesson.builds_on:
+                if earlier == key or earlier not in self.lessons:
+                    raise ValueError(f"lesson {key}'s builds_on names {earlier!r}, which is "
+                                     "not another lesson of this course")
+        return self
 
     @field_validator("timezone")
     @classmethod

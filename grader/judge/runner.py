@@ -366,6 +366,9 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                 if slot is None or sub.source is None:  # `read` gives a source with no problem
                     raise ValueError("a submission's code needs a slot to run in")
                 session = Session(slot, sub.source, lesson.exercise, lesson.provides, limits)
+                # an assembly lesson's pieces, answered in every request (standin.always)
+                if lesson.builds_on:
+                    session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces)
                 caller = StudentCaller(session, ctx)
             reports: list[dict] = []
             yield caller, reports.append

@@ -23,11 +23,12 @@ import os
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from grader.judge.compare import Checks
-from grader.judge.reference import Caller, lesson_file
+from grader.judge.reference import Caller, lesson_file, load_module
 from grader.sandbox.limits import SandboxError, StudentError
 from grader.sandbox.session import Session
 
@@ -141,7 +142,7 @@ def run(tests, reference: Caller, tolerances: dict, session: Session,
     the graded one, already closed): {composite part: {"parts": [...], "passed": bool}}
     where a round ran; {} where none is needed or the lesson has none."""
     lesson = lesson_file(tests, FILE)
-    if lesson is None:
+    if lesson is None or getattr(lesson, "ALWAYS", False):  # an assembly lesson: no round
         return {}
     parts = stood_in_parts(lesson, failing, explained)
     if not parts or session.fatal is not None or session.broken is not None:
@@ -163,3 +164,41 @@ def run(tests, reference: Caller, tolerances: dict, session: Session,
     finally:
         own.close()
     return {lesson.COMPOSITE: {"parts": parts, "passed": passed}}
+
+
+# ---- an assembly lesson: its pieces stood in for in every graded request ---------------
+# Where a lesson's stand_ins.py says `ALWAYS`, its stub imports the earlier lessons'
+# pieces from `model_parts` (course.yml's `builds_on`), and the graded parts are the
+# wiring only: the child's `model_parts` is probes.py's stand-ins, answered here with
+# the earlier lessons' references in every request of the graded session, and the
+# trusted side's probes answer them in-process with the same code (`local`), so the
+# reference and the student see the very same pieces.
+
+def always(tests: Path) -> types.ModuleType | None:
+    """The lesson's stand_ins.py when it stands in for its pieces in every request."""
+    lesson = lesson_file(tests, FILE)
+    return lesson if lesson is not None and getattr(lesson, "ALWAYS", False) else None
+
+
+def pieces(earlier: dict[str, tuple[Path, list[str]]]) -> types.ModuleType:
+    """The trusted side's `model_parts`: each name `builds_on` lists, taken from its
+    lesson's solution (lesson key -> (solution, names))."""
+    module = types.ModuleType("model_parts")
+    for key, (solution, names) in earlier.items():
+        source = load_module(f"_piece_{key}", solution.read_text(encoding="utf-8"),
+                             str(solution))
+        for name in names:
+            if not hasattr(source, name):
+                raise AttributeError(f"lesson {key}'s solution has no {name} "
+                                     "(course.yml's builds_on names it)")
+            setattr(module, name, getattr(source, name))
+    return module
+
+
+def answerer(tests: Path, module: types.ModuleType | None) -> Answerer | None:
+    """A fresh answerer for one graded session of an assembly lesson (None for any other
+    lesson, or where there are no pieces: a student bundle)."""
+    lesson = always(tests)
+    if lesson is None or module is None:
+        return None
+    return Answerer(module, lesson.ANSWERS)
