@@ -3,7 +3,7 @@
 Lessons 10–13 built the pieces; here they are wired together as MiniMind's
 model_minimind.py does. Fill in the three graded forwards:
 
-  attention  Attention.forward: q/k/v projections, heads and grouped-query kv heads,
+  self_attn  Attention.forward: q/k/v projections, heads and grouped-query kv heads,
              the q/k norms, RoPE on q and k, the KV cache (new keys after the cached
              ones, on the sequence dimension), the masks, and o_proj
   block      MiniMindBlock.forward: pre-norm, attention, residual, pre-norm, the FFN
@@ -60,7 +60,7 @@ class AssemblyConfig:
 
 
 class Attention(nn.Module):
-    """MiniMind's Attention (part "attention"): [B, S, H] -> ([B, S, H], cache)."""
+    """MiniMind's Attention (part "self_attn"): [B, S, H] -> ([B, S, H], cache)."""
 
     def __init__(self, config: AssemblyConfig):
         super().__init__()

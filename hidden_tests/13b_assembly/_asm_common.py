@@ -76,9 +76,11 @@ def rope(cfg: dict, start: int, seq: int, dtype) -> tuple:
 
 
 def padding(g: torch.Generator, batch: int, keys: int) -> torch.Tensor:
-    """1 for a real token, 0 for padding: the first row is padded on the left."""
+    """1 for a real token, 0 for padding: the first row's last third is padding, so
+    every query sees at least one real key (a row of padding alone is ill-defined:
+    -1e9 drowns its scores in float32)."""
     mask = torch.ones(batch, keys, dtype=torch.long)
-    mask[0, : max(1, keys // 3)] = 0
+    mask[0, keys - max(1, keys // 3):] = 0
     return mask
 
 
