@@ -12,9 +12,10 @@ IDS = ["dense", "moe-cache-padding", "moe-eval"]
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_block(student, reference, check, case):
+def test_block(student, reference, explained, check, case):
     seed, dtype, cfg, b, s, past, cache, padded, train = case
     args = layer_args(seed, tuple(cfg.items()), dtype, "block", b, s, past, cache, padded,
                       train)
     check_layer(check, student.call("block_forward", **args),
-                reference.call("block_forward", **args))
+                reference.call("block_forward", **args),
+                lambda: explained.call("block_forward", **args))

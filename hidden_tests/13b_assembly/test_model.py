@@ -14,8 +14,9 @@ IDS = ["dense", "moe-3-layers-cache-padding", "moe-eval-one-token", "one-layer-n
 
 
 @pytest.mark.parametrize("case", CASES, ids=IDS)
-def test_model(student, reference, check, case):
+def test_model(student, reference, explained, check, case):
     seed, dtype, cfg, b, s, past, cache, padded, train = case
     args = model_args(seed, tuple(cfg.items()), dtype, b, s, past, cache, padded, train)
     check_model(check, student.call("model_forward", **args),
-                reference.call("model_forward", **args))
+                reference.call("model_forward", **args),
+                lambda: explained.call("model_forward", **args))
