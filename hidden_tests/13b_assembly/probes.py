@@ -215,12 +215,11 @@ def block_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
 @_answered
 def model_forward(m, cfg: dict, state: dict, input_ids: torch.Tensor,
                   mask: torch.Tensor | None, past: list | None, use_cache: bool,
-                  gy: torch.Tensor, train: bool, dtype: str = "float32",
-                  grads: bool = True) -> dict:
-    """Logits, each layer's cache and the aux loss; with `grads`, the gradients of
-    (logits·gy).sum() + aux."""
+                  gy: torch.Tensor, train: bool, grads: bool = True) -> dict:
+    """Logits, each layer's cache and the aux loss, in the weights' dtype; with
+    `grads`, the gradients of (logits·gy).sum() + aux."""
     model, extra = _built(m.CourseMiniMindForCausalLM, "CourseMiniMindForCausalLM", state,
-                          getattr(torch, dtype), _config(cfg))
+                          gy.dtype, _config(cfg))
     model.train(train)
     result = model(input_ids.clone(), _mask(mask),
                    None if past is None else [_past(p) for p in past], use_cache)
