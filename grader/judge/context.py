@@ -107,7 +107,9 @@ class LessonContext:
                                  for k, s in solutions.items() if s is not None})
         probes = self._refs.probes if self._refs is not None else None
         if probes is not None and hasattr(probes, "TRUSTED"):
-            probes.TRUSTED = lambda: standin.Answerer(module, stand_ins.ANSWERS)
+            # (a lesson's probes module, typed as any module: its TRUSTED is ours to set)
+            probes.TRUSTED = (  # type: ignore[attr-defined]
+                lambda: standin.Answerer(module, stand_ins.ANSWERS))
         return module
 
     def loaded_refs(self) -> LessonRefs | None:
