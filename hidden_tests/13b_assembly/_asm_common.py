@@ -129,6 +129,15 @@ def _none() -> list:
     return []
 
 
+def check_dtype(check, name: str, got, ref: torch.Tensor) -> None:
+    """The result keeps the model's dtype (a float64 model returns float64)."""
+    if isinstance(got, torch.Tensor):
+        check.equal(f"{name} dtype", str(got.dtype).removeprefix("torch."),
+                    str(ref.dtype).removeprefix("torch."),
+                    f"{name} should be {str(ref.dtype).removeprefix('torch.')}, like the "
+                    "model's weights and inputs")
+
+
 def check_cache(check, got, ref, alt=_none) -> None:
     if ref is None:
         check.true("no cache without use_cache", got is None,
@@ -148,6 +157,7 @@ def check_layer(check, got: dict, ref: dict, also=_none) -> None:
     if check.shape("output shape", got["y"], tuple(ref["y"].shape)):
         check.close("output", got["y"], ref["y"], axes=HIDDEN,
                     alt=lambda: [r["y"] for r in also()])
+    check_dtype(check, "the output", got["y"], ref["y"])
     check_cache(check, got["cache"], ref["cache"], lambda: [r["cache"] for r in also()])
     if "x_grad" in ref:
         check.grad("input gradient", got["x_grad"], ref["x_grad"], axes=HIDDEN,
@@ -160,9 +170,11 @@ def check_model(check, got: dict, ref: dict, also=_none) -> None:
     if check.shape("logits shape", got["logits"], tuple(ref["logits"].shape)):
         check.close("logits", got["logits"], ref["logits"], axes=VOCAB,
                     alt=lambda: [r["logits"] for r in also()])
+    check_dtype(check, "the logits", got["logits"], ref["logits"])
     if check.shape("aux_loss shape (0-dim)", got["aux"], tuple(ref["aux"].shape)):
         check.close("aux_loss", got["aux"], ref["aux"], tol="aux",
                     alt=lambda: [r["aux"] for r in also()])
+    check_dtype(check, "aux_loss", got["aux"], ref["aux"])
     check.true("one cache per layer", len(got["caches"]) == len(ref["caches"]),
                f"return one cache per layer ({len(ref['caches'])})")
     for i, (g, r) in enumerate(zip(got["caches"], ref["caches"])):
