@@ -21,7 +21,7 @@ import pytest
 from pytest_jsonreport import serialize
 
 from grader.judge import plugin as fixtures
-from grader.judge import divergence, questions, smallest, standin
+from grader.judge import divergence, earlier, questions, smallest, standin
 from grader import points
 from grader.judge.context import FROM_RECORDING, LessonContext
 from grader.judge.compare import Later
@@ -370,6 +370,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                 if lesson.builds_on:
                     session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces)
                 caller = StudentCaller(session, ctx)
+                if lesson.builds_on:  # an assembly lesson's own-code part
+                    caller.earlier = earlier.find(ctx.course, ctx.key, sub.student_id)
             reports: list[dict] = []
             yield caller, reports.append
             # from the autograder zip's recording: the reference's side of the smallest
@@ -392,6 +394,7 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()
                                if part not in excused}
+            _own_pieces(ctx, caller, record)
             for name, found in answers.items():  # feedback only: after the points
                 if name not in excused:
                     record.parts[name].answers = found
@@ -474,6 +477,16 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
     for part, found in rounds.items():
         scored.parts[part].stand_in = found
     return excused
+
+
+def _own_pieces(ctx: LessonContext, caller: object, record: GradeRecord) -> None:
+    """An assembly lesson's own-code part says which earlier pieces ran as the
+    student's own and which were stood in for, and why (grader/judge/earlier.py)."""
+    found = getattr(caller, "earlier", None)
+    lesson = standin.always(ctx.tests) if found is not None else None
+    own = getattr(lesson, "OWN", None)
+    if found is not None and own in record.parts:
+        record.parts[own].earlier = {"pieces": [p.to_json() for p in found.pieces]}
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: SlotLike | None,

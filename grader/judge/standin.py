@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,7 +180,7 @@ def always(tests: Path) -> types.ModuleType | None:
     return lesson if lesson is not None and getattr(lesson, "ALWAYS", False) else None
 
 
-def pieces(earlier: dict[str, tuple[Path, list[str]]]) -> types.ModuleType:
+def pieces(earlier: dict[str, tuple[Path, Iterable[str]]]) -> types.ModuleType:
     """The trusted side's `model_parts`: each name `builds_on` lists, taken from its
     lesson's solution (lesson key -> (solution, names))."""
     module = types.ModuleType("model_parts")

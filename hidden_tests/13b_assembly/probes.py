@@ -241,3 +241,40 @@ def model_forward(m, cfg: dict, state: dict, input_ids: torch.Tensor,
             loss.backward()
         out["grads"] = parameter_grads(model)
     return out
+
+
+# ---- part "own": the model on the student's own earlier pieces -----------------------
+
+def _earlier(lesson: str, source: str) -> types.ModuleType:
+    """The student's own file of an earlier lesson, as a module of its own."""
+    module = types.ModuleType(f"lesson_{lesson}")
+    exec(compile(source, f"your lesson {lesson} file", "exec"), module.__dict__)
+    return module
+
+
+@_answered
+def own_model(m, own: dict, sources: dict, **args) -> dict:
+    """model_forward with the pieces `own` names (piece -> lesson) taken from the
+    student's own earlier files (`sources`: lesson -> text) in place of the stand-ins,
+    wherever the student's module got them from model_parts. On the trusted side
+    (the reference, its variants) it is model_forward: no earlier file is ever run
+    there, only in the student's own sandbox (the harness names their module
+    "submission")."""
+    if TRUSTED is not None or m.__name__ != "submission":
+        return model_forward.__wrapped__(m, **args)
+    modules = {lesson: _earlier(lesson, text) for lesson, text in sources.items()}
+    chosen = {}
+    for name, lesson in own.items():
+        piece = getattr(modules.get(lesson), name, None)
+        if name not in PIECES or piece is None:
+            raise ContractError(f"your lesson {lesson} file has no {name}")
+        chosen[name] = piece
+    swapped = {n: v for n, v in vars(m).items()
+               if n in chosen and v is getattr(model_parts, n)}
+    try:
+        for name in swapped:
+            setattr(m, name, chosen[name])
+        return model_forward.__wrapped__(m, **args)
+    finally:
+        for name, value in swapped.items():
+            setattr(m, name, value)

@@ -19,6 +19,7 @@ from grader.inside.probekit import build
 from grader.judge.standin import Refused
 
 ALWAYS = True
+OWN = "own"  # the part run on the student's own earlier pieces (grader/judge/earlier.py)
 FLOATS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 MAX_ELEMENTS = 1 << 22   # of any one tensor a stand-in is given
 MAX_POSITIONS = 1 << 14  # rows of a RoPE table

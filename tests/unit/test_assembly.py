@@ -40,12 +40,12 @@ def test_the_trusted_model_parts_are_the_earlier_solutions(refs):
 
 def test_a_name_builds_on_lists_must_be_in_its_lessons_solution(tmp_path):
     with pytest.raises(AttributeError, match="no RoPE"):
-        standin.pieces({"10": (ROOT / "solutions" / "10_rmsnorm.py", ["RoPE"])})
+        standin.pieces({"10": (ROOT / "solutions" / "10_rmsnorm.py", {"RoPE": ["norm"]})})
 
 
 def test_builds_on_names_other_lessons_only(tmp_path):
     text = (ROOT / "course.yml").read_text(encoding="utf-8").replace(
-        '      "10": [RMSNorm]\n', '      "9": [RMSNorm]\n')
+        '      "10": {RMSNorm: [norm]}\n', '      "9": {RMSNorm: [norm]}\n')
     (tmp_path / "course.yml").write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match="builds_on names '9'"):
         load(tmp_path / "course.yml")
@@ -85,3 +85,11 @@ def test_no_stand_in_answers_for_the_wiring_itself(refs):
     said = standin.Answerer(refs.pieces, answers)({"stand_in": "MiniMindBlock",
                                                    "inputs": [], "given": {}})
     assert said == {"ok": False, "error": "no stand-in named MiniMindBlock"}
+
+
+def test_a_piece_rests_on_parts_of_its_lesson(tmp_path):
+    text = (ROOT / "course.yml").read_text(encoding="utf-8").replace(
+        '      "10": {RMSNorm: [norm]}\n', '      "10": {RMSNorm: [normalise]}\n')
+    (tmp_path / "course.yml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\['normalise'\] are not its parts"):
+        load(tmp_path / "course.yml")
