@@ -480,13 +480,18 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
 
 
 def _own_pieces(ctx: LessonContext, caller: object, record: GradeRecord) -> None:
-    """An assembly lesson's own-code part says which earlier pieces ran as the
-    student's own and which were stood in for, and why (grader/judge/earlier.py)."""
+    """Where an assembly lesson's numbers came from, for its page: each wiring part
+    was graded with the stand-ins (the pieces named), and the own-code part says
+    which earlier pieces ran as the student's own and which were stood in for, and
+    why (grader/judge/earlier.py)."""
     found = getattr(caller, "earlier", None)
     lesson = standin.always(ctx.tests) if found is not None else None
     own = getattr(lesson, "OWN", None)
-    if found is not None and own in record.parts:
-        record.parts[own].earlier = {"pieces": [p.to_json() for p in found.pieces]}
+    if found is None or own not in record.parts:
+        return
+    for name, part in record.parts.items():
+        part.earlier = ({"pieces": [p.to_json() for p in found.pieces]} if name == own
+                        else {"wiring": [p.name for p in found.pieces]})
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: SlotLike | None,
