@@ -93,3 +93,46 @@ def test_a_piece_rests_on_parts_of_its_lesson(tmp_path):
     (tmp_path / "course.yml").write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=r"\['normalise'\] are not its parts"):
         load(tmp_path / "course.yml")
+
+
+def _own(refs, rmsnorm: str) -> dict:
+    """The own-code probe as the child runs it (the student's module is named
+    "submission" there), on a lesson-10 file `rmsnorm`, the rest stood in for."""
+    from _asm_common import config, model_args
+
+    source = (ROOT / "solutions" / "13b_assembly.py").read_text(encoding="utf-8")
+    child = load_module("submission", source, "solution")
+    args = model_args(9, tuple(config().items()), "float32", 1, 3, 0, True, False)
+    trusted, refs.probes.TRUSTED = refs.probes.TRUSTED, None  # the child's copy has none
+    probekit.channel = standin.Answerer(refs.pieces, standin.always(TESTS).ANSWERS)
+    try:
+        return refs.probes.own_model(child, own={"RMSNorm": "10"}, sources={"10": rmsnorm},
+                                     **args)
+    finally:
+        probekit.channel, refs.probes.TRUSTED = None, trusted
+
+
+def test_the_own_code_part_runs_the_students_own_file(refs):
+    """A wrong RMSNorm in the student's lesson-10 file changes the own-code result
+    (the wiring parts never run it); a right one gives the reference's."""
+    from _asm_common import config, model_args
+
+    right = (ROOT / "solutions" / "10_rmsnorm.py").read_text(encoding="utf-8")
+    wrong = right.replace("return self.weight * normed.type_as(x)",
+                          "return normed.type_as(x)")  # the weight left out
+    assert wrong != right
+    want = refs.reference.call("model_forward", **model_args(
+        9, tuple(config().items()), "float32", 1, 3, 0, True, False))["logits"]
+    assert torch.allclose(_own(refs, right)["logits"], want, atol=1e-5)
+    assert not torch.allclose(_own(refs, wrong)["logits"], want, atol=1e-2)
+
+
+def test_the_trusted_side_never_runs_an_earlier_file(refs):
+    """The reference asked the own-code probe (StudentCaller sizes every reply by the
+    reference's) computes the plain model: the student's text is not run."""
+    from _asm_common import config, model_args
+
+    args = model_args(9, tuple(config().items()), "float32", 1, 3, 0, True, False)
+    got = refs.reference.call("own_model", own={"RMSNorm": "10"},
+                              sources={"10": "raise SystemExit('ran')"}, **args)
+    assert torch.equal(got["logits"], refs.reference.call("model_forward", **args)["logits"])
