@@ -108,8 +108,9 @@ class LessonContext:
         probes = self._refs.probes if self._refs is not None else None
         if probes is not None and hasattr(probes, "TRUSTED"):
             # (a lesson's probes module, typed as any module: its TRUSTED is ours to set)
+            memo = self._refs.stand_in_memo if self._refs is not None else None
             probes.TRUSTED = (  # type: ignore[attr-defined]
-                lambda: standin.Answerer(module, stand_ins.ANSWERS))
+                lambda: standin.Answerer(module, stand_ins.ANSWERS, memo=memo))
         return module
 
     def loaded_refs(self) -> LessonRefs | None:

@@ -368,7 +368,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                 session = Session(slot, sub.source, lesson.exercise, lesson.provides, limits)
                 # an assembly lesson's pieces, answered in every request (standin.always)
                 if lesson.builds_on:
-                    session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces)
+                    session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces,
+                                                        ctx.refs.stand_in_memo)
                 caller = StudentCaller(session, ctx)
                 if lesson.builds_on:  # an assembly lesson's own-code part
                     caller.earlier = earlier.find(ctx.course, ctx.key, sub.student_id)

@@ -86,8 +86,10 @@ def padding(g: torch.Generator, batch: int, keys: int) -> torch.Tensor:
 
 @lru_cache(maxsize=None)
 def layer_args(seed: int, cfg_items: tuple, dtype: str, what: str, batch: int, seq: int,
-               past: int, use_cache: bool, padded: bool, train: bool = True) -> dict:
-    """Arguments of attention_forward (what="attention") or block_forward ("block")."""
+               past: int, use_cache: bool, padded: bool, train: bool = True,
+               grads: bool = True) -> dict:
+    """Arguments of attention_forward (what="attention") or block_forward ("block");
+    without `grads` the backward pass (half of the stand-ins' calls) is skipped."""
     cfg = dict(cfg_items)
     g = torch.Generator().manual_seed(seed + 1)
     t = DTYPES[dtype]
@@ -100,7 +102,8 @@ def layer_args(seed: int, cfg_items: tuple, dtype: str, what: str, batch: int, s
     args = {"cfg": cfg, "state": state(seed, cfg, dtype, what), "x": x, "cos": cos,
             "sin": sin, "past": cache, "use_cache": use_cache,
             "mask": padding(g, batch, past + seq) if padded else None,
-            "gy": torch.randn(x.shape, generator=g, dtype=torch.float64).to(t)}
+            "gy": torch.randn(x.shape, generator=g, dtype=torch.float64).to(t),
+            "grads": grads}
     if what == "block":
         args["train"] = train
     return args
@@ -108,7 +111,7 @@ def layer_args(seed: int, cfg_items: tuple, dtype: str, what: str, batch: int, s
 
 @lru_cache(maxsize=None)
 def model_args(seed: int, cfg_items: tuple, dtype: str, batch: int, seq: int, past: int,
-               use_cache: bool, padded: bool, train: bool = True) -> dict:
+               use_cache: bool, padded: bool, train: bool = True, grads: bool = True) -> dict:
     cfg = dict(cfg_items)
     g = torch.Generator().manual_seed(seed + 1)
     t = DTYPES[dtype]
@@ -120,7 +123,7 @@ def model_args(seed: int, cfg_items: tuple, dtype: str, batch: int, seq: int, pa
          for _ in "kv"] for _ in range(cfg["num_hidden_layers"])]
     return {"cfg": cfg, "state": state(seed, cfg, dtype, "model"), "input_ids": ids,
             "mask": padding(g, batch, past + seq) if padded else None, "past": caches,
-            "use_cache": use_cache, "train": train,
+            "use_cache": use_cache, "train": train, "grads": grads,
             "gy": torch.randn(batch, seq, cfg["vocab_size"], generator=g,
                               dtype=torch.float64).to(t)}
 

@@ -136,3 +136,34 @@ def test_the_trusted_side_never_runs_an_earlier_file(refs):
     got = refs.reference.call("own_model", own={"RMSNorm": "10"},
                               sources={"10": "raise SystemExit('ran')"}, **args)
     assert torch.equal(got["logits"], refs.reference.call("model_forward", **args)["logits"])
+
+
+def test_a_run_computes_each_stand_in_answer_once_gradients_included(refs):
+    """Two sessions' answerers sharing the run's memo: the second call of the same
+    content is not computed again, and its backward (the graph made then) gives the
+    first's gradients."""
+    computed = []
+    rms = standin.always(TESTS).ANSWERS["RMSNorm"]
+
+    def counted(m, inputs, given):
+        computed.append(1)
+        return rms(m, inputs, given)
+
+    memo: dict = {}
+    x, w = torch.randn(2, 3, 8, dtype=torch.float64), torch.rand(8, dtype=torch.float64)
+    frame = {"stand_in": "RMSNorm", "inputs": [x, w], "given": {"eps": 1e-6}}
+    grads = {"stand_in": "RMSNorm", "backward": 1, "grads": [torch.ones(2, 3, 8,
+                                                                       dtype=torch.float64)]}
+    said = []
+    for _ in range(2):
+        answerer = standin.Answerer(refs.pieces, {"RMSNorm": counted}, memo=memo)
+        said.append((answerer(frame), answerer(grads)))
+    (first, first_back), (second, second_back) = said
+    assert len(computed) == 1
+    assert torch.equal(first["outputs"][0], second["outputs"][0])
+    assert all(torch.equal(a, b) for a, b in zip(first_back["grads"], second_back["grads"]))
+    third = standin.Answerer(refs.pieces, {"RMSNorm": counted}, memo=memo)
+    third(frame)  # from the memo; a backward it has not seen makes the graph again
+    twice = third({**grads, "grads": [2 * grads["grads"][0]]})["grads"]
+    assert len(computed) == 2
+    assert torch.allclose(twice[0], 2 * first_back["grads"][0])
