@@ -8,10 +8,23 @@ mistake `rotate_half_sign` (part apply at 0). The wiring parts keep full marks; 
 own-code part runs kim's lessons 10, 12 (freqs, offset) and 13, stands in for lesson
 11 and for apply, and the page says why, naming the lesson-12 mistake. That the
 own-code part really runs a student's own file: tests/unit/test_assembly.py.
+
+Graded in the same run, code nobody here wrote:
+- tests/fixtures/lesson13b/outside/hf_qwen3.py: the installed transformers' Qwen3
+  attention, decoder layer and model (MiniMind's computation), wrapped into the
+  lesson's calling convention; full marks.
+- MiniMind upstream's model_minimind.py (jingyaogong/minimind at d65ef2c, Apache-2.0),
+  with upstream_adapter.py.txt appended (constructors taking the lesson's config, the
+  model's lm_head): full marks. Upstream's file is not kept in this repository (code
+  fetched from elsewhere is not committed here): point MINIMIND_UPSTREAM at a copy of
+  that commit's model/model_minimind.py (its SHA-256 is checked) to run it; without
+  it the test is skipped and says so.
 """
 from __future__ import annotations
 
+import hashlib
 import html
+import os
 import re
 from pathlib import Path
 
@@ -28,6 +41,19 @@ from grader.store import Store, dump
 from ..conftest import open_slot
 
 ROOT = Path(__file__).resolve().parents[2]
+OUTSIDE = ROOT / "tests" / "fixtures" / "lesson13b" / "outside"
+UPSTREAM_SHA256 = "47f124f5f386a8cd76b488b36ecc3e00fc43e3894cdb3ba602420188d9ba8860"
+FULL = {"self_attn": 4.0, "block": 3.0, "model": 3.0, "own": 1.0}
+
+
+def _upstream() -> str | None:
+    path = os.environ.get("MINIMIND_UPSTREAM")
+    if not path:
+        return None
+    data = Path(path).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == UPSTREAM_SHA256, \
+        f"{path} is not model_minimind.py at d65ef2c"
+    return data.decode() + (OUTSIDE / "upstream_adapter.py.txt").read_text(encoding="utf-8")
 
 
 def _solution(name: str) -> str:
@@ -82,6 +108,14 @@ def graded(far_course, tmp_path_factory) -> tuple[dict, config.Course]:
         own.mkdir(parents=True)
         (own / "13b_assembly.py").write_text(_solution("13b_assembly.py"), "utf-8")
         subs.append(runner.Submission(sid, own / "13b_assembly.py"))
+    outside = {"hf_qwen3": (OUTSIDE / "hf_qwen3.py").read_text(encoding="utf-8")}
+    if (upstream := _upstream()) is not None:
+        outside["minimind_upstream"] = upstream
+    for sid, text in outside.items():  # no earlier files: every piece stood in for
+        own = folder / "subs13b" / sid
+        own.mkdir(parents=True)
+        (own / "13b_assembly.py").write_text(text, "utf-8")
+        subs.append(runner.Submission(sid, own / "13b_assembly.py"))
     ctx = LessonContext(course, "13b")
     slot = open_slot(course, "13b")
     out: dict = {}
@@ -96,8 +130,7 @@ def test_a_lesson_12_mistake_is_not_charged_again(graded):
     records, course = graded
     kim = records["kim"]
     assert kim.status == "graded", kim.problem
-    assert {p: r.score for p, r in kim.parts.items()} == {
-        "self_attn": 4.0, "block": 3.0, "model": 3.0, "own": 1.0}
+    assert {p: r.score for p, r in kim.parts.items()} == FULL
     pieces = {p["name"]: p for p in kim.parts["own"].earlier["pieces"]}
     assert [n for n, p in pieces.items() if p["own"]] == [
         "RMSNorm", "precompute_freqs_cis", "rope_position_embeddings", "FeedForward",
@@ -110,3 +143,14 @@ def test_a_lesson_12_mistake_is_not_charged_again(graded):
     assert "rotate_half has the minus sign on the wrong half" in page
     assert "charged in lesson 12 only, not again here" in page
 
+
+
+@pytest.mark.parametrize("name", ["hf_qwen3", "minimind_upstream"])
+def test_outside_code_of_minimind_s_computation_scores_full_marks(graded, name):
+    records, _ = graded
+    if name not in records:
+        pytest.skip("MINIMIND_UPSTREAM names no copy of upstream's model_minimind.py")
+    record = records[name]
+    assert record.status == "graded", record.problem
+    failing = [(t.name, t.message[:200]) for t in record.tests if not t.passed]
+    assert {p: v.score for p, v in record.parts.items()} == FULL, failing
