@@ -263,6 +263,10 @@ class Lesson(Strict):
     written: dict[str, Question] = {}  # the check questions students answer in the file
     late: LatePolicy | None = None  # the late rule: applied at every run, after grading
     regrades: RegradeWindow | None = None  # when `grader regrade` takes a request
+    # an assembly lesson's earlier pieces: lesson key -> {name its stub imports from that
+    # lesson: the parts of that lesson it rests on}. grader/judge/standin.py builds the
+    # trusted side's `model_parts` of them; grader/judge/earlier.py finds a student's own
+    builds_on: dict[str, dict[str, list[str]]] = {}
 
     @field_validator("written")
     @classmethod
@@ -359,6 +363,22 @@ class Course(Strict):
     lti: LtiConfig | None = None
     similarity: SimilarityConfig = SimilarityConfig()
     root: Path = Path(".")
+
+    @model_validator(mode="after")
+    def _builds_on_lessons(self) -> Course:
+        """An assembly lesson builds on lessons of this course, never on itself."""
+        for key, lesson in self.lessons.items():
+            for earlier, pieces in lesson.builds_on.items():
+                if earlier == key or earlier not in self.lessons:
+                    raise ValueError(f"lesson {key}'s builds_on names {earlier!r}, which is "
+                                     "not another lesson of this course")
+                for name, parts in pieces.items():
+                    unknown = [p for p in parts if p not in self.lessons[earlier].parts]
+                    if unknown or not parts:
+                        raise ValueError(f"lesson {key}'s builds_on: {name} rests on parts "
+                                         f"of lesson {earlier}, and {unknown or 'none'} are "
+                                         "not its parts")
+        return self
 
     @field_validator("timezone")
     @classmethod

@@ -175,6 +175,9 @@ class PartRecord:
     # a composite part's stand-in round (grader/judge/standin.py): {"parts": the earlier
     # parts stood in for, "passed": whether the wiring matched, its failures then excused}
     stand_in: Json | None = None
+    # an assembly lesson's own-code part (grader/judge/earlier.py): {"pieces": [each
+    # piece's verdict: run as the student's own, or stood in for and why]}
+    earlier: Json | None = None
 
     def to_json(self) -> Json:
         return {"score": self.score, "max_score": self.max_score, "passed": self.passed,
@@ -182,7 +185,8 @@ class PartRecord:
                 "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
                 **({"where": self.where} if self.where else {}),
                 **({"answers": self.answers} if self.answers else {}),
-                **({"stand_in": self.stand_in} if self.stand_in else {})}
+                **({"stand_in": self.stand_in} if self.stand_in else {}),
+                **({"earlier": self.earlier} if self.earlier else {})}
 
     @classmethod
     def from_json(cls, d: Json) -> PartRecord:
@@ -191,7 +195,8 @@ class PartRecord:
                    Diagnosis.from_json(d.get("diagnosis")),
                    d.get("where") if isinstance(d.get("where"), dict) else None,
                    [a for a in d.get("answers") or [] if isinstance(a, dict)],
-                   d.get("stand_in") if isinstance(d.get("stand_in"), dict) else None)
+                   d.get("stand_in") if isinstance(d.get("stand_in"), dict) else None,
+                   d.get("earlier") if isinstance(d.get("earlier"), dict) else None)
 
 
 @dataclass

@@ -10,7 +10,9 @@ an object of the student's.
 """
 from __future__ import annotations
 
+import contextlib
 import zlib
+from collections.abc import Callable, Iterator
 from typing import cast
 
 import torch
@@ -118,9 +120,22 @@ def backward(out: torch.Tensor, upstream: torch.Tensor) -> None:
 # request being served, and its outputs come back; its backward sends the gradients of
 # its outputs, naming the forward call, and gets those of its inputs. The harness sets
 # `channel` while it serves a request; the trusted side answers only during a stand-in
-# round and refuses (ends the request) at any other time.
+# round, or in every graded request of an assembly lesson (stand_ins.py's `ALWAYS`), and
+# refuses (ends the request) at any other time.
 
-channel = None  # the harness's: `ask(frame) -> reply`, for the request being served
+channel: Callable[[dict], object] | None = None  # the harness's: `ask(frame) -> reply`, for the request being served
+
+
+@contextlib.contextmanager
+def answered_by(answer: Callable[[dict], object]) -> Iterator[None]:
+    """Stand-ins answered in this process by `answer` while the block runs: the trusted
+    side's probes on the reference, whose pieces are the very answers the child gets."""
+    global channel
+    before, channel = channel, answer
+    try:
+        yield
+    finally:
+        channel = before
 
 
 def _ask(frame: dict) -> dict:

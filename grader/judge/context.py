@@ -87,8 +87,31 @@ class LessonContext:
             self._refs = lesson_refs(
                 self.key, self.course.path(lesson.solution) if lesson.solution else None,
                 self.tests, recorded)
+            self._refs.pieces = self._pieces()
             self.loaded = self._refs.computed()
         return self._refs
+
+    def _pieces(self) -> types.ModuleType | None:
+        """An assembly lesson's trusted `model_parts` (course.yml's `builds_on`), its
+        stand-ins then answered in-process by the trusted side's probes too; None for
+        any other lesson, or where an earlier lesson's solution is absent (a bundle)."""
+        from grader.judge import standin
+
+        lesson = self.lesson
+        stand_ins = standin.always(self.tests) if lesson.builds_on else None
+        solutions = {k: self.course.lesson(k).solution for k in lesson.builds_on}
+        if stand_ins is None or any(s is None or not self.course.path(s).exists()
+                                for s in solutions.values()):
+            return None
+        module = standin.pieces({k: (self.course.path(s), lesson.builds_on[k])
+                                 for k, s in solutions.items() if s is not None})
+        probes = self._refs.probes if self._refs is not None else None
+        if probes is not None and hasattr(probes, "TRUSTED"):
+            # (a lesson's probes module, typed as any module: its TRUSTED is ours to set)
+            memo = self._refs.stand_in_memo if self._refs is not None else None
+            probes.TRUSTED = (  # type: ignore[attr-defined]
+                lambda: standin.Answerer(module, stand_ins.ANSWERS, memo=memo))
+        return module
 
     def loaded_refs(self) -> LessonRefs | None:
         """The references if this run has loaded them, else None (nothing is loaded)."""

@@ -21,6 +21,7 @@ from grader.judge import cases
 from grader.judge.compare import Checks, kept_by_content
 from grader.judge.context import LessonContext
 from grader.judge.diagnosis import explaining
+from grader.judge.earlier import Earlier
 from grader.judge.reference import LessonRefs, request_key
 from grader.inside import protocol
 from grader.sandbox.limits import SandboxError, StudentError
@@ -46,6 +47,7 @@ class StudentCaller:
     def __init__(self, session: Session, ctx: LessonContext):
         self.session = session
         self.ctx = ctx
+        self.earlier: Earlier | None = None  # an assembly lesson's (the `earlier` fixture)
         self.cache: dict[str, dict | StudentError] = {}
         self.current_test = ""
         self.served: dict[str, None] = {}  # the request keys the current test asked, in order
@@ -177,6 +179,13 @@ class _CurrentStudent:
         if student is None:  # a lesson's test asked for a student in the solution's run
             raise GraderFault("the `student` fixture was called with no submission graded")
         return student.call(probe, **args)
+
+    @property
+    def earlier(self) -> Earlier | None:
+        """An assembly lesson's own-code part: the submission's earlier pieces
+        (grader/judge/earlier.py); None where the runner found none (a replay's caller
+        has no such attribute at all: every piece is then stood in for)."""
+        return getattr(self._plugin._student, "earlier", None)
 
 
 class _Explained:

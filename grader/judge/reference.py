@@ -213,6 +213,11 @@ class LessonRefs:
     # a student bundle's fresh requests by part and the reference's statements' digests
     # by number (divergence.for_students): its tests folder has no trace_inputs.py
     fresh: dict = field(default_factory=dict)
+    # an assembly lesson's trusted `model_parts`: the earlier lessons' references its
+    # stand-ins answer with (grader/judge/standin.py; None for any other lesson)
+    pieces: types.ModuleType | None = None
+    # their answers by request content, shared by the run's answerers (standin.Answerer)
+    stand_in_memo: dict[str, list] = field(default_factory=dict)
 
     def computed(self) -> int:
         """How many results the callers hold, and whether signatures are known: it

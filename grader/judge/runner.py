@@ -24,7 +24,7 @@ import pytest
 from pytest_jsonreport import serialize
 
 from grader.judge import plugin as fixtures
-from grader.judge import divergence, questions, smallest, standin
+from grader.judge import divergence, earlier, questions, smallest, standin
 from grader import points
 from grader.judge.context import FROM_RECORDING, LessonContext
 from grader.judge.compare import Later
@@ -369,7 +369,13 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                 if slot is None or sub.source is None:  # `read` gives a source with no problem
                     raise ValueError("a submission's code needs a slot to run in")
                 session = Session(slot, sub.source, lesson.exercise, lesson.provides, limits)
+                # an assembly lesson's pieces, answered in every request (standin.always)
+                if lesson.builds_on:
+                    session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces,
+                                                        ctx.refs.stand_in_memo)
                 caller = StudentCaller(session, ctx)
+                if lesson.builds_on:  # an assembly lesson's own-code part
+                    caller.earlier = earlier.find(ctx.course, ctx.key, sub.student_id)
             reports: list[dict] = []
             yield caller, reports.append
             # from the autograder zip's recording: the reference's side of the smallest
@@ -392,6 +398,7 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()
                                if part not in excused}
+            _own_pieces(ctx, caller, record)
             for name, found in answers.items():  # feedback only: after the points
                 if name not in excused:
                     record.parts[name].answers = found
@@ -474,6 +481,21 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
     for part, found in rounds.items():
         scored.parts[part].stand_in = found
     return excused
+
+
+def _own_pieces(ctx: LessonContext, caller: object, record: GradeRecord) -> None:
+    """Where an assembly lesson's numbers came from, for its page: each wiring part
+    was graded with the stand-ins (the pieces named), and the own-code part says
+    which earlier pieces ran as the student's own and which were stood in for, and
+    why (grader/judge/earlier.py)."""
+    found = getattr(caller, "earlier", None)
+    lesson = standin.always(ctx.tests) if found is not None else None
+    own = getattr(lesson, "OWN", None)
+    if found is None or own not in record.parts:
+        return
+    for name, part in record.parts.items():
+        part.earlier = ({"pieces": [p.to_json() for p in found.pieces]} if name == own
+                        else {"wiring": [p.name for p in found.pieces]})
 
 
 def _record(ctx: LessonContext, sub: Submission, slot: SlotLike | None,

@@ -21,18 +21,20 @@ from __future__ import annotations
 
 import os
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
 from grader.judge.compare import Checks
-from grader.judge.reference import Caller, lesson_file
+from grader.judge.reference import Caller, lesson_file, load_module, request_key
 from grader.sandbox.limits import SandboxError, StudentError
 from grader.sandbox.session import Session
 
 FILE = "stand_ins.py"
 MAX_KEPT = 1024  # forward calls whose inputs a backward may still name, per round
+MAX_MEMO = 8192  # answers a run keeps by their request's content (`Answerer.memo`)
 
 
 class Refused(ValueError):
@@ -47,12 +49,19 @@ class Answerer:
     answer is {"ok": True, "call": c, "outputs": [tensors]}. A backward frame is
     {"stand_in": name, "backward": c, "grads": [tensor or None per output]}; the
     answer is {"ok": True, "grads": [tensor or None per input]}. Anything else, or
-    inputs the function refuses, is answered {"ok": False, "error": text}."""
+    inputs the function refuses, is answered {"ok": False, "error": text}.
+
+    `memo`, shared by the answerers of one run, keeps answers by their request's
+    content: students whose code is right send the very same calls, which are then
+    computed once per run (an assembly lesson's hundreds of calls per student)."""
 
     module: types.ModuleType
     answers: dict[str, Callable]
-    kept: dict[int, tuple[str, list, list]] = field(default_factory=dict)
+    # call -> (name, inputs, outputs with their graph or None (answered from the memo:
+    # made on a backward), the request's key, what was given)
+    kept: dict[int, tuple[str, list, list | None, str, dict]] = field(default_factory=dict)
     calls: int = 0
+    memo: dict[str, list] | None = None
 
     def __call__(self, frame: dict) -> dict:
         try:
@@ -72,22 +81,45 @@ class Answerer:
         if not (isinstance(inputs, list) and all(isinstance(t, torch.Tensor) for t in inputs)
                 and isinstance(given, dict)):
             raise Refused("a stand-in call sends a list of tensors and a dict")
-        inputs = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
-        with torch.enable_grad(), torch.random.fork_rng():
-            outputs = list(self.answers[name](self.module, inputs, given))
+        key = request_key(str(name), {"inputs": inputs, "given": given})
+        remembered = None if self.memo is None else self.memo.get(key)
+        graphed = None
+        if remembered is None:
+            inputs, graphed = self._forward(name, inputs, given)
+            remembered = [t.detach() for t in graphed]
+            self._remember(key, remembered)
         self.calls += 1
-        self.kept[self.calls] = (name, inputs, outputs)
+        self.kept[self.calls] = (name, inputs, graphed, key, given)
         if len(self.kept) > MAX_KEPT:
             del self.kept[min(self.kept)]
-        return {"call": self.calls, "outputs": [t.detach() for t in outputs]}
+        return {"call": self.calls, "outputs": remembered}
+
+    def _forward(self, name: str, inputs: list, given: dict) -> tuple[list, list]:
+        inputs = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+        with torch.enable_grad(), torch.random.fork_rng():
+            return inputs, list(self.answers[name](self.module, inputs, given))
+
+    def _remember(self, key: str, value: list) -> None:
+        if self.memo is not None:
+            if len(self.memo) >= MAX_MEMO:
+                del self.memo[next(iter(self.memo))]
+            self.memo[key] = value
 
     def _backward(self, name: str, frame: dict) -> dict:
         kept = self.kept.get(frame["backward"]) if isinstance(frame["backward"], int) else None
         if kept is None or kept[0] != name:
             raise Refused("a backward names no forward call of this stand-in")
-        _, inputs, outputs = kept
+        _, inputs, outputs, key, given = kept
         grads = frame.get("grads")
-        if not isinstance(grads, list) or len(grads) != len(outputs):
+        if not isinstance(grads, list):
+            raise Refused("a backward sends one gradient (or None) per output")
+        back = request_key("backward", {"forward": key, "grads": grads})
+        if self.memo is not None and back in self.memo:
+            return {"grads": self.memo[back]}
+        if outputs is None:  # answered from the memo: its graph is made now
+            inputs, outputs = self._forward(name, inputs, given)
+            self.kept[frame["backward"]] = (name, inputs, outputs, key, given)
+        if len(grads) != len(outputs):
             raise Refused("a backward sends one gradient (or None) per output")
         pairs = []
         for out, g in zip(outputs, grads):
@@ -101,9 +133,11 @@ class Answerer:
         found = torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
                                     retain_graph=True, allow_unused=True) if pairs else []
         by_input = dict(zip(map(id, wanted), found))
-        return {"grads": [None if not t.requires_grad else
-                          (g if (g := by_input.get(id(t))) is not None else torch.zeros_like(t))
-                          for t in inputs]}
+        answer = [None if not t.requires_grad else
+                  (g if (g := by_input.get(id(t))) is not None else torch.zeros_like(t))
+                  for t in inputs]
+        self._remember(back, answer)
+        return {"grads": answer}
 
 
 def _seed() -> int:
@@ -141,7 +175,7 @@ def run(tests, reference: Caller, tolerances: dict, session: Session,
     the graded one, already closed): {composite part: {"parts": [...], "passed": bool}}
     where a round ran; {} where none is needed or the lesson has none."""
     lesson = lesson_file(tests, FILE)
-    if lesson is None:
+    if lesson is None or getattr(lesson, "ALWAYS", False):  # an assembly lesson: no round
         return {}
     parts = stood_in_parts(lesson, failing, explained)
     if not parts or session.fatal is not None or session.broken is not None:
@@ -163,3 +197,42 @@ def run(tests, reference: Caller, tolerances: dict, session: Session,
     finally:
         own.close()
     return {lesson.COMPOSITE: {"parts": parts, "passed": passed}}
+
+
+# ---- an assembly lesson: its pieces stood in for in every graded request ---------------
+# Where a lesson's stand_ins.py says `ALWAYS`, its stub imports the earlier lessons'
+# pieces from `model_parts` (course.yml's `builds_on`), and the graded parts are the
+# wiring only: the child's `model_parts` is probes.py's stand-ins, answered here with
+# the earlier lessons' references in every request of the graded session, and the
+# trusted side's probes answer them in-process with the same code (`local`), so the
+# reference and the student see the very same pieces.
+
+def always(tests: Path) -> types.ModuleType | None:
+    """The lesson's stand_ins.py when it stands in for its pieces in every request."""
+    lesson = lesson_file(tests, FILE)
+    return lesson if lesson is not None and getattr(lesson, "ALWAYS", False) else None
+
+
+def pieces(earlier: dict[str, tuple[Path, Iterable[str]]]) -> types.ModuleType:
+    """The trusted side's `model_parts`: each name `builds_on` lists, taken from its
+    lesson's solution (lesson key -> (solution, names))."""
+    module = types.ModuleType("model_parts")
+    for key, (solution, names) in earlier.items():
+        source = load_module(f"_piece_{key}", solution.read_text(encoding="utf-8"),
+                             str(solution))
+        for name in names:
+            if not hasattr(source, name):
+                raise AttributeError(f"lesson {key}'s solution has no {name} "
+                                     "(course.yml's builds_on names it)")
+            setattr(module, name, getattr(source, name))
+    return module
+
+
+def answerer(tests: Path, module: types.ModuleType | None,
+             memo: dict[str, list] | None = None) -> Answerer | None:
+    """A fresh answerer for one graded session of an assembly lesson, sharing the run's
+    `memo` (None for any other lesson, or where there are no pieces: a student bundle)."""
+    lesson = always(tests)
+    if lesson is None or module is None:
+        return None
+    return Answerer(module, lesson.ANSWERS, memo=memo)

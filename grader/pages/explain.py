@@ -8,7 +8,7 @@ from fractions import Fraction
 
 from grader.judge import contrast, disclosed
 from grader.record import TestRecord
-from grader.text.strings import check_label
+from grader.text.strings import check_label, in_language
 
 OPS = {"eq": "=", "ne": "≠", "ge": "≥", "le": "≤", **contrast.RELATIONS}
 CLAIMS_AT_TOP = 2   # distinct structure claims repeated at the top of a part
@@ -142,6 +142,31 @@ def stand_in_sentences(stand_in: dict | None, t: dict[str, str]) -> list[str]:
     them = t["composite_them_one" if len(parts) == 1 else "composite_them_many"]
     key = "stand_in_excused" if stand_in.get("passed") else "stand_in_not_excused"
     return [t[key].format(parts=", ".join(parts), them=them)]
+
+
+def earlier_sentences(earlier: dict | None, t: dict[str, str]) -> list[str]:
+    """Where an assembly lesson's part got its numbers (grader/judge/earlier.py): a
+    wiring part with the grader's pieces; the own-code part with which of the
+    student's earlier pieces, and why any other was stood in for."""
+    if not earlier:
+        return []
+    if earlier.get("wiring"):
+        return [t["assembly_wiring"].format(names=", ".join(map(str, earlier["wiring"])))]
+    pieces = [p for p in earlier.get("pieces") or [] if isinstance(p, dict)]
+    own = [f"{p.get('name')} ({t['assembly_lesson'].format(lesson=p.get('lesson'))})"
+           for p in pieces if p.get("own")]
+    said = [t["assembly_own"].format(names=", ".join(own))] if own else []
+    for p in pieces:
+        why = p.get("why")
+        if p.get("own") or why not in ("lost", "no_file", "no_record"):
+            continue
+        mistakes = "; ".join(f"“{in_language(m, t['language_code'])}”"
+                             for m in p.get("mistakes") or [] if isinstance(m, dict))
+        said.append(t[f"assembly_{why}"].format(
+            name=p.get("name"), lesson=p.get("lesson"),
+            parts=", ".join(map(str, p.get("parts") or [])),
+            mistake=t["assembly_mistake"].format(mistakes=mistakes) if mistakes else ""))
+    return said
 
 
 def composite_sentences(tests: list[TestRecord], failed_before: list[str],

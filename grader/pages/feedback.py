@@ -143,7 +143,8 @@ def part_findings(tests: list[TestRecord], scored: PartRecord | None,
     grader's questions, then the structure of failing checks."""
     failing = [x for x in tests if not x.passed]
     answers = scored.answers if scored is not None and failing else []
-    return [x for x in [*explain.stand_in_sentences(scored.stand_in if scored else None, t),
+    return [x for x in [*explain.earlier_sentences(scored.earlier if scored else None, t),
+                        *explain.stand_in_sentences(scored.stand_in if scored else None, t),
                         *explain.composite_sentences(tests, failed_before, explained, t),
                         *explain.contrast_sentences(tests, t),
                         *(explain.answer_text(a, t) for a in answers),

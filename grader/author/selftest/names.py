@@ -7,14 +7,15 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from grader.judge import questions, smallest, trace_inputs
+from grader.judge import questions, smallest, standin, trace_inputs
 from grader.config import Course
 from grader.author.selftest.findings import Finding, failed, ok
 
 # Files the grader loads by path under a per-lesson name, which every lesson may have:
-# probes.py, the trace's fresh inputs, the smallest example's cases and the questions.
+# probes.py, the trace's fresh inputs, the smallest example's cases, the questions and
+# the stand-ins.
 PER_LESSON = {"probes", Path(trace_inputs.FILE).stem, Path(smallest.FILE).stem,
-              Path(questions.FILE).stem}
+              Path(questions.FILE).stem, Path(standin.FILE).stem}
 
 
 def _owners(course: Course) -> dict[str, dict[str, set[str]]]:

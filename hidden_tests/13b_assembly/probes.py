@@ -1,0 +1,280 @@
+"""Lesson 13b probes: build the student's Attention, MiniMindBlock or model from given
+weights, run it, return tensors.
+
+The same functions run on the student's module inside the sandbox and on the
+solution (or a known-mistake variant) on the trusted side. This file is visible
+inside the sandbox: it holds no answers. The pieces the stub imports from
+`model_parts` (lessons 10–13) are the stand-ins below, answered by the trusted side
+with the earlier lessons' references (hidden_tests/13b_assembly/stand_ins.py), so
+only the wiring is the student's. On the trusted side `TRUSTED` answers them
+in-process with the same code.
+"""
+import functools
+import sys
+import types
+
+import torch
+from torch import nn
+
+from grader.inside import probekit
+from grader.inside.probekit import ContractError, backward, build, grad, load, plain, stand_in
+from grader.inside.probekit import grads as parameter_grads
+
+TRUSTED = None  # the trusted side's (grader/judge/context.py): a fresh answerer per call
+
+
+# ---- model_parts: the earlier lessons' pieces, stood in for ----------------------------
+
+class RMSNorm(nn.Module):
+    """Lesson 10's RMSNorm: the layout (`weight`, `eps`), the trusted side's forward."""
+
+    def __init__(self, dim: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return stand_in("RMSNorm", [x, self.weight], eps=float(self.eps))[0]
+
+
+def repeat_kv(x: torch.Tensor, n_rep: int) -> torch.Tensor:
+    return stand_in("repeat_kv", [x], n_rep=int(n_rep))[0]
+
+
+def mask_scores(scores: torch.Tensor, attention_mask: torch.Tensor = None) -> torch.Tensor:
+    """Lesson 11's mask_scores; use what it returns (the stand-in's result is new)."""
+    return stand_in("mask_scores", [scores], attention_mask=attention_mask)[0]
+
+
+def attention(xq: torch.Tensor, xk: torch.Tensor, xv: torch.Tensor,
+              attention_mask: torch.Tensor = None) -> torch.Tensor:
+    return stand_in("attention", [xq, xk, xv], attention_mask=attention_mask)[0]
+
+
+def precompute_freqs_cis(dim: int, end: int = int(32 * 1024), rope_base: float = 1e6,
+                         rope_scaling: dict = None) -> tuple:
+    return tuple(stand_in("precompute_freqs_cis", [], dim=int(dim), end=int(end),
+                          rope_base=float(rope_base), rope_scaling=rope_scaling))
+
+
+def apply_rotary_pos_emb(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor,
+                         sin: torch.Tensor, unsqueeze_dim: int = 1) -> tuple:
+    return tuple(stand_in("apply_rotary_pos_emb", [q, k, cos, sin],
+                          unsqueeze_dim=int(unsqueeze_dim)))
+
+
+def rope_position_embeddings(freqs_cos: torch.Tensor, freqs_sin: torch.Tensor,
+                             seq_length: int, past_key_value: tuple = None) -> tuple:
+    past = None if past_key_value is None else int(past_key_value[0].shape[1])
+    return tuple(stand_in("rope_position_embeddings", [freqs_cos, freqs_sin],
+                          seq_length=int(seq_length), past_length=past))
+
+
+def _bare(n_in: int, n_out: int) -> nn.Linear:
+    return nn.Linear(n_in, n_out, bias=False)
+
+
+class FeedForward(nn.Module):
+    """Lesson 13's FeedForward: the layout (weights load by name), the trusted side's
+    forward on these weights."""
+
+    def __init__(self, hidden_size: int, intermediate_size: int, hidden_act: str = "silu"):
+        super().__init__()
+        self.gate_proj, self.up_proj = (_bare(hidden_size, intermediate_size) for _ in "gu")
+        self.down_proj = _bare(intermediate_size, hidden_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return stand_in("FeedForward", [x, self.gate_proj.weight, self.up_proj.weight,
+                                        self.down_proj.weight])[0]
+
+
+class MOEFeedForward(nn.Module):
+    """Lesson 13's MOEFeedForward: gate and experts by name; forward sets aux_loss."""
+
+    def __init__(self, hidden_size: int, intermediate_size: int, num_experts: int = 4,
+                 num_experts_per_tok: int = 1, hidden_act: str = "silu",
+                 norm_topk_prob: bool = True, router_aux_loss_coef: float = 5e-4):
+        super().__init__()
+        self.num_experts_per_tok, self.norm_topk_prob = num_experts_per_tok, norm_topk_prob
+        self.router_aux_loss_coef = router_aux_loss_coef
+        self.gate = _bare(hidden_size, num_experts)
+        self.experts = nn.ModuleList([FeedForward(hidden_size, intermediate_size)
+                                      for _ in range(num_experts)])
+        self.aux_loss = torch.zeros(())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        weights = [p for e in self.experts for p in (e.gate_proj.weight, e.up_proj.weight,
+                                                     e.down_proj.weight)]
+        y, self.aux_loss = stand_in(
+            "MOEFeedForward", [x, self.gate.weight, *weights],
+            num_experts_per_tok=int(self.num_experts_per_tok),
+            norm_topk_prob=bool(self.norm_topk_prob),
+            router_aux_loss_coef=float(self.router_aux_loss_coef), training=self.training)
+        return y
+
+
+PIECES = ("RMSNorm", "repeat_kv", "mask_scores", "attention", "precompute_freqs_cis",
+          "apply_rotary_pos_emb", "rope_position_embeddings", "FeedForward", "MOEFeedForward")
+model_parts = types.ModuleType("model_parts", "Lessons 10–13's pieces, stood in for.")
+for _name in PIECES:
+    setattr(model_parts, _name, globals()[_name])
+sys.modules.setdefault("model_parts", model_parts)
+
+
+# ---- the probes ----------------------------------------------------------------------
+
+def _answered(probe):
+    """On the trusted side, the stand-ins answered in-process (`TRUSTED`)."""
+    @functools.wraps(probe)
+    def run(m, **args):
+        if TRUSTED is None:
+            return probe(m, **args)
+        with probekit.answered_by(TRUSTED()):
+            return probe(m, **args)
+    return run
+
+
+def _config(cfg: dict) -> types.SimpleNamespace:
+    return types.SimpleNamespace(**cfg, head_dim=cfg["hidden_size"] // cfg["num_attention_heads"])
+
+
+def _two(out: object, what: str) -> tuple:
+    if not isinstance(out, (tuple, list)) or len(out) != 2:
+        raise ContractError(f"{what} must return a pair (output, cache), got "
+                            f"{type(out).__name__}")
+    return tuple(out)
+
+
+def _cache(cache: object, what: str) -> list | None:
+    """A layer's cache as [k, v]: a pair, or one tensor stacking them on dim 0."""
+    if cache is None:
+        return None
+    if isinstance(cache, torch.Tensor) and cache.dim() >= 1 and cache.shape[0] == 2:
+        return [plain(cache[0], what), plain(cache[1], what)]
+    if isinstance(cache, (tuple, list)) and len(cache) == 2:
+        return [plain(cache[0], f"{what}'s k"), plain(cache[1], f"{what}'s v")]
+    raise ContractError(f"{what} must be None, a pair (k, v) or a tensor stacking them, "
+                        f"got {type(cache).__name__}")
+
+
+def _past(past: list | None) -> tuple | None:
+    return None if past is None else tuple(t.clone() for t in past)
+
+
+def _mask(mask: torch.Tensor | None) -> torch.Tensor | None:
+    return None if mask is None else mask.clone()
+
+
+def _built(cls: object, what: str, state: dict, dtype: torch.dtype, *args) -> tuple:
+    """The module with the reference's weights by name; its buffers (the RoPE tables
+    __init__ computed) kept as built, not filled like a parameter the reference lacks."""
+    module = build(cls, what, *args).to(dtype)
+    buffers = {n: b.clone() for n, b in module.named_buffers()}
+    extra = load(module, state, what)
+    with torch.no_grad():
+        for name, b in module.named_buffers():
+            if name in buffers:
+                b.copy_(buffers[name])
+    return module, [n for n in extra if n not in buffers]
+
+
+@_answered
+def attention_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
+                      sin: torch.Tensor, past: list | None, use_cache: bool,
+                      mask: torch.Tensor | None, gy: torch.Tensor, grads: bool = True) -> dict:
+    attn, extra = _built(m.Attention, "Attention", state, x.dtype, _config(cfg))
+    xs = x.clone().requires_grad_(True)
+    y, cache = _two(attn(xs, (cos, sin), _past(past), use_cache, _mask(mask)),
+                    "Attention.forward")
+    out = {"y": plain(y, "Attention.forward's output"), "cache": _cache(cache, "the cache"),
+           "extra": extra}
+    if grads:
+        backward(y, gy)
+        out.update(x_grad=grad(xs), grads=parameter_grads(attn))
+    return out
+
+
+@_answered
+def block_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
+                  sin: torch.Tensor, past: list | None, use_cache: bool,
+                  mask: torch.Tensor | None, gy: torch.Tensor, train: bool,
+                  grads: bool = True) -> dict:
+    block, extra = _built(m.MiniMindBlock, "MiniMindBlock", state, x.dtype, 0, _config(cfg))
+    block.train(train)
+    xs = x.clone().requires_grad_(True)
+    y, cache = _two(block(xs, (cos, sin), _past(past), use_cache, _mask(mask)),
+                    "MiniMindBlock.forward")
+    out = {"y": plain(y, "MiniMindBlock.forward's output"),
+           "cache": _cache(cache, "the cache"), "extra": extra}
+    if grads:
+        backward(y, gy)
+        out.update(x_grad=grad(xs), grads=parameter_grads(block))
+    return out
+
+
+@_answered
+def model_forward(m, cfg: dict, state: dict, input_ids: torch.Tensor,
+                  mask: torch.Tensor | None, past: list | None, use_cache: bool,
+                  gy: torch.Tensor, train: bool, grads: bool = True) -> dict:
+    """Logits, each layer's cache and the aux loss, in the weights' dtype; with
+    `grads`, the gradients of (logits·gy).sum() + aux."""
+    model, extra = _built(m.CourseMiniMindForCausalLM, "CourseMiniMindForCausalLM", state,
+                          gy.dtype, _config(cfg))
+    model.train(train)
+    result = model(input_ids.clone(), _mask(mask),
+                   None if past is None else [_past(p) for p in past], use_cache)
+    if not isinstance(result, (tuple, list)) or len(result) != 3:
+        raise ContractError("CourseMiniMindForCausalLM.forward must return (logits, caches, "
+                            f"aux_loss), got {type(result).__name__}")
+    logits, caches, aux = result
+    if not isinstance(caches, (tuple, list)):
+        raise ContractError("the caches must be a list with one entry per layer, got "
+                            f"{type(caches).__name__}")
+    out = {"logits": plain(logits, "the logits"), "aux": plain(aux, "aux_loss"),
+           "caches": [_cache(c, f"layer {i}'s cache") for i, c in enumerate(caches)],
+           "extra": extra}
+    if grads:
+        if logits.shape == gy.shape and logits.requires_grad:
+            loss = (logits * gy).sum()
+            if aux.numel() == 1 and aux.requires_grad:
+                loss = loss + aux.sum()
+            loss.backward()
+        out["grads"] = parameter_grads(model)
+    return out
+
+
+# ---- part "own": the model on the student's own earlier pieces -----------------------
+
+def _earlier(lesson: str, source: str) -> types.ModuleType:
+    """The student's own file of an earlier lesson, as a module of its own."""
+    module = types.ModuleType(f"lesson_{lesson}")
+    exec(compile(source, f"your lesson {lesson} file", "exec"), module.__dict__)
+    return module
+
+
+@_answered
+def own_model(m, own: dict, sources: dict, **args) -> dict:
+    """model_forward with the pieces `own` names (piece -> lesson) taken from the
+    student's own earlier files (`sources`: lesson -> text) in place of the stand-ins,
+    wherever the student's module got them from model_parts. On the trusted side
+    (the reference, its variants) it is model_forward: no earlier file is ever run
+    there, only in the student's own sandbox (the harness names their module
+    "submission")."""
+    if TRUSTED is not None or m.__name__ != "submission":
+        return model_forward.__wrapped__(m, **args)
+    modules = {lesson: _earlier(lesson, text) for lesson, text in sources.items()}
+    chosen = {}
+    for name, lesson in own.items():
+        piece = getattr(modules.get(lesson), name, None)
+        if name not in PIECES or piece is None:
+            raise ContractError(f"your lesson {lesson} file has no {name}")
+        chosen[name] = piece
+    swapped = {n: v for n, v in vars(m).items()
+               if n in chosen and v is getattr(model_parts, n)}
+    try:
+        for name in swapped:
+            setattr(m, name, chosen[name])
+        return model_forward.__wrapped__(m, **args)
+    finally:
+        for name, value in swapped.items():
+            setattr(m, name, value)

@@ -1,0 +1,156 @@
+"""An assembly lesson end to end (issue 57): lesson 13b graded in the sandbox for a
+student whose earlier lessons are in their folders, with those lessons' stored
+results written here as a run would have stored them (grading lessons 10-13 again
+would only cost time: grader/judge/earlier.py reads the results, whoever wrote them).
+
+kim: lesson 10 and 13 at full marks, no lesson-11 file, lesson 12 with its known
+mistake `rotate_half_sign` (part apply at 0). The wiring parts keep full marks; the
+own-code part runs kim's lessons 10, 12 (freqs, offset) and 13, stands in for lesson
+11 and for apply, and the page says why, naming the lesson-12 mistake. That the
+own-code part really runs a student's own file: tests/unit/test_assembly.py.
+
+Graded in the same run, code nobody here wrote:
+- tests/fixtures/lesson13b/outside/hf_qwen3.py: the installed transformers' Qwen3
+  attention, decoder layer and model (MiniMind's computation), wrapped into the
+  lesson's calling convention; full marks.
+- MiniMind upstream's model_minimind.py (jingyaogong/minimind at d65ef2c, Apache-2.0),
+  with upstream_adapter.py.txt appended (constructors taking the lesson's config, the
+  model's lm_head): full marks. Upstream's file is not kept in this repository (code
+  fetched from elsewhere is not committed here): point MINIMIND_UPSTREAM at a copy of
+  that commit's model/model_minimind.py (its SHA-256 is checked) to run it; without
+  it the test is skipped and says so.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import os
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grader import config
+from grader.judge import runner
+from grader.judge.context import LessonContext
+from grader.pages import feedback
+from grader.record import Diagnosis, GradeRecord, PartRecord
+from grader.store import Store, dump
+
+from ..conftest import open_slot
+
+ROOT = Path(__file__).resolve().parents[2]
+OUTSIDE = ROOT / "tests" / "fixtures" / "lesson13b" / "outside"
+UPSTREAM_SHA256 = "47f124f5f386a8cd76b488b36ecc3e00fc43e3894cdb3ba602420188d9ba8860"
+FULL = {"self_attn": 4.0, "block": 3.0, "model": 3.0, "own": 1.0}
+
+
+def _upstream() -> str | None:
+    path = os.environ.get("MINIMIND_UPSTREAM")
+    if not path:
+        return None
+    data = Path(path).read_bytes()
+    assert hashlib.sha256(data).hexdigest() == UPSTREAM_SHA256, \
+        f"{path} is not model_minimind.py at d65ef2c"
+    return data.decode() + (OUTSIDE / "upstream_adapter.py.txt").read_text(encoding="utf-8")
+
+
+def _solution(name: str) -> str:
+    return re.sub(r"^ *### (BEGIN|END) SOLUTION\n", "", (ROOT / "solutions" / name)
+                  .read_text(encoding="utf-8"), flags=re.M)
+
+
+def _mistaken(folder: str, name: str, mistake: str) -> str:
+    text = _solution(name)
+    found = yaml.safe_load((ROOT / "hidden_tests" / folder / "mistakes.yml").read_text("utf-8"))
+    for edit in next(m for m in found if m["id"] == mistake)["edits"]:
+        text = text.replace(edit["old"], edit["new"])
+    return text
+
+
+def _stored(course: config.Course, key: str, sid: str, lost: dict) -> None:
+    """A stored result of `key` for `sid`: full marks but in the parts `lost` names
+    (part -> the diagnosis, or None)."""
+    parts = {}
+    for name, part in course.lesson(key).parts.items():
+        diagnosis = lost.get(name)
+        parts[name] = PartRecord(0.0 if name in lost else part.points, part.points, 0, 1,
+                                 diagnosis)
+    record = GradeRecord(sid, key, "graded", 0.0, 10.0, parts, [])
+    store = Store(course.path(course.lesson(key).out))
+    store.results_path.mkdir(parents=True, exist_ok=True)
+    store.result_path(sid).write_text(dump(record.to_json()), encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def graded(far_course, tmp_path_factory) -> tuple[dict, config.Course]:
+    folder = tmp_path_factory.mktemp("assembly")
+    data = yaml.safe_load(far_course.read_text(encoding="utf-8"))
+    for key in ("10", "11", "12", "13", "13b"):
+        data["lessons"][key]["submissions"] = str(folder / f"subs{key}")
+    path = folder / "course.yml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True, sort_keys=False), "utf-8")
+    course = config.load(path)
+    files = {"kim": {"10": _solution("10_rmsnorm.py"),
+                     "12": _mistaken("12_rope", "12_rope.py", "rotate_half_sign"),
+                     "13": _solution("13_moe.py")}}
+    rope = Diagnosis("rotate_half_sign", {"en": "rotate_half has the minus sign on the "
+                                          "wrong half", "zh": "rotate_half 的负号放错了一半"})
+    subs = []
+    for sid, lessons in files.items():
+        for key, text in lessons.items():
+            target = course.path(course.lesson(key).submissions) / sid
+            target.mkdir(parents=True)
+            (target / course.lesson(key).exercise).write_text(text, "utf-8")
+            _stored(course, key, sid, {"apply": rope} if key == "12" else {})
+        own = folder / "subs13b" / sid
+        own.mkdir(parents=True)
+        (own / "13b_assembly.py").write_text(_solution("13b_assembly.py"), "utf-8")
+        subs.append(runner.Submission(sid, own / "13b_assembly.py"))
+    outside = {"hf_qwen3": (OUTSIDE / "hf_qwen3.py").read_text(encoding="utf-8")}
+    if (upstream := _upstream()) is not None:
+        outside["minimind_upstream"] = upstream
+    for sid, text in outside.items():  # no earlier files: every piece stood in for
+        own = folder / "subs13b" / sid
+        own.mkdir(parents=True)
+        (own / "13b_assembly.py").write_text(text, "utf-8")
+        subs.append(runner.Submission(sid, own / "13b_assembly.py"))
+    ctx = LessonContext(course, "13b")
+    slot = open_slot(course, "13b")
+    out: dict = {}
+    try:
+        runner.grade_many(ctx, subs, slot, lambda r: out.__setitem__(r.student_id, r))
+    finally:
+        slot.close()
+    return out, course
+
+
+def test_a_lesson_12_mistake_is_not_charged_again(graded):
+    records, course = graded
+    kim = records["kim"]
+    assert kim.status == "graded", kim.problem
+    assert {p: r.score for p, r in kim.parts.items()} == FULL
+    pieces = {p["name"]: p for p in kim.parts["own"].earlier["pieces"]}
+    assert [n for n, p in pieces.items() if p["own"]] == [
+        "RMSNorm", "precompute_freqs_cis", "rope_position_embeddings", "FeedForward",
+        "MOEFeedForward"]
+    assert pieces["attention"]["why"] == "no_file"
+    assert pieces["apply_rotary_pos_emb"]["why"] == "lost"
+    assert pieces["apply_rotary_pos_emb"]["parts"] == ["apply"]
+    page = html.unescape(feedback.render_student(kim, course, "13b", "en"))
+    assert "no file of yours for lesson 11 was found" in page
+    assert "rotate_half has the minus sign on the wrong half" in page
+    assert "charged in lesson 12 only, not again here" in page
+
+
+
+@pytest.mark.parametrize("name", ["hf_qwen3", "minimind_upstream"])
+def test_outside_code_of_minimind_s_computation_scores_full_marks(graded, name):
+    records, _ = graded
+    if name not in records:
+        pytest.skip("MINIMIND_UPSTREAM names no copy of upstream's model_minimind.py")
+    record = records[name]
+    assert record.status == "graded", record.problem
+    failing = [(t.name, t.message[:200]) for t in record.tests if not t.passed]
+    assert {p: v.score for p, v in record.parts.items()} == FULL, failing

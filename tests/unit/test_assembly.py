@@ -1,0 +1,169 @@
+"""An assembly lesson (13b): its pieces stood in for in every request (stand_ins.py's
+ALWAYS, course.yml's builds_on). The trusted side's `model_parts` is built of the
+earlier lessons' solutions; its probes answer the stand-ins in-process with the same
+answers the child gets; the model on stood-in pieces is the reference model."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.config import ConfigError, load
+from grader.inside import probekit
+from grader.judge import standin
+from grader.judge.context import LessonContext
+from grader.judge.reference import load_module
+
+ROOT = Path(__file__).resolve().parents[2]
+TESTS = ROOT / "hidden_tests" / "13b_assembly"
+
+
+@pytest.fixture(scope="module")
+def refs():
+    """Lesson 13b's references as a run loads them (LessonContext.refs)."""
+    sys.path.insert(0, str(TESTS))
+    try:
+        yield LessonContext(load(ROOT / "course.yml"), "13b").refs
+    finally:
+        sys.path.remove(str(TESTS))
+
+
+def test_the_trusted_model_parts_are_the_earlier_solutions(refs):
+    pieces = refs.pieces
+    assert pieces is not None and pieces.RMSNorm.__module__ == "_piece_10"
+    assert pieces.MOEFeedForward.__module__ == "_piece_13"
+    assert standin.always(TESTS) is not None
+    assert standin.always(ROOT / "hidden_tests" / "10_rmsnorm") is None  # none there
+
+
+def test_a_name_builds_on_lists_must_be_in_its_lessons_solution(tmp_path):
+    with pytest.raises(AttributeError, match="no RoPE"):
+        standin.pieces({"10": (ROOT / "solutions" / "10_rmsnorm.py", {"RoPE": ["norm"]})})
+
+
+def test_builds_on_names_other_lessons_only(tmp_path):
+    text = (ROOT / "course.yml").read_text(encoding="utf-8").replace(
+        '      "10": {RMSNorm: [norm]}\n', '      "9": {RMSNorm: [norm]}\n')
+    (tmp_path / "course.yml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match="builds_on names '9'"):
+        load(tmp_path / "course.yml")
+
+
+def test_the_reference_model_on_stand_ins_is_the_model_on_the_earlier_solutions(refs):
+    """The trusted side's probe (stand-ins answered in-process) against the same model
+    wired to lessons 10-13's solutions directly: the stand-ins change nothing."""
+    from _asm_common import config, model_args
+
+    args = model_args(7, tuple(config(moe=True).items()), "float64", 2, 3, 2, True, True)
+    got = refs.reference.call("model_forward", **args)
+    source = (ROOT / "solutions" / "13b_assembly.py").read_text(encoding="utf-8")
+    sys.modules["model_parts"], stood_in = refs.pieces, sys.modules["model_parts"]
+    try:
+        direct = load_module("_direct_13b", source, "solution")
+    finally:
+        sys.modules["model_parts"] = stood_in
+    want = refs.probes.model_forward.__wrapped__(direct, **args)
+    assert torch.equal(got["logits"], want["logits"]) and torch.equal(got["aux"], want["aux"])
+    assert all(torch.allclose(got["grads"][n], g, rtol=0, atol=1e-12)
+               for n, g in want["grads"].items())
+
+
+def test_outside_the_trusted_side_a_stand_in_is_refused(refs):
+    """The child's pieces ask the channel; with none, a ContractError (no local
+    answer is ever kept in the probes module or probekit)."""
+    assert probekit.channel is None
+    with pytest.raises(probekit.ContractError, match="no request"):
+        refs.probes.repeat_kv(torch.zeros(1, 2, 1, 4), 2)
+
+
+def test_no_stand_in_answers_for_the_wiring_itself(refs):
+    """The child cannot earn the wiring's points by calling a stand-in for it."""
+    answers = standin.always(TESTS).ANSWERS
+    assert not {"Attention", "MiniMindBlock", "CourseMiniMindForCausalLM"} & set(answers)
+    said = standin.Answerer(refs.pieces, answers)({"stand_in": "MiniMindBlock",
+                                                   "inputs": [], "given": {}})
+    assert said == {"ok": False, "error": "no stand-in named MiniMindBlock"}
+
+
+def test_a_piece_rests_on_parts_of_its_lesson(tmp_path):
+    text = (ROOT / "course.yml").read_text(encoding="utf-8").replace(
+        '      "10": {RMSNorm: [norm]}\n', '      "10": {RMSNorm: [normalise]}\n')
+    (tmp_path / "course.yml").write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"\['normalise'\] are not its parts"):
+        load(tmp_path / "course.yml")
+
+
+def _own(refs, rmsnorm: str) -> dict:
+    """The own-code probe as the child runs it (the student's module is named
+    "submission" there), on a lesson-10 file `rmsnorm`, the rest stood in for."""
+    from _asm_common import config, model_args
+
+    source = (ROOT / "solutions" / "13b_assembly.py").read_text(encoding="utf-8")
+    child = load_module("submission", source, "solution")
+    args = model_args(9, tuple(config().items()), "float32", 1, 3, 0, True, False)
+    trusted, refs.probes.TRUSTED = refs.probes.TRUSTED, None  # the child's copy has none
+    probekit.channel = standin.Answerer(refs.pieces, standin.always(TESTS).ANSWERS)
+    try:
+        return refs.probes.own_model(child, own={"RMSNorm": "10"}, sources={"10": rmsnorm},
+                                     **args)
+    finally:
+        probekit.channel, refs.probes.TRUSTED = None, trusted
+
+
+def test_the_own_code_part_runs_the_students_own_file(refs):
+    """A wrong RMSNorm in the student's lesson-10 file changes the own-code result
+    (the wiring parts never run it); a right one gives the reference's."""
+    from _asm_common import config, model_args
+
+    right = (ROOT / "solutions" / "10_rmsnorm.py").read_text(encoding="utf-8")
+    wrong = right.replace("return self.weight * normed.type_as(x)",
+                          "return normed.type_as(x)")  # the weight left out
+    assert wrong != right
+    want = refs.reference.call("model_forward", **model_args(
+        9, tuple(config().items()), "float32", 1, 3, 0, True, False))["logits"]
+    assert torch.allclose(_own(refs, right)["logits"], want, atol=1e-5)
+    assert not torch.allclose(_own(refs, wrong)["logits"], want, atol=1e-2)
+
+
+def test_the_trusted_side_never_runs_an_earlier_file(refs):
+    """The reference asked the own-code probe (StudentCaller sizes every reply by the
+    reference's) computes the plain model: the student's text is not run."""
+    from _asm_common import config, model_args
+
+    args = model_args(9, tuple(config().items()), "float32", 1, 3, 0, True, False)
+    got = refs.reference.call("own_model", own={"RMSNorm": "10"},
+                              sources={"10": "raise SystemExit('ran')"}, **args)
+    assert torch.equal(got["logits"], refs.reference.call("model_forward", **args)["logits"])
+
+
+def test_a_run_computes_each_stand_in_answer_once_gradients_included(refs):
+    """Two sessions' answerers sharing the run's memo: the second call of the same
+    content is not computed again, and its backward (the graph made then) gives the
+    first's gradients."""
+    computed = []
+    rms = standin.always(TESTS).ANSWERS["RMSNorm"]
+
+    def counted(m, inputs, given):
+        computed.append(1)
+        return rms(m, inputs, given)
+
+    memo: dict = {}
+    x, w = torch.randn(2, 3, 8, dtype=torch.float64), torch.rand(8, dtype=torch.float64)
+    frame = {"stand_in": "RMSNorm", "inputs": [x, w], "given": {"eps": 1e-6}}
+    grads = {"stand_in": "RMSNorm", "backward": 1, "grads": [torch.ones(2, 3, 8,
+                                                                       dtype=torch.float64)]}
+    said = []
+    for _ in range(2):
+        answerer = standin.Answerer(refs.pieces, {"RMSNorm": counted}, memo=memo)
+        said.append((answerer(frame), answerer(grads)))
+    (first, first_back), (second, second_back) = said
+    assert len(computed) == 1
+    assert torch.equal(first["outputs"][0], second["outputs"][0])
+    assert all(torch.equal(a, b) for a, b in zip(first_back["grads"], second_back["grads"]))
+    third = standin.Answerer(refs.pieces, {"RMSNorm": counted}, memo=memo)
+    third(frame)  # from the memo; a backward it has not seen makes the graph again
+    twice = third({**grads, "grads": [2 * grads["grads"][0]]})["grads"]
+    assert len(computed) == 2
+    assert torch.allclose(twice[0], 2 * first_back["grads"][0])
