@@ -5,14 +5,18 @@ per submission, which calls `run` below: the student's folder
 /autograder/submission becomes the one student of a `grader run`, and their record in
 scores.json becomes /autograder/results/results.json. The zip holds the grader, a
 course.yml trimmed to the one lesson (no roster), and that lesson's solution, stub and
-hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS adds options
-to `grader run`. Where Gradescope's container refuses bubblewrap's namespaces, the
-grader runs in container mode by itself: each submission as the unprivileged user
-setup.sh creates, with the grader's folders made unreadable to it.
+hidden tests. The grading runs in a process of its own (`grade`, with a clean
+environment), steered by its arguments: the recording, container mode, the paths
+closed to the submission. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS
+adds `grade`'s options (--unsandboxed, --jobs). Where Gradescope's container refuses
+bubblewrap's namespaces, the grader runs in container mode by itself: each submission
+as the unprivileged user setup.sh creates, with the grader's folders made unreadable
+to it. results.json is what the Gradescope export writes for the student.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -23,12 +27,12 @@ import sys
 import tempfile
 import zipfile
 from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
 
 from grader.sandbox.slot import BASE_UID
-from grader.judge.context import FROM_RECORDING
 from grader.store import Store, safe_name
 from grader.text.strings import TEMPLATES
 
@@ -158,7 +162,7 @@ def _recording(course, lesson_key: str) -> bytes:
     does first): a run on Gradescope then loads them instead of importing the solution
     and its mistakes and computing them again for each submission."""
     from grader.judge import divergence, runner
-    from grader.run.pool import grade_solution
+    from grader.judge.runner import grade_solution
     from grader.judge.context import LessonContext
     from grader.judge.reference import Caller, lesson_digest, recording
 
@@ -270,42 +274,111 @@ def run(root: Path, lesson_key: str) -> int:
     with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
         subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
         copy_submission(root / "submission", subs / sid)
-        cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run",
-               "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
-               *shlex.split(os.environ.get("GRADER_ARGS", ""))]
-        # Gradescope's container is the grader's alone: container mode when it refuses
+        # Gradescope's container is the grader's alone: container mode where it refuses
         # namespaces, with what the submission must not read named
         private = [source, root / "submission", root / "results",
                    root / "submission_metadata.json"]
-        env = {**{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
-               "GRADER_CONTAINER": "1", FROM_RECORDING: "1", "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
+        cmd = [sys.executable, "-c", "from grader.deliver.autograder_zip import grade; grade()",
+               "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
+               *[a for p in private for a in ("--private", str(p))],
+               *shlex.split(os.environ.get("GRADER_ARGS", ""))]
+        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
         done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
         print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
         scores_file = Store(out).scores_path
         if not scores_file.is_file():
-            print(f"grader run exited {done.returncode} without {scores_file.name}",
+            print(f"the grading exited {done.returncode} without {scores_file.name}",
                   file=sys.stderr)
             return 1  # no results.json: Gradescope flags the run for staff
-        scores = json.loads(scores_file.read_text(encoding="utf-8"))
         # imported only now: the grading process is not kept waiting for them
         from grader.config import load
-        from grader.deliver.export.gradescope import results
         from grader.record import ClassScores
 
-        student = next((s for s in ClassScores.from_json(scores).students
-                        if s.student_id == sid), None)
+        scores = ClassScores.from_json(json.loads(scores_file.read_text(encoding="utf-8")))
+        student = next((s for s in scores.students if s.student_id == sid), None)
         if student is None:  # the grader failed on it (its output above says why)
-            print(f"grader run exited {done.returncode} without grading the submission",
+            print(f"the grading exited {done.returncode} without grading the submission",
                   file=sys.stderr)
             return 1  # no results.json: Gradescope flags the run for staff
         stored = Store(out).load(sid)  # the whole record: scores.json leaves examples out
         if stored is not None:
             student.examples = stored.examples
-    course = load(source / "course.yml")
+        scores.students = [student]
+        course = load(source / "course.yml")
+        text = _results(course, lesson_key, scores, Path(tmp) / "export")
     (root / "results").mkdir(parents=True, exist_ok=True)
-    (root / "results" / "results.json").write_text(
-        json.dumps(results(course, lesson_key, student), ensure_ascii=False), encoding="utf-8")
+    (root / "results" / "results.json").write_text(text, encoding="utf-8")
     return 0
+
+
+def _results(course, lesson_key: str, scores, folder: Path) -> str:
+    """The one student's results.json, as the Gradescope export writes it. A record
+    with nothing handed in gets none there (a class's export has no Gradescope
+    submission to attach it to); here there is one, so its results say so."""
+    from grader.deliver.export.exporter import ExportOptions
+    from grader.deliver.export.gradescope import Gradescope, results
+    from grader.intake.roster import Match
+    from grader.pages.feedback import templates
+
+    options = ExportOptions(course, lesson_key, folder, Match(entries={}), templates(),
+                            course.language)
+    written = Gradescope().export(scores, options).written
+    if written:
+        return written[0].read_text(encoding="utf-8")
+    return json.dumps(results(course, lesson_key, scores.students[0], options.pages),
+                      indent=1, ensure_ascii=False)
+
+
+class _Printed:
+    """What the grading tells, printed for the run's log (Gradescope's stdout, which
+    staff see): `grading.Events`."""
+
+    def note(self, text: str) -> None:
+        print(f"note: {text}")
+
+    def warn(self, text: str) -> None:
+        print(f"warning: {text}")
+
+    def unsandboxed(self) -> None:
+        print("warning: the submission runs without the sandbox (--unsandboxed)")
+
+    @contextlib.contextmanager
+    def grading(self, total: int) -> Iterator[Callable[[str, dict], None]]:
+        yield lambda kind, info: None
+
+
+def grade(argv: list[str] | None = None) -> None:
+    """The grading process of a Gradescope run (`run` starts it with a clean
+    environment): the template first, before anything private is read, then the one
+    submission graded from the zip's recording, in container mode where the container
+    refuses namespaces, with the `--private` paths closed to the submission there."""
+    parser = argparse.ArgumentParser(description="grade one Gradescope submission")
+    parser.add_argument("--lesson", required=True)
+    parser.add_argument("--submissions", type=Path, required=True)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--private", type=Path, action="append", default=[],
+                        help="a path the submission must not read (container mode)")
+    parser.add_argument("--unsandboxed", action="store_true",
+                        help="grade without the sandbox where it cannot be set up")
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args(argv)
+    from grader.sandbox.template import Template
+
+    with Template.start() as template:  # imports torch; nothing private read yet
+        from grader.config import load
+        from grader.run import grading
+
+        course = load(Path("course.yml").resolve())
+        try:
+            graded = grading.grade_lesson(
+                course, args.lesson, args.submissions, args.out, jobs=args.jobs,
+                events=_Printed(), unsandboxed=args.unsandboxed, container=True,
+                recorded_only=True, private=tuple(args.private), template=template)
+        except grading.GradingError as exc:
+            sys.exit(f"error: {exc}")
+    for failure in graded.summary.worker_failures:
+        print(f"worker failure: {failure}", file=sys.stderr)
+    sys.exit(1 if graded.summary.worker_failures else 0)
 
 
 def main() -> None:

@@ -51,6 +51,7 @@ import sys
 import tempfile
 import traceback
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -112,15 +113,20 @@ def main() -> None:
 
 def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool = False,
           userns: bool = False, container: bool = False, cgroup: str = CGROUP,
-          scratch: str = SCRATCH, landlock_abi: int | None = None) -> None:
+          scratch: str = SCRATCH, landlock_abi: int | None = None,
+          enter: Callable[[], None] | None = None) -> None:
     """Warm up, say ready, serve slots until the trusted side hangs up. Run by `main`
-    in a fresh interpreter, or, unsandboxed only, in a fork of the trusted process that
-    has imported torch (slot.Sandbox's `fork`: one import for both sides)."""
+    in a fresh interpreter; unsandboxed only, in a fork of the trusted process that
+    has imported torch (slot.Sandbox's `fork`: one import for both sides); or in a
+    fork of the template (sandbox/template.py), which has imported torch and read
+    nothing private: `enter`, where given, then takes this process into the sandbox
+    once everything is loaded, and the capabilities are shed after it."""
     confine = _load("grader_confine", "confine.py")
     if landlock_abi is not None:
         confine.cap_abi(landlock_abi)
-    if sandboxed:
-        confine.shed_inheritance(confine.ZYGOTE_CAPS + (confine.USERNS_CAPS if userns else ()))
+    caps = confine.ZYGOTE_CAPS + (confine.USERNS_CAPS if userns else ())
+    if sandboxed and enter is None:
+        confine.shed_inheritance(caps)
     import torch  # paid once per worker, inherited by every child
 
     torch.set_num_threads(1)
@@ -133,6 +139,10 @@ def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool
                    container=container, cgroup=cgroup, scratch=scratch)
     if hasattr(state.probes, "warm_up"):  # first-use costs paid once here, not per child
         state.probes.warm_up()
+    if enter is not None:
+        enter()
+        if sandboxed:
+            confine.shed_inheritance(caps)
     # Keep the garbage collector out of everything imported so far: a child's first
     # collection would otherwise touch (and so copy-on-write) the whole warm heap.
     gc.collect()

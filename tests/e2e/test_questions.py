@@ -121,7 +121,7 @@ def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13,
 
     honest, path = graded
     monkeypatch.setenv(FROM_RECORDING, "1")
-    from grader.run.pool import grade_solution
+    from grader.judge.runner import grade_solution
 
     for recorded in (False, True):
         ctx = LessonContext(course, "13")
