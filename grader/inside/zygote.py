@@ -9,13 +9,15 @@ answers probe calls on a socket that leads straight to the trusted side. Neither
 the zygote nor a slot ever sees a submission's source or results; they only spawn,
 reap and kill.
 
-Started two ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
+Started three ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
 this folder and grader/__init__.py are bound and the `grader` on sys.path is the
 host's package with nothing but grader/inside/ in it (for grader.inside.probekit), or
-without bwrap in a container that refuses namespaces; or, unsandboxed only, as a fork of the trusted
-process (`start`, slot.py's `fork`). So the siblings it needs (confine, harness,
-slot_cgroup, protocol) are loaded by path from this file's folder (`_load`), which works the same
-both ways, and are handed down in the run's `Zygote` state: no module state here.
+without bwrap in a container that refuses namespaces; unsandboxed only, as a fork of
+the trusted process (`start`, slot.py's `fork`); or as a fork of the template
+(grader/sandbox/template.py), which loads everything, then joins the sandbox bwrap
+made (`start`'s `enter`). So the siblings it needs (confine, harness, slot_cgroup,
+protocol) are loaded by path from this file's folder (`_load`), which works the same
+every way, and are handed down in the run's `Zygote` state: no module state here.
 
 Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
 SCM_RIGHTS). To the zygote (--ctrl-fd):
