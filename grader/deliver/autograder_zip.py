@@ -21,14 +21,15 @@ import json
 import os
 import re
 import shlex
+import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import zipfile
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import yaml
 
@@ -268,47 +269,25 @@ def _copy_entry(folder: int, name: str, target: Path, depth: int,
         os.mkfifo(target)
 
 
-def run(root: Path, lesson_key: str) -> int:
+def run(root: Path, lesson_key: str) -> NoReturn:
+    """Copy the submission, then become the grading process (`grade`, an exec): none
+    of Gradescope's environment but PASSED_ENV goes with it, and no wrapper waits
+    beside it in the container's memory."""
     source = root / "source"
     sid = _student_id(root)
-    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
-        subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
-        copy_submission(root / "submission", subs / sid)
-        # Gradescope's container is the grader's alone: container mode where it refuses
-        # namespaces, with what the submission must not read named
-        private = [source, root / "submission", root / "results",
-                   root / "submission_metadata.json"]
-        cmd = [sys.executable, "-c", "from grader.deliver.autograder_zip import grade; grade()",
-               "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
-               *[a for p in private for a in ("--private", str(p))],
-               *shlex.split(os.environ.get("GRADER_ARGS", ""))]
-        env = {k: os.environ[k] for k in PASSED_ENV if k in os.environ}
-        done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
-        print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
-        scores_file = Store(out).scores_path
-        if not scores_file.is_file():
-            print(f"the grading exited {done.returncode} without {scores_file.name}",
-                  file=sys.stderr)
-            return 1  # no results.json: Gradescope flags the run for staff
-        # imported only now: the grading process is not kept waiting for them
-        from grader.config import load
-        from grader.record import ClassScores
-
-        scores = ClassScores.from_json(json.loads(scores_file.read_text(encoding="utf-8")))
-        student = next((s for s in scores.students if s.student_id == sid), None)
-        if student is None:  # the grader failed on it (its output above says why)
-            print(f"the grading exited {done.returncode} without grading the submission",
-                  file=sys.stderr)
-            return 1  # no results.json: Gradescope flags the run for staff
-        stored = Store(out).load(sid)  # the whole record: scores.json leaves examples out
-        if stored is not None:
-            student.examples = stored.examples
-        scores.students = [student]
-        course = load(source / "course.yml")
-        text = _results(course, lesson_key, scores, Path(tmp) / "export")
-    (root / "results").mkdir(parents=True, exist_ok=True)
-    (root / "results" / "results.json").write_text(text, encoding="utf-8")
-    return 0
+    work = Path(tempfile.mkdtemp(prefix="grader-"))
+    copy_submission(root / "submission", work / "submissions" / sid)
+    # Gradescope's container is the grader's alone: container mode where it refuses
+    # namespaces, with what the submission must not read named
+    private = [source, root / "submission", root / "results", root / "submission_metadata.json"]
+    argv = [sys.executable, "-c", "from grader.deliver.autograder_zip import grade; grade()",
+            "--lesson", lesson_key, "--work", str(work), "--student", sid,
+            "--results", str(root / "results" / "results.json"),
+            *[a for p in private for a in ("--private", str(p))],
+            *shlex.split(os.environ.get("GRADER_ARGS", ""))]
+    os.chdir(source)
+    sys.stdout.flush()
+    os.execve(sys.executable, argv, {k: os.environ[k] for k in PASSED_ENV if k in os.environ})
 
 
 def _results(course, lesson_key: str, scores, folder: Path) -> str:
@@ -348,14 +327,18 @@ class _Printed:
 
 
 def grade(argv: list[str] | None = None) -> None:
-    """The grading process of a Gradescope run (`run` starts it with a clean
-    environment): the template first, before anything private is read, then the one
-    submission graded from the zip's recording, in container mode where the container
-    refuses namespaces, with the `--private` paths closed to the submission there."""
+    """The grading process of a Gradescope run (`run` execs it, in the zip's folder):
+    the template first (sandbox/template.py), before anything private is read, then
+    the one submission in `--work` graded from the zip's recording, in container mode
+    where the container refuses namespaces, with the `--private` paths closed to the
+    submission there; its results.json written to `--results` as the Gradescope export
+    writes it. Exit 1 without one: Gradescope then flags the run for staff."""
     parser = argparse.ArgumentParser(description="grade one Gradescope submission")
     parser.add_argument("--lesson", required=True)
-    parser.add_argument("--submissions", type=Path, required=True)
-    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True,
+                        help="the run's folder: submissions/STUDENT, then out/ (removed)")
+    parser.add_argument("--student", required=True, help="the submission's student id")
+    parser.add_argument("--results", type=Path, required=True, help="results.json's path")
     parser.add_argument("--private", type=Path, action="append", default=[],
                         help="a path the submission must not read (container mode)")
     parser.add_argument("--unsandboxed", action="store_true",
@@ -364,21 +347,47 @@ def grade(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     from grader.sandbox.template import Template
 
-    with Template.start() as template:  # imports torch; nothing private read yet
-        from grader.config import load
-        from grader.run import grading
+    try:
+        # imports torch, nothing private read yet; one sandbox, so one zygote
+        with Template.start(zygotes=1) as template:
+            text = _graded(args, template)
+    finally:
+        shutil.rmtree(args.work, ignore_errors=True)
+    if text is None:
+        sys.exit(1)  # no results.json: Gradescope flags the run for staff
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(text, encoding="utf-8")
 
-        course = load(Path("course.yml").resolve())
-        try:
-            graded = grading.grade_lesson(
-                course, args.lesson, args.submissions, args.out, jobs=args.jobs,
-                events=_Printed(), unsandboxed=args.unsandboxed, container=True,
-                recorded_only=True, private=tuple(args.private), template=template)
-        except grading.GradingError as exc:
-            sys.exit(f"error: {exc}")
+
+def _graded(args: argparse.Namespace, template) -> str | None:
+    """`grade`'s grading: the student's results.json, or None (said why on stderr)."""
+    from grader.config import load
+    from grader.record import ClassScores
+    from grader.run import grading
+
+    course = load(Path("course.yml").resolve())
+    out = args.work / "out"
+    try:
+        graded = grading.grade_lesson(
+            course, args.lesson, args.work / "submissions", out, jobs=args.jobs,
+            events=_Printed(), unsandboxed=args.unsandboxed, container=True,
+            recorded_only=True, private=tuple(args.private), template=template)
+    except grading.GradingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
     for failure in graded.summary.worker_failures:
         print(f"worker failure: {failure}", file=sys.stderr)
-    sys.exit(1 if graded.summary.worker_failures else 0)
+    store = Store(out)
+    scores = ClassScores.from_json(json.loads(store.scores_path.read_text(encoding="utf-8")))
+    student = next((s for s in scores.students if s.student_id == args.student), None)
+    if student is None:  # the grader failed on it (its output above says why)
+        print("the grading ended without grading the submission", file=sys.stderr)
+        return None
+    stored = store.load(args.student)  # the whole record: scores.json leaves examples out
+    if stored is not None:
+        student.examples = stored.examples
+    scores.students = [student]
+    return _results(course, args.lesson, scores, args.work / "export")
 
 
 def main() -> None:
@@ -387,7 +396,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path,
                         default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
     args = parser.parse_args()
-    sys.exit(run(args.root, args.lesson))
+    run(args.root, args.lesson)
 
 
 if __name__ == "__main__":
