@@ -80,7 +80,7 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 SKIP = {"__pycache__", ".pytest_cache"}
 # Measured (docs/lms.md): Gradescope's default container, and the grader's own peak in it.
-GRADESCOPE_MB, GRADER_MB = 768, 450
+GRADESCOPE_MB, GRADER_MB = 768, 400
 
 
 def _files(base: Path) -> list[Path]:
