@@ -2,12 +2,12 @@
 
 Gradescope unzips it into /autograder/source, runs setup.sh once, then run_autograder
 per submission, which calls `run` below: the student's folder
-/autograder/submission becomes the one student of a `grader run`, and their record in
-scores.json becomes /autograder/results/results.json. The zip holds the grader, a
+/autograder/submission is copied as the one student of a class, and `run` becomes
+the grading process (`grade`, an exec with a clean environment), steered by its
+arguments: the recording, container mode, the paths closed to the submission. The
+student's record becomes /autograder/results/results.json. The zip holds the grader, a
 course.yml trimmed to the one lesson (no roster), and that lesson's solution, stub and
-hidden tests. The grading runs in a process of its own (`grade`, with a clean
-environment), steered by its arguments: the recording, container mode, the paths
-closed to the submission. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS
+hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS
 adds `grade`'s options (--unsandboxed, --jobs). Where Gradescope's container refuses
 bubblewrap's namespaces, the grader runs in container mode by itself: each submission
 as the unprivileged user setup.sh creates, with the grader's folders made unreadable
@@ -29,13 +29,16 @@ import zipfile
 from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import yaml
 
 from grader.sandbox.slot import BASE_UID
 from grader.store import Store, safe_name
 from grader.text.strings import TEMPLATES
+
+if TYPE_CHECKING:
+    from grader.sandbox.template import Template
 
 SETUP = """#!/usr/bin/env bash
 # Run once by Gradescope to build the image (Python >= 3.10: its default Ubuntu 22.04
@@ -359,7 +362,7 @@ def grade(argv: list[str] | None = None) -> None:
     args.results.write_text(text, encoding="utf-8")
 
 
-def _graded(args: argparse.Namespace, template) -> str | None:
+def _graded(args: argparse.Namespace, template: Template) -> str | None:
     """`grade`'s grading: the student's results.json, or None (said why on stderr)."""
     from grader.config import load
     from grader.record import ClassScores

@@ -6,7 +6,8 @@ fork of it with its own uid and namespaces, serving one submission at a time
 (a `session.Session` runs one submission on a slot). Nothing here imports torch, so the sandbox boots
 while the grader's own process is still importing it; except unsandboxed, where the
 zygote may be a fork of this process (`_fork_zygote`), which imports it first, once
-for both.
+for both. Given a template (the Gradescope run), the zygote is made from it instead
+(`Sandbox._from_template`).
 """
 from __future__ import annotations
 
@@ -173,9 +174,10 @@ def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
 def forkable(mode: str) -> bool:
     """May the zygote be a fork of this process, in `mode` (a `bwrap.Support` mode, or
     "none": unsandboxed)? Only unsandboxed, where a submission runs as this user and
-    could read all of this process anyway. Everywhere else it is a fresh exec: a fork
-    would hold whatever this process ever held (the course, its roster, the class),
-    even where no reference to it is left."""
+    could read all of this process anyway. Everywhere else it is a fresh exec, or a
+    fork of a template that forked before anything was read (sandbox/template.py): a
+    fork of this process would hold whatever it ever held (the course, its roster, the
+    class), even where no reference to it is left."""
     return mode == "none"
 
 
