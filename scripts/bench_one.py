@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_one.py            # 3 rounds, on 2 cores and on 1
     .venv/bin/python scripts/bench_one.py --rounds 5 --cores 1
     .venv/bin/python scripts/bench_one.py --old ../main --no-gradescope  # old beside new
+    .venv/bin/python scripts/bench_one.py --old ../main --only-gradescope --rounds 2
 
 What a student waits for is `grader check` and a Gradescope run. Their yardstick is
 what the student's own file costs before it computes anything:
@@ -20,9 +21,10 @@ same cores and one after the other (so a busy moment hits them alike):
   the sandbox's zygote is a fork of the grader's process, one import for both;
 * watch re-check: with `grader check --watch`, from a save to its report (each
   round saves twice: a known mistake, then the fix); target: under 0.5 s;
-* gradescope: the autograder zip's `grader run` on one submission, in container mode
-  (as root: CAP_SYS_ADMIN dropped with capsh, as Gradescope's Docker profile does),
-  in its own memory cgroup, whose peak is the whole process tree's memory.
+* gradescope: the autograder zip's run_autograder on one submission, as Gradescope
+  runs it, in container mode (as root: CAP_SYS_ADMIN dropped with capsh, as
+  Gradescope's Docker profile does), in its own memory cgroup, whose peak is the whole
+  process tree's memory. `--only-gradescope`: the imports and this alone.
 
 With `--old DIR` (another checkout of the grader, e.g. the main branch), each round
 also runs the three checks with that checkout's code, beside this one's: its bundle is
@@ -74,9 +76,9 @@ def no_bwrap_path(tmp: Path) -> str:
     return str(bin_dir)
 
 
-def gradescope_setup(tmp: Path, repo: Path = REPO) -> tuple[Path, Path] | None:
-    """The zip `repo`'s grader builds, unpacked as Gradescope would, and one submission:
-    (source, submissions)."""
+def gradescope_setup(tmp: Path, repo: Path = REPO) -> Path | None:
+    """The zip `repo`'s grader builds, unpacked as Gradescope would, with one submission:
+    the autograder's root (source/, submission/)."""
     if os.geteuid() != 0 or not shutil.which("capsh"):
         return None
     tmp.mkdir(exist_ok=True)
@@ -88,28 +90,30 @@ def gradescope_setup(tmp: Path, repo: Path = REPO) -> tuple[Path, Path] | None:
                     str(repo), str(tmp / "zip")], cwd=repo, check=True, capture_output=True,
                    env={**os.environ, "PYTHONPATH": str(repo)})
     (zip_path,) = (tmp / "zip").glob("*.zip")
-    source = tmp / "gs" / "source"
+    root = tmp / "gs"
     with zipfile.ZipFile(zip_path) as z:
-        z.extractall(source)
-    subs = tmp / "gs" / "submissions" / "s1"
-    subs.mkdir(parents=True)
-    shutil.copy(REPO / "solutions" / "13_moe.py", subs / "13_moe.py")
-    return source, subs.parent
+        z.extractall(root / "source")
+    (root / "source" / "run_autograder").chmod(0o755)
+    (root / "submission").mkdir(parents=True)
+    shutil.copy(REPO / "solutions" / "13_moe.py", root / "submission" / "13_moe.py")
+    return root
 
 
-def gradescope_run(source: Path, subs: Path, out: Path, cores: int) -> tuple[float, int]:
-    """Seconds and peak bytes of the process tree (0 without a memory cgroup)."""
+def gradescope_run(root: Path, cores: int) -> tuple[float, int]:
+    """The zip's run_autograder, as Gradescope runs it (as root, CAP_SYS_ADMIN dropped):
+    seconds and peak bytes of the process tree (0 without a memory cgroup)."""
     from grader.sandbox import cgroup
 
-    shutil.rmtree(out, ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
     group, _ = cgroup.create()
     enter = f"echo $$ > {group / 'cgroup.procs'}; " if group else ""
     cmd = [shutil.which("capsh") or "capsh", "--drop=cap_sys_admin", "--", "-c",
-           f"{enter}exec {PY} -m grader.cli run --lesson 13 --submissions {subs} "
-           f"--out {out}"]
-    env = {"PATH": "/usr/bin:/bin", "GRADER_CONTAINER": "1"}
+           f"{enter}exec {root / 'source' / 'run_autograder'}"]
+    env = {"PATH": "/usr/bin:/bin", "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": PY}
     try:
-        seconds = timed(cmd, cores, cwd=source, env=env)
+        seconds = timed(cmd, cores, cwd=root, env=env)
+        if not (root / "results" / "results.json").is_file():
+            sys.exit(f"{root}: the Gradescope run wrote no results.json")
         peak = 0
         if group is not None:
             v1 = (group / "memory.max_usage_in_bytes").exists()
@@ -182,6 +186,8 @@ def main() -> None:
                     help="another checkout whose checks run beside this one's")
     ap.add_argument("--no-gradescope", action="store_true",
                     help="leave out the Gradescope run (it builds the autograder zip)")
+    ap.add_argument("--only-gradescope", action="store_true",
+                    help="the imports and the Gradescope run alone (no check)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-one-"))
     tmp.chmod(0o755)  # container mode's submission user crosses it to its scratch
@@ -206,11 +212,15 @@ def main() -> None:
                         ("sandboxed", bundles_check(bun), bun, cached[tag]),
                         ("no bwrap", bundles_check(bun), bun, {**cached[tag], "PATH": plain_path}))]
         commands.sort(key=lambda c: c[0].removeprefix("old "))  # old beside new
+        if args.only_gradescope:
+            commands = []
         for _, cmd, cwd, env in commands:  # warm: the disk cache, the practice results
             timed(cmd, max(args.cores), cwd=cwd, env=env)
         gs = {} if args.no_gradescope else {
             tag: setup for tag, repo, _ in trees
             if (setup := gradescope_setup(tmp / f"{tag}gs".replace(" ", ""), repo))}
+        for setup in gs.values():  # warm too
+            gradescope_run(setup, max(args.cores))
         print(f"python {sys.version.split()[0]}, {args.rounds} rounds, medians "
               f"(ratio to the imports of the same rounds)")
         for cores in args.cores:
@@ -221,12 +231,13 @@ def main() -> None:
                 for name, cmd, cwd, env in commands:
                     times.setdefault(name, []).append(timed(cmd, cores, cwd=cwd, env=env))
                 for tag, setup in gs.items():
-                    seconds, peak = gradescope_run(*setup, tmp / "out", cores)
+                    seconds, peak = gradescope_run(setup, cores)
                     times.setdefault(f"{tag}gradescope (container mode)", []).append(seconds)
                     peaks.setdefault(tag, []).append(peak)
             for tag, repo, bun in trees:
-                if any((repo / "grader" / name).exists()  # the old one has no --watch
-                       for name in ("practice_run.py", "checking.py")):
+                if not args.only_gradescope and any(  # the old one has no --watch
+                        next((repo / "grader").rglob(name), None)
+                        for name in ("practice_run.py", "checking.py")):
                     work = tmp / f"watch-{cores}"
                     work.mkdir(exist_ok=True)
                     times[f"{tag}watch re-check, project"] = watch_rechecks(

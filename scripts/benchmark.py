@@ -324,12 +324,12 @@ def probe_compute(course_yml: Path, reps: int) -> dict:
     import torch
 
     from grader import config
-    from grader.run import pool
+    from grader.judge import runner
     from grader.judge.context import LessonContext
 
     torch.set_num_threads(1)  # as the sandbox and the trusted workers run
     ctx = LessonContext(config.load(course_yml), LESSON)
-    requests = pool.grade_solution(ctx)
+    requests = runner.grade_solution(ctx)
     refs = ctx.refs
     calls = [(getattr(refs.probes, r["probe"]), r["args"]) for r in requests.values()]
 

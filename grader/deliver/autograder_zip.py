@@ -2,36 +2,44 @@
 
 Gradescope unzips it into /autograder/source, runs setup.sh once, then run_autograder
 per submission, which calls `run` below: the student's folder
-/autograder/submission becomes the one student of a `grader run`, and their record in
-scores.json becomes /autograder/results/results.json. The zip holds the grader, a
+/autograder/submission is copied as the one student of a class, and `run` becomes
+the grading process (`grade`, an exec with a clean environment), steered by its
+arguments: the recording, container mode, the paths closed to the submission. The
+student's record becomes /autograder/results/results.json. The zip holds the grader, a
 course.yml trimmed to the one lesson (no roster), and that lesson's solution, stub and
-hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS adds options
-to `grader run`. Where Gradescope's container refuses bubblewrap's namespaces, the
-grader runs in container mode by itself: each submission as the unprivileged user
-setup.sh creates, with the grader's folders made unreadable to it.
+hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS
+adds `grade`'s options (--unsandboxed, --jobs). Where Gradescope's container refuses
+bubblewrap's namespaces, the grader runs in container mode by itself: each submission
+as the unprivileged user setup.sh creates, with the grader's folders made unreadable
+to it. results.json is what the Gradescope export writes for the student.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shlex
+import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import zipfile
 from collections import deque
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import yaml
 
 from grader.deliver.torch_pin import CPU_INDEX, torch_pin
 from grader.intake.capped import chunks
 from grader.sandbox.slot import BASE_UID
-from grader.judge.context import FROM_RECORDING
 from grader.store import Store, safe_name
 from grader.text.strings import TEMPLATES
+
+if TYPE_CHECKING:
+    from grader.sandbox.template import Template
 
 SETUP = """#!/usr/bin/env bash
 # Run once by Gradescope to build the image (Python >= 3.10: its default Ubuntu 22.04
@@ -75,7 +83,7 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 SKIP = {"__pycache__", ".pytest_cache"}
 # Measured (docs/lms.md): Gradescope's default container, and the grader's own peak in it.
-GRADESCOPE_MB, GRADER_MB = 768, 450
+GRADESCOPE_MB, GRADER_MB = 768, 400
 
 
 def _files(base: Path) -> list[Path]:
@@ -155,7 +163,7 @@ def _recording(course, lesson_key: str) -> bytes:
     does first): a run on Gradescope then loads them instead of importing the solution
     and its mistakes and computing them again for each submission."""
     from grader.judge import divergence, runner
-    from grader.run.pool import grade_solution
+    from grader.judge.runner import grade_solution
     from grader.judge.context import LessonContext
     from grader.judge.reference import Caller, lesson_digest, recording
 
@@ -258,48 +266,125 @@ def _copy_entry(folder: int, name: str, target: Path, depth: int,
         os.mkfifo(target)
 
 
-def run(root: Path, lesson_key: str) -> int:
+def run(root: Path, lesson_key: str) -> NoReturn:
+    """Copy the submission, then become the grading process (`grade`, an exec): none
+    of Gradescope's environment but PASSED_ENV goes with it, and no wrapper waits
+    beside it in the container's memory."""
     source = root / "source"
     sid = _student_id(root)
-    with tempfile.TemporaryDirectory(prefix="grader-") as tmp:
-        subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
-        copy_submission(root / "submission", subs / sid)
-        cmd = [sys.executable, "-c", "from grader.cli import main; main()", "run",
-               "--lesson", lesson_key, "--submissions", str(subs), "--out", str(out),
-               *shlex.split(os.environ.get("GRADER_ARGS", ""))]
-        # Gradescope's container is the grader's alone: container mode when it refuses
-        # namespaces, with what the submission must not read named
-        private = [source, root / "submission", root / "results",
-                   root / "submission_metadata.json"]
-        env = {**{k: os.environ[k] for k in PASSED_ENV if k in os.environ},
-               "GRADER_CONTAINER": "1", FROM_RECORDING: "1", "GRADER_PRIVATE": os.pathsep.join(map(str, private))}
-        done = subprocess.run(cmd, cwd=source, capture_output=True, text=True, env=env)
-        print(done.stdout[-20000:], done.stderr[-20000:], sep="\n")
-        scores_file = Store(out).scores_path
-        if not scores_file.is_file():
-            print(f"grader run exited {done.returncode} without {scores_file.name}",
-                  file=sys.stderr)
-            return 1  # no results.json: Gradescope flags the run for staff
-        scores = json.loads(scores_file.read_text(encoding="utf-8"))
-        # imported only now: the grading process is not kept waiting for them
-        from grader.config import load
-        from grader.deliver.export.gradescope import results
-        from grader.record import ClassScores
+    work = Path(tempfile.mkdtemp(prefix="grader-"))
+    copy_submission(root / "submission", work / "submissions" / sid)
+    # Gradescope's container is the grader's alone: container mode where it refuses
+    # namespaces, with what the submission must not read named
+    private = [source, root / "submission", root / "results", root / "submission_metadata.json"]
+    argv = [sys.executable, "-c", "from grader.deliver.autograder_zip import grade; grade()",
+            "--lesson", lesson_key, "--work", str(work), "--student", sid,
+            "--results", str(root / "results" / "results.json"),
+            *[a for p in private for a in ("--private", str(p))],
+            *shlex.split(os.environ.get("GRADER_ARGS", ""))]
+    os.chdir(source)
+    sys.stdout.flush()
+    os.execve(sys.executable, argv, {k: os.environ[k] for k in PASSED_ENV if k in os.environ})
 
-        student = next((s for s in ClassScores.from_json(scores).students
-                        if s.student_id == sid), None)
-        if student is None:  # the grader failed on it (its output above says why)
-            print(f"grader run exited {done.returncode} without grading the submission",
-                  file=sys.stderr)
-            return 1  # no results.json: Gradescope flags the run for staff
-        stored = Store(out).load(sid)  # the whole record: scores.json leaves examples out
-        if stored is not None:
-            student.examples = stored.examples
-    course = load(source / "course.yml")
-    (root / "results").mkdir(parents=True, exist_ok=True)
-    (root / "results" / "results.json").write_text(
-        json.dumps(results(course, lesson_key, student), ensure_ascii=False), encoding="utf-8")
-    return 0
+
+def _results(course, lesson_key: str, scores, folder: Path) -> str:
+    """The one student's results.json, as the Gradescope export writes it. A record
+    with nothing handed in gets none there (a class's export has no Gradescope
+    submission to attach it to); here there is one, so its results say so."""
+    from grader.deliver.export.exporter import ExportOptions
+    from grader.deliver.export.gradescope import Gradescope, results
+    from grader.intake.roster import Match
+    from grader.pages.feedback import templates
+
+    options = ExportOptions(course, lesson_key, folder, Match(entries={}), templates(),
+                            course.language)
+    written = Gradescope().export(scores, options).written
+    if written:
+        return written[0].read_text(encoding="utf-8")
+    return json.dumps(results(course, lesson_key, scores.students[0], options.pages),
+                      indent=1, ensure_ascii=False)
+
+
+class _Printed:
+    """What the grading tells, printed for the run's log (Gradescope's stdout, which
+    staff see): `grading.Events`."""
+
+    def note(self, text: str) -> None:
+        print(f"note: {text}")
+
+    def warn(self, text: str) -> None:
+        print(f"warning: {text}")
+
+    def unsandboxed(self) -> None:
+        print("warning: the submission runs without the sandbox (--unsandboxed)")
+
+    @contextlib.contextmanager
+    def grading(self, total: int) -> Iterator[Callable[[str, dict], None]]:
+        yield lambda kind, info: None
+
+
+def grade(argv: list[str] | None = None) -> None:
+    """The grading process of a Gradescope run (`run` execs it, in the zip's folder):
+    the template first (sandbox/template.py), before anything private is read, then
+    the one submission in `--work` graded from the zip's recording, in container mode
+    where the container refuses namespaces, with the `--private` paths closed to the
+    submission there; its results.json written to `--results` as the Gradescope export
+    writes it. Exit 1 without one: Gradescope then flags the run for staff."""
+    parser = argparse.ArgumentParser(description="grade one Gradescope submission")
+    parser.add_argument("--lesson", required=True)
+    parser.add_argument("--work", type=Path, required=True,
+                        help="the run's folder: submissions/STUDENT, then out/ (removed)")
+    parser.add_argument("--student", required=True, help="the submission's student id")
+    parser.add_argument("--results", type=Path, required=True, help="results.json's path")
+    parser.add_argument("--private", type=Path, action="append", default=[],
+                        help="a path the submission must not read (container mode)")
+    parser.add_argument("--unsandboxed", action="store_true",
+                        help="grade without the sandbox where it cannot be set up")
+    parser.add_argument("--jobs", type=int, default=1)
+    args = parser.parse_args(argv)
+    from grader.sandbox.template import Template
+
+    try:
+        # imports torch, nothing private read yet; one sandbox, so one zygote
+        with Template.start(zygotes=1) as template:
+            text = _graded(args, template)
+    finally:
+        shutil.rmtree(args.work, ignore_errors=True)
+    if text is None:
+        sys.exit(1)  # no results.json: Gradescope flags the run for staff
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(text, encoding="utf-8")
+
+
+def _graded(args: argparse.Namespace, template: Template) -> str | None:
+    """`grade`'s grading: the student's results.json, or None (said why on stderr)."""
+    from grader.config import load
+    from grader.record import ClassScores
+    from grader.run import grading
+
+    course = load(Path("course.yml").resolve())
+    out = args.work / "out"
+    try:
+        graded = grading.grade_lesson(
+            course, args.lesson, args.work / "submissions", out, jobs=args.jobs,
+            events=_Printed(), unsandboxed=args.unsandboxed, container=True,
+            recorded_only=True, private=tuple(args.private), template=template)
+    except grading.GradingError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return None
+    for failure in graded.summary.worker_failures:
+        print(f"worker failure: {failure}", file=sys.stderr)
+    store = Store(out)
+    scores = ClassScores.from_json(json.loads(store.scores_path.read_text(encoding="utf-8")))
+    student = next((s for s in scores.students if s.student_id == args.student), None)
+    if student is None:  # the grader failed on it (its output above says why)
+        print("the grading ended without grading the submission", file=sys.stderr)
+        return None
+    stored = store.load(args.student)  # the whole record: scores.json leaves examples out
+    if stored is not None:
+        student.examples = stored.examples
+    scores.students = [student]
+    return _results(course, args.lesson, scores, args.work / "export")
 
 
 def main() -> None:
@@ -308,7 +393,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path,
                         default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
     args = parser.parse_args()
-    sys.exit(run(args.root, args.lesson))
+    run(args.root, args.lesson)
 
 
 if __name__ == "__main__":

@@ -9,13 +9,15 @@ answers probe calls on a socket that leads straight to the trusted side. Neither
 the zygote nor a slot ever sees a submission's source or results; they only spawn,
 reap and kill.
 
-Started two ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
+Started three ways: by path (`python -I zygote.py`, `main`), inside bwrap, where only
 this folder and grader/__init__.py are bound and the `grader` on sys.path is the
 host's package with nothing but grader/inside/ in it (for grader.inside.probekit), or
-without bwrap in a container that refuses namespaces; or, unsandboxed only, as a fork of the trusted
-process (`start`, slot.py's `fork`). So the siblings it needs (confine, harness,
-slot_cgroup, protocol) are loaded by path from this file's folder (`_load`), which works the same
-both ways, and are handed down in the run's `Zygote` state: no module state here.
+without bwrap in a container that refuses namespaces; unsandboxed only, as a fork of
+the trusted process (`start`, slot.py's `fork`); or as a fork of the template
+(grader/sandbox/template.py), which loads everything, then joins the sandbox bwrap
+made (`start`'s `enter`). So the siblings it needs (confine, harness, slot_cgroup,
+protocol) are loaded by path from this file's folder (`_load`), which works the same
+every way, and are handed down in the run's `Zygote` state: no module state here.
 
 Control messages (JSON over SOCK_SEQPACKET sockets, file descriptors passed with
 SCM_RIGHTS). To the zygote (--ctrl-fd):
@@ -51,6 +53,7 @@ import sys
 import tempfile
 import traceback
 from dataclasses import dataclass, field, replace
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING
 
@@ -112,15 +115,20 @@ def main() -> None:
 
 def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool = False,
           userns: bool = False, container: bool = False, cgroup: str = CGROUP,
-          scratch: str = SCRATCH, landlock_abi: int | None = None) -> None:
+          scratch: str = SCRATCH, landlock_abi: int | None = None,
+          enter: Callable[[], None] | None = None) -> None:
     """Warm up, say ready, serve slots until the trusted side hangs up. Run by `main`
-    in a fresh interpreter, or, unsandboxed only, in a fork of the trusted process that
-    has imported torch (slot.Sandbox's `fork`: one import for both sides)."""
+    in a fresh interpreter; unsandboxed only, in a fork of the trusted process that
+    has imported torch (slot.Sandbox's `fork`: one import for both sides); or in a
+    fork of the template (sandbox/template.py), which has imported torch and read
+    nothing private: `enter`, where given, then takes this process into the sandbox
+    once everything is loaded, and the capabilities are shed after it."""
     confine = _load("grader_confine", "confine.py")
     if landlock_abi is not None:
         confine.cap_abi(landlock_abi)
-    if sandboxed:
-        confine.shed_inheritance(confine.ZYGOTE_CAPS + (confine.USERNS_CAPS if userns else ()))
+    caps = confine.ZYGOTE_CAPS + (confine.USERNS_CAPS if userns else ())
+    if sandboxed and enter is None:
+        confine.shed_inheritance(caps)
     import torch  # paid once per worker, inherited by every child
 
     torch.set_num_threads(1)
@@ -133,6 +141,10 @@ def start(probes_path: str, ctrl_fd: int, preload: list[str], *, sandboxed: bool
                    container=container, cgroup=cgroup, scratch=scratch)
     if hasattr(state.probes, "warm_up"):  # first-use costs paid once here, not per child
         state.probes.warm_up()
+    if enter is not None:
+        enter()
+        if sandboxed:
+            confine.shed_inheritance(caps)
     # Keep the garbage collector out of everything imported so far: a child's first
     # collection would otherwise touch (and so copy-on-write) the whole warm heap.
     gc.collect()

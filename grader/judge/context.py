@@ -25,14 +25,6 @@ if TYPE_CHECKING:
 
     from grader.judge.reference import LessonRefs
 
-# Set by the autograder zip's run for its grading process: it grades from the zip's
-# recording and imports neither the solution nor transformers on the trusted side. The
-# smallest failing example and the line-of-divergence trace read the reference's side of
-# their fresh inputs from it too (runner.grade_many): importing the solution per failing
-# submission, beside the grader's and the sandbox's torch, ran Gradescope's 768 MB
-# container out.
-FROM_RECORDING = "GRADER_FROM_RECORDING"
-
 
 @dataclass
 class LessonContext:
@@ -57,6 +49,13 @@ class LessonContext:
     # inherit them) by `pages.feedback.run_templates`; not the lesson's files, so
     # `reset()` keeps them
     pages: Environment | None = field(default=None, repr=False)
+    # The autograder zip's run (its `grade` sets it): grade from the lesson's recording,
+    # importing neither the solution nor transformers on the trusted side. The smallest
+    # failing example and the line-of-divergence trace read the reference's side of
+    # their fresh inputs from it too (runner.grade_many): importing the solution per
+    # failing submission, beside the grader's and the sandbox's torch, ran Gradescope's
+    # 768 MB container out.
+    recorded_only: bool = False
 
     @property
     def lesson(self) -> Lesson:

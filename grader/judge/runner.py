@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import inspect
 import io
-import os
 import sys
 import time
 import types
@@ -26,7 +25,7 @@ from pytest_jsonreport import serialize
 from grader.judge import plugin as fixtures
 from grader.judge import divergence, earlier, questions, smallest, standin
 from grader import points
-from grader.judge.context import FROM_RECORDING, LessonContext
+from grader.judge.context import LessonContext
 from grader.judge.compare import Later
 from grader.judge.diagnosis import diagnose
 from grader.intake import notebook
@@ -36,7 +35,7 @@ from grader.judge.plan import Submission
 from grader.judge.plugin import GraderFault, GradingPlugin, StudentCaller, Verdict
 from grader.record import (WORKER_STOPPED, GradeRecord, PartRecord, TestRecord, Timing,
                            status_of)
-from grader.judge.reference import Caller
+from grader.judge.reference import Caller, request_key
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import SlotLike
@@ -316,6 +315,36 @@ def score(ctx: LessonContext, raw: dict, problem: str | None = "") -> Scored:
     return Scored(points.total(parts), points.total(parts, "max_score"), parts, tests)
 
 
+class _ReferenceAsStudent:
+    """The reference in a student's place, noting each distinct request it is sent."""
+
+    def __init__(self, caller: Caller):
+        self.caller, self.current_test = caller, ""
+        self.requests: dict[str, dict] = {}
+
+    def call(self, probe: str, **args) -> dict:
+        self.requests.setdefault(request_key(probe, args), {"probe": probe, "args": args})
+        return self.caller.call(probe, **args)
+
+
+def grade_solution(ctx: LessonContext) -> dict[str, dict]:
+    """Grade the solution in-process as if it were a student: warms every cache the
+    workers inherit and refuses to run with hidden tests that fail the solution.
+    Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
+    as_student = _ReferenceAsStudent(ctx.refs.reference.twin())
+    raw_logs: list[dict] = []
+    # Mistake signatures (which tests each known mistake fails) are computed here, once:
+    # the composite part's rule and every diagnosis need them, and each forked worker
+    # would otherwise pay for them again on its first failing student.
+    run_tests(ctx, [(as_student, raw_logs.append)], precompute=True)
+    result = score(ctx, raw_logs[0])
+    if result.score != result.max_score:
+        failing = [t.name for t in result.tests if not t.passed]
+        raise RuntimeError(f"the solution of lesson {ctx.key} fails its own hidden "
+                           f"tests: {failing[:5]}; fix the tests before grading")
+    return as_student.requests
+
+
 def draw_shown(tests: list[TestRecord], problem: str) -> None:
     """Draw the heatmaps a page will show (`compare.Later`) and drop the others, in the
     checks themselves: where a page draws one, the record holds it as it did when
@@ -380,8 +409,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
             yield caller, reports.append
             # from the autograder zip's recording: the reference's side of the smallest
             # examples, the questions and the traces is read from it, the solution never
-            # imported (context.FROM_RECORDING says why)
-            recorded_only = os.environ.get(FROM_RECORDING) == "1"
+            # imported (LessonContext.recorded_only says why)
+            recorded_only = ctx.recorded_only
             scored = score(ctx, reports[0], None)  # once: every step below reads it
             examples = _examples(ctx, caller, session, scored, recorded_only)
             answers = _answers(ctx, caller, session, scored, recorded_only)

@@ -297,7 +297,6 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     if state.warm is not None and state.warm.key == key:
         return state.warm
     state.drop()  # a new lesson or version: this process keeps one slot
-    from grader.run import pool
     from grader.sandbox import bwrap
     from grader.sandbox.slot import Sandbox
 
@@ -314,7 +313,7 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     ctx = LessonContext(local, lesson_key)
     ctx.reset()  # an earlier version's test modules, imported under the same names
     try:
-        pool.grade_solution(ctx)  # warms the reference, as the pool's parent does
+        runner.grade_solution(ctx)  # warms the reference, as the pool's parent does
     except RuntimeError as exc:
         raise SolutionFailsItsTests(str(exc)) from None
     lesson = ctx.lesson

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from grader.sandbox.bwrap import Support
     from grader.sandbox.slot import Sandbox
+    from grader.sandbox.template import Template
 
 
 # what a grading step tells of its progress: ("done", {"student_id", "status"})
@@ -102,23 +103,32 @@ class Graded:
 def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, *,
                  jobs: int, events: Events, force: bool = False, unsandboxed: bool = False,
                  language: str | None = None, scheduler: str | None = None,
-                 trust_worksheet: bool = False) -> Graded:
+                 trust_worksheet: bool = False, container: bool = False,
+                 private: tuple[Path, ...] = (), recorded_only: bool = False,
+                 template: Template | None = None) -> Graded:
     """Grade the class in `submissions` into `out`: what changed since the last run
     (everything with `force`), then scores.json and the class report for all. A Moodle
     download whose names the grading worksheet contradicts is refused before anything
-    is graded, unless `trust_worksheet` (then each disagreement is a note)."""
+    is graded, unless `trust_worksheet` (then each disagreement is a note).
+    `container`: the caller knows this is a container (container mode where bwrap
+    cannot make namespaces as root, whatever markers the container has); `private`:
+    paths beyond the class and OUT that container mode closes to submissions;
+    `recorded_only`: the reference's side comes from the lesson's recording alone
+    (`LessonContext.recorded_only`); `template`: the zygote is made from it
+    (sandbox/template.py). The Gradescope run sets all four."""
     started = time.monotonic()
     lesson = course.lesson(lesson_key)
     # this run's one view of the lesson; on this machine, the reference's results an
     # earlier run kept (a cluster's workers compute their own)
     ctx = kept.context(course, lesson_key, "graded") if scheduler is None \
         else LessonContext(course, lesson_key)
+    ctx.recorded_only = recorded_only
     # Unsandboxed, the zygote is a fork of this process (one torch import for both), made
     # now, before the class is read (no promise there: the code runs as this user and
     # may read it all). Sandboxed, it is a fresh exec, made only when there is work.
     from grader.sandbox import bwrap
 
-    support = bwrap.probe()  # whether bwrap works here: once for the run
+    support = bwrap.probe(container)  # whether bwrap works here: once for the run
     store = Store(out)
     from grader.pages.feedback import language_of, run_templates
 
@@ -130,7 +140,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
         if scheduler is None and zygote_is_fork(unsandboxed, support):
             out.mkdir(parents=True, exist_ok=True)
             sandbox = lifetime.enter_context(
-                boot(course, lesson, unsandboxed, support, (submissions, out), fork=True))
+                boot(course, lesson, unsandboxed, support, (submissions, out, *private),
+                     fork=True, template=template))
         roster = rosters.load(course, lesson_key)
         if roster.note():
             events.note(roster.note())
@@ -172,8 +183,8 @@ def grade_lesson(course: Course, lesson_key: str, submissions: Path, out: Path, 
             if todo:
                 if scheduler is None and sandbox is None:
                     sandbox = lifetime.enter_context(
-                        boot(course, lesson, unsandboxed, support, (submissions, out),
-                             fork=False))
+                        boot(course, lesson, unsandboxed, support,
+                             (submissions, out, *private), fork=False, template=template))
                 grade(ctx, todo, out, summary, jobs=jobs, language=language,
                       sandbox=sandbox, unsandboxed=unsandboxed, support=support,
                       scheduler=scheduler, events=events, collect=tally.add)
@@ -275,16 +286,17 @@ def zygote_is_fork(unsandboxed: bool, support: Support) -> bool:
 
 
 def boot(course: Course, lesson: Lesson, unsandboxed: bool, support: Support,
-         private: tuple[Path, ...], fork: bool) -> Sandbox:
+         private: tuple[Path, ...], fork: bool, template: Template | None = None) -> Sandbox:
     """Boot the sandbox: it imports torch (once for every slot) while this process does
     the same for the reference, or, unsandboxed and as a fork, after this process has
-    (one import for both sides). `private`: the class and OUT, closed to submissions
-    in container mode."""
+    (one import for both sides), or from `template` (sandbox/template.py), where given.
+    `private`: the class and OUT (and more), closed to submissions in container mode."""
     from grader.sandbox import slot as slots
 
     with interrupts.held():  # a fork imports torch here: a Ctrl-C in it must not be lost
         return slots.Sandbox.for_lesson(course, lesson, available(unsandboxed, support),
-                                        fork=fork, private=private, support=support)
+                                        fork=fork, private=private, support=support,
+                                        template=template)
 
 
 def grade(ctx: LessonContext, todo: list[Submission], out: Path, summary: Summary, *,

@@ -27,47 +27,17 @@ from pathlib import Path
 import torch
 
 from grader.judge import runner
+from grader.judge.runner import grade_solution
 from grader.judge.context import LessonContext
 from grader.pages.feedback import render_student, run_templates, stored
 from grader.judge.plan import Submission, Summary
 from grader.record import GradeRecord
-from grader.judge.reference import Caller, request_key
 from grader.sandbox.limits import Limits, SandboxError
 from grader.sandbox.slot import Sandbox, Slot
 from grader.store import Store
 from grader.judge.tally import Entry
 
 DONE = None
-
-
-class _ReferenceAsStudent:
-    """The reference in a student's place, noting each distinct request it is sent."""
-
-    def __init__(self, caller: Caller):
-        self.caller, self.current_test = caller, ""
-        self.requests: dict[str, dict] = {}
-
-    def call(self, probe: str, **args) -> dict:
-        self.requests.setdefault(request_key(probe, args), {"probe": probe, "args": args})
-        return self.caller.call(probe, **args)
-
-
-def grade_solution(ctx: LessonContext) -> dict[str, dict]:
-    """Grade the solution in-process as if it were a student: warms every cache the
-    workers inherit and refuses to run with hidden tests that fail the solution.
-    Returns the requests the tests made, {key: {"probe", "args"}}, for the sandbox."""
-    as_student = _ReferenceAsStudent(ctx.refs.reference.twin())
-    raw_logs: list[dict] = []
-    # Mistake signatures (which tests each known mistake fails) are computed here, once:
-    # the composite part's rule and every diagnosis need them, and each forked worker
-    # would otherwise pay for them again on its first failing student.
-    runner.run_tests(ctx, [(as_student, raw_logs.append)], precompute=True)
-    result = runner.score(ctx, raw_logs[0])
-    if result.score != result.max_score:
-        failing = [t.name for t in result.tests if not t.passed]
-        raise RuntimeError(f"the solution of lesson {ctx.key} fails its own hidden "
-                           f"tests: {failing[:5]}; fix the tests before grading")
-    return as_student.requests
 
 
 def _worker(index: int, slot: Slot, ctx: LessonContext, out: Path, language: str,

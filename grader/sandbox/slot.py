@@ -6,7 +6,8 @@ fork of it with its own uid and namespaces, serving one submission at a time
 (a `session.Session` runs one submission on a slot). Nothing here imports torch, so the sandbox boots
 while the grader's own process is still importing it; except unsandboxed, where the
 zygote may be a fork of this process (`_fork_zygote`), which imports it first, once
-for both.
+for both. Given a template (the Gradescope run), the zygote is made from it instead
+(`Sandbox._from_template`).
 """
 from __future__ import annotations
 
@@ -29,8 +30,11 @@ from typing import Protocol
 from grader.inside import confine
 from grader.sandbox import bwrap, cgroup
 from grader.sandbox.limits import Limits, SandboxError, SlotLost
+from grader.sandbox.template import Made, Template
 
 BASE_UID, UID_COUNT = bwrap.SANDBOX_UIDS  # (container mode's user namespace maps them)
+# the modes whose zygote a template makes, when the run has one (`Sandbox`)
+TEMPLATED = ("container", "none")
 HANG_UP_S = 60  # s a closing slot may take to clean up before its uid is freed anyway
 
 
@@ -105,14 +109,13 @@ def available(allow_unsandboxed: bool, support: bwrap.Support) -> bool:
 def _keep_from_submissions(probes: Path, scratch: Path, private: tuple[Path, ...]) -> None:
     """Container mode: no mount namespace hides the grader's files, so the course's
     folder (solutions, hidden tests), the class and OUT the run was given (`private`:
-    classmates' files, results and pages) and the paths in GRADER_PRIVATE (the
-    autograder's submission and results folders) are made readable by their owner only,
+    classmates' files, results and pages, and for the Gradescope run the autograder's
+    submission and results folders) are made readable by their owner only,
     but for what the interpreter may import while a submission runs (a virtualenv in
     the course's folder: torch imports parts of itself lazily); the run's scratch
     folder may be crossed, not listed, to reach a child's own."""
     course = next((p for p in probes.resolve().parents if (p / "course.yml").exists()), None)
-    named = [Path(p) for p in os.environ.get("GRADER_PRIVATE", "").split(os.pathsep) if p]
-    closed = [p.resolve() for p in filter(None, [course, *private, *named]) if p.exists()]
+    closed = [p.resolve() for p in filter(None, [course, *private]) if p.exists()]
     kept = {Path(p) for p in bwrap.interpreter_paths()}
     kept |= {p.resolve() for p in kept}
     _open_way(kept, closed)
@@ -171,9 +174,10 @@ def _expect(sock: socket.socket, event: str, timeout: float) -> dict:
 def forkable(mode: str) -> bool:
     """May the zygote be a fork of this process, in `mode` (a `bwrap.Support` mode, or
     "none": unsandboxed)? Only unsandboxed, where a submission runs as this user and
-    could read all of this process anyway. Everywhere else it is a fresh exec: a fork
-    would hold whatever this process ever held (the course, its roster, the class),
-    even where no reference to it is left."""
+    could read all of this process anyway. Everywhere else it is a fresh exec, or a
+    fork of a template that forked before anything was read (sandbox/template.py): a
+    fork of this process would hold whatever it ever held (the course, its roster, the
+    class), even where no reference to it is left."""
     return mode == "none"
 
 
@@ -290,20 +294,24 @@ class Sandbox:
     started it (PR_SET_PDEATHSIG). `fork`: unsandboxed, the zygote may be a fork of
     this process (`forkable`, `_fork_zygote`); sandboxed, it never is.
     `private`: the class and OUT, closed to submissions in container mode. `support`:
-    what the caller's `bwrap.probe` found, when it has probed (else probed here)."""
+    what the caller's `bwrap.probe` found, when it has probed (else probed here).
+    `template`: in container mode and unsandboxed, the zygote is made from it
+    (sandbox/template.py): torch's pages shared, nothing private held."""
 
     @classmethod
     def for_lesson(cls, course: CourseFolder, lesson: LessonFiles, sandboxed: bool, *,
                    fork: bool = False, private: tuple[Path, ...] = (),
-                   support: bwrap.Support | None = None) -> Sandbox:
+                   support: bwrap.Support | None = None,
+                   template: Template | None = None) -> Sandbox:
         """The sandbox a lesson's submissions run in, booted from the lesson's probes
         with its preloaded modules: the one way every command boots one."""
         return cls(course.path(lesson.probes), sandboxed, tuple(lesson.preload), fork=fork,
-                   private=private, support=support)
+                   private=private, support=support, template=template)
 
     def __init__(self, probes: Path, sandboxed: bool = True,
                  preload: tuple[str, ...] = ("torch",), fork: bool = False,
-                 private: tuple[Path, ...] = (), support: bwrap.Support | None = None):
+                 private: tuple[Path, ...] = (), support: bwrap.Support | None = None,
+                 template: Template | None = None):
         self.sandboxed = sandboxed
         # how this sandbox confines, for its life (what records say: "sandbox")
         if sandboxed and support is None:
@@ -334,9 +342,11 @@ class Sandbox:
         parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         fd = child.fileno()
         self.forked = plain and fork and forkable(self.mode)
-        self.proc: subprocess.Popen | _Forked
+        self.proc: subprocess.Popen | _Forked | Made
         if self.forked and scratch is not None:
             self.proc = _fork_zygote(child, probes, preload, scratch)
+        elif template is not None and self.mode in TEMPLATED:
+            self.proc = self._from_template(template, child, probes, preload, cap)
         else:
             userns = (bwrap.UserNamespace() if self.mode == "container" and not plain
                       else None)
@@ -365,6 +375,61 @@ class Sandbox:
         self._ready = False
         # request key -> the frame that asks a child for it by index (`hold`)
         self.held: dict[str, bytes] = {}
+
+    def _from_template(self, template: Template, child: socket.socket, probes: Path,
+                       preload: tuple[str, ...], cap: int | None) -> Made:
+        """The zygote, forked from `template`: without namespaces, that fork is the
+        zygote; else it joins a sandbox that bwrap makes around a holder (`_holder`)."""
+        options: dict[str, object] = {"probes": str(probes), "preload": list(preload),
+                                      "landlock_abi": cap}
+        holder, join = None, None
+        if self.scratch is not None:
+            options.update(container=self.mode == "container", scratch=self.scratch)
+            if self.cgroup_path is not None:
+                options["cgroup"] = str(self.cgroup_path)
+        else:
+            holder, join = self._holder(probes, preload, cap)
+            options["sandboxed"] = True
+        err_r, err_w = os.pipe()
+        try:
+            pid = template.zygote(child, err_w, join, **options)
+        except BaseException:
+            os.close(err_r)
+            if holder is not None:
+                holder.kill()
+                holder.wait()
+            raise
+        finally:
+            os.close(err_w)
+        return Made(pid, err_r, holder)
+
+    def _holder(self, probes: Path, preload: tuple[str, ...],
+                cap: int | None) -> tuple[subprocess.Popen, int]:
+        """bwrap's sandbox, made as for a fresh zygote, around a holder process; and the
+        pid of its first process, whose namespaces the zygote joins."""
+        userns = bwrap.UserNamespace() if self.mode == "container" else None
+        info_r, info_w = os.pipe()
+        try:
+            cmd = bwrap.command(probes, -1, list(preload), self.cgroup_path,
+                                landlock_abi=cap, userns_fd=userns.fd if userns else None,
+                                holder=info_w)
+            holder = subprocess.Popen(cmd, pass_fds=[info_w, *([userns.fd] if userns else [])],
+                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, start_new_session=True)
+        finally:  # bwrap holds its own descriptors of both now
+            os.close(info_w)
+            if userns is not None:
+                userns.close()
+        with open(info_r, "rb") as info:
+            text = b""
+            while b"}" not in text and (chunk := info.read1(4096)):
+                text += chunk
+        ready = holder.stdout.readline() if holder.stdout is not None else b""
+        if ready != b"ready\n" or b"}" not in text:
+            holder.kill()
+            _, err = holder.communicate()
+            raise SandboxError(f"the sandbox did not start: {err.decode(errors='replace')[-2000:]}")
+        return holder, int(json.loads(text)["child-pid"])
 
     def wait_ready(self) -> None:
         if self._ready:
@@ -453,8 +518,11 @@ class Sandbox:
             try:
                 self.proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+                if isinstance(self.proc, Made):
+                    self.proc.kill()
+                else:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    self.proc.wait()
             if self.cgroup_path is not None:
                 cgroup.remove(self.cgroup_path)
                 self.cgroup_path = None

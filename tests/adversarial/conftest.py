@@ -310,12 +310,11 @@ def held_slot(course):
     (pool: the solution graded first, then `Sandbox.hold`): a child is asked for a
     request by its index."""
     require_sandbox()
-    from grader.run import pool
 
     lesson = course.lesson(LESSON)
     sandbox = slots.Sandbox(course.path(lesson.probes), True, tuple(lesson.preload))
     try:
-        sandbox.hold(pool.grade_solution(context(course)))
+        sandbox.hold(runner.grade_solution(context(course)))
     except BaseException:
         sandbox.close()
         raise

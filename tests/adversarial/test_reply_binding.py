@@ -160,11 +160,11 @@ def test_next_student_is_unaffected(records, course, slot_of, tmp_path):
 def test_a_slot_asks_by_the_requests_held_when_it_was_forked(course, tmp_path):
     """A later hold (the same requests in another order) is the later slots' alone: a
     slot forked before it still asks its children by the indices they inherited."""
-    from grader.run import pool
+    from grader.judge import runner
     from grader.sandbox import slot as slots
 
     lesson = course.lesson("13")
-    requests = pool.grade_solution(context(course))
+    requests = runner.grade_solution(context(course))
     with slots.Sandbox(course.path(lesson.probes), True, tuple(lesson.preload)) as sandbox:
         sandbox.hold(requests)
         first = sandbox.slot()

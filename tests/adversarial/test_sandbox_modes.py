@@ -32,9 +32,9 @@ def test_otherwise_the_container_profile_is_named(monkeypatch, tmp_path):
     assert "seccomp" in message and "Fix:" in message
 
 
-def test_the_autograders_marker_means_a_container(monkeypatch):
-    monkeypatch.setenv("GRADER_CONTAINER", "1")
-    assert bwrap._in_container()
+def test_a_caller_may_declare_a_container():
+    """The Gradescope run says so (an argument), whatever markers the container has."""
+    assert bwrap._in_container(declared=True)
 
 
 def test_a_zygote_is_forked_only_unsandboxed(monkeypatch):
@@ -47,6 +47,5 @@ def test_a_zygote_is_forked_only_unsandboxed(monkeypatch):
     for key in list(os.environ):
         monkeypatch.delenv(key)
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.setenv("GRADER_CONTAINER", "1")
     assert not any(slots.forkable(mode) for mode in ("root", "userns", "container"))
     assert slots.forkable("none")

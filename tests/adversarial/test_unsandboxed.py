@@ -18,7 +18,7 @@ REASON = "bubblewrap (bwrap) is not installed"
 
 @pytest.fixture
 def no_bwrap(monkeypatch):
-    monkeypatch.setattr(bwrap, "probe", lambda: bwrap.Support(None, REASON))
+    monkeypatch.setattr(bwrap, "probe", lambda container=False: bwrap.Support(None, REASON))
 
 
 def test_refuses_without_sandbox(no_bwrap):

@@ -134,14 +134,14 @@ def test_bundle_traces_hold_no_graded_input_nor_output(bundle, ctx13):
     """The reference's traces the bundle's check names a line from: requests of fresh
     inputs, none a graded case's, no tensor of a graded case's input or of the
     reference's output on one among them, and no text of the solution."""
-    from grader.run import pool
+    from grader.judge import runner
     from grader.judge import smallest
     from grader.deliver.bundle import RECORDING
     from grader.inside import protocol
     from grader.judge.reference import request_key
 
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
-    graded = pool.grade_solution(ctx13)
+    graded = runner.grade_solution(ctx13)
     requests = [r for found in recorded["fresh"]["requests"].values() for r in found]
     requests += [[probe, args] for _, probe, args in smallest.requests(bundle / "tests" / "13_moe")]
     assert requests and recorded["traces"]
@@ -237,7 +237,7 @@ def test_the_bundles_grader_refuses_a_course_with_its_solution(bundle, tmp_path)
 def test_bundle_holds_no_graded_case(bundle, ctx13):
     """By content: no graded test file, no graded case's request among the recorded
     results, and no graded test's code in any shipped file."""
-    from grader.run import pool
+    from grader.judge import runner
     from grader.deliver.bundle import RECORDING
     from grader.inside import protocol
 
@@ -248,7 +248,7 @@ def test_bundle_holds_no_graded_case(bundle, ctx13):
                        *(f"test_practice_{p}.py" for p in ("ffn", "router", "dispatch",
                                                           "aux_loss", "moe"))}
     recorded = protocol.loads((bundle / "tests" / "13_moe" / RECORDING).read_bytes())
-    graded_keys = set(pool.grade_solution(ctx13))
+    graded_keys = set(runner.grade_solution(ctx13))
     assert recorded["reference"] and not graded_keys & set(recorded["reference"])
     for variant in recorded["variants"].values():
         assert not graded_keys & set(variant)

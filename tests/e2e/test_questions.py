@@ -9,7 +9,6 @@ import pytest
 from grader.run import practice_output
 from grader.pages import explain, feedback
 from grader.judge import questions, runner
-from grader.judge.context import FROM_RECORDING
 from grader.judge.reference import Caller, load_module
 from grader.author.selftest import default_correct
 from grader.author.tolerance import variants
@@ -111,20 +110,18 @@ def test_gradescope_shows_the_finding_above_the_tests(graded, course):
     assert str(feedback.clean(said)).replace("'", "&#39;") in output
 
 
-def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13, graded,
-                                                          monkeypatch):
-    """A run from the autograder zip's recording (FROM_RECORDING) never imports the
+def test_a_gradescope_run_answers_from_the_recording_only(ctx13, course, slot13, graded):
+    """A run from the autograder zip's recording (`recorded_only`) never imports the
     solution: with no recorded answer to a question it states nothing; with the
     recording's (`divergence.fresh_for_recording`) it states what a full run states."""
     from grader.judge import divergence
     from grader.judge.context import LessonContext
 
     honest, path = graded
-    monkeypatch.setenv(FROM_RECORDING, "1")
-    from grader.run.pool import grade_solution
+    from grader.judge.runner import grade_solution
 
     for recorded in (False, True):
-        ctx = LessonContext(course, "13")
+        ctx = LessonContext(course, "13", recorded_only=True)
         grade_solution(ctx)  # the graded tests' reference results, as a recording holds them
         if recorded:
             divergence.fresh_for_recording(ctx)

@@ -91,7 +91,7 @@ def test_a_memory_limit_gradescope_cannot_hold_is_warned_of(course):
     """autograder-zip built silently with memory_mb: 1024, which can exhaust 768 MB."""
     assert course.limits_config("13").memory_mb == 1024
     assert autograder_zip.memory_warning(course, "13") == (
-        "lesson 13's limits.memory_mb is 1024: with the grader's own ~450 MB, a hungry "
+        "lesson 13's limits.memory_mb is 1024: with the grader's own ~400 MB, a hungry "
         "submission can exhaust Gradescope's default 768 MB container before its own "
         "limit stops it. Set lessons.13.limits.memory_mb: 256 in course.yml, or give the "
         "autograder more memory in Gradescope's settings (docs/lms.md).")
