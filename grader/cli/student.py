@@ -153,13 +153,6 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
         if watch and shown and not as_json:
             out.print(f"[dim]── {file.name} saved: checked again ──[/]")
         shown.append(checked)
-        if lesson.written:  # the shapes question's mark: the lesson's own text, no case
-            from grader.intake.answers import read_answers
-            from grader.judge.written import shapes_marks
-
-            checked.outcome["written"] = shapes_marks(
-                lesson.written, read_answers(file, lesson.written),
-                checked.outcome.get("language") or course.language)
         if as_json:
             click.echo(json.dumps(checked.outcome, ensure_ascii=False,
                                   indent=None if watch else 1), file=stdout)

@@ -4,6 +4,7 @@ It reads and writes only grades/<lesson>/ beside course.yml (the answers `grader
 recorded, the TAs' marks), so it needs no OUT. It grades one question at a time across
 the class: identical answers (whitespace and case aside) form one group that one mark
 grades, in an order shuffled once and the same on every load, names hidden until asked.
+A group split into its answers stays split (splits.jsonl, beside the marks).
 
 Nothing lives in the server: every request reads the files again and every mark is
 appended to written.jsonl the moment it is made (judge/written.py `append_jsonl`: one
@@ -32,8 +33,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from grader import points as exact
 from grader.config import Course, Lesson, Question
-from grader.judge.written import (RUBRIC, Mark, append_jsonl, as_marked, grades_folder, marks,
-                                  recorded_answers)
+from grader.judge.written import (RUBRIC, SPLITS, Mark, append_jsonl, as_marked, grades_folder,
+                                  marks, recorded_answers, splits)
 from grader.pages.feedback import course_title, lesson_title, templates
 from grader.text.strings import STRINGS
 
@@ -69,10 +70,12 @@ def _mark_json(m: Mark, q: Question) -> dict:
 def question_view(course_root: Path, lesson_key: str, lesson: Lesson, qid: str) -> dict:
     """One text question as the page shows it: its rubric (with the points the TAs set),
     the groups of identical answers in their stable order, each with its members, their
-    answers' hashes and their mark, and how many of the answered students are marked."""
+    answers' hashes and their mark, and how many of the answered students are marked. An
+    answer split from its group (`save_split`) is a group of its own."""
     folder = grades_folder(course_root, lesson_key)
     q = as_marked(lesson.written, folder)[qid]
     current = marks(folder)
+    apart = splits(folder)
     groups: dict[tuple[str, str], dict] = {}
     answered = done = 0
     for (sid, aq), a in sorted(recorded_answers(folder).items()):
@@ -86,6 +89,8 @@ def question_view(course_root: Path, lesson_key: str, lesson: Lesson, qid: str) 
         # differently keeps it apart
         said = "" if m is None else json.dumps([stale, m.points, m.rubric, m.adjust,
                                                 m.comment])
+        if (sid, qid, a.digest) in apart:  # split off: its own group, marked or not
+            said = json.dumps([said, sid])
         norm = normalised(a.text)
         g = groups.setdefault((norm, said), {
             "id": hashlib.sha256(f"{norm}\0{said}".encode("utf-8", "replace")).hexdigest()[:16],
@@ -114,11 +119,8 @@ def _adjustment(value: object, q: Question) -> float:
     return float(value)
 
 
-def save_mark(course_root: Path, lesson_key: str, lesson: Lesson, body: dict, by: str
-              ) -> int:
-    """Append one mark per student the request names (a group's members), each on the
-    answer hash the page showed; refused whole if any of those answers changed since.
-    Returns how many marks were written."""
+def _named(lesson_key: str, lesson: Lesson, body: dict) -> tuple[str, dict[str, str]]:
+    """The text question a request names, and its students as {student_id: answer hash}."""
     qid = body.get("question")
     q = lesson.written.get(qid) if isinstance(qid, str) else None
     if q is None or q.kind != "text" or not isinstance(qid, str):
@@ -127,6 +129,27 @@ def save_mark(course_root: Path, lesson_key: str, lesson: Lesson, body: dict, by
     if not isinstance(students, dict) or not students or \
             not all(isinstance(k, str) and isinstance(v, str) for k, v in students.items()):
         raise Refused("no students named, as {student_id: answer hash}")
+    return qid, students
+
+
+def _unchanged(folder: Path, qid: str, students: dict[str, str]) -> None:
+    """Refuse (409) when an answer named is no longer the one the page showed."""
+    answers = recorded_answers(folder)
+    changed = sorted(sid for sid, h in students.items()
+                     if (a := answers.get((sid, qid))) is None or a.digest != h)
+    if changed:
+        raise Refused(f"the answer of {len(changed)} student(s) changed since the page "
+                      "showed it: nothing saved, the page shows the new answers",
+                      HTTPStatus.CONFLICT)
+
+
+def save_mark(course_root: Path, lesson_key: str, lesson: Lesson, body: dict, by: str
+              ) -> int:
+    """Append one mark per student the request names (a group's members), each on the
+    answer hash the page showed; refused whole if any of those answers changed since.
+    Returns how many marks were written."""
+    qid, students = _named(lesson_key, lesson, body)
+    q = lesson.written[qid]
     rubric = body.get("rubric") or []
     known = [r.id for r in q.rubric]
     if not isinstance(rubric, list) or any(i not in known for i in rubric):
@@ -143,19 +166,29 @@ def save_mark(course_root: Path, lesson_key: str, lesson: Lesson, body: dict, by
     if not isinstance(comment, str) or len(comment) > MAX_COMMENT:
         raise Refused(f"the comment is not text of at most {MAX_COMMENT} characters")
     folder = grades_folder(course_root, lesson_key)
-    answers = recorded_answers(folder)
-    changed = sorted(sid for sid, h in students.items()
-                     if (a := answers.get((sid, qid))) is None or a.digest != h)
-    if changed:
-        raise Refused(f"the answer of {len(changed)} student(s) changed since the page "
-                      "showed it: nothing saved, the page shows the new answers",
-                      HTTPStatus.CONFLICT)
+    _unchanged(folder, qid, students)
     cleared = points is None and not rubric and not adjust and not comment
     at = datetime.now(timezone.utc).isoformat(timespec="microseconds")
     rows = [{**Mark(sid, qid, h, points, tuple(rubric), adjust, comment.strip(),
                     cleared).to_json(), "by": by, "at": at}
             for sid, h in sorted(students.items())]
     append_jsonl(folder / "written.jsonl", rows)
+    return len(rows)
+
+
+def save_split(course_root: Path, lesson_key: str, lesson: Lesson, body: dict, by: str
+               ) -> int:
+    """Split a group: each answer the request names (student and the hash the page
+    showed) is appended to grades/<lesson>/splits.jsonl and is from now on a group of
+    its own, for every TA. Refused whole if any of those answers changed since. Returns
+    how many answers were split off."""
+    qid, students = _named(lesson_key, lesson, body)
+    folder = grades_folder(course_root, lesson_key)
+    _unchanged(folder, qid, students)
+    at = datetime.now(timezone.utc).isoformat(timespec="microseconds")
+    rows = [{"student_id": sid, "question": qid, "hash": h, "by": by, "at": at}
+            for sid, h in sorted(students.items())]
+    append_jsonl(folder / SPLITS, rows)
     return len(rows)
 
 
@@ -285,6 +318,9 @@ def make_handler(state: Marking) -> type[BaseHTTPRequestHandler]:
                 if path == "/api/mark":
                     saved = save_mark(state.course.root, state.lesson_key, state.lesson,
                                       body, state.by)
+                elif path == "/api/split":
+                    saved = save_split(state.course.root, state.lesson_key, state.lesson,
+                                       body, state.by)
                 elif path == "/api/rubric":
                     save_rubric_points(state.course.root, state.lesson_key, state.lesson,
                                        body, state.by)

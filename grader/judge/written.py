@@ -197,6 +197,18 @@ def rubric_changes(folder: Path) -> dict[tuple[str, str], float]:
     return out
 
 
+SPLITS = "splits.jsonl"  # the answers a TA split from their group (the marking page)
+
+
+def splits(folder: Path) -> set[tuple[str, str, str]]:
+    """(student_id, question, answer hash) of every answer a TA split from its group on
+    the marking page: grades/<lesson>/splits.jsonl, appended as written.jsonl is, so a
+    split holds after a reload or a restart and for every TA. It names the answer it was
+    made on: a changed answer groups by its text again."""
+    return {(r["student_id"], r["question"], r["hash"]) for r in _read_jsonl(folder / SPLITS)
+            if all(isinstance(r.get(k), str) for k in ("student_id", "question", "hash"))}
+
+
 def as_marked(written: dict[str, Question], folder: Path) -> dict[str, Question]:
     """The questions with each rubric item worth what the TAs last set (`rubric_changes`),
     else course.yml's points: a mark keeps the items' ids, never their points, so a change

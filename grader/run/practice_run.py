@@ -1,7 +1,9 @@
 """`grader check`'s steps, in one place: which course and lesson a file is for, the
-practice results the trusted side compares with, one check of one file on a warm slot,
-and `--watch`'s re-checks on that same slot. The CLI's `check` and the tests call
-these functions, so what the tests assert is what a student runs.
+practice results the trusted side compares with, then, for each version of the file,
+`STEPS`, one object per aspect (read, practice tests, outcome, shapes question), on a
+warm slot: once (`run_file`) or for each save (`watch`). The CLI's `check`,
+`grader.api.check_file` and the tests call these functions, so what the tests assert
+is what a student runs.
 
 Where the course has its solution (the project), the practice results are kept in the
 user's cache (`grader.judge.kept`): after the first check of a kind, the trusted side answers
@@ -17,15 +19,16 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Any
 
 from grader.run import interrupts
 
 if TYPE_CHECKING:
     from grader import config
     from grader.judge.context import LessonContext
+    from grader.judge.runner import Submission
     from grader.record import GradeRecord
     from grader.sandbox.slot import Slot
 
@@ -105,7 +108,7 @@ def prepare(ctx: LessonContext) -> None:
 @dataclass
 class Practiced:
     """One check: the graded run's record of the practice tests, and the outcome both
-    outputs show (`practice_output.outcome`)."""
+    outputs show (`practice_output.outcome`, the shapes question's marks added)."""
 
     record: GradeRecord
     outcome: dict
@@ -117,51 +120,134 @@ class Practiced:
         return exit_status(self.outcome)
 
 
-def _practiced(ctx: LessonContext, record: GradeRecord, language: str | None) -> Practiced:
-    from grader.run.practice_output import outcome
+@dataclass
+class Checking:
+    """One version of the file as `STEPS` take it: what it is checked with, and each
+    step's result under the step's name, in the order the steps ran."""
 
-    return Practiced(record, outcome(record, ctx.course, ctx.key, record.notes, language))
+    ctx: LessonContext
+    file: Path        # this version of the file
+    shown: str        # the file's name as the student knows it
+    loaded: Path      # where the read step writes the code that runs
+    grade: Callable[[Submission], GradeRecord]  # the practice tests' run on the slot
+    language: str | None = None
+    results: dict[str, Any] = field(default_factory=dict)
+
+    def practiced(self) -> Practiced:
+        return Practiced(self.results[PRACTICE.name], self.results[OUTCOME.name])
 
 
-def run_file(ctx: LessonContext, file: Path, slot: Slot,
-               language: str | None = None) -> Practiced:
-    """Check one file: loaded as the graded run loads it (a notebook's code cells, the
-    same notes), then its practice tests, on `slot`."""
+@dataclass(frozen=True)
+class Step:
+    """One aspect of `grader check`, after okpy's one object per aspect: `run` takes
+    the check so far and returns this step's result (`Checking.results[name]`)."""
+
+    name: str
+    run: Callable[[Checking], Any]
+
+
+def _read(checking: Checking) -> Submission:
+    """The file loaded as the graded run loads it: a notebook's code cells, the same
+    notes (what cannot be read is the practice run's problem, which says why)."""
     from grader.intake import notebook
     from grader.judge import runner
 
+    path, notes = notebook.load(checking.file, checking.shown, checking.loaded)
+    return runner.Submission("you", path, notes=notes)
+
+
+def _practice(checking: Checking) -> GradeRecord:
+    """The practice tests on the slot, as the graded run runs its tests (the file's
+    problems, the contract and the checks are theirs): `Checking.grade`."""
+    return checking.grade(checking.results[READ.name])
+
+
+def _outcome(checking: Checking) -> dict:
+    """The record as the student is told it (`practice_output.outcome`)."""
+    from grader.run.practice_output import outcome
+
+    record = checking.results[PRACTICE.name]
+    return outcome(record, checking.ctx.course, checking.ctx.key, record.notes,
+                   checking.language)
+
+
+def _shapes(checking: Checking) -> dict[str, dict] | None:
+    """The shapes question's marks, in the outcome: the lesson's own text holds its
+    answer, so no hidden case is involved. None where the lesson has no questions."""
+    from grader.intake.answers import read_answers
+    from grader.judge.written import shapes_marks
+
+    written = checking.ctx.lesson.written
+    if not written:
+        return None
+    shown = checking.results[OUTCOME.name]
+    marks = shapes_marks(written, read_answers(checking.file, written),
+                         shown.get("language") or checking.ctx.course.language)
+    shown["written"] = marks
+    return marks
+
+
+READ = Step("read", _read)
+PRACTICE = Step("practice tests", _practice)
+OUTCOME = Step("outcome", _outcome)
+SHAPES = Step("shapes question", _shapes)
+STEPS = (READ, PRACTICE, OUTCOME, SHAPES)  # in order: each reads what those before gave
+
+
+def run_steps(checking: Checking, steps: Iterable[Step]) -> Checking:
+    """Run `steps` on `checking`, each result kept under its step's name."""
+    for step in steps:
+        checking.results[step.name] = step.run(checking)
+    return checking
+
+
+def run_file(ctx: LessonContext, file: Path, slot: Slot,
+             language: str | None = None) -> Practiced:
+    """Check one file: every step of `STEPS`, the practice tests on `slot`."""
+    from grader.judge import runner
+
+    def grade(sub: Submission) -> GradeRecord:
+        return runner.grade(ctx, sub, slot, select=runner.PRACTICE_TESTS)
+
     with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
-        path, notes = notebook.load(file, file.name, Path(tmp) / ctx.lesson.exercise)
-        record = runner.grade(ctx, runner.Submission("you", path, notes=notes), slot,
-                              select=runner.PRACTICE_TESTS)
-    return _practiced(ctx, record, language)
+        checking = Checking(ctx, file, file.name, Path(tmp) / ctx.lesson.exercise, grade,
+                            language)
+        return run_steps(checking, STEPS).practiced()
 
 
 def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
           show: Callable[[Practiced], None], language: str | None = None) -> None:
     """Check each version of the file as it comes (`saves`, or `received` inside a
-    bundle's sandbox), in one pytest session on one warm slot: a re-check costs the
-    practice tests alone. `shown`: the file's name as the student knows it. Ends when
-    the versions do (Ctrl-C raises KeyboardInterrupt)."""
-    from grader.intake import notebook
+    bundle's sandbox) with every step of `STEPS`, the practice tests of all in one
+    pytest session on one warm slot: a re-check costs the practice tests alone.
+    `shown`: the file's name as the student knows it. Ends when the versions do
+    (Ctrl-C raises KeyboardInterrupt)."""
     from grader.judge import runner
 
+    practice = STEPS.index(PRACTICE)
+    graded: list[GradeRecord] = []  # the session's record of the version it graded
     with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
+        current: list[Checking] = []  # the version the session grades now
+
         def submissions() -> Iterator:
             warming = Warming(ctx)
             try:
                 for version in versions:
                     warming.stop()
-                    path, notes = notebook.load(version, shown,
-                                                Path(tmp) / ctx.lesson.exercise)
-                    yield runner.Submission("you", path, notes=notes)
+                    checking = Checking(ctx, version, shown,
+                                        Path(tmp) / ctx.lesson.exercise,
+                                        lambda sub: graded.pop(), language)
+                    current[:] = [run_steps(checking, STEPS[:practice])]
+                    yield checking.results[READ.name]
                     warming.start()  # a check is shown: warm (on) while they edit
             finally:  # Ctrl-C or the last version: what it computed is then kept,
                 warming.stop()  # which must not read the caches while it writes them
 
-        runner.grade_many(ctx, submissions(), slot,
-                          lambda record: show(_practiced(ctx, record, language)),
-                          select=runner.PRACTICE_TESTS)
+        def done(record: GradeRecord) -> None:
+            graded.append(record)
+            show(run_steps(current[0], STEPS[practice:]).practiced())
+
+        runner.grade_many(ctx, submissions(), slot, done, select=runner.PRACTICE_TESTS)
 
 
 class Warming:

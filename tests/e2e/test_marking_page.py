@@ -1,7 +1,8 @@
 """The marking page (`grader mark --lesson 13`) in a real browser: Playwright's Python
 package driving Debian's Chromium (`executable_path`: `playwright install` downloads
 browsers, which CI cannot). A TA marks a class of 30 by keyboard; the server is killed
-(SIGKILL) half-way and started again, and no mark is lost; two tabs mark side by side.
+(SIGKILL) half-way and started again, and no mark is lost; two tabs mark side by side,
+and a group split in one stays split in both after a reload.
 """
 from __future__ import annotations
 
@@ -236,6 +237,16 @@ def test_two_tabs_lose_nothing_and_see_each_others_marks(course, browser):
         settled(one)
         assert rubric_changes(folder) == {("q1", "attn_mixes"): 0.5}
         assert one.inner_text("#value").startswith("1.5 / 2")
+        # a split is saved beside the marks: it holds on reload, and in the other tab
+        total = int(two.inner_text("#position").split()[-1])
+        size = int(re.findall(r"\d+", two.inner_text("#count"))[0])  # the group shown
+        two.keyboard.press("s")
+        settled(two)
+        for tab in (one, two):
+            tab.reload()
+            settled(tab)
+            assert int(tab.inner_text("#position").split()[-1]) == total + size - 1
+        assert len((folder / "splits.jsonl").read_text(encoding="utf-8").splitlines()) == size
         assert not problems, problems
     finally:
         server.kill()

@@ -20,9 +20,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from grader.pages.feedback import example_in
 from grader.run import practice_run
 from grader.intake.notebook import load as load_submission
 from grader.run.practice_output import exit_status
+from grader.text.strings import restored
 from tests.conftest import open_slot
 from tests.e2e.test_check_watch import watch_saves
 
@@ -137,6 +139,9 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
         "the notebook's check differs"
     assert practice(bundle) == practice(project), "the bundle's check differs"
     assert bundle["examples"] == project["examples"], "the bundle's examples differ"
+    # the shapes question's marks: one step of practice_run.STEPS for all three
+    assert project.get("written") == notebook.get("written") == bundle.get("written")
+    assert ("written" in project) == bool(runs["ctx"].lesson.written)
     assert project_code == notebook_code == bundle_code
     assert any(n.startswith("Graded the ") for n in notebook["notes"])
     parts = runs["scores"][sid]["parts"].values()  # the code's (written points aside)
@@ -147,7 +152,10 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
     # error names the test it was raised in), and a check shows none for a part that passes
     failing = {name for name, part in project["parts"].items() if part["passed"] < part["total"]}
     assert set(project["examples"]) <= failing
-    paged = json.loads((runs["out"] / "results" / f"{sid}.json").read_text())["examples"]
+    # (a snippet whose "yours gives" the grader said is kept per language: Said's texts)
+    paged = {part: example_in(restored(e), runs["ctx"].course.language) for part, e in
+             json.loads((runs["out"] / "results" / f"{sid}.json").read_text())["examples"]
+             .items()}
     for part in failing & set(paged):
         assert part in project["examples"], part
         mine, theirs = (e.split("# yours gives:")[0] for e in (project["examples"][part],

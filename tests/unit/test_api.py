@@ -70,6 +70,8 @@ def test_check_file_runs_the_practice_tests_on_the_solution():
     checked = api.check_file(COURSE, "13", ROOT / "solutions" / "13_moe.py")
     assert checked.status == 0, checked.outcome
     assert checked.record.tests and all(t.outcome == "passed" for t in checked.record.tests)
+    # the shapes question's marks, as `grader check --json` prints them (practice_run.STEPS)
+    assert list(checked.outcome["written"]) == ["q6"], checked.outcome
 
 
 def test_the_authoring_guides_example_calls_what_exists():

@@ -108,6 +108,51 @@ def test_identical_answers_group_and_a_member_marked_apart_leaves(course, tmp_pa
     assert sorted(len(g["members"]) for g in view(course)["groups"]) == [1, 1, 1]
 
 
+def post_split(course, students: dict[str, str]) -> int:
+    return marking.save_split(course.root, "13", course.lesson("13"),
+                              {"question": "q1", "students": students}, "ta")
+
+
+def test_a_split_is_saved_for_every_load_until_the_answer_changes(course, tmp_path):
+    """Issue 55: an unmarked split joined its group again on reload (it lived in the
+    page). Every view reads grades/ afresh, as a reload, a restart or a second TA does."""
+    answer(course, tmp_path, {"a": "Attention mixes tokens", "b": "attention mixes tokens",
+                              "c": "ATTENTION  mixes tokens"})
+    (group,) = view(course)["groups"]
+    hashes = {m["student_id"]: m["hash"] for m in group["members"]}
+    assert post_split(course, {"b": hashes["b"]}) == 1
+    apart = view(course)["groups"]
+    assert sorted(sorted(m["student_id"] for m in g["members"]) for g in apart) == \
+        [["a", "c"], ["b"]]
+    assert view(course)["groups"] == apart  # the same on every load
+    answer(course, tmp_path, {"b": "attention mixes  TOKENS "})  # a new answer: no split
+    (group,) = view(course)["groups"]
+    hashes = {m["student_id"]: m["hash"] for m in group["members"]}
+    assert set(hashes) == {"a", "b", "c"}
+    post_split(course, {"b": hashes["b"]})
+    post_mark(course, {"a": hashes["a"], "c": hashes["c"]}, rubric=["attn_mixes"])
+    post_mark(course, {"b": hashes["b"]}, rubric=["attn_mixes"])  # the same mark: still apart
+    assert sorted(len(g["members"]) for g in view(course)["groups"]) == [1, 2]
+    with pytest.raises(marking.Refused) as refused:  # split on an answer changed since
+        post_split(course, {"c": "0" * 64})
+    assert refused.value.status == 409
+
+
+def test_a_split_posted_to_the_server_lands_beside_the_marks(server, course):
+    _, url = server
+    token = url.split("token=", 1)[1]
+    _, _, body = request(url, f"/api/question?token={token}&q=q1")
+    (member,) = json.loads(body)["groups"][0]["members"]
+    doc = json.dumps({"question": "q1", "students": {"a": member["hash"]}}).encode()
+    status, _, body = request(url, f"/api/split?token={token}", method="POST", body=doc)
+    assert status == 200 and json.loads(body) == {"saved": 1}
+    assert request(url, f"/api/split?token={token}", method="POST",
+                   body=json.dumps({"question": "q9", "students": {}}).encode())[0] == 400
+    saved = grades_folder(course.root, "13") / "splits.jsonl"
+    (row,) = [json.loads(line) for line in saved.read_text(encoding="utf-8").splitlines()]
+    assert (row["student_id"], row["question"], row["hash"]) == ("a", "q1", member["hash"])
+
+
 def test_a_mark_on_an_answer_changed_since_the_page_showed_it_is_refused(course, tmp_path):
     answer(course, tmp_path, {"a": "first answer"})
     shown = view(course)["groups"][0]["members"][0]["hash"]

@@ -61,3 +61,14 @@ def test_a_capped_read_and_a_safe_name_are_written_once():
 def test_the_shared_options_are_declared_in_cli_options():
     declared = r"""click\.option\(\s*["']--(out|course|lesson|language|trust-worksheet)["']"""
     assert _holding(declared, "grader") == ["grader/cli/options.py"]
+
+
+def test_grader_checks_steps_are_practice_run_steps():
+    """`grader check`'s steps are `practice_run.STEPS`, which the CLI and grader.api run:
+    nothing else grades a check's practice tests or marks its shapes question (the CLI
+    marked it itself, so grader.api's outcome lacked the marks)."""
+    grading = [name for name, text in _sources("grader").items()
+               if re.search(r"\brunner\.grade(_many)?\(", text) and "PRACTICE_TESTS" in text]
+    assert grading == ["grader/run/practice_run.py"]
+    assert _holding(r"\bshapes_marks\(", "grader") == ["grader/judge/written.py",
+                                                       "grader/run/practice_run.py"]

@@ -121,3 +121,38 @@ def test_a_ctrl_c_dropped_in_a_finalizer_still_ends_the_watch(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         next(versions)
     assert signal.getsignal(signal.SIGINT) is before
+
+
+def test_a_checks_steps_are_one_list_each_with_its_result(tmp_path):
+    """`STEPS` is every aspect of a check, each kept under its name; the shapes
+    question's marks are in the outcome whoever runs the steps (the CLI printed them
+    from marks of its own, which `grader.api.check_file` lacked)."""
+    from types import SimpleNamespace
+
+    from grader import config
+    from grader.record import GradeRecord
+
+    assert [s.name for s in practice_run.STEPS] == [
+        "read", "practice tests", "outcome", "shapes question"]
+    course = config.load(ROOT / "course.yml")
+    ctx = SimpleNamespace(course=course, key="13", lesson=course.lesson("13"))
+    file = tmp_path / "13_moe.py"
+    file.write_text('ANSWER_Q6 = {"x_flat": "[N, H]", "scores": "[N, E]", "topk_idx": '
+                    '"[N, K]", "topk_weight": "[N, K]", "y": "[N, N]"}\n')
+    given = []
+
+    def grade(sub):
+        given.append(sub)
+        return GradeRecord(student_id="you", lesson="13", status="graded", score=0,
+                           max_score=0, parts={}, tests=[])
+
+    checking = practice_run.Checking(ctx, file, file.name, tmp_path / "loaded.py", grade)
+    practiced = practice_run.run_steps(checking, practice_run.STEPS).practiced()
+    assert given == [checking.results["read"]] and given[0].path.read_text() == \
+        file.read_text()
+    assert practiced.record is checking.results["practice tests"]
+    marks = practiced.outcome["written"]
+    assert marks is checking.results["shapes question"] and list(marks) == ["q6"]
+    fields = marks["q6"]["fields"]
+    assert [f for f, m in fields.items() if not m["ok"]] == ["y"]
+    assert practiced.status == 1  # no practice test passed: the marks change no status
