@@ -110,7 +110,7 @@ class TestRecord:
                    composite=bool(d.get("composite", False)))
 
 
-# What the page says about a failing part's first divergence (judge/divergence.py finds
+# What the page says about a failing part's first divergence (judge/divergence/ finds
 # it, pages/where.py says it), kept in `PartRecord.where` in its JSON form.
 MAX_CODE = 160         # characters of a quoted statement
 MAX_MATCHED = 6        # names listed as matching before the line

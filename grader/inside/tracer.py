@@ -3,7 +3,7 @@ feedback only ("where your values first leave the reference's"), never a verdict
 
 Runs on both sides: in the child on the student's module (harness.py loads it by
 path, like protocol.py) and on the trusted side on the solution and its correct
-variants (grader/divergence.py). So only the standard library and torch here.
+variants (grader/judge/divergence/). So only the standard library and torch here.
 
 `sys.settrace` (Python 3.10 has no sys.monitoring) traces only frames whose code
 comes from one file: every other call (torch's, the probes') gets no local tracer.

@@ -206,7 +206,7 @@ class LessonRefs:
     # combination -> results a recording holds, where the solution is here too: its
     # module is then loaded only for a request the recording cannot answer
     recorded_combined: dict[tuple[str, ...], dict] = field(default_factory=dict)
-    # request key -> the reference's traces of a fresh input, packed (grader/judge/divergence.py
+    # request key -> the reference's traces of a fresh input, packed (grader/judge/divergence/
     # reads and fills it): recorded with the results, so a run from a recording names a
     # line without importing the solution
     traces: dict[str, Tensor] = field(default_factory=dict)  # (`torch` names a field here)

@@ -19,7 +19,7 @@ come from seeds no graded or practice case uses (`SEED`), so the reference's num
 shown belong only to this fresh input.
 
 `Example` is plain data on purpose: the line-of-divergence tracer runs on it first
-(grader/judge/divergence.py), so the line a page names and the values it quotes belong to
+(grader/judge/divergence/), so the line a page names and the values it quotes belong to
 the snippet beside it.
 """
 from __future__ import annotations

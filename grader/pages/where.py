@@ -1,5 +1,5 @@
 """The sentence that names where a failing part's values first leave the reference's
-(a `record.Where`, found by judge/divergence.py), for the page and `grader check`, in
+(a `record.Where`, found by judge/divergence/), for the page and `grader check`, in
 the page's language: plain text (`sentence`) or escaped HTML (`sentence_html`).
 """
 from __future__ import annotations

@@ -3,7 +3,8 @@ practice case; a graded case's checks name no element)."""
 import numpy as np
 import torch
 
-from grader.judge import divergence, structure
+from grader.judge import structure
+from grader.judge.divergence import matching
 from grader.judge.compare import Checks
 from grader.config import Tolerance
 
@@ -93,9 +94,9 @@ def test_a_non_finite_reference_is_matched_only_by_itself():
         assert c.items[-1].outside == 1
     # the structure sentences and the line of divergence read the same rule
     assert not structure.within(np.array([1.0, 3.0]), np.array([1.0, inf]), 1e-5, 1e-4)
-    tol = divergence.Tolerance(1e-5, 1e-4)
-    assert not divergence._close(torch.tensor([1.0, 3.0]), torch.tensor([1.0, inf]), tol)
-    assert divergence._close(torch.tensor([1.0, inf]), torch.tensor([1.0, inf]), tol)
+    tol = matching.Tolerance(1e-5, 1e-4)
+    assert not matching.close(torch.tensor([1.0, 3.0]), torch.tensor([1.0, inf]), tol)
+    assert matching.close(torch.tensor([1.0, inf]), torch.tensor([1.0, inf]), tol)
 
 
 def test_none_gradient_equals_zeros():

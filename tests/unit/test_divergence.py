@@ -1,5 +1,5 @@
 """The tracer (grader/inside/tracer.py) and the trusted side's reading of a trace
-(grader/judge/divergence.py): what is recorded, within which caps, and what a hostile
+(grader/judge/divergence/, its parser untrusted.py): what is recorded, within which caps, and what a hostile
 child's trace can and cannot put on a page."""
 import ast
 import types
@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from grader.judge import divergence, trace_inputs
+from grader.judge.divergence import finding, quoting, untrusted
 from grader.pages import where
 from grader.pages.feedback import STRINGS
 from grader.inside import tracer
+from grader.record import MAX_CODE, MAX_MATCHED, Where
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -75,19 +77,19 @@ def test_a_hostile_trace_is_dropped_not_shown():
            [2, "y", torch.ones(1), "f", 0, [1, 2]],  # six: neither form
            [3, "z", torch.ones(1), "f", 0, ["<b>"], 0],  # a reach of other types: unknown
            [2, "y", torch.ones(1), "f", 0]]
-    events = divergence._events(raw, lines=5)
+    events = untrusted.events(raw, lines=5)
     assert [(e.line, e.name, e.reach) for e in events] == [(3, "z", None), (2, "y", None)]
-    assert divergence._leaves([[1, "gate.weight"], [2, "<script>"], [True, "x"], "junk"]) == {
+    assert untrusted.leaves([[1, "gate.weight"], [2, "<script>"], [True, "x"], "junk"]) == {
         1: "gate.weight"}
-    assert divergence._lines([1, 2, 10 ** 9, "x", -1], 5) == [1, 2]
+    assert untrusted.lines_run([1, 2, 10 ** 9, "x", -1], 5) == [1, 2]
 
 
 def test_a_where_from_json_is_capped_and_of_a_known_kind():
-    assert divergence.Where.from_json({"kind": "<b>"}) is None
-    assert divergence.Where.from_json("line") is None
-    w = divergence.Where.from_json({"kind": "line", "line": 3, "end": 3, "code": "x" * 999,
+    assert Where.from_json({"kind": "<b>"}) is None
+    assert Where.from_json("line") is None
+    w = Where.from_json({"kind": "line", "line": 3, "end": 3, "code": "x" * 999,
                                     "name": "y", "matched": ["a"] * 50, "got": "1", "ref": "2"})
-    assert len(w.code) <= divergence.MAX_CODE and len(w.matched) == divergence.MAX_MATCHED
+    assert len(w.code) <= MAX_CODE and len(w.matched) == MAX_MATCHED
 
 
 @pytest.fixture(scope="module")
@@ -278,11 +280,11 @@ def test_an_extra_parameter_names_the_line_that_builds_what_the_reference_lacks(
     gate_proj line)."""
     theirs = {"gate.weight", "experts.0.gate_proj.weight", "experts.0.up_proj.weight",
               "experts.0.down_proj.weight"}
-    assert divergence._lacking("experts.0.gate_proj.bias", theirs) == "gate_proj"
-    assert divergence._lacking("gate.bias", theirs) == "gate"
-    assert divergence._lacking("shared_expert.gate_proj.weight", theirs) == "shared_expert"
-    assert divergence._lacking("shared_expert_gate.weight", theirs) == "shared_expert_gate"
-    assert divergence._lacking("experts.0.gate_proj.bias", set()) == "gate_proj"
+    assert finding._lacking("experts.0.gate_proj.bias", theirs) == "gate_proj"
+    assert finding._lacking("gate.bias", theirs) == "gate"
+    assert finding._lacking("shared_expert.gate_proj.weight", theirs) == "shared_expert"
+    assert finding._lacking("shared_expert_gate.weight", theirs) == "shared_expert_gate"
+    assert finding._lacking("experts.0.gate_proj.bias", set()) == "gate_proj"
 
 
 def test_fresh_inputs_use_no_seed_of_a_test():
@@ -353,9 +355,9 @@ def test_values_quoted_from_where_they_first_differ_in_the_pages_language(course
 def test_a_short_value_is_quoted_whole_with_digits_enough_to_differ():
     tols = {"float32": divergence.Tolerance(1e-5, 1e-4)}
     got = torch.tensor([1.0, 2.0, 3.001], dtype=torch.float64)
-    q = divergence._quoted(got, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), tols)
+    q = quoting.quoted(got, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), tols)
     assert q["got"] == "[1, 2, 3.001]" and q["ref"] == "[1, 2, 3]" and not q["got_at"]
-    q = divergence._quoted(torch.tensor([2.0, 1.23449]), torch.tensor([2.0, 1.23351]), tols)
+    q = quoting.quoted(torch.tensor([2.0, 1.23449]), torch.tensor([2.0, 1.23351]), tols)
     assert (q["got"], q["ref"]) == ("[2, 1.2345]", "[2, 1.2335]")  # .4g reads 1.234 twice
 
 
