@@ -367,4 +367,4 @@ def _fresh(raw: object) -> dict:
     digests = {p[0]: p[1] for p in raw.get("statements") or []
                if isinstance(p, list) and len(p) == 2 and type(p[0]) is int
                and isinstance(p[1], str)}
-    return {"requests": requests, "statements": digests}
+    return {"requests": requests, "statements": digests, "composite": raw.get("composite")}

@@ -49,6 +49,8 @@ def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
         return [t["contrast_test_except"].format(value=_value(rule["value"]))]
     if rule["op"] == "ne" and rule["value"] is None:
         return [t["contrast_given"].format(field=rule["field"])]
+    if rule["op"] == "eq" and rule["value"] is None:  # a case field's None: not given
+        return [t["contrast_default"].format(field=rule["field"])]
     if rule["op"] == "ne":
         return [t["contrast_except"].format(field=rule["field"], value=_value(rule["value"]))]
     if rule["op"] == "differs":

@@ -54,7 +54,7 @@ def templates() -> Environment:
 
 def ticks(value: object, limit: int) -> Markup:
     """Text of the grader's (a note) cleaned and escaped, each `quoted` piece set as
-    code, as where.sentence_html does: a page shows no Markdown backticks."""
+    code, as where.boxes_html does: a page shows no Markdown backticks."""
     return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", str(escape(clean(value, limit)))))
 
 
@@ -123,8 +123,8 @@ def _part_view(part: str, title: str, scored: PartRecord | None, tests: list[Tes
                                       t),
             "missing": missing_from_stub(failing, stub),
             "example": example_in(record.examples.get(part, ""), lang),
-            "where": where.sentence_html(scored.where, t, record.cells) if scored and failing
-            else "",
+            "where": where.boxes_html(scored.where, t, record.cells) if scored and failing
+            else [],
             "elsewhere": t["graded_no_elements"] if any(
                 not x.practice and _beyond(x) for x in failing if not _blocked(x, record))
             else ""}

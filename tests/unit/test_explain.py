@@ -151,6 +151,19 @@ def test_a_field_given_only_where_it_fails_and_no_co_feature():
         "Fails exactly when past is given: the tests without past pass."]
 
 
+@pytest.mark.parametrize("lang, said", [
+    ("en", "Fails exactly in the cases that leave rope_base at its default: every failing "
+           "test does, and no passing test does."),
+    ("zh", "恰好在让 rope_base 取默认值的用例上失败：所有失败的测试都是这样，通过的测试都不是。")])
+def test_a_field_left_at_its_default_is_said_in_the_students_terms(lang, said):
+    """Issue 54: the test table's None is "not given" (the probe leaves the argument at
+    the student's default); "where rope_base = None" named a value no student passes."""
+    tests = [TestRecord.from_json({"outcome": o, "case": [["dim", d], ["rope_base", b]]})
+             for o, d, b in (("passed", 8, 1e4), ("passed", 16, 1e6), ("failed", 64, None),
+                             ("failed", 96, None))]
+    assert explain.contrast_sentences(tests, feedback.STRINGS[lang]) == [said]
+
+
 ROUTER = [("3", "1", "float32", "10"), ("3", "3", "float64", "7"), ("4", "2", "float32", "10"),
           ("4", "1", "float64", "10"), ("8", "2", "float64", "12"), ("8", "1", "float32", "1")]
 

@@ -9,8 +9,9 @@ import re
 
 from grader.judge.divergence.matching import (
     Reference, match, same_forward, same_gradients, same_values)
-from grader.judge.divergence.quoting import quoted
-from grader.judge.divergence.statements import Run, Statements, first_difference, quote
+from grader.judge.divergence.quoting import quoted, shown
+from grader.judge.divergence.statements import (
+    Run, Statements, default_of, first_difference, quote)
 from grader.judge.divergence.untrusted import Event, Trace
 from grader.record import MAX_MATCHED, Where
 
@@ -73,12 +74,18 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     extra = _extra(student, ref, source, spans)
     if extra is not None:
         return extra
-    flags = [match(e, ref, tols) for e in student.events]
+    default = _default(student, ref, source, tols)
+    if default is not None:
+        return default
+    # a parameter bound at a call from outside is the probe's argument on both sides,
+    # or a default, which `_default` compared: neither a match nor a difference here
+    flags = ["param" if e.step == -1 else match(e, ref, tols) for e in student.events]
     first = next((i for i, f in enumerate(flags) if f is None), None)
     mine = Run.of(student.lines, mine_statements)
     base = ref.traces[0]
     theirs = Run.of(base.lines, ref_statements)
-    if "ref" not in flags and not set(mine.texts) & set(theirs.texts):
+    if "ref" not in flags and not (set(mine.texts) | mine.built) & (set(theirs.texts)
+                                                                    | theirs.built):
         return None  # nothing in common with the reference: no line can be named honestly
     limit = mine.at(student.events[first].step) if first is not None else len(mine.spans)
     differ = first_difference(mine, theirs)
@@ -154,6 +161,27 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     ref_value = same_name[min(occurrence, len(same_name) - 1)] if same_name else None
     return Where("line", at[0], at[1], quote(source_lines, at), event.name,
                  matched_before(mine.at(event.step)), **quoted(event.value, ref_value, tols))
+
+
+def _default(student: Trace, ref: Reference, source: str, tols: dict) -> Where | None:
+    """A number the grader's call left at a default of the student's own that is not
+    the reference's: the line of that default, and the two values (the lesson's
+    signature, which the stub shows, holds the reference's). Compared with the
+    reference's parameter of that function and name only: none, no finding."""
+    for e in student.events:
+        if e.step != -1:
+            continue
+        theirs = [next((r.value for r in t.events if r.step == -1 and r.func == e.func
+                        and r.name == e.name), None) for t in ref.traces]
+        found = [v for v in theirs if v is not None]
+        if not found or any(same_values(e.value, v, tols) for v in found):
+            continue
+        span = default_of(source, e.line, e.name)
+        if span is None:
+            continue
+        return Where("default", span[0], span[1], quote(source.splitlines(), span), e.name,
+                     got=shown(e.value), ref=shown(found[0]))
+    return None
 
 
 def _backward(student: Trace, flags: list[str | None], ref: Reference, tols: dict

@@ -3,6 +3,7 @@ fresh request, computed on the trusted side once a run (or read from a recording
 and what a recording and a student bundle keep of them."""
 from __future__ import annotations
 
+import ast
 import types
 import warnings
 from collections.abc import Callable
@@ -49,6 +50,9 @@ class LessonTraces:
     # folder has no trace_inputs.py and which holds no solution (`for_students`)
     fresh: dict[str, list] | None = None
     digests: dict[int, str] | None = None
+    # the composite part and, per earlier part, the name of the student's function or
+    # class that is it (stand_ins.py's COMPOSITE and PARTS; a student bundle's, recorded)
+    layers: tuple[str, dict[str, str]] | None = None
     _statements: Statements | None = None
     _modules: dict[int, types.ModuleType] = field(default_factory=dict)
     _cache: dict[str, list[Reference]] = field(default_factory=dict)
@@ -60,6 +64,13 @@ class LessonTraces:
         if callable(self.variants):
             self.variants = self.variants()
         return self.variants
+
+    def composite(self) -> tuple[str, dict[str, str]]:
+        """The composite part and its earlier parts' names in the student's module
+        (`layers`), read once; ("", {}) for a lesson without stand_ins.py."""
+        if self.layers is None:
+            self.layers = composite_of(Path(self.tests))
+        return self.layers
 
     def module(self, i: int) -> types.ModuleType:
         """The solution (0) or variant i - 1, compiled under a name of its own."""
@@ -193,7 +204,8 @@ def for_students(ctx) -> dict:
     digests. No text and no line number of the solution: a statement is a number and
     a digest (`Statements.anonymous`), the reference's path and values are told by
     those numbers, and its correct variants' traces keep their values only.
-    {"requests": part -> [[probe, args], ...], "statements": [[number, digest], ...]}."""
+    {"requests": part -> [[probe, args], ...], "statements": [[number, digest], ...],
+    "composite": [composite part, {earlier part: its name in the module}]}."""
     lessons = lesson_traces(ctx)
     if lessons is None or lessons.source is None:
         return {}
@@ -223,7 +235,9 @@ def for_students(ctx) -> dict:
             keep(found)
     ctx.refs.traces.clear()  # nothing else: another recording's traces hold lines
     ctx.refs.traces.update(kept)
-    return {"requests": requests, "statements": [[i, d] for i, d in digests.items()]}
+    composite, names = lessons.composite()
+    return {"requests": requests, "statements": [[i, d] for i, d in digests.items()],
+            "composite": [composite, names]}
 
 
 def correct_variants(source: str, tests) -> list[Variant]:
@@ -254,7 +268,7 @@ def lesson_traces(ctx, compute: bool = True) -> LessonTraces | None:
         fresh = ctx.refs.fresh
         found = LessonTraces(ctx.key, None, [], ctx.refs.probes, ctx.course.tolerances(ctx.key),
                              ctx.tests, ctx.refs.traces, False, fresh["requests"],
-                             fresh["statements"])
+                             fresh["statements"], _layers(fresh.get("composite")))
         ctx._lesson_traces = found
     if found is None:
         source = ctx.refs.source
@@ -268,6 +282,30 @@ def lesson_traces(ctx, compute: bool = True) -> LessonTraces | None:
     return found
 
 
+def composite_of(tests: Path) -> tuple[str, dict[str, str]]:
+    """stand_ins.py's `COMPOSITE` and `PARTS` (part -> the name of the student's
+    function or class it is), read as literals, the file not run: the trace needs
+    only these names, and the file imports the lesson's test helpers."""
+    path = tests / "stand_ins.py"
+    if not path.is_file():
+        return "", {}
+    found: dict[str, object] = {}
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id in ("COMPOSITE", "PARTS")):
+            found[node.targets[0].id] = ast.literal_eval(node.value)
+    return _layers([found.get("COMPOSITE"), found.get("PARTS")])
+
+
+def _layers(raw: object) -> tuple[str, dict[str, str]]:
+    """A student bundle's recorded `LessonTraces.layers` ([composite, {part: name}])."""
+    if (isinstance(raw, list) and len(raw) == 2 and isinstance(raw[0], str)
+            and isinstance(raw[1], dict)):
+        return raw[0], {str(p): str(n) for p, n in raw[1].items()}
+    return "", {}
+
+
 def run_traced(module: types.ModuleType, probes: types.ModuleType, probe: str,
                args: dict) -> Trace:
     """A trusted module's trace (the solution, a correct variant), as the child's. A
@@ -277,6 +315,6 @@ def run_traced(module: types.ModuleType, probes: types.ModuleType, probe: str,
         warnings.simplefilter("ignore")
         if module.__file__ is None:  # (the solution and its variants are compiled with one)
             raise ValueError(f"{module.__name__} has no file name to trace")
-        result, events, lines, error, leaves = tracer.trace(
+        result, events, lines, error, leaves, _ = tracer.trace(
             module.__file__, getattr(probes, probe), module, **args)
     return Trace(untrusted.events(events, None), result, error, lines, untrusted.leaves(leaves))

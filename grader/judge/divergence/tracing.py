@@ -2,6 +2,8 @@
 for the page."""
 from __future__ import annotations
 
+import ast
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -10,6 +12,7 @@ from grader.judge.divergence import untrusted
 from grader.judge.divergence.finding import find
 from grader.judge.divergence.lesson import LessonTraces, lesson_traces
 from grader.judge.divergence.matching import same_result
+from grader.judge.divergence.statements import Statements, quote
 from grader.judge.divergence.untrusted import Trace
 from grader.record import Where
 from grader.sandbox.limits import StudentError
@@ -38,8 +41,78 @@ def where(call: Callable[[str, dict], object], lessons: LessonTraces, part: str,
                                                     lessons.tolerances, lambda _: True)
         if not differs:
             continue
-        return find(student, ref, source, lessons.tolerances, lessons.statements())
+        return with_raise(find(student, ref, source, lessons.tolerances, lessons.statements()),
+                          untrusted.raised(reply.get("raised"), lines), source)
     return None
+
+
+def with_raise(found: Where | None, raised: tuple[int, str] | None, source: str
+               ) -> Where | None:
+    """The finding with the line that raised, where one did: its own box, after the
+    finding's when the values differed before it; the only box when nothing differed
+    before it, or when the finding is that same statement (which "computes nothing"
+    only because it raised)."""
+    if raised is None:
+        return found
+    line, error = raised
+    span = Statements.of(source).span(line)
+    code = quote(source.splitlines(), span)
+    if found is None or not found.line or found.line <= line <= found.end:
+        found = Where("raised")
+    return dataclasses.replace(found, raise_line=span[0], raise_end=span[1],
+                               raise_code=code, raise_error=error)
+
+
+def _owner(source: str, line: int) -> str:
+    """The name of the top-level function or class holding `line` ("" for none)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ""
+    return next((node.name for node in tree.body
+                 if isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                 and node.lineno <= line <= (node.end_lineno or node.lineno)), "")
+
+
+def upstream(found: dict[str, Where], failing: list[str], source: str,
+             composite: str, names: dict[str, str]) -> dict[str, Where]:
+    """The composite part's finding pointed upstream: where its values first differ (or
+    a line raises) in the code of an earlier part (`names`: part -> its function or
+    class), its box names that part and the line that part's own box names, rather
+    than tracing inside the composite part. Where that earlier part passed its own
+    tests, the difference cannot be told apart from one the composite part's wiring
+    causes: no line is named."""
+    w = found.get(composite)
+    if w is None or not names:
+        return found
+    part_of = {name: part for part, name in names.items()}
+    main = w.raise_line if w.kind == "raised" else w.line
+    raise_in = part_of.get(_owner(source, w.raise_line)) if w.raise_line else None
+    part = part_of.get(_owner(source, main)) if main else None
+    out = dict(found)
+    if part is None:
+        if raise_in is not None and w.kind != "raised":  # the raise is that part's to tell
+            out[composite] = dataclasses.replace(w, raise_line=0, raise_end=0, raise_code="",
+                                                 raise_error="")
+        return out
+    if part not in failing:
+        del out[composite]
+        return out
+    theirs = found.get(part)
+    if theirs is not None and theirs.kind == "raised":
+        line, last, code = theirs.raise_line, theirs.raise_end, theirs.raise_code
+    elif theirs is not None and theirs.line:
+        line, last, code = theirs.line, theirs.end, theirs.code
+    else:
+        span = Statements.of(source).span(main)
+        line, last, code = span[0], span[1], quote(source.splitlines(), span)
+    own = w.kind != "raised" and raise_in is None  # a raise in the composite's own code
+    out[composite] = Where("upstream", line, last, code, names[part], part=part,
+                           raise_line=w.raise_line if own else 0,
+                           raise_end=w.raise_end if own else 0,
+                           raise_code=w.raise_code if own else "",
+                           raise_error=w.raise_error if own else "")
+    return out
 
 
 def failing_parts(raw: dict) -> list[str]:
@@ -89,13 +162,14 @@ def trace_failing(ctx, session, raw: dict, first: dict[str, tuple[str, dict]] | 
             own.append(session.apart())
         return own[0].call(probe, args, "tracing", frame=frame)
 
-    found: dict[str, dict] = {}
+    found: dict[str, Where] = {}
     try:
         for part in parts:
             w = where(call, lessons, part, session.source, (first or {}).get(part))
             if w is not None:
-                found[part] = w.to_json()
+                found[part] = w
     finally:
         for traced in own:
             traced.close()
-    return found, time.monotonic() - started
+    found = upstream(found, parts, session.source, *lessons.composite())
+    return {part: w.to_json() for part, w in found.items()}, time.monotonic() - started

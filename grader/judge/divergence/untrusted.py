@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import torch
 
 from grader.inside import tracer
+from grader.record import MAX_ERROR
 
 _NAME = re.compile(r"(self\.)?[A-Za-z_][A-Za-z0-9_]{0,54}|return(\[[0-7]\])?")
 _LEAF = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,59}")
@@ -84,3 +85,12 @@ def lines_run(raw: object, lines: int) -> list[int]:
     if not isinstance(raw, list):
         return []
     return [n for n in raw[:tracer.MAX_LINES] if type(n) is int and 1 <= n <= lines]
+
+
+def raised(raw: object, lines: int) -> tuple[int, str] | None:
+    """The line the child says raised, and the error ("Type: message"), checked: a
+    line of the file, a short text; None for anything else."""
+    if not (isinstance(raw, list) and len(raw) == 2 and type(raw[0]) is int
+            and 1 <= raw[0] <= lines and isinstance(raw[1], str)):
+        return None
+    return raw[0], raw[1][:MAX_ERROR]
