@@ -48,8 +48,14 @@ def templates() -> Environment:
     rendering one page alone gets a fresh one."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(clean=clean, num=num, points=points, ticks=ticks)
+    env.filters.update(clean=clean, num=num, points=points, ticks=ticks, counted=counted)
     return env
+
+
+def counted(t: dict[str, str], key: str, n: int) -> str:
+    """`t[key]` said of `n` things: its `_one` form where `n` is 1 ("1 more failing
+    test", not "1 more failing tests"; Chinese says both alike)."""
+    return t.get(f"{key}_one", t[key]).format(n=n) if n == 1 else t[key].format(n=n)
 
 
 def ticks(value: object, limit: int) -> Markup:
