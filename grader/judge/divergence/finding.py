@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 import re
 
+import torch
+
 from grader.judge.divergence.matching import (
     Reference, match, same_forward, same_gradients, same_values)
 from grader.judge.divergence.quoting import quoted, shown
@@ -144,6 +146,20 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
                      quote(source_lines, at), event.name, [], ", ".join(added or []),
                      ", ".join(missing or []))
     event = student.events[first]
+    if event.name.startswith("return"):
+        # a result returned in another shape (its contract) that an earlier line of the
+        # function built as it is, in a shape the reference's value of that name never
+        # has: that line built it (a cat along the wrong dim, matched as a transpose
+        # until returned), not the return
+        built = next((i for i, e in enumerate(student.events[:first])
+                      if e.func == event.func and not e.name.startswith("return")
+                      and e.value.shape == event.value.shape
+                      and e.value.dtype == event.value.dtype
+                      and torch.equal(e.value, event.value) and ref.named(e.name)
+                      and not any(r.shape == e.value.shape for r in ref.named(e.name))),
+                     None)
+        if built is not None:
+            first, event = built, student.events[built]
     at = spans.get(event.line)
     if at is None:
         return None

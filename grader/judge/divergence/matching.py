@@ -119,9 +119,10 @@ def match(event: Event, ref: Reference, tols: dict) -> str | None:
     v = event.value
     named = False
     if event.name.startswith("return") and ref.returns(event.func, event.name):
-        # a function's result is its contract: the dtype too
+        # a function's result is its contract: the dtype and the shape too (a layer
+        # returning [S, B, H] where the reference returns [B, S, H] holds its values)
         pool, named = [r for r in ref.returns(event.func, event.name)
-                       if r.dtype == v.dtype], True
+                       if r.dtype == v.dtype and r.shape == v.shape], True
     elif v.dim() == 0 and ref.named(event.name):
         pool, named = ref.named(event.name), True
     else:
