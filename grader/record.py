@@ -196,6 +196,9 @@ class PartRecord:
     # a composite part's stand-in round (grader/judge/standin.py): {"parts": the earlier
     # parts stood in for, "passed": whether the wiring matched, its failures then excused}
     stand_in: Json | None = None
+    # a known mistake the finding comes near but the results do not match (a layer
+    # with a parameter named as the mistake's: Qwen2-MoE's `shared_expert_gate`)
+    near: Diagnosis | None = None
 
     def to_json(self) -> Json:
         return {"score": self.score, "max_score": self.max_score, "passed": self.passed,
@@ -203,7 +206,8 @@ class PartRecord:
                 "diagnosis": self.diagnosis.to_json() if self.diagnosis else None,
                 **({"where": self.where} if self.where else {}),
                 **({"answers": self.answers} if self.answers else {}),
-                **({"stand_in": self.stand_in} if self.stand_in else {})}
+                **({"stand_in": self.stand_in} if self.stand_in else {}),
+                **({"near": self.near.to_json()} if self.near else {})}
 
     @classmethod
     def from_json(cls, d: Json) -> PartRecord:
@@ -212,7 +216,8 @@ class PartRecord:
                    Diagnosis.from_json(d.get("diagnosis")),
                    d.get("where") if isinstance(d.get("where"), dict) else None,
                    [a for a in d.get("answers") or [] if isinstance(a, dict)],
-                   d.get("stand_in") if isinstance(d.get("stand_in"), dict) else None)
+                   d.get("stand_in") if isinstance(d.get("stand_in"), dict) else None,
+                   Diagnosis.from_json(d.get("near")))
 
 
 @dataclass

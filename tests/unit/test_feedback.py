@@ -416,3 +416,33 @@ def test_the_no_match_box_does_not_say_matched(course, lang):
     assert t["diagnosis_tests"].format(n=1) not in box
     named = page[page.index("top-k") :]
     assert t["diagnosis_tests"].format(n=1) in named
+
+
+def test_a_near_miss_offers_the_known_mistake_it_comes_close_to(course):
+    """Issue 54: Qwen2-MoE's `shared_expert_gate` (a parameter the reference lacks) is
+    not the catalogue's `shared_expert` exactly, but the hint is the one to read."""
+    from types import SimpleNamespace
+
+    from grader.judge.reference import Mistake, load_mistakes
+    from grader.judge.runner import _near
+    from grader.record import Diagnosis
+
+    mistakes = load_mistakes(ROOT / "hidden_tests" / "13_moe" / "mistakes.yml")
+    ctx = SimpleNamespace(refs=SimpleNamespace(
+        variants=[SimpleNamespace(mistake=m) for m in mistakes]))
+    extra = {"kind": "extra", "line": 75, "name": "shared_expert_gate.weight"}
+    near = _near(ctx, "moe", extra, Diagnosis(None))
+    assert near is not None and near.id == "shared_expert"
+    assert _near(ctx, "moe", {**extra, "name": "shared_experts_x.weight"}, None) is None
+    assert _near(ctx, "moe", {**extra, "kind": "line"}, None) is None
+    assert _near(ctx, "moe", extra, Diagnosis("gate_bias")) is None  # explained already
+    assert _near(ctx, "ffn", extra, None) is None  # another part's mistake
+    assert isinstance(mistakes[0], Mistake)
+    record = make_record(course)
+    record["tests"].append(_test("test_moe[0]", "moe", False, checks=[_check()]))
+    record["parts"]["moe"].update(score=0.0, passed=0, near=near.to_json())
+    for lang in ("en", "zh"):
+        page = render_student(record, course, "13", lang)
+        t = feedback.STRINGS[lang]
+        assert str(escape(t["near_match"])) in page
+        assert str(escape(near.title[lang])) in page
