@@ -193,25 +193,25 @@ LOAD = [
 
 
 def snippet(lesson: types.ModuleType, example: Example) -> str:
-    """Python the student pastes next to their file and runs: the inputs and weights
-    as literals, the call, then the reference's output and theirs as comments."""
-    lines = ["import importlib", "import torch", "",
-             "torch.set_printoptions(precision=17)  # every digit, as in the comments below",
-             f'm = importlib.import_module("{lesson.MODULE}")']
-    if example.part in getattr(lesson, "LOADS", ()):
-        lines[:2] = ["import importlib", "import zlib", "", "import torch"]
-        lines += ["", *LOAD, "", "state = {"]
-        lines += [f"    {k!r}: {literal(v)}," for k, v in example.args["state"].items()]
-        lines += ["}"]
-    lines += lesson.lines(example)
-    lines += ["", "# the reference gives:"]
-    lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
-    lines += ["# yours gives:"]
+    """Python the student pastes next to their file and runs: their output and the
+    reference's as comments first (the loading code after them is long), then the
+    inputs and weights as literals and the call."""
+    lines = ["# yours gives:"]
     if "error" in example.student:
         lines += [f"#   {example.student['error']}"]
     else:
         lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
-    return "\n".join(lines) + "\n"
+    lines += ["# the reference gives:"]
+    lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
+    code = ["import importlib", "import torch", "",
+            "torch.set_printoptions(precision=17)  # every digit, as in the comments above",
+            f'm = importlib.import_module("{lesson.MODULE}")']
+    if example.part in getattr(lesson, "LOADS", ()):
+        code[:2] = ["import importlib", "import zlib", "", "import torch"]
+        code += ["", *LOAD, "", "state = {"]
+        code += [f"    {k!r}: {literal(v)}," for k, v in example.args["state"].items()]
+        code += ["}"]
+    return "\n".join([*lines, "", *code, *lesson.lines(example)]) + "\n"
 
 
 def examples(tests: Path, probes: object, failing: list[str], student,
