@@ -122,7 +122,9 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         if not produced and head in _BRANCH:
             return Where("path", span[0], span[1], quote(source_lines, span),
                          matched=matched_before(differ))
-        if not produced:
+        if not produced and differ > 0:  # (at the first statement: nothing ran alike
+            # before it to say "here" of; code written otherwise, such as a wrapper that
+            # first fetches its block, computes nothing there and is no mistake)
             names = [e.name for e in base.events if theirs.at(e.step) == differ
                      and not e.name.startswith("return")]
             if names:

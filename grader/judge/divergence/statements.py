@@ -37,14 +37,20 @@ def statements(source: str) -> dict[int, tuple[int, int]]:
 
 
 def constructors(source: str) -> frozenset[int]:
-    """The lines of every `__init__`: what they build, the grader's state replaces, so
-    how a student lays them out says nothing of where their values differ."""
+    """The lines of every `__init__`, and of the file's functions an `__init__` calls
+    (a helper building a config): what they build, the grader's state replaces, so how
+    a student lays them out says nothing of where their values differ."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return frozenset()
-    return frozenset(n for node in ast.walk(tree)
-                     if isinstance(node, ast.FunctionDef) and node.name == "__init__"
+    defs = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+    inits = [node for node in defs if node.name == "__init__"]
+    called = {c.func.id if isinstance(c.func, ast.Name) else c.func.attr
+              for node in inits for c in ast.walk(node) if isinstance(c, ast.Call)
+              and isinstance(c.func, (ast.Name, ast.Attribute))}
+    built = inits + [node for node in defs if node.name in called and node.name != "forward"]
+    return frozenset(n for node in built
                      for n in range(node.lineno, (node.end_lineno or node.lineno) + 1))
 
 
