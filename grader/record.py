@@ -9,6 +9,7 @@ field added here is added everywhere; a misspelt one fails where it is read.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -110,11 +111,14 @@ class TestRecord:
                    composite=bool(d.get("composite", False)))
 
 
-# What the page says about a failing part's first divergence (judge/divergence.py finds
+# What the page says about a failing part's first divergence (judge/divergence/ finds
 # it, pages/where.py says it), kept in `PartRecord.where` in its JSON form.
 MAX_CODE = 160         # characters of a quoted statement
 MAX_MATCHED = 6        # names listed as matching before the line
-KINDS = ("line", "path", "skip", "extra", "gradient", "cut", "added")
+MAX_ERROR = 200        # characters of the error a line raised
+KINDS = ("line", "path", "skip", "extra", "gradient", "cut", "added", "upstream", "raised",
+         "default")
+_PART = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,59}")
 
 
 def _ints(value: object) -> list[int]:
@@ -133,7 +137,13 @@ class Where:
     forward value matches, a gradient does not), "cut" / "added" (every forward value
     matches; from this statement `name`'s gradient flows back to fewer / more leaves
     (inputs, parameters) than the reference's same value: those it misses named in
-    `ref`, those it adds in `got`, where the reference's trace names them)."""
+    `ref`, those it adds in `got`, where the reference's trace names them), "upstream"
+    (a composite part's values first differ in the code of an earlier part, `part`, in
+    its function or class `name`: the line is that part's), "default" (a
+    parameter `name` the grader's call leaves at the student's default, written on
+    this line: its value `got`, the reference's `ref`), "raised" (the line raised
+    `raise_error`, and nothing differed before it). `raise_*`: the line that raised,
+    where one did (its own box, after this one's when the values differed before it)."""
     kind: str
     line: int = 0
     end: int = 0
@@ -146,6 +156,11 @@ class Where:
     ref_shape: list[int] = field(default_factory=list)
     got_at: list[int] = field(default_factory=list)     # where the quoted values start,
     ref_at: list[int] = field(default_factory=list)     # [] at the first element
+    part: str = ""
+    raise_line: int = 0
+    raise_end: int = 0
+    raise_code: str = ""
+    raise_error: str = ""  # "RuntimeError: its message", capped
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -154,11 +169,17 @@ class Where:
     def from_json(cls, d: object) -> Where | None:
         if not isinstance(d, dict) or d.get("kind") not in KINDS:
             return None
+        part = str(d.get("part") or "")
         return cls(str(d["kind"]), int(d.get("line") or 0), int(d.get("end") or 0),
                    str(d.get("code") or "")[:MAX_CODE], str(d.get("name") or "")[:60],
                    [str(n)[:60] for n in (d.get("matched") or [])][:MAX_MATCHED],
                    str(d.get("got") or "")[:200], str(d.get("ref") or "")[:200],
-                   *(_ints(d.get(k)) for k in ("got_shape", "ref_shape", "got_at", "ref_at")))
+                   _ints(d.get("got_shape")), _ints(d.get("ref_shape")),
+                   _ints(d.get("got_at")), _ints(d.get("ref_at")),
+                   part if _PART.fullmatch(part) else "",
+                   int(d.get("raise_line") or 0), int(d.get("raise_end") or 0),
+                   str(d.get("raise_code") or "")[:MAX_CODE],
+                   str(d.get("raise_error") or "")[:MAX_ERROR])
 
 
 @dataclass
@@ -178,6 +199,9 @@ class PartRecord:
     # an assembly lesson's own-code part (grader/judge/earlier.py): {"pieces": [each
     # piece's verdict: run as the student's own, or stood in for and why]}
     earlier: Json | None = None
+    # a known mistake the finding comes near but the results do not match (a layer
+    # with a parameter named as the mistake's: Qwen2-MoE's `shared_expert_gate`)
+    near: Diagnosis | None = None
 
     def to_json(self) -> Json:
         return {"score": self.score, "max_score": self.max_score, "passed": self.passed,
@@ -186,7 +210,8 @@ class PartRecord:
                 **({"where": self.where} if self.where else {}),
                 **({"answers": self.answers} if self.answers else {}),
                 **({"stand_in": self.stand_in} if self.stand_in else {}),
-                **({"earlier": self.earlier} if self.earlier else {})}
+                **({"earlier": self.earlier} if self.earlier else {}),
+                **({"near": self.near.to_json()} if self.near else {})}
 
     @classmethod
     def from_json(cls, d: Json) -> PartRecord:
@@ -196,7 +221,8 @@ class PartRecord:
                    d.get("where") if isinstance(d.get("where"), dict) else None,
                    [a for a in d.get("answers") or [] if isinstance(a, dict)],
                    d.get("stand_in") if isinstance(d.get("stand_in"), dict) else None,
-                   d.get("earlier") if isinstance(d.get("earlier"), dict) else None)
+                   d.get("earlier") if isinstance(d.get("earlier"), dict) else None,
+                   Diagnosis.from_json(d.get("near")))
 
 
 @dataclass

@@ -151,9 +151,10 @@ def _traced(probe: Callable, module: ModuleType, args: dict, path: str) -> dict:
     """A probe's result with the values the submission's lines produced
     (grader/inside/tracer.py): feedback only, never a verdict."""
     with contextlib.redirect_stdout(_Discard()), contextlib.redirect_stderr(_Discard()):
-        result, events, lines, error, leaves = tracer.trace(path, probe, module, **args)
+        result, events, lines, error, leaves, raised = tracer.trace(path, probe, module,
+                                                                    **args)
     return {"ok": True, "result": {"result": result, "trace": events, "lines": lines,
-                                   "error": error, "leaves": leaves}}
+                                   "error": error, "leaves": leaves, "raised": raised}}
 
 
 def _import_submission(path: str) -> ModuleType:

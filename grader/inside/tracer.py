@@ -3,7 +3,7 @@ feedback only ("where your values first leave the reference's"), never a verdict
 
 Runs on both sides: in the child on the student's module (harness.py loads it by
 path, like protocol.py) and on the trusted side on the solution and its correct
-variants (grader/divergence.py). So only the standard library and torch here.
+variants (grader/judge/divergence/). So only the standard library and torch here.
 
 `sys.settrace` (Python 3.10 has no sys.monitoring) traces only frames whose code
 comes from one file: every other call (torch's, the probes') gets no local tracer.
@@ -27,6 +27,7 @@ MAX_EVENTS = 600        # values recorded per traced call
 MAX_NUMEL = 4096        # elements of one tensor value (a larger one is left out)
 MAX_TOTAL = 200_000     # elements of all values together
 MAX_NAME = 60
+MAX_ERROR = 200         # characters of the error a line raised
 MAX_LINES = 5000        # lines executed, in order, kept per traced call
 MAX_NODES = 20_000      # autograd nodes walked per traced call (more: reach unknown)
 MAX_LEAVES = 64         # leaves kept in one value's reach (more: reach unknown)
@@ -147,7 +148,8 @@ class Reach:
 class Tracer:
     """Records [line, name, value, function, step, reach, off] for frames of
     `filename`'s code: line numbers of that file, names of locals (or "return" /
-    "return[i]"), how many lines had run by then (`lines`, the path taken, in order),
+    "return[i]"), how many lines had run by then (`lines`, the path taken, in order;
+    -1 for the numbers a call from outside binds to its parameters, `_bound`),
     the leaves the value's gradient reaches (`Reach.of`), and, for a value computed
     with gradient recording off, the line of the file that turned it off (0: none)."""
 
@@ -162,7 +164,8 @@ class Tracer:
         self._on: dict[int, bool] = {}   # frame id -> gradient recording on as its line began
         self._off: dict[int, int] = {}   # frame id -> the line of it that turned recording off
 
-    def _record(self, frame, line: int, name: str, value: object, func: str) -> None:
+    def _record(self, frame, line: int, name: str, value: object, func: str,
+                step: int | None = None) -> None:
         if self.full:
             return
         copy = _copy(value)
@@ -178,7 +181,7 @@ class Tracer:
             reach = None
         off = 0 if torch.is_grad_enabled() else self._turned_off(frame)
         self.events.append([line, name[:MAX_NAME], copy, func[:MAX_NAME],
-                            len(self.lines) - 1, reach, off])
+                            len(self.lines) - 1 if step is None else step, reach, off])
 
     def _turned_off(self, frame) -> int:
         """The line of this file that turned gradient recording off (a `torch.no_grad()`
@@ -224,6 +227,7 @@ class Tracer:
             self._name_arguments(frame)
             self._on[id(frame)] = torch.is_grad_enabled()
             self._arguments(frame)
+            self._bound(frame)
             self._state[id(frame)] = (0, {n: _stamp(v) for n, v in _values(frame)})
         except Exception:  # noqa: BLE001 - a hostile local must not break the call
             self.full = True
@@ -248,6 +252,19 @@ class Tracer:
                 if name != "self" and name in frame.f_locals:
                     self._record(caller, caller.f_lineno, name, frame.f_locals[name],
                                  caller.f_code.co_name)
+
+    def _bound(self, frame) -> None:
+        """The numbers a call from outside the file (the grader's probe) binds to the
+        function's parameters, at its first line and step -1 (before any line): where
+        one is left at a default of the student's own, its value shows there."""
+        caller = frame.f_back
+        if caller is not None and caller.f_code.co_filename == self.filename:
+            return
+        code = frame.f_code
+        for name in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]:
+            value = frame.f_locals.get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self._record(frame, code.co_firstlineno, name, value, code.co_name, -1)
 
     def local_trace(self, frame, event, arg):
         try:
@@ -278,21 +295,47 @@ class Tracer:
         return self.local_trace
 
 
+def raised_at(exc: BaseException, filename: str) -> list:
+    """[line, "Type: message"] of the innermost line of `filename` an error passed
+    through (the line that raised it, in the submission's own code), or [] when none
+    did; the message capped. A hostile exception's __str__ may raise: guarded."""
+    try:
+        tb, line = exc.__traceback__, 0
+        while tb is not None:
+            if tb.tb_frame.f_code.co_filename == filename:
+                line = tb.tb_lineno
+            tb = tb.tb_next
+        if not line:
+            return []
+        try:
+            message = str(exc)
+        except Exception:  # noqa: BLE001 - a hostile __str__
+            message = ""
+        kind = type(exc).__name__
+        return [line, (f"{kind}: {message}" if message else kind)[:MAX_ERROR]]
+    except Exception:  # noqa: BLE001 - a hostile traceback
+        return []
+
+
 def trace(filename: str, fn: Callable, *args, **kwargs
-          ) -> tuple[object, list[list], list[int], str, list[list]]:
+          ) -> tuple[object, list[list], list[int], str, list[list], list]:
     """Call fn under a tracer of `filename`'s code: (its result or None, the events,
-    the lines run, the error's type or "", the names of the leaves reached)."""
+    the lines run, the error's type or "", the names of the leaves reached, and
+    `raised_at`'s [line, error] where a line of `filename` raised)."""
     tracer = Tracer(filename)
     previous = sys.gettrace()
     sys.settrace(tracer.global_trace)
+    raised: list = []
     try:
         result, error = fn(*args, **kwargs), ""
     except Exception as exc:  # noqa: BLE001 - the trace up to the error still tells
         result, error = None, f"{type(exc).__name__}"
+        sys.settrace(previous)  # (the exception's own __str__ is not the traced code's)
+        raised = raised_at(exc, filename)
     finally:
         sys.settrace(previous)
     try:
         leaves = tracer.reach.named()
     except Exception:  # noqa: BLE001 - a hostile tensor's property
         leaves = []
-    return result, tracer.events, tracer.lines, error, leaves
+    return result, tracer.events, tracer.lines, error, leaves, raised

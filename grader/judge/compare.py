@@ -28,6 +28,10 @@ from grader.text.strings import Said, Text, message_fields, restored, say
 from grader.text.shown import NON_FINITE
 
 HEATMAP_ROWS, HEATMAP_COLS = 16, 32
+# float32 keeps 2^-24 relative per step; a float32 softmax inside float64 code (lesson
+# 13's router, forward and gradients) stays within 1.2e-6 of the result's largest
+# magnitude over 20 seeds; the lessons' smallest formula mistakes are 1e-2 and above
+PRECISION = 2e-6
 
 
 @dataclass
@@ -51,6 +55,9 @@ class Check:
     heatmap: list[list[float]] | Later | None = None
     structure: dict | None = None   # what the difference looks like (grader/judge/structure.py)
     axes: dict | None = None        # {"rows": Text, "cols": Text}: what a heatmap's axes are
+    # a failing float64 check whose every value is within float32's precision of the
+    # reference's (PRECISION of its largest magnitude, over the atol): a float32 step
+    precision: bool | None = None
     extra: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -314,6 +321,11 @@ class Checks:
         base.message = say("check_beyond", n=base.outside, m=base.size,
                            atol=f"{t.atol:g}", rtol=f"{t.rtol:g}") \
             if largest is not None else say("check_nonfinite")
+        if base.ref_dtype == "float64" and largest is not None:
+            # one verdict over the whole result, as `outside` is: no element's figure
+            # (against the result's scale: a gradient's small elements carry the
+            # rounding of its large ones)
+            base.precision = bool(err.max() <= np.abs(r).max() * PRECISION + t.atol)
         if not self.practice:
             return base  # a graded case: no element's place, values or map
         worst = int(np.argmax(err - allowed))

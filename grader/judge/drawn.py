@@ -42,8 +42,24 @@ def cards(failing: list[TestRecord], blocked: list[TestRecord]) -> list[list[Tes
 
 def drawn_heatmap(shown: list[dict]) -> int | None:
     """Which of a card's failing checks (as `disclosed.check` shows them) has its
-    heatmap drawn: the first that has one."""
-    return next((i for i, c in enumerate(shown) if c.get("heatmap")), None)
+    heatmap drawn: the first that has one that is not beyond the tolerance in every
+    cell (`all_beyond`)."""
+    return next((i for i, c in enumerate(shown) if c.get("heatmap") and not all_beyond(c)),
+                None)
+
+
+def all_beyond(check: dict) -> bool:
+    """A heatmap red in every cell (each beyond the check's atol, as the picture colours
+    it): it adds a page's length and says nothing the counts do not. A heatmap not drawn
+    yet (`compare.Later`) is drawn to tell."""
+    heat = check.get("heatmap")
+    draw = getattr(heat, "value", None)
+    grid = draw() if callable(draw) else heat
+    if not isinstance(grid, list) or not grid:
+        return False
+    atol = check.get("atol")
+    floor = atol if isinstance(atol, (int, float)) and atol > 0 else 1e-12
+    return all(isinstance(row, list) and row and all(v > floor for v in row) for row in grid)
 
 
 def failing_checks(test: TestRecord) -> list[dict]:

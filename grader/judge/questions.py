@@ -152,7 +152,7 @@ def ask(tests: Path, part: str, student, reference) -> list[dict]:
 
 def requests(tests: Path) -> list[tuple[str, dict]]:
     """Every (probe, arguments) the lesson's questions may ask the reference, for a
-    recording (grader/judge/divergence.py's `fresh_for_recording`); none without questions."""
+    recording (grader/judge/divergence/'s `fresh_for_recording`); none without questions."""
     lesson = load(Path(tests))
     found: list[tuple[str, dict]] = []
     for qs in (lesson.QUESTIONS.values() if lesson is not None else ()):

@@ -206,7 +206,7 @@ class LessonRefs:
     # combination -> results a recording holds, where the solution is here too: its
     # module is then loaded only for a request the recording cannot answer
     recorded_combined: dict[tuple[str, ...], dict] = field(default_factory=dict)
-    # request key -> the reference's traces of a fresh input, packed (grader/judge/divergence.py
+    # request key -> the reference's traces of a fresh input, packed (grader/judge/divergence/
     # reads and fills it): recorded with the results, so a run from a recording names a
     # line without importing the solution
     traces: dict[str, Tensor] = field(default_factory=dict)  # (`torch` names a field here)
@@ -372,4 +372,4 @@ def _fresh(raw: object) -> dict:
     digests = {p[0]: p[1] for p in raw.get("statements") or []
                if isinstance(p, list) and len(p) == 2 and type(p[0]) is int
                and isinstance(p[1], str)}
-    return {"requests": requests, "statements": digests}
+    return {"requests": requests, "statements": digests, "composite": raw.get("composite")}

@@ -33,7 +33,7 @@ from grader.intake.capped import read_source
 from grader.judge.drawn import shown_pictures
 from grader.judge.plan import Submission
 from grader.judge.plugin import GraderFault, GradingPlugin, StudentCaller, Verdict
-from grader.record import (WORKER_STOPPED, GradeRecord, PartRecord, TestRecord, Timing,
+from grader.record import (WORKER_STOPPED, Diagnosis, GradeRecord, PartRecord, TestRecord, Timing,
                            status_of)
 from grader.judge.reference import Caller, request_key
 from grader.sandbox.limits import StudentError
@@ -527,6 +527,21 @@ def _own_pieces(ctx: LessonContext, caller: object, record: GradeRecord) -> None
                         else {"wiring": [p.name for p in found.pieces]})
 
 
+def _near(ctx: LessonContext, part: str, found: dict, diagnosis: Diagnosis | None
+          ) -> Diagnosis | None:
+    """The known mistake a part's finding comes near where none explains the part: a
+    layer built with a parameter the reference lacks whose name begins with a mistake's
+    id (`shared_expert_gate.weight` and `shared_expert`), offered as a likely cause."""
+    if found.get("kind") != "extra" or (diagnosis is not None and diagnosis.id):
+        return None
+    root = str(found.get("name") or "").split(".", 1)[0]
+    for variant in ctx.refs.variants:
+        m = variant.mistake
+        if m.part == part and (root == m.id or root.startswith(m.id + "_")):
+            return Diagnosis(m.id, m.title, m.hint)
+    return None
+
+
 def _record(ctx: LessonContext, sub: Submission, slot: SlotLike | None,
             session: Session | None, missing: bool | None, raw: dict, scored: Scored,
             elapsed: float, where: dict[str, dict] | None = None) -> GradeRecord:
@@ -537,6 +552,7 @@ def _record(ctx: LessonContext, sub: Submission, slot: SlotLike | None,
     for name, found in (where or {}).items():  # feedback only: after the points
         if name in failing:
             scored.parts[name].where = found
+            scored.parts[name].near = _near(ctx, name, found, scored.parts[name].diagnosis)
     fatal = session.fatal if session is not None else None
     problem = sub.problem if session is None else (fatal.message if fatal else "")
     draw_shown(scored.tests, problem)

@@ -19,7 +19,7 @@ come from seeds no graded or practice case uses (`SEED`), so the reference's num
 shown belong only to this fresh input.
 
 `Example` is plain data on purpose: the line-of-divergence tracer runs on it first
-(grader/judge/divergence.py), so the line a page names and the values it quotes belong to
+(grader/judge/divergence/), so the line a page names and the values it quotes belong to
 the snippet beside it.
 """
 from __future__ import annotations
@@ -203,10 +203,11 @@ LOAD = [
 
 
 def snippet(lesson: types.ModuleType, example: Example) -> str:
-    """Python the student pastes next to their file and runs: the inputs and weights
-    as literals, the call, then the reference's output and theirs as comments. Where
-    theirs is an error the grader said (a timeout, a crash), it is Said: the snippet
-    in each language (its other comments are put in the page's at render)."""
+    """Python the student pastes next to their file and runs: their output and the
+    reference's as comments first (the loading code after them is long), then the
+    inputs and weights as literals and the call. Where theirs is an error the grader
+    said (a timeout, a crash), it is Said: the snippet in each language (its other
+    comments are put in the page's at render)."""
     error = example.student.get("error")
     if isinstance(error, Said):
         return Said({lang: _snippet(lesson, example, text)
@@ -215,23 +216,22 @@ def snippet(lesson: types.ModuleType, example: Example) -> str:
 
 
 def _snippet(lesson: types.ModuleType, example: Example, error: str | None) -> str:
-    lines = ["import importlib", "import torch", "",
-             "torch.set_printoptions(precision=17)  # every digit, as in the comments below",
-             f'm = importlib.import_module("{lesson.MODULE}")']
-    if example.part in getattr(lesson, "LOADS", ()):
-        lines[:2] = ["import importlib", "import zlib", "", "import torch"]
-        lines += ["", *LOAD, "", "state = {"]
-        lines += [f"    {k!r}: {literal(v)}," for k, v in example.args["state"].items()]
-        lines += ["}"]
-    lines += lesson.lines(example)
-    lines += ["", "# the reference gives:"]
-    lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
-    lines += ["# yours gives:"]
+    lines = ["# yours gives:"]
     if error is not None:
         lines += [f"#   {error}"]
     else:
         lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
-    return "\n".join(lines) + "\n"
+    lines += ["# the reference gives:"]
+    lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
+    code = ["import importlib", "import torch", "",
+            "torch.set_printoptions(precision=17)  # every digit, as in the comments above",
+            f'm = importlib.import_module("{lesson.MODULE}")']
+    if example.part in getattr(lesson, "LOADS", ()):
+        code[:2] = ["import importlib", "import zlib", "", "import torch"]
+        code += ["", *LOAD, "", "state = {"]
+        code += [f"    {k!r}: {literal(v)}," for k, v in example.args["state"].items()]
+        code += ["}"]
+    return "\n".join([*lines, "", *code, *lesson.lines(example)]) + "\n"
 
 
 def examples(tests: Path, probes: object, failing: list[str], student,

@@ -1,4 +1,4 @@
-"""Fresh, small inputs to trace a failing part on (grader/judge/divergence.py).
+"""Fresh, small inputs to trace a failing part on (grader/judge/divergence/).
 
 Not graded cases: their seeds lie far above any a hidden or practice test draws
 (those are small integers), so the values a page shows for them reveal no case. Each

@@ -35,6 +35,22 @@ def case_fields(test: TestRecord) -> dict[str, object]:
     return {p[0]: p[1] for p in test.case if len(p) == 2 and isinstance(p[0], str)}
 
 
+def precision_only(tests: list[TestRecord]) -> bool:
+    """Every failing test fails only float64 checks, each by less than float32's
+    precision (`Check.precision`): the part's whole failing set is a precision matter."""
+    failing = [x for x in tests if not x.passed]
+    if not failing:
+        return False
+    checks = [c for x in failing for c in x.checks if isinstance(c, dict) and not c.get("passed")]
+    return bool(checks) and all(not x.error for x in failing) \
+        and all(c.get("precision") is True for c in checks)
+
+
+def precision_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
+    """The precision finding, where it explains every failing test (said first)."""
+    return [t["finding_precision"]] if precision_only(tests) else []
+
+
 def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
     """The one rule that separates a part's failing tests from its passing ones, if
     the cases support one (grader/judge/contrast.py); never a list of co-features."""
@@ -49,6 +65,8 @@ def contrast_sentences(tests: list[TestRecord], t: dict[str, str]) -> list[str]:
         return [t["contrast_test_except"].format(value=_value(rule["value"]))]
     if rule["op"] == "ne" and rule["value"] is None:
         return [t["contrast_given"].format(field=rule["field"])]
+    if rule["op"] == "eq" and rule["value"] is None:  # a case field's None: not given
+        return [t["contrast_default"].format(field=rule["field"])]
     if rule["op"] == "ne":
         return [t["contrast_except"].format(field=rule["field"], value=_value(rule["value"]))]
     if rule["op"] == "differs":

@@ -48,13 +48,19 @@ def templates() -> Environment:
     rendering one page alone gets a fresh one."""
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=True,
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(clean=clean, num=num, points=points, ticks=ticks)
+    env.filters.update(clean=clean, num=num, points=points, ticks=ticks, counted=counted)
     return env
+
+
+def counted(t: dict[str, str], key: str, n: int) -> str:
+    """`t[key]` said of `n` things: its `_one` form where `n` is 1 ("1 more failing
+    test", not "1 more failing tests"; Chinese says both alike)."""
+    return t.get(f"{key}_one", t[key]).format(n=n) if n == 1 else t[key].format(n=n)
 
 
 def ticks(value: object, limit: int) -> Markup:
     """Text of the grader's (a note) cleaned and escaped, each `quoted` piece set as
-    code, as where.sentence_html does: a page shows no Markdown backticks."""
+    code, as where.boxes_html does: a page shows no Markdown backticks."""
     return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", str(escape(clean(value, limit)))))
 
 
@@ -118,13 +124,19 @@ def _part_view(part: str, title: str, scored: PartRecord | None, tests: list[Tes
             "folded_tests": sum(1 + len(g["same"]) for g in cards[OPEN_FAILURES:]),
             "blocked": len(blocked),
             "passing": [x.name for x in tests if x.passed],
-            "diagnoses": _part_diagnoses(failing, lang),
+            # "no known mistake: compare with the lesson's formulas" sends a precision
+            # matter the wrong way: the precision finding says what it is instead
+            "diagnoses": [d for d in _part_diagnoses(failing, lang)
+                          if d["id"] is not None or not explain.precision_only(tests)],
             "findings": part_findings(tests, scored, failed_before or [], explained or set(),
                                       t),
+            "near": {"title": local_text(scored.near.title, lang),
+                     "hint": local_text(scored.near.hint, lang)}
+            if scored is not None and scored.near is not None and failing else None,
             "missing": missing_from_stub(failing, stub),
             "example": example_in(record.examples.get(part, ""), lang),
-            "where": where.sentence_html(scored.where, t, record.cells) if scored and failing
-            else "",
+            "where": where.boxes_html(scored.where, t, record.cells) if scored and failing
+            else [],
             "elsewhere": t["graded_no_elements"] if any(
                 not x.practice and _beyond(x) for x in failing if not _blocked(x, record))
             else ""}
@@ -139,11 +151,13 @@ def part_findings(tests: list[TestRecord], scored: PartRecord | None,
                   failed_before: list[str], explained: set[str], t: dict[str, str]
                   ) -> list[str]:
     """What a part's results show, in the order the page and `grader check` both say
-    it: the composite part's parts first, the contrast rule, the answers to the
+    it: a precision matter first (it explains the whole failing set), the composite
+    part's parts, the contrast rule, the answers to the
     grader's questions, then the structure of failing checks."""
     failing = [x for x in tests if not x.passed]
     answers = scored.answers if scored is not None and failing else []
-    return [x for x in [*explain.earlier_sentences(scored.earlier if scored else None, t),
+    return [x for x in [*explain.precision_sentences(tests, t),
+                        *explain.earlier_sentences(scored.earlier if scored else None, t),
                         *explain.stand_in_sentences(scored.stand_in if scored else None, t),
                         *explain.composite_sentences(tests, failed_before, explained, t),
                         *explain.contrast_sentences(tests, t),

@@ -1,6 +1,6 @@
 """The sentence that names where a failing part's values first leave the reference's
-(a `record.Where`, found by judge/divergence.py), for the page and `grader check`, in
-the page's language: plain text (`sentence`) or escaped HTML (`sentence_html`).
+(a `record.Where`, found by judge/divergence/), for the page and `grader check`, in
+the page's language: plain text (`boxes`, `sentence`) or escaped HTML (`boxes_html`).
 """
 from __future__ import annotations
 
@@ -39,13 +39,36 @@ def _backward_sentence(w: Where, t: dict[str, str], cells: Sequence[Sequence[int
     return t["where_backward"].format(line=at(w.line, cells, t, start=True), code=w.code) + tail + t["where_fresh"]
 
 
-def sentence(found: object, t: dict[str, str], cells: Sequence[Sequence[int]] = ()) -> str:
-    """The page's (and `grader check`'s) sentence for a part's `Where`, in the
-    language of `t`, its line a notebook's cell and line where `cells` (the record's)
-    say; "" when there is none. Plain text: the page escapes it."""
+def boxes(found: object, t: dict[str, str], cells: Sequence[Sequence[int]] = ()
+          ) -> list[tuple[str, str]]:
+    """The page's (and `grader check`'s) boxes for a part's `Where`, each (its heading,
+    its text) in the language of `t`, its lines a notebook's cell and line where
+    `cells` (the record's) say: where the values first differ, then the line that
+    raised, where one did; [] when there is none. Plain text: the page escapes it."""
     w = Where.from_json(found)
     if w is None:
-        return ""
+        return []
+    said = [] if w.kind == "raised" else [(t["where_head"], _first(w, t, cells))]
+    if w.raise_line:
+        said.append((t["where_raised_head"], t["where_raised"].format(
+            line=at(w.raise_line, cells, t, start=True), error=w.raise_error,
+            code=w.raise_code)))
+    return said
+
+
+def sentence(found: object, t: dict[str, str], cells: Sequence[Sequence[int]] = ()) -> str:
+    """`boxes`' texts as one, a blank line between boxes (`grader check` prints it)."""
+    return "\n\n".join(text for _, text in boxes(found, t, cells))
+
+
+def _first(w: Where, t: dict[str, str], cells: Sequence[Sequence[int]]) -> str:
+    """The box for where the values first differ."""
+    if w.kind == "upstream":
+        return t["where_upstream"].format(name=w.name, part=w.part, code=w.code,
+                                          line=at(w.line, cells, t))
+    if w.kind == "default":
+        return t["where_default"].format(line=at(w.line, cells, t, start=True), code=w.code,
+                                         name=w.name, got=w.got, ref=w.ref) + t["where_fresh"]
     if w.kind == "gradient":
         return t["where_gradient"]
     if w.kind in ("cut", "added"):
@@ -76,8 +99,10 @@ def _placed(shape: list[int], at: list[int], t: dict[str, str]) -> str:
     return t["where_shape"].format(shape=shape) if shape else ""
 
 
-def sentence_html(found: object, t: dict[str, str],
-                  cells: Sequence[Sequence[int]] = ()) -> Markup:
-    """The sentence for a page: escaped, with each `quoted` piece set as code."""
-    text = str(escape(sentence(found, t, cells)))
-    return Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", text))
+def boxes_html(found: object, t: dict[str, str],
+               cells: Sequence[Sequence[int]] = ()) -> list[dict[str, str]]:
+    """The boxes for a page ({"head", "text"}): the text escaped, with each `quoted`
+    piece set as code."""
+    return [{"head": head,
+             "text": Markup(re.sub(r"`([^`]*)`", r"<code>\1</code>", str(escape(text))))}
+            for head, text in boxes(found, t, cells)]

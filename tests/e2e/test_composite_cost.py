@@ -17,10 +17,12 @@ UNLISTED = "        return self.down_proj(self.act_fn(self.gate_proj(x)) + self.
 
 
 # Written from the lesson, none of them in mistakes.yml: a sigmoid gate in the FFN (a
-# GLU, not SwiGLU), sigmoid routing, and a layer that never sets its aux loss in training.
+# GLU, not SwiGLU), a softmax with a temperature in the router (sigmoid routing, first
+# used here, is a listed mistake since issue 54), and a layer that never sets its aux
+# loss in training.
 SIGMOID_FFN = "        return self.down_proj(torch.sigmoid(self.gate_proj(x)) * self.up_proj(x))\n"
 SOFTMAX = "    scores = F.softmax(gate(x_flat), dim=-1)\n"
-SIGMOID_ROUTER = "    scores = torch.sigmoid(gate(x_flat))\n"
+TEMPERATURE_ROUTER = "    scores = F.softmax(gate(x_flat) / 2, dim=-1)\n"
 AUX_ON = "        if self.training and self.router_aux_loss_coef > 0:\n"
 AUX_DROPPED = "        if False:  # the aux loss, dropped\n"
 # A route that asks the trusted side for the reference's answer (the stand-in's call
@@ -51,7 +53,7 @@ def graded(ctx13, slot13, tmp_path_factory) -> dict:
     assert source.count(ROUTE_DEF) == 1
     sources = {"gelu": gelu.apply(source), "unlisted": source.replace(FFN, UNLISTED),
                "sigmoid_ffn": source.replace(FFN, SIGMOID_FFN),
-               "sigmoid_router": source.replace(SOFTMAX, SIGMOID_ROUTER),
+               "temperature_router": source.replace(SOFTMAX, TEMPERATURE_ROUTER),
                "aux_dropped": source.replace(AUX_ON, AUX_DROPPED),
                "ffn_and_aux": source.replace(FFN, SIGMOID_FFN).replace(AUX_ON, AUX_DROPPED),
                "calls_stand_in": source.replace(ROUTE_DEF, CALLS_STAND_IN),
@@ -82,7 +84,7 @@ def _said(t: dict, key: str, parts: str) -> str:
 
 
 @pytest.mark.parametrize("name, part", [("unlisted", "ffn"), ("sigmoid_ffn", "ffn"),
-                                        ("sigmoid_router", "router")])
+                                        ("temperature_router", "router")])
 def test_an_unlisted_mistake_costs_its_part_only_and_moe_says_why(graded, course, name,
                                                                    part):
     """Before stand-ins, moe lost 2 more points here (one wrong FFN line cost 4)."""

@@ -1,4 +1,4 @@
-"""Where a failing part's values first leave the reference's (grader/judge/divergence.py),
+"""Where a failing part's values first leave the reference's (grader/judge/divergence/),
 on a corpus of single-line mistakes made in place in each lesson's solution
 (tests/fixtures/divergence/<lesson>.yml, made by scripts/divergence_corpus.py: the
 audit's mutants and mistakes students make), each run in the sandbox's child with
@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from grader.judge import divergence, runner, smallest
+from grader.record import Where
 from grader.run.practice_output import outcome, print_outcome
 from grader.judge.context import LessonContext
 from grader.pages.feedback import STRINGS, render_student
@@ -93,7 +94,7 @@ def test_the_page_names_the_edited_line(course, lesson):
                                          first)
             finally:
                 session.close()
-            line = (found or divergence.Where("none")).line
+            line = (found or Where("none")).line
             if entry.get("backward"):
                 backward[entry["id"]] = (found.kind if found and line and found.line
                                          <= entry["line"] <= found.end else "missed")

@@ -158,8 +158,8 @@ def test_three_checks_agree_with_each_other_and_the_graded_run(key, sid, path, l
              .items()}
     for part in failing & set(paged):
         assert part in project["examples"], part
-        mine, theirs = (e.split("# yours gives:")[0] for e in (project["examples"][part],
-                                                               paged[part]))
+        mine, theirs = (e.split("# the reference gives:", 1)[1]  # (yours: first)
+                        for e in (project["examples"][part], paged[part]))
         assert mine == theirs, part
 
 

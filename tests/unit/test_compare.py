@@ -3,7 +3,8 @@ practice case; a graded case's checks name no element)."""
 import numpy as np
 import torch
 
-from grader.judge import divergence, structure
+from grader.judge import structure
+from grader.judge.divergence import matching
 from grader.judge.compare import Checks
 from grader.config import Tolerance
 
@@ -93,9 +94,9 @@ def test_a_non_finite_reference_is_matched_only_by_itself():
         assert c.items[-1].outside == 1
     # the structure sentences and the line of divergence read the same rule
     assert not structure.within(np.array([1.0, 3.0]), np.array([1.0, inf]), 1e-5, 1e-4)
-    tol = divergence.Tolerance(1e-5, 1e-4)
-    assert not divergence._close(torch.tensor([1.0, 3.0]), torch.tensor([1.0, inf]), tol)
-    assert divergence._close(torch.tensor([1.0, inf]), torch.tensor([1.0, inf]), tol)
+    tol = matching.Tolerance(1e-5, 1e-4)
+    assert not matching.close(torch.tensor([1.0, 3.0]), torch.tensor([1.0, inf]), tol)
+    assert matching.close(torch.tensor([1.0, inf]), torch.tensor([1.0, inf]), tol)
 
 
 def test_none_gradient_equals_zeros():
@@ -184,7 +185,8 @@ def test_a_later_heatmap_is_the_one_drawn_at_once_and_only_shown_ones_are_drawn(
 
     g = torch.Generator().manual_seed(3)
     ref = torch.randn(5, 40, 70, generator=g)
-    got = ref + torch.rand(5, 40, 70, generator=g) ** 4
+    got = ref.clone()
+    got[..., :35] += torch.rand(5, 40, 35, generator=g) ** 4  # (a map red everywhere: not drawn)
     now, later = Checks(TOL, practice=True), Checks(TOL, later=True, practice=True)
     for c in (now, later):
         c.close("output", got, ref)
@@ -243,3 +245,21 @@ def test_a_passed_check_keeps_its_largest_difference():
     assert abs(check.max_abs_diff - 4e-6) < 1e-9
     assert check.to_dict().keys() == {"name", "passed", "max_abs_diff", "atol", "rtol",
                                       "got_shape", "ref_shape", "got_dtype", "ref_dtype"}
+
+
+def test_a_float64_result_off_by_float32_precision_only_is_flagged_as_such():
+    """Issue 54: a float32 softmax inside float64 code fails the float64 cases by about
+    float32's precision; its check says so (one verdict over the result, graded cases too), and a
+    formula mistake's does not."""
+    ref = torch.softmax(torch.randn(6, 8, dtype=torch.float64,
+                                    generator=torch.Generator().manual_seed(3)), -1)
+    rounded = torch.softmax(ref.log().float(), -1).double()
+    for practice in (True, False):
+        c = Checks(TOL, practice=practice)
+        assert not c.close("scores", rounded, ref)
+        assert c.items[-1].precision is True and "precision" in c.items[-1].to_dict()
+        assert not c.close("scores", ref * 1.01, ref)
+        assert c.items[-1].precision is False
+    c = Checks(TOL, practice=False)
+    c.close("scores", ref.float() * 1.01, ref.float())
+    assert c.items[-1].precision is None  # float32: not a precision matter

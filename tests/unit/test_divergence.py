@@ -1,5 +1,5 @@
 """The tracer (grader/inside/tracer.py) and the trusted side's reading of a trace
-(grader/judge/divergence.py): what is recorded, within which caps, and what a hostile
+(grader/judge/divergence/, its parser untrusted.py): what is recorded, within which caps, and what a hostile
 child's trace can and cannot put on a page."""
 import ast
 import types
@@ -9,9 +9,11 @@ import pytest
 import torch
 
 from grader.judge import divergence, trace_inputs
+from grader.judge.divergence import finding, quoting, tracing, untrusted
 from grader.pages import where
 from grader.pages.feedback import STRINGS
 from grader.inside import tracer
+from grader.record import MAX_CODE, MAX_MATCHED, Where
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -31,7 +33,7 @@ def test_records_each_line_s_new_values_in_place_changes_and_returns_of_its_file
                "    y += helper(x)\n"
                "    n = 3\n"
                "    return y, n\n")
-    result, events, lines, error, _ = tracer.trace("<student>", m.f, torch.ones(2),
+    result, events, lines, error, _, _ = tracer.trace("<student>", m.f, torch.ones(2),
                                                    other.helper)
     assert error == "" and result[1] == 3
     seen = [(line, name) for line, name, *_ in events]
@@ -49,7 +51,7 @@ def test_caps_on_the_count_and_size_of_values():
                "        t = torch.ones(1) * i\n"
                "    return big\n")
     m.tracer_numel = tracer.MAX_NUMEL
-    _, events, lines, _, _ = tracer.trace("<student>", m.f)
+    _, events, lines, _, _, _ = tracer.trace("<student>", m.f)
     assert len(events) == tracer.MAX_EVENTS
     assert all(e[2].numel() <= tracer.MAX_NUMEL for e in events)
     assert "big" not in {e[1] for e in events}
@@ -58,7 +60,7 @@ def test_caps_on_the_count_and_size_of_values():
 
 def test_an_error_keeps_the_trace_up_to_it():
     m = module("import torch\ndef f(x):\n    y = x + 1\n    raise ValueError('no')\n")
-    result, events, _, error, _ = tracer.trace("<student>", m.f, torch.ones(1))
+    result, events, _, error, _, _ = tracer.trace("<student>", m.f, torch.ones(1))
     assert result is None and error == "ValueError" and events[0][1] == "y"
 
 
@@ -75,19 +77,19 @@ def test_a_hostile_trace_is_dropped_not_shown():
            [2, "y", torch.ones(1), "f", 0, [1, 2]],  # six: neither form
            [3, "z", torch.ones(1), "f", 0, ["<b>"], 0],  # a reach of other types: unknown
            [2, "y", torch.ones(1), "f", 0]]
-    events = divergence._events(raw, lines=5)
+    events = untrusted.events(raw, lines=5)
     assert [(e.line, e.name, e.reach) for e in events] == [(3, "z", None), (2, "y", None)]
-    assert divergence._leaves([[1, "gate.weight"], [2, "<script>"], [True, "x"], "junk"]) == {
+    assert untrusted.leaves([[1, "gate.weight"], [2, "<script>"], [True, "x"], "junk"]) == {
         1: "gate.weight"}
-    assert divergence._lines([1, 2, 10 ** 9, "x", -1], 5) == [1, 2]
+    assert untrusted.lines_run([1, 2, 10 ** 9, "x", -1], 5) == [1, 2]
 
 
 def test_a_where_from_json_is_capped_and_of_a_known_kind():
-    assert divergence.Where.from_json({"kind": "<b>"}) is None
-    assert divergence.Where.from_json("line") is None
-    w = divergence.Where.from_json({"kind": "line", "line": 3, "end": 3, "code": "x" * 999,
+    assert Where.from_json({"kind": "<b>"}) is None
+    assert Where.from_json("line") is None
+    w = Where.from_json({"kind": "line", "line": 3, "end": 3, "code": "x" * 999,
                                     "name": "y", "matched": ["a"] * 50, "got": "1", "ref": "2"})
-    assert len(w.code) <= divergence.MAX_CODE and len(w.matched) == divergence.MAX_MATCHED
+    assert len(w.code) <= MAX_CODE and len(w.matched) == MAX_MATCHED
 
 
 @pytest.fixture(scope="module")
@@ -278,11 +280,11 @@ def test_an_extra_parameter_names_the_line_that_builds_what_the_reference_lacks(
     gate_proj line)."""
     theirs = {"gate.weight", "experts.0.gate_proj.weight", "experts.0.up_proj.weight",
               "experts.0.down_proj.weight"}
-    assert divergence._lacking("experts.0.gate_proj.bias", theirs) == "gate_proj"
-    assert divergence._lacking("gate.bias", theirs) == "gate"
-    assert divergence._lacking("shared_expert.gate_proj.weight", theirs) == "shared_expert"
-    assert divergence._lacking("shared_expert_gate.weight", theirs) == "shared_expert_gate"
-    assert divergence._lacking("experts.0.gate_proj.bias", set()) == "gate_proj"
+    assert finding._lacking("experts.0.gate_proj.bias", theirs) == "gate_proj"
+    assert finding._lacking("gate.bias", theirs) == "gate"
+    assert finding._lacking("shared_expert.gate_proj.weight", theirs) == "shared_expert"
+    assert finding._lacking("shared_expert_gate.weight", theirs) == "shared_expert_gate"
+    assert finding._lacking("experts.0.gate_proj.bias", set()) == "gate_proj"
 
 
 def test_fresh_inputs_use_no_seed_of_a_test():
@@ -306,10 +308,16 @@ def test_fresh_inputs_use_no_seed_of_a_test():
 def test_the_page_s_sentence_is_escaped_and_quotes_code_as_code():
     found = {"kind": "line", "line": 4, "end": 4, "code": "y = a < b", "name": "y",
              "matched": ["x"], "got": "<img src=x>", "ref": "[1]"}
-    html = str(where.sentence_html(found, STRINGS["en"]))
+    [box] = where.boxes_html(found, STRINGS["en"])
+    html = str(box["text"])
     assert html.startswith("Line 4 <code>y = a &lt; b</code>")
     assert "<img" not in html and "&lt;img src=x&gt;" in html
-    assert where.sentence_html(None, STRINGS["en"]) == ""
+    assert where.boxes_html(None, STRINGS["en"]) == []
+    # the line that raised: its error is the child's text, escaped too
+    raised = {"kind": "raised", "raise_line": 4, "raise_end": 4, "raise_code": "y = a < b",
+              "raise_error": "RuntimeError: <script>"}
+    [box] = where.boxes_html(raised, STRINGS["en"])
+    assert "<script>" not in str(box["text"]) and "&lt;script&gt;" in str(box["text"])
 
 
 def test_a_recording_of_another_version_s_traces_is_not_read(course, tmp_path):
@@ -353,9 +361,9 @@ def test_values_quoted_from_where_they_first_differ_in_the_pages_language(course
 def test_a_short_value_is_quoted_whole_with_digits_enough_to_differ():
     tols = {"float32": divergence.Tolerance(1e-5, 1e-4)}
     got = torch.tensor([1.0, 2.0, 3.001], dtype=torch.float64)
-    q = divergence._quoted(got, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), tols)
+    q = quoting.quoted(got, torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64), tols)
     assert q["got"] == "[1, 2, 3.001]" and q["ref"] == "[1, 2, 3]" and not q["got_at"]
-    q = divergence._quoted(torch.tensor([2.0, 1.23449]), torch.tensor([2.0, 1.23351]), tols)
+    q = quoting.quoted(torch.tensor([2.0, 1.23449]), torch.tensor([2.0, 1.23351]), tols)
     assert (q["got"], q["ref"]) == ("[2, 1.2345]", "[2, 1.2335]")  # .4g reads 1.234 twice
 
 
@@ -371,7 +379,7 @@ def test_a_gradient_sentence_names_only_the_leaves_it_knows():
     assert "the reference’s does not reach" in where.sentence(added, en)
     assert "also carries the gradient back to `w`" in where.sentence({**added, "got": "w"},
                                                                           en)
-    html = where.sentence_html({**w, "ref": "<b>x</b>"}, en)
+    html = str(where.boxes_html({**w, "ref": "<b>x</b>"}, en)[0]["text"])
     assert "<b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
 
 
@@ -397,3 +405,123 @@ def test_a_probe_that_timed_out_in_the_graded_session_is_not_traced(course):
     raw = {"tests": [{"nodeid": "test_dispatch.py::test_dispatch[E=4]", "outcome": "failed"},
                      {"nodeid": "test_moe.py::test_train[E=4]", "outcome": "failed"}]}
     assert divergence.trace_failing(ctx, session, raw)[0] == {}
+
+
+# ---------------------------------------------------------------- issue 54: the boxes
+
+def _traced_where(lessons, source: str, part: str):
+    """`_where`, the reply as the harness sends it, the line that raised included."""
+    m = module(source)
+
+    def call(probe, args):
+        with torch.random.fork_rng():
+            result, events, lines, error, leaves, raised = tracer.trace(
+                m.__file__, getattr(lessons.probes, probe), m, **args)
+        return {"result": result, "trace": events, "lines": lines, "error": error,
+                "leaves": leaves, "raised": raised}
+    return divergence.where(call, lessons, part, source)
+
+
+def _line(source: str, text: str) -> int:
+    return source[:source.index(text)].count("\n") + 1
+
+
+def _without_act_fn(source: str) -> str:
+    """The solution as many students write it: no `self.act_fn` line in __init__."""
+    out = source.replace("        self.act_fn = ACT2FN[hidden_act]\n", "")
+    return out.replace("self.act_fn(", "F.silu(")
+
+
+WRONG_FFN = ("F.silu(self.gate_proj(x)) * self.up_proj(x)",
+             "F.silu(self.gate_proj(x)) + self.up_proj(x)")
+
+
+def test_a_constructor_laid_out_otherwise_never_moves_the_line(lesson13):
+    """Without the reference's `self.act_fn` line, the traces ran different statements
+    first in __init__, and the composite part's box named `self.experts = …` ("computes
+    nothing where the reference computes _"): the grader's state replaces what a
+    constructor builds, so its layout is left out of the comparison."""
+    source = _without_act_fn(lesson13.source).replace(*WRONG_FFN)
+    line = _line(source, WRONG_FFN[1])
+    for part in ("ffn", "moe"):
+        w = _traced_where(lesson13, source, part)
+        assert (w.kind, w.line) == ("line", line), (part, w)
+
+
+def test_the_composite_part_points_to_the_earlier_part_that_differs(lesson13):
+    source = _without_act_fn(lesson13.source).replace(*WRONG_FFN)
+    line = _line(source, WRONG_FFN[1])
+    found = {p: _traced_where(lesson13, source, p) for p in ("ffn", "moe")}
+    composite, names = lesson13.composite()
+    assert (composite, names["ffn"]) == ("moe", "FeedForward")
+    pointed = tracing.upstream(found, ["ffn", "moe"], source, composite, names)
+    w = pointed["moe"]
+    assert (w.kind, w.line, w.part, w.name) == ("upstream", line, "ffn", "FeedForward")
+    assert pointed["ffn"] is found["ffn"]
+    en = where.sentence(w.to_json(), STRINGS["en"])
+    assert en.startswith(f"The first difference is in `FeedForward`, line {line} `")
+    assert "see the `ffn` part" in en
+    zh = where.sentence(w.to_json(), STRINGS["zh"])
+    assert zh.startswith(f"第一处差异在 `FeedForward` 中，第 {line} 行 `")
+    # the earlier part passed its own tests: the difference may be the wiring's, so
+    # the composite part's box names no line at all
+    assert "moe" not in tracing.upstream(found, ["moe"], source, composite, names)
+    # a finding in the composite part's own code stays as it is
+    own = {"moe": Where("line", _line(source, "x_flat = x.view"), 0, "x")}
+    assert tracing.upstream(own, ["ffn", "moe"], source, composite, names) == own
+
+
+def test_a_line_that_raises_gets_its_own_box(lesson13):
+    """A missing `.float()` makes `mean()` raise: the box names that line, first words
+    "Line N raised", in both languages; it was "computes nothing" or no box at all."""
+    old = "F.one_hot(topk_idx, num_experts).float()"
+    source = lesson13.source.replace(old, "F.one_hot(topk_idx, num_experts)")
+    line = _line(source, "F.one_hot(topk_idx, num_experts)")
+    w = _traced_where(lesson13, source, "aux_loss")
+    assert (w.kind, w.raise_line) == ("raised", line)
+    boxes = where.boxes(w.to_json(), STRINGS["en"])
+    assert len(boxes) == 1
+    assert boxes[0][1].startswith(f"Line {line} raised RuntimeError: mean()")
+    assert where.boxes(w.to_json(), STRINGS["zh"])[0][1].startswith(
+        f"第 {line} 行抛出了 RuntimeError")
+
+
+def test_an_earlier_differing_line_comes_before_the_raise(lesson13):
+    """Sigmoid scores (differ at their line), then a normalisation that raises further
+    on: two boxes, the differing line's first."""
+    sig = ("F.softmax(gate(x_flat), dim=-1)", "torch.sigmoid(gate(x_flat))")
+    top = ("topk_weight.sum(dim=-1, keepdim=True)", "topk_weight.sum(dim=5, keepdim=True)")
+    source = lesson13.source.replace(*sig).replace(*top)
+    w = _traced_where(lesson13, source, "router")
+    assert (w.kind, w.line, w.raise_line) == ("line", _line(source, sig[1]),
+                                              _line(source, top[1]))
+    heads = [head for head, _ in where.boxes(w.to_json(), STRINGS["en"])]
+    assert heads == [STRINGS["en"]["where_head"], STRINGS["en"]["where_raised_head"]]
+
+
+def test_a_childs_raised_line_is_checked():
+    assert untrusted.raised([3, "RuntimeError: x"], 5) == (3, "RuntimeError: x")
+    assert untrusted.raised([9, "x"], 5) is None
+    assert untrusted.raised([True, "x"], 5) is None
+    assert untrusted.raised(["3", "x"], 5) is None
+    assert untrusted.raised([3, "x" * 10_000], 5)[1] == "x" * 200
+    assert Where.from_json({"kind": "upstream", "part": "<b>"}).part == ""
+
+
+def test_a_default_of_the_students_own_is_named_at_its_line(course):
+    """A `rope_base` default of 10e6 where the lesson's is 1e6 changed `freqs` on line
+    24, which the page named; the difference comes from the default on the def line,
+    which the page now names, with the parameter and both values."""
+    from grader.judge.context import LessonContext
+    lessons = divergence.lesson_traces(LessonContext(course, "12"))
+    source = lessons.source.replace("rope_base: float = 1e6,", "rope_base: float = 10e6,")
+    w = _traced_where(lessons, source, "freqs")
+    line = _line(source, "rope_base: float = 10e6,")
+    assert (w.kind, w.line, w.name, w.got, w.ref) == ("default", line, "rope_base",
+                                                     "1e+07", "1e+06")
+    en = where.sentence(w.to_json(), STRINGS["en"])
+    assert en.startswith(f"Line {line} `def precompute_freqs_cis(")
+    assert "your default for `rope_base` is 1e+07" in en
+    assert where.sentence(w.to_json(), STRINGS["zh"]).startswith(f"第 {line} 行 `def ")
+    # the same default given by every call: no difference, no box from it
+    assert _traced_where(lessons, lessons.source, "freqs") is None

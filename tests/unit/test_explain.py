@@ -151,6 +151,19 @@ def test_a_field_given_only_where_it_fails_and_no_co_feature():
         "Fails exactly when past is given: the tests without past pass."]
 
 
+@pytest.mark.parametrize("lang, said", [
+    ("en", "Fails exactly in the cases that leave rope_base at its default: every failing "
+           "test does, and no passing test does."),
+    ("zh", "恰好在让 rope_base 取默认值的用例上失败：所有失败的测试都是这样，通过的测试都不是。")])
+def test_a_field_left_at_its_default_is_said_in_the_students_terms(lang, said):
+    """Issue 54: the test table's None is "not given" (the probe leaves the argument at
+    the student's default); "where rope_base = None" named a value no student passes."""
+    tests = [TestRecord.from_json({"outcome": o, "case": [["dim", d], ["rope_base", b]]})
+             for o, d, b in (("passed", 8, 1e4), ("passed", 16, 1e6), ("failed", 64, None),
+                             ("failed", 96, None))]
+    assert explain.contrast_sentences(tests, feedback.STRINGS[lang]) == [said]
+
+
 ROUTER = [("3", "1", "float32", "10"), ("3", "3", "float64", "7"), ("4", "2", "float32", "10"),
           ("4", "1", "float64", "10"), ("8", "2", "float64", "12"), ("8", "1", "float32", "1")]
 
@@ -214,3 +227,31 @@ def test_every_test_but_one_fails_said_by_the_test_s_name(lang, said):
          "case": [["test", f], ["K", k]]})
         for f in ("test_layout", "test_train", "test_eval", "test_gradients") for k in (1, 2)]
     assert explain.contrast_sentences(tests, feedback.STRINGS[lang]) == [said]
+
+
+def test_a_precision_matter_is_named_first_and_the_formulas_box_is_left_out(course):
+    """Issue 54: a layer computing its softmax in float32 fails only the float64 cases,
+    by < 1e-6 relative; the page said "Compare your code with the lesson's formulas"."""
+    def check(precision):
+        return {"name": "y", "passed": False, "precision": precision}
+    tests = [TestRecord.from_json({"name": f"test_x[{i}]", "part": "router", "outcome": o,
+                                   "checks": c, "case": [["dtype", d]],
+                                   "diagnosis": {"id": None} if o == "failed" else None})
+             for i, (o, d, c) in enumerate((("passed", "float32", []),
+                                            ("passed", "float32", []),
+                                            ("failed", "float64", [check(True)]),
+                                            ("failed", "float64", [check(True)])))]
+    t = feedback.STRINGS["en"]
+    said = feedback.part_findings(tests, None, [], set(), t)
+    assert said[0].startswith("Fails only in the float64 tests, and there by about float32")
+    assert feedback.STRINGS["zh"]["finding_precision"] in feedback.part_findings(
+        tests, None, [], set(), feedback.STRINGS["zh"])
+    record = GradeRecord.from_json({"student_id": "p", "lesson": "13", "status": "graded",
+                                    "tests": [x.to_json() for x in tests], "parts": {
+                                        "router": {"score": 1, "max_score": 2, "passed": 2,
+                                                   "tests": 4}}})
+    page = feedback.render_student(record, course, "13", "en")
+    assert "Fails only in the float64 tests" in page
+    assert "lesson&#39;s formulas" not in page
+    tests[3].checks = [check(False)]  # one failure a formula's: no precision finding
+    assert not explain.precision_sentences(tests, t)

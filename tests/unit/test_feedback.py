@@ -240,6 +240,41 @@ def test_many_numeric_failures_fold_after_the_first(course):
     assert "test_route[1]" not in folded and "test_route[2]" in folded
 
 
+@pytest.mark.parametrize("lang, same, folded", [
+    ("en", "1 more test failed with the same error", "1 more failing test<"),
+    ("zh", "另有 1 个测试因同样的错误失败", "另外 1 个未通过的测试")])
+def test_one_thing_is_said_in_the_singular(course, lang, same, folded):
+    """Issue 54: "1 failing tests"; a count of one takes its `_one` form, in both
+    languages."""
+    record = make_record(course)
+    error = {"kind": "not_implemented", "message": "NotImplementedError",
+             "traceback": "tb-line", "type": "NotImplementedError"}
+    record["tests"] = ([_test(f"test_aux[{i}]", "aux_loss", False, error=error, checks=[])
+                        for i in range(2)]
+                       + [_test(f"test_route[{i}]", "router", False, checks=[_check()])
+                          for i in range(3)])
+    page = render_student(record, course, "13", lang)
+    assert same in page and folded in page
+    assert "1 more tests" not in page and "1 more failing tests" not in page
+
+
+def test_a_heatmap_red_in_every_cell_is_not_drawn(course):
+    """Issue 54: a heatmap beyond the tolerance everywhere added length and said
+    nothing; the card's next failing check with an informative one is drawn instead."""
+    record = _practice(make_record(course))
+    red = [[0.5, 0.2, NON_FINITE], [0.3, 0.4, 0.9]]
+    for test in record["tests"]:
+        if test["outcome"] == "failed":
+            test["checks"] = [_check(name="all_red", heatmap=red), _check(name="some")]
+    page = render_student(record, course, "13", "en")
+    assert '<svg class="heat"' in page
+    assert "[1, 2] 0.9<" not in page and "[0, 2] 0.003<" in page  # the second map drawn
+    for test in record["tests"]:
+        if test["outcome"] == "failed":
+            test["checks"] = [_check(name="all_red", heatmap=red)]
+    assert '<svg class="heat"' not in render_student(record, course, "13", "en")
+
+
 def test_points_are_shown_with_at_most_two_decimals():
     from grader.pages.feedback import points
 
@@ -274,7 +309,7 @@ def test_points_round_half_up_as_the_lms_shows_them_everywhere(course):
 
 def _lesson13_checks(course: config.Course, practice: bool = True) -> list[dict]:
     """Lesson 13's own router and FFN checks on wrong results (unnormalised top-k
-    weights, one token routed elsewhere; an FFN output off by 1), as stored tests (of
+    weights, one token routed elsewhere; a token's FFN output off by 1), as stored tests (of
     practice cases, or of graded ones)."""
     import importlib
     import sys
@@ -294,11 +329,15 @@ def _lesson13_checks(course: config.Course, practice: bool = True) -> list[dict]
     scores = torch.rand(6, 4, generator=torch.Generator().manual_seed(0))
     wrong_idx = idx.clone()
     wrong_idx[0] = torch.tensor([0, 3])
-    moe.check_route(route, {"scores": scores, "topk_weight": weight * 0.5, "topk_idx": wrong_idx},
+    halved = weight.clone()
+    halved[:3] *= 0.5  # (some rows only: a map red in every cell is not drawn)
+    moe.check_route(route, {"scores": scores, "topk_weight": halved, "topk_idx": wrong_idx},
                     {"scores": scores, "topk_weight": weight, "topk_idx": idx}, e=4)
     ffn = Checks(course.tolerances("13"), practice=practice)
     y = torch.rand(2, 3, 8, generator=torch.Generator().manual_seed(1))
-    moe.check_ffn(ffn, {"y": y + 1}, {"y": y})
+    off = y.clone()
+    off[0, 0] += 1  # one token's output only
+    moe.check_ffn(ffn, {"y": off}, {"y": y})
     for name, part, checks in (("test_route[0]", "router", route), ("test_output[0]", "ffn", ffn)):
         tests.append(_test(name, part, False, checks=[c.to_dict() for c in checks.items],
                            pictures=checks.pictures, practice=practice))
@@ -373,7 +412,37 @@ def test_the_no_match_box_does_not_say_matched(course, lang):
     page = render_student(make_record(course), course, "13", lang)
     box = page[page.index(t["diagnosis_none"]):]
     box = box[:box.index("</div>")]
-    assert t["diagnosis_none_tests"].format(n=1) in box
+    assert str(escape(feedback.counted(feedback.STRINGS[lang], "diagnosis_none_tests", 1))) in box
     assert t["diagnosis_tests"].format(n=1) not in box
     named = page[page.index("top-k") :]
     assert t["diagnosis_tests"].format(n=1) in named
+
+
+def test_a_near_miss_offers_the_known_mistake_it_comes_close_to(course):
+    """Issue 54: Qwen2-MoE's `shared_expert_gate` (a parameter the reference lacks) is
+    not the catalogue's `shared_expert` exactly, but the hint is the one to read."""
+    from types import SimpleNamespace
+
+    from grader.judge.reference import Mistake, load_mistakes
+    from grader.judge.runner import _near
+    from grader.record import Diagnosis
+
+    mistakes = load_mistakes(ROOT / "hidden_tests" / "13_moe" / "mistakes.yml")
+    ctx = SimpleNamespace(refs=SimpleNamespace(
+        variants=[SimpleNamespace(mistake=m) for m in mistakes]))
+    extra = {"kind": "extra", "line": 75, "name": "shared_expert_gate.weight"}
+    near = _near(ctx, "moe", extra, Diagnosis(None))
+    assert near is not None and near.id == "shared_expert"
+    assert _near(ctx, "moe", {**extra, "name": "shared_experts_x.weight"}, None) is None
+    assert _near(ctx, "moe", {**extra, "kind": "line"}, None) is None
+    assert _near(ctx, "moe", extra, Diagnosis("gate_bias")) is None  # explained already
+    assert _near(ctx, "ffn", extra, None) is None  # another part's mistake
+    assert isinstance(mistakes[0], Mistake)
+    record = make_record(course)
+    record["tests"].append(_test("test_moe[0]", "moe", False, checks=[_check()]))
+    record["parts"]["moe"].update(score=0.0, passed=0, near=near.to_json())
+    for lang in ("en", "zh"):
+        page = render_student(record, course, "13", lang)
+        t = feedback.STRINGS[lang]
+        assert str(escape(t["near_match"])) in page
+        assert str(escape(near.title[lang])) in page
