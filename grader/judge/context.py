@@ -102,14 +102,19 @@ class LessonContext:
         if stand_ins is None or any(s is None or not self.course.path(s).exists()
                                 for s in solutions.values()):
             return None
+        own = self.course.path(lesson.solution) if lesson.solution else None
+        nested = getattr(stand_ins, "NESTED", {})
         module = standin.pieces({k: (self.course.path(s), lesson.builds_on[k])
-                                 for k, s in solutions.items() if s is not None})
+                                 for k, s in solutions.items() if s is not None},
+                                (own, list(nested)) if nested and own and own.exists()
+                                else None)
         probes = self._refs.probes if self._refs is not None else None
         if probes is not None and hasattr(probes, "TRUSTED"):
             # (a lesson's probes module, typed as any module: its TRUSTED is ours to set)
             memo = self._refs.stand_in_memo if self._refs is not None else None
             probes.TRUSTED = (  # type: ignore[attr-defined]
-                lambda: standin.Answerer(module, stand_ins.ANSWERS, memo=memo))
+                lambda: standin.Answerer(module, stand_ins.ANSWERS, memo=memo,
+                                         only=standin.only(stand_ins)))
         return module
 
     def loaded_refs(self) -> LessonRefs | None:

@@ -514,7 +514,8 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
 
 def _own_pieces(ctx: LessonContext, caller: object, record: GradeRecord) -> None:
     """Where an assembly lesson's numbers came from, for its page: each wiring part
-    was graded with the stand-ins (the pieces named), and the own-code part says
+    was graded with the stand-ins (the pieces named, and the lesson's own classes
+    stood in for in that part: stand_ins.py's `NESTED`), and the own-code part says
     which earlier pieces ran as the student's own and which were stood in for, and
     why (grader/judge/earlier.py)."""
     found = getattr(caller, "earlier", None)
@@ -522,9 +523,11 @@ def _own_pieces(ctx: LessonContext, caller: object, record: GradeRecord) -> None
     own = getattr(lesson, "OWN", None)
     if found is None or own not in record.parts:
         return
+    nested = getattr(lesson, "NESTED", {})
     for name, part in record.parts.items():
         part.earlier = ({"pieces": [p.to_json() for p in found.pieces]} if name == own
-                        else {"wiring": [p.name for p in found.pieces]})
+                        else {"wiring": [p.name for p in found.pieces]
+                              + [c for c, (held_in, _) in nested.items() if held_in == name]})
 
 
 def _near(ctx: LessonContext, part: str, found: dict, diagnosis: Diagnosis | None

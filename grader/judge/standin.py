@@ -20,6 +20,7 @@ never shipped): `COMPOSITE`, `PARTS`, `ANSWERS` and `wiring_round`.
 from __future__ import annotations
 
 import os
+import sys
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -53,7 +54,11 @@ class Answerer:
 
     `memo`, shared by the answerers of one run, keeps answers by their request's
     content: students whose code is right send the very same calls, which are then
-    computed once per run (an assembly lesson's hundreds of calls per student)."""
+    computed once per run (an assembly lesson's hundreds of calls per student).
+
+    `only`: a stand-in for one of the lesson's own parts (stand_ins.py's `NESTED`)
+    -> the one probe whose requests may call it (`request`, said by the trusted side),
+    so that no part earns its points by calling the stand-in for itself."""
 
     module: types.ModuleType
     answers: dict[str, Callable]
@@ -62,19 +67,23 @@ class Answerer:
     kept: dict[int, tuple[str, list, list | None, str, dict]] = field(default_factory=dict)
     calls: int = 0
     memo: dict[str, list] | None = None
+    only: dict[str, str] = field(default_factory=dict)
 
-    def __call__(self, frame: dict) -> dict:
+    def __call__(self, frame: dict, request: str = "") -> dict:
         try:
-            return {"ok": True, **self._answer(frame)}
+            return {"ok": True, **self._answer(frame, request)}
         except Refused as exc:
             return {"ok": False, "error": str(exc)[:300]}
         except Exception as exc:  # noqa: BLE001 - the reference on the child's inputs
             return {"ok": False, "error": f"the reference raised {type(exc).__name__}"}
 
-    def _answer(self, frame: dict) -> dict:
+    def _answer(self, frame: dict, request: str) -> dict:
         name = frame.get("stand_in")
         if name not in self.answers:
             raise Refused(f"no stand-in named {str(name)[:60]}")
+        if name in self.only and request != self.only[name]:
+            raise Refused(f"the stand-in for {name} answers in {self.only[name]}'s "
+                          "requests only")
         if "backward" in frame:
             return self._backward(name, frame)
         inputs, given = frame.get("inputs"), frame.get("given")
@@ -213,17 +222,30 @@ def always(tests: Path) -> types.ModuleType | None:
     return lesson if lesson is not None and getattr(lesson, "ALWAYS", False) else None
 
 
-def pieces(earlier: dict[str, tuple[Path, Iterable[str]]]) -> types.ModuleType:
+def pieces(earlier: dict[str, tuple[Path, Iterable[str]]],
+           nested: tuple[Path, Iterable[str]] | None = None) -> types.ModuleType:
     """The trusted side's `model_parts`: each name `builds_on` lists, taken from its
-    lesson's solution (lesson key -> (solution, names))."""
+    lesson's solution (lesson key -> (solution, names)); and `nested`, the lesson's
+    own solution and the classes of it stood in for in the part that holds them
+    (stand_ins.py's `NESTED`), that solution loaded on these pieces themselves, so its
+    answers need no stand-in of their own."""
     module = types.ModuleType("model_parts")
-    for key, (solution, names) in earlier.items():
-        source = load_module(f"_piece_{key}", solution.read_text(encoding="utf-8"),
-                             str(solution))
+    found = [(key, solution, names) for key, (solution, names) in earlier.items()]
+    for key, solution, names in found + ([("", *nested)] if nested else []):
+        bound = sys.modules.get("model_parts")
+        sys.modules["model_parts"] = module  # (the lesson's own solution imports it)
+        try:
+            source = load_module(f"_piece_{key or 'nested'}",
+                                 solution.read_text(encoding="utf-8"), str(solution))
+        finally:
+            if bound is None:
+                del sys.modules["model_parts"]
+            else:
+                sys.modules["model_parts"] = bound
         for name in names:
             if not hasattr(source, name):
-                raise AttributeError(f"lesson {key}'s solution has no {name} "
-                                     "(course.yml's builds_on names it)")
+                raise AttributeError(f"lesson {key or 'own'}'s solution has no {name} "
+                                     "(course.yml's builds_on or stand_ins.py names it)")
             setattr(module, name, getattr(source, name))
     return module
 
@@ -235,4 +257,9 @@ def answerer(tests: Path, module: types.ModuleType | None,
     lesson = always(tests)
     if lesson is None or module is None:
         return None
-    return Answerer(module, lesson.ANSWERS, memo=memo)
+    return Answerer(module, lesson.ANSWERS, memo=memo, only=only(lesson))
+
+
+def only(lesson: types.ModuleType) -> dict[str, str]:
+    """Stand-in -> the probe whose requests may call it (stand_ins.py's `NESTED`)."""
+    return {name: probe for name, (_, probe) in getattr(lesson, "NESTED", {}).items()}

@@ -91,9 +91,12 @@ class Session:
         # call fails alike, or each would start a child the machine cannot hold either
         self.broken: SandboxError | None = None
         self.last_reply_bytes = 0
-        # answers stand-in call frames (grader/judge/standin.py) while a stand-in round runs;
-        # None at any other time, when such a frame ends the request
-        self.stand_in: Callable[[dict], dict] | None = None
+        # answers stand-in call frames (grader/judge/standin.py) while a stand-in round runs,
+        # or in every request of an assembly lesson, told the probe being served (some
+        # stand-ins answer in one probe's requests only); None at any other time, when
+        # such a frame ends the request
+        self.stand_in: Callable[[dict, str], dict] | None = None
+        self.serving = ""  # the probe of the request just sent
         self._nonce = 0  # the request the next reply must answer
         self._pumps: list[threading.Thread] = []
 
@@ -212,6 +215,7 @@ class Session:
                 raise self._budget_error()
             self.restarts += 1
             self._start(said_where)
+        self.serving = probe
         self._send(frame or protocol.dumps({"probe": probe, "args": args}), said_where)
         try:
             reply = self._receive(said_where)
@@ -294,7 +298,7 @@ class Session:
             self._stop()
             raise StudentError("protocol", say("err_stand_in_refused", where=where))
         began = time.monotonic()
-        answer = self.stand_in(frame)
+        answer = self.stand_in(frame, self.serving)
         protocol.send(self._socket(), answer, self._nonce)
         return time.monotonic() - began
 

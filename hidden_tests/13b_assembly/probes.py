@@ -9,9 +9,11 @@ with the earlier lessons' references (hidden_tests/13b_assembly/stand_ins.py), s
 only the wiring is the student's. On the trusted side `TRUSTED` answers them
 in-process with the same code.
 """
+import contextlib
 import functools
 import sys
 import types
+from collections.abc import Iterator
 
 import torch
 from torch import nn
@@ -113,12 +115,114 @@ class MOEFeedForward(nn.Module):
         return y
 
 
+# ---- this lesson's own parts, stood in for in the part that holds them ---------------
+# The block part is graded with this Attention in place of the student's, the model part
+# with this MiniMindBlock in place of theirs (stand_ins.py's NESTED): the same layout
+# (weights load by the reference's names), the trusted side's reference forward on
+# these weights, gradients included. Each answers in its one part's requests only.
+
+LAYER_CONFIG = ("hidden_size", "num_attention_heads", "num_key_value_heads",
+                "intermediate_size", "hidden_act", "use_moe", "num_experts",
+                "num_experts_per_tok", "norm_topk_prob", "router_aux_loss_coef", "rms_norm_eps")
+
+
+def _layer(name: str, module: nn.Module, x: torch.Tensor, position_embeddings: tuple,
+           past: tuple | None, use_cache: bool, mask: torch.Tensor | None) -> tuple:
+    """(output, (k, v) or None, [aux loss] of a MoE block) of the stand-in `name` for
+    `module`'s weights."""
+    past = [] if past is None else list(past)
+    weights = dict(module.named_parameters())
+    outputs = stand_in(name, [x, *position_embeddings, *past, *weights.values()],
+                       config=module.layer_config, names=list(weights),
+                       past=bool(past), use_cache=bool(use_cache),
+                       attention_mask=mask, training=module.training)
+    cache = tuple(outputs[1:3]) if use_cache else None
+    return outputs[0], cache, outputs[3 if use_cache else 1:]
+
+
+def _layer_config(config: object) -> dict:
+    cfg = {key: getattr(config, key) for key in LAYER_CONFIG}
+    for key, kind in (("hidden_size", int), ("num_attention_heads", int),
+                      ("num_key_value_heads", int), ("intermediate_size", int),
+                      ("num_experts", int), ("num_experts_per_tok", int),
+                      ("rms_norm_eps", float), ("router_aux_loss_coef", float),
+                      ("use_moe", bool), ("norm_topk_prob", bool)):
+        cfg[key] = kind(cfg[key])
+    return cfg
+
+
+class Attention(nn.Module):
+    """The reference Attention, stood in for the student's in the block part."""
+
+    def __init__(self, config: object):
+        super().__init__()
+        self.layer_config = _layer_config(config)
+        h, heads, kv = (config.hidden_size, config.num_attention_heads,
+                        config.num_key_value_heads)
+        d = h // heads
+        self.q_proj, self.k_proj = _bare(h, heads * d), _bare(h, kv * d)
+        self.v_proj, self.o_proj = _bare(h, kv * d), _bare(heads * d, h)
+        self.q_norm = model_parts.RMSNorm(d, config.rms_norm_eps)
+        self.k_norm = model_parts.RMSNorm(d, config.rms_norm_eps)
+
+    def forward(self, x: torch.Tensor, position_embeddings: tuple,
+                past_key_value: tuple = None, use_cache: bool = False,
+                attention_mask: torch.Tensor = None) -> tuple:
+        y, cache, _ = _layer("Attention", self, x, position_embeddings, past=past_key_value,
+                             use_cache=use_cache, mask=attention_mask)
+        return y, cache
+
+
+class MiniMindBlock(nn.Module):
+    """The reference MiniMindBlock, stood in for the student's in the model part; its
+    forward sets mlp.aux_loss, as the reference's MoE layer does."""
+
+    def __init__(self, layer_id: int, config: object):
+        super().__init__()
+        self.layer_config = _layer_config(config)
+        self.self_attn = Attention(config)
+        self.input_layernorm = model_parts.RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = model_parts.RMSNorm(config.hidden_size,
+                                                            config.rms_norm_eps)
+        self.mlp = (model_parts.MOEFeedForward(config.hidden_size, config.intermediate_size,
+                                               config.num_experts, config.num_experts_per_tok)
+                    if config.use_moe else
+                    model_parts.FeedForward(config.hidden_size, config.intermediate_size))
+
+    def forward(self, hidden_states: torch.Tensor, position_embeddings: tuple,
+                past_key_value: tuple = None, use_cache: bool = False,
+                attention_mask: torch.Tensor = None) -> tuple:
+        y, cache, aux = _layer("MiniMindBlock", self, hidden_states, position_embeddings,
+                               past=past_key_value, use_cache=use_cache, mask=attention_mask)
+        if aux:
+            self.mlp.aux_loss = aux[0]
+        return y, cache
+
+
+@contextlib.contextmanager
+def _stood_in(m, name: str, cls: type) -> Iterator[None]:
+    """The student's module with `cls` under `name` while the block runs (their code
+    builds it by that name), as it was after."""
+    missing = object()
+    before = vars(m).get(name, missing)
+    setattr(m, name, cls)
+    try:
+        yield
+    finally:
+        if before is missing:
+            delattr(m, name)
+        else:
+            setattr(m, name, before)
+
+
 PIECES = ("RMSNorm", "repeat_kv", "mask_scores", "attention", "precompute_freqs_cis",
           "apply_rotary_pos_emb", "rope_position_embeddings", "FeedForward", "MOEFeedForward")
 model_parts = types.ModuleType("model_parts", "Lessons 10–13's pieces, stood in for.")
 for _name in PIECES:
     setattr(model_parts, _name, globals()[_name])
-sys.modules.setdefault("model_parts", model_parts)
+# (a second load of this file in one process, a second lesson context, keeps the first
+# one's: the stand-ins below build their pieces of the classes the solution imported)
+model_parts = sys.modules.setdefault("model_parts", model_parts)
 
 
 # ---- the probes ----------------------------------------------------------------------
@@ -129,7 +233,7 @@ def _answered(probe):
     def run(m, **args):
         if TRUSTED is None:
             return probe(m, **args)
-        with probekit.answered_by(TRUSTED()):
+        with probekit.answered_by(functools.partial(TRUSTED(), request=probe.__name__)):
             return probe(m, **args)
     return run
 
@@ -199,7 +303,9 @@ def block_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
                   sin: torch.Tensor, past: list | None, use_cache: bool,
                   mask: torch.Tensor | None, gy: torch.Tensor, train: bool,
                   grads: bool = True) -> dict:
-    block, extra = _built(m.MiniMindBlock, "MiniMindBlock", state, x.dtype, 0, _config(cfg))
+    with _stood_in(m, "Attention", Attention):  # the reference's (stand_ins.py's NESTED)
+        block, extra = _built(m.MiniMindBlock, "MiniMindBlock", state, x.dtype, 0,
+                              _config(cfg))
     block.train(train)
     xs = x.clone().requires_grad_(True)
     y, cache = _two(block(xs, (cos, sin), _past(past), use_cache, _mask(mask)),
@@ -213,9 +319,15 @@ def block_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
 
 
 @_answered
-def model_forward(m, cfg: dict, state: dict, input_ids: torch.Tensor,
-                  mask: torch.Tensor | None, past: list | None, use_cache: bool,
-                  gy: torch.Tensor, train: bool, grads: bool = True) -> dict:
+def model_forward(m, **args) -> dict:
+    """The model on the reference's blocks (stand_ins.py's NESTED): its own wiring."""
+    with _stood_in(m, "MiniMindBlock", MiniMindBlock):
+        return _model(m, **args)
+
+
+def _model(m, cfg: dict, state: dict, input_ids: torch.Tensor, mask: torch.Tensor | None,
+           past: list | None, use_cache: bool, gy: torch.Tensor, train: bool,
+           grads: bool = True) -> dict:
     """Logits, each layer's cache and the aux loss, in the weights' dtype; with
     `grads`, the gradients of (logits·gy).sum() + aux."""
     model, extra = _built(m.CourseMiniMindForCausalLM, "CourseMiniMindForCausalLM", state,
@@ -261,7 +373,7 @@ def own_model(m, own: dict, sources: dict, **args) -> dict:
     there, only in the student's own sandbox (the harness names their module
     "submission")."""
     if TRUSTED is not None or m.__name__ != "submission":
-        return model_forward.__wrapped__(m, **args)
+        return _model(m, **args)
     modules = {lesson: _earlier(lesson, text) for lesson, text in sources.items()}
     chosen = {}
     for name, lesson in own.items():
@@ -274,7 +386,7 @@ def own_model(m, own: dict, sources: dict, **args) -> dict:
     try:
         for name in swapped:
             setattr(m, name, chosen[name])
-        return model_forward.__wrapped__(m, **args)
+        return _model(m, **args)
     finally:
         for name, value in swapped.items():
             setattr(m, name, value)

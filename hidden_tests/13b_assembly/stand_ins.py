@@ -5,12 +5,20 @@ An assembly lesson: its graded parts are the wiring, and every piece its stub im
 from `model_parts` (course.yml's `builds_on`: lessons 10–13) is stood in for in every
 graded request (`ALWAYS`), not only in a round. `ANSWERS` computes each piece with the
 earlier lessons' references (the module `m` the trusted side builds of their
-solutions) on whatever the child passed. There is no stand-in for anything this
-lesson grades (Attention, MiniMindBlock, the model): the child cannot earn the
-wiring's points by calling one. Each answer checks what it is given first, so a
-child cannot make the trusted side compute something huge.
+solutions) on whatever the child passed.
+
+This lesson's own parts hold one another: the block holds the Attention, the model its
+blocks. So that a mistake is charged in its own part only, the block part is graded
+with the reference Attention stood in for the student's, and the model part with the
+reference MiniMindBlock stood in for theirs (`NESTED`; probes.py swaps them in). Each
+of these answers in the requests of the part that holds it only: the self_attn part's
+requests get no Attention, the block part's no MiniMindBlock, the own-code part's
+neither, and nothing stands in for the model. Each answer checks what it is given
+first, so a child cannot make the trusted side compute something huge.
 """
 from __future__ import annotations
+
+import types
 
 import torch
 from torch import nn
@@ -20,6 +28,10 @@ from grader.judge.standin import Refused
 
 ALWAYS = True
 OWN = "own"  # the part run on the student's own earlier pieces (grader/judge/earlier.py)
+# the lesson's own classes stood in for in the part that holds them: class -> (that
+# part, its probe: the only one whose requests this stand-in answers)
+NESTED = {"Attention": ("block", "block_forward"),
+          "MiniMindBlock": ("model", "model_forward")}
 FLOATS = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 MAX_ELEMENTS = 1 << 22   # of any one tensor a stand-in is given
 MAX_POSITIONS = 1 << 14  # rows of a RoPE table
@@ -163,7 +175,70 @@ def _moe(m, inputs: list, given: dict) -> list[torch.Tensor]:
     return [y, layer.aux_loss]
 
 
-ANSWERS = {"RMSNorm": _rms_norm, "repeat_kv": _repeat_kv, "mask_scores": _mask_scores,
+# the configuration a stand-in for a layer is given: key -> (type, low, high)
+LAYER_CONFIG = {"hidden_size": (int, 1, 1024), "num_attention_heads": (int, 1, 64),
+                "num_key_value_heads": (int, 1, 64), "intermediate_size": (int, 1, 4096),
+                "num_experts": (int, 1, MAX_EXPERTS), "num_experts_per_tok": (int, 1, MAX_EXPERTS),
+                "rms_norm_eps": (float, 0.0, 1.0), "router_aux_loss_coef": (float, 0.0, 1e3),
+                "use_moe": (bool, 0, 1), "norm_topk_prob": (bool, 0, 1)}
+
+
+def _layer_config(given: dict) -> types.SimpleNamespace:
+    cfg = given.get("config")
+    if not (isinstance(cfg, dict) and set(cfg) == set(LAYER_CONFIG) | {"hidden_act"}
+            and cfg["hidden_act"] == "silu"
+            and all(type(cfg[k]) is kind and low <= cfg[k] <= high
+                    for k, (kind, low, high) in LAYER_CONFIG.items())):
+        raise Refused(f"a layer's config gives {sorted(LAYER_CONFIG)} and hidden_act "
+                      "'silu', each in its range")
+    h, heads, kv = cfg["hidden_size"], cfg["num_attention_heads"], cfg["num_key_value_heads"]
+    experts = cfg["num_experts"] if cfg["use_moe"] else 1
+    if h % heads or heads % kv or cfg["num_experts_per_tok"] > cfg["num_experts"] \
+            or 3 * h * cfg["intermediate_size"] * experts > MAX_ELEMENTS:
+        raise Refused("a layer's config does not fit together (heads divide hidden_size, "
+                      "kv heads divide heads, the experts' weights at most "
+                      f"{MAX_ELEMENTS} elements)")
+    return types.SimpleNamespace(**cfg, head_dim=h // heads)
+
+
+def _layer(name: str):
+    """The answer for this lesson's class `name` (NESTED): the reference class built on
+    the config given, computing with the weights given (by name) on x, the RoPE rows,
+    the cache and the mask: [output, k and v with use_cache, the aux loss of a MoE
+    block]."""
+    def answer(m, inputs: list, given: dict) -> list[torch.Tensor]:
+        cfg = _layer_config(given)
+        names, past, use_cache = given.get("names"), given.get("past"), given.get("use_cache")
+        if not (isinstance(names, list) and all(isinstance(n, str) for n in names)
+                and isinstance(past, bool) and isinstance(use_cache, bool)
+                and isinstance(given.get("training"), bool)):
+            raise Refused(f"{name} is given its weights' names, past, use_cache and training")
+        layer = build(getattr(m, name), name, *((0,) if name == "MiniMindBlock" else ()), cfg)
+        shapes = {n: tuple(p.shape) for n, p in layer.named_parameters()}
+        x, cos, sin, *rest = _floats(inputs, 3 + 2 * past + len(names), name)
+        cache, weights = rest[:2 * past], dict(zip(names, rest[2 * past:]))
+        b, s = (x.shape[0], x.shape[1]) if x.dim() == 3 else (0, 0)
+        keys = s + (cache[0].shape[1] if cache else 0)
+        if not (len(weights) == len(names) and {n: tuple(t.shape) for n, t in weights.items()}
+                == shapes and x.dim() == 3 and x.shape[2] == cfg.hidden_size and s
+                and cos.shape == sin.shape == (s, cfg.head_dim)
+                and all(t.shape == (b, keys - s, cfg.num_key_value_heads, cfg.head_dim)
+                        for t in cache)
+                and b * cfg.num_attention_heads * s * keys <= MAX_ELEMENTS):
+            raise Refused(f"{name}'s weights (by the reference's names), input [B, S, hidden], "
+                          "RoPE rows [S, head_dim] and cache [B, T, kv heads, head_dim] do not "
+                          "fit together")
+        layer = _with(layer, weights)
+        layer.train(given["training"])
+        y, present = layer(x, (cos, sin), tuple(cache) or None, use_cache,
+                           _mask(given, b, keys))
+        aux = [layer.mlp.aux_loss] if name == "MiniMindBlock" and cfg.use_moe else []
+        return [y, *(present if use_cache else ()), *aux]
+    return answer
+
+
+ANSWERS = {"Attention": _layer("Attention"), "MiniMindBlock": _layer("MiniMindBlock"),
+           "RMSNorm": _rms_norm, "repeat_kv": _repeat_kv, "mask_scores": _mask_scores,
            "attention": _attention, "precompute_freqs_cis": _freqs,
            "apply_rotary_pos_emb": _rotate, "rope_position_embeddings": _rows,
            "FeedForward": _ffn, "MOEFeedForward": _moe}

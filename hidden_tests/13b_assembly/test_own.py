@@ -1,8 +1,9 @@
 """Part "own": the student's model on their own lessons 10-13 (grader/judge/earlier.py):
 each piece whose parts got full marks in its lesson runs as the student's own; any
 other is stood in for, its lesson's mistake charged there and not again here. Known
-wiring mistakes of the other parts are accepted too (the `explained` fixture): this
-part asks whether the student's pieces work together, not the wiring again."""
+wiring mistakes of the other parts are accepted too (the `explained` fixture, asked for
+the model on the solution's own blocks: own_model there): this part asks whether the
+student's pieces work together, not the wiring again."""
 import pytest
 
 from _asm_common import check_model, config, model_args
@@ -20,4 +21,4 @@ def test_own(student, reference, explained, check, case):
     own, sources = (found.own(), found.sources) if found else ({}, {})
     check_model(check, student.call("own_model", own=own, sources=sources, **args),
                 reference.call("model_forward", **args),
-                lambda: explained.call("model_forward", **args))
+                lambda: explained.call("own_model", own={}, sources={}, **args))

@@ -9,6 +9,11 @@ own-code part runs kim's lessons 10, 12 (freqs, offset) and 13, stands in for le
 11 and for apply, and the page says why, naming the lesson-12 mistake. That the
 own-code part really runs a student's own file: tests/unit/test_assembly.py.
 
+lee (no earlier files): RoPE on v in the Attention and a post-norm block, mistakes in
+parts that hold one another: each is charged in its own part only. max: an Attention
+whose forward asks the grader's Attention stand-in for its answer, refused in the
+self_attn part's requests.
+
 Graded in the same run, code nobody here wrote:
 - tests/fixtures/lesson13b/outside/hf_qwen3.py: the installed transformers' Qwen3
   attention, decoder layer and model (MiniMind's computation), wrapped into the
@@ -69,6 +74,52 @@ def _mistaken(folder: str, name: str, mistake: str) -> str:
     return text
 
 
+def _two(*mistakes: str) -> str:
+    """The 13b solution carrying several of its known mistakes at once."""
+    text = _solution("13b_assembly.py")
+    found = yaml.safe_load((ROOT / "hidden_tests" / "13b_assembly" / "mistakes.yml")
+                           .read_text("utf-8"))
+    for m in (m for m in found if m["id"] in mistakes):
+        for edit in m["edits"]:
+            assert edit["old"] in text
+            text = text.replace(edit["old"], edit["new"])
+    return text
+
+
+# The grader's Attention stand-in reached through the stand-ins' module and called with
+# a proper request: it would answer the reference's output, but not in self_attn's.
+ASKS_THE_STAND_IN = """
+
+_stand_in = RMSNorm.forward.__globals__["stand_in"]
+_init = Attention.__init__
+
+
+def _kept(self, config):
+    _init(self, config)
+    self.cfg = config
+
+
+def _asked(self, x, position_embeddings, past_key_value=None, use_cache=False,
+           attention_mask=None):
+    c = self.cfg
+    cfg = {k: getattr(c, k) for k in (
+        "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+        "hidden_act", "use_moe", "num_experts", "num_experts_per_tok", "norm_topk_prob",
+        "router_aux_loss_coef", "rms_norm_eps")}
+    weights = dict(self.named_parameters())
+    past = list(past_key_value or ())
+    out = _stand_in("Attention", [x, *position_embeddings, *past, *weights.values()],
+                    config=cfg, names=list(weights), past=bool(past),
+                    use_cache=bool(use_cache), attention_mask=attention_mask,
+                    training=self.training)
+    return out[0], (tuple(out[1:3]) if use_cache else None)
+
+
+Attention.__init__ = _kept
+Attention.forward = _asked
+"""
+
+
 def _stored(course: config.Course, key: str, sid: str, lost: dict) -> None:
     """A stored result of `key` for `sid`: full marks but in the parts `lost` names
     (part -> the diagnosis, or None)."""
@@ -108,7 +159,9 @@ def graded(far_course, tmp_path_factory) -> tuple[dict, config.Course]:
         own.mkdir(parents=True)
         (own / "13b_assembly.py").write_text(_solution("13b_assembly.py"), "utf-8")
         subs.append(runner.Submission(sid, own / "13b_assembly.py"))
-    outside = {"hf_qwen3": (OUTSIDE / "hf_qwen3.py").read_text(encoding="utf-8")}
+    outside = {"hf_qwen3": (OUTSIDE / "hf_qwen3.py").read_text(encoding="utf-8"),
+               "lee": _two("rope_on_v", "post_norm"),
+               "max": _solution("13b_assembly.py") + ASKS_THE_STAND_IN}
     if (upstream := _upstream()) is not None:
         outside["minimind_upstream"] = upstream
     for sid, text in outside.items():  # no earlier files: every piece stood in for
@@ -154,3 +207,30 @@ def test_outside_code_of_minimind_s_computation_scores_full_marks(graded, name):
     assert record.status == "graded", record.problem
     failing = [(t.name, t.message[:200]) for t in record.tests if not t.passed]
     assert {p: v.score for p, v in record.parts.items()} == FULL, failing
+
+
+def test_mistakes_in_parts_that_hold_one_another_are_each_charged_once(graded):
+    """The block is graded on the grader's Attention, the model on its blocks: lee's
+    attention mistake costs the self_attn part only, the block's the block part only,
+    and the model and own-code parts keep their points."""
+    records, _ = graded
+    lee = records["lee"]
+    assert lee.status == "graded", lee.problem
+    assert {p: r.score for p, r in lee.parts.items()} == {**FULL, "self_attn": 0.0,
+                                                          "block": 0.0}
+    assert lee.parts["self_attn"].diagnosis.id == "rope_on_v"
+    assert lee.parts["block"].diagnosis.id == "post_norm"
+    assert "Attention" in lee.parts["block"].earlier["wiring"]
+    assert "MiniMindBlock" in lee.parts["model"].earlier["wiring"]
+
+
+def test_the_attention_earns_nothing_by_calling_the_stand_in_for_itself(graded):
+    """max's Attention returns what the grader's Attention stand-in answers: refused
+    in the self_attn part (and in the own-code part, which runs max's own Attention);
+    the block and model parts run on stand-ins of their own and keep their points."""
+    records, _ = graded
+    max_ = records["max"]
+    scores = {p: r.score for p, r in max_.parts.items()}
+    assert scores == {**FULL, "self_attn": 0.0, "own": 0.0}, scores
+    said = [t.message for t in max_.tests if t.part == "self_attn"]
+    assert said and all("answers in block_forward's requests only" in m for m in said), said

@@ -64,7 +64,7 @@ def test_the_reference_model_on_stand_ins_is_the_model_on_the_earlier_solutions(
         direct = load_module("_direct_13b", source, "solution")
     finally:
         sys.modules["model_parts"] = stood_in
-    want = refs.probes.model_forward.__wrapped__(direct, **args)
+    want = refs.probes._model(direct, **args)  # its own blocks, no stand-in
     assert torch.equal(got["logits"], want["logits"]) and torch.equal(got["aux"], want["aux"])
     assert all(torch.allclose(got["grads"][n], g, rtol=0, atol=1e-12)
                for n, g in want["grads"].items())
@@ -78,13 +78,22 @@ def test_outside_the_trusted_side_a_stand_in_is_refused(refs):
         refs.probes.repeat_kv(torch.zeros(1, 2, 1, 4), 2)
 
 
-def test_no_stand_in_answers_for_the_wiring_itself(refs):
-    """The child cannot earn the wiring's points by calling a stand-in for it."""
-    answers = standin.always(TESTS).ANSWERS
-    assert not {"Attention", "MiniMindBlock", "CourseMiniMindForCausalLM"} & set(answers)
-    said = standin.Answerer(refs.pieces, answers)({"stand_in": "MiniMindBlock",
-                                                   "inputs": [], "given": {}})
-    assert said == {"ok": False, "error": "no stand-in named MiniMindBlock"}
+def test_no_part_earns_its_points_by_calling_the_stand_in_for_itself(refs):
+    """The reference Attention answers in the block part's requests only, the reference
+    MiniMindBlock in the model part's only (stand_ins.py's NESTED), and nothing stands
+    in for the model: the self_attn, block and own-code parts get no stand-in for what
+    they grade."""
+    lesson = standin.always(TESTS)
+    answer = standin.answerer(TESTS, refs.pieces)
+    assert "CourseMiniMindForCausalLM" not in lesson.ANSWERS and answer is not None
+    for name, allowed in (("Attention", "block_forward"), ("MiniMindBlock", "model_forward")):
+        for probe in ("attention_forward", "block_forward", "model_forward", "own_model"):
+            said = answer({"stand_in": name, "inputs": [], "given": {}}, probe)
+            if probe == allowed:  # its inputs are wrong: refused for them, not for where
+                assert "requests only" not in said["error"]
+            else:
+                assert said == {"ok": False, "error": f"the stand-in for {name} answers in "
+                                f"{allowed}'s requests only"}
 
 
 def test_a_piece_rests_on_parts_of_its_lesson(tmp_path):
