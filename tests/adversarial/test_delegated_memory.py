@@ -18,31 +18,15 @@ import shutil
 import pytest
 
 import modes
-from conftest import FULL, PARTS, SOLUTION, failed_messages, hostile, lost
+from conftest import FULL, PARTS, SOLUTION, failed_messages, fork_and_hold, hostile, lost
 
 pytestmark = pytest.mark.slow
 
 MEMORY_MB = 256
 LIMITS = {"memory_mb": MEMORY_MB, "test_wall_s": 120, "submission_wall_s": 1200}
 
-FORK_AND_HOLD = hostile(dispatch='''
-    import os, time
-    ready, told = os.pipe()
-    for _ in range(3):
-        if os.fork() == 0:
-            try:
-                held = bytearray(b"x") * (120 << 20)
-                os.write(told, b"+")
-                time.sleep(120)
-            finally:
-                os._exit(0)
-    os.close(told)
-    got = b""
-    while len(got) < 3 and (more := os.read(ready, 3)):
-        got += more
-    mine = bytearray(b"x") * (200 << 20)
-    raise RuntimeError(f"ATTACK WORKED: {len(got)} helpers and the child held 560 MiB")
-''')
+FORK_AND_HOLD = hostile(dispatch=fork_and_hold(
+    120, 200, 'raise RuntimeError(f"ATTACK WORKED: {len(got)} helpers and the child held 560 MiB")'))
 
 
 @pytest.mark.parametrize("abi", [None, "0"], ids=["landlock", "no-landlock"])
