@@ -723,3 +723,24 @@ def test_every_format_is_one_exporter_with_one_signature():
     signatures = {inspect.signature(type(e).export) for e in found.values()}
     assert signatures == {inspect.signature(Exporter.export)}
     assert all(isinstance(e, Exporter) and e.to == name for name, e in found.items())
+
+
+
+def test_gradescope_results_speak_the_exports_language(scores):
+    """A zh export's results.json: the status line, a part's name, a known mistake's
+    line and the page's top are Chinese, not course.yml's English (the failing test's
+    own message, the check's words, is the test's)."""
+    from grader.deliver.export.gradescope import results
+    from grader.text.strings import STRINGS
+
+    course = make_course()
+    lesson = course.lessons["13"]
+    parts = {**lesson.parts, "ffn": lesson.parts["ffn"].model_copy(update={"title_zh": "稠密 FFN"})}
+    course = course.model_copy(update={"lessons": {"13": lesson.model_copy(update={"parts": parts})}})
+    alice = next(s for s in ClassScores.from_json(scores).students if s.student_id == "alice")
+    zh, en = results(course, "13", alice, language="zh"), results(course, "13", alice)
+    assert zh["output"].startswith(f"<p>{STRINGS['zh']['gs_status_graded']}</p>")
+    assert en["output"].startswith("<p>Graded.</p>") and "总分" not in en["output"]
+    assert zh["tests"][0]["name"].startswith("稠密 FFN: ")
+    failed = next(t for t in zh["tests"] if t["status"] == "failed")["output"]
+    assert "可能的原因：用了 GELU" in failed and "Likely cause" not in failed

@@ -19,26 +19,19 @@ from markupsafe import escape
 
 from grader.judge import disclosed
 from grader.judge.written import AWAITING, STALE
-from grader.config import Course
+from grader.config import Course, Part, Question
 from grader.deliver.export.exporter import Exported, Exporter, ExportOptions
 from grader.pages.feedback import clean, render_page_top
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
 from grader.text.strings import STRINGS
 
-STATUS_TEXT = {
-    "graded": "Graded.",
-    "missing": "Nothing was submitted.",
-    "unreadable": "The submitted file could not be read.",
-    "import_error": "Your file failed to import, so every test failed.",
-    "timeout": "Your code ran out of time.",
-    "worker_stopped": "The grader's worker stopped while your code ran: 0 points.",
-}
-
-
 def results(course: Course, lesson_key: str, student: GradeRecord,
-            pages: Environment | None = None) -> dict:
-    """The student's results.json; `pages`: the templates of the run or export."""
+            pages: Environment | None = None, language: str | None = None) -> dict:
+    """The student's results.json; `pages`: the templates of the run or export;
+    `language`: the export's (else course.yml's), for every line the grader writes."""
+    language = language or course.language
+    said = STRINGS[language]
     lesson = course.lesson(lesson_key)
     order = list(lesson.parts)
     counters = dict.fromkeys(order, 0)
@@ -49,31 +42,38 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
         tests.append({
             "score": t.score, "max_score": t.max_score,
             "status": "passed" if t.passed else "failed",
-            "name": f"{part.title or t.part}: {t.name}"
-                    + (" (practice, 0 points)" if t.practice else ""),
+            "name": f"{_title(part, language) or t.part}: {t.name}"
+                    + (said["gs_practice"] if t.practice else ""),
             "number": f"{order.index(t.part) + 1}.{counters[t.part]}",
-            "output": _test_output(t, course.language), "output_format": "text",
+            "output": _test_output(t, language), "output_format": "text",
             "tags": [t.part, "practice"] if t.practice else [t.part],
             "visibility": part.visibility,
         })
-    waiting = STRINGS[course.language]["written_awaiting"]
     for n, (qid, q) in enumerate(student.written.items(), start=1):  # the written part
         question = lesson.written.get(qid)
-        pending = q.get("status") in (AWAITING, STALE)  # neither passed nor failed yet
+        status = str(q.get("status"))
+        pending = status in (AWAITING, STALE)  # neither passed nor failed yet
         tests.append({
             "score": q.get("score", 0.0), "max_score": q.get("max_score", 0.0),
             **({} if pending else {"status": "passed" if q.get("score") == q.get("max_score")
                                    else "failed"}),
-            "name": f"Check question {qid}: {question.title if question else qid} "
-                    f"(written, {q.get('status')})",
-            "number": f"{len(order) + 1}.{n}", "output": waiting if pending else "",
+            "name": said["gs_question"].format(
+                qid=qid, title=_title(question, language) if question else qid,
+                status=said.get(f"wst_{status}", status)),
+            "number": f"{len(order) + 1}.{n}",
+            "output": said["written_awaiting"] if pending else "",
             "output_format": "text", "tags": ["written", qid], "visibility": "visible"})
-    head = [STATUS_TEXT.get(student.status, student.status), *student.notes]
+    head = [said.get(f"gs_status_{student.status}", student.status), *student.notes]
     output = "".join(f"<p>{escape(clean(line, 2000))}</p>" for line in head)
-    top = render_page_top(student, course, lesson_key, pages=pages)
+    top = render_page_top(student, course, lesson_key, language, pages=pages)
     return {"score": student.score, "output": output + top,
             "output_format": "html", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests}
+
+
+def _title(item: Part | Question, language: str) -> str:
+    """A part's or a check question's title in `language` (its zh one where given)."""
+    return (item.title_zh if language == "zh" else "") or item.title
 
 
 def _test_output(test: TestRecord, language: str) -> str:
@@ -84,7 +84,8 @@ def _test_output(test: TestRecord, language: str) -> str:
     diagnosis = test.diagnosis
     if diagnosis and diagnosis.id is not None:  # id None: no known mistake fits
         title, hint = diagnosis.title or {}, diagnosis.hint or {}
-        lines.append(f"Likely cause: {title.get(language) or title.get('en', '')}")
+        lines.append(STRINGS[language]["gs_likely_cause"].format(
+            title=title.get(language) or title.get("en", "")))
         if hint:
             lines.append(hint.get(language) or hint.get("en", ""))
     return "\n".join(lines)
@@ -107,7 +108,8 @@ class Gradescope(Exporter):
             if path.parent != folder or path in paths:
                 raise ValueError(f"no safe, unique file name for student id "
                                  f"{student.student_id!r}")
-            got = results(options.course, options.lesson_key, student, options.pages)
+            got = results(options.course, options.lesson_key, student, options.pages,
+                          options.language)
             path.write_text(json.dumps(got, indent=1, ensure_ascii=False), encoding="utf-8")
             paths[path] = None
         return Exported(list(paths))
