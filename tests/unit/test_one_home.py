@@ -72,3 +72,11 @@ def test_grader_checks_steps_are_practice_run_steps():
     assert grading == ["grader/run/practice_run.py"]
     assert _holding(r"\bshapes_marks\(", "grader") == ["grader/judge/written.py",
                                                        "grader/run/practice_run.py"]
+
+
+def test_the_closeness_rule_is_written_once():
+    """The elementwise rule (|got - ref| <= atol + rtol·|ref|, a non-finite reference
+    matched only by itself) is computed in judge/closeness.py alone: the divergence
+    search and the smallest example call it, so a page's line never disagrees with the
+    verdict."""
+    assert _holding(r"atol \+ (\w+\.)?rtol \*", "grader") == ["grader/judge/closeness.py"]
