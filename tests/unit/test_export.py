@@ -737,6 +737,10 @@ def test_gradescope_results_speak_the_exports_language(scores):
     lesson = course.lessons["13"]
     parts = {**lesson.parts, "ffn": lesson.parts["ffn"].model_copy(update={"title_zh": "稠密 FFN"})}
     course = course.model_copy(update={"lessons": {"13": lesson.model_copy(update={"parts": parts})}})
+    failing = next(t for t in by_id(scores)["alice"]["tests"] if t["outcome"] == "failed")
+    failing["checks"] = [{"name": "output", "passed": False, "message": "2 of 4 values beyond",
+                          "message_texts": {"en": "2 of 4 values beyond",
+                                            "zh": "4 个值中有 2 个超出容差"}}]
     alice = next(s for s in ClassScores.from_json(scores).students if s.student_id == "alice")
     zh, en = results(course, "13", alice, language="zh"), results(course, "13", alice)
     assert zh["output"].startswith(f"<p>{STRINGS['zh']['gs_status_graded']}</p>")
@@ -744,3 +748,6 @@ def test_gradescope_results_speak_the_exports_language(scores):
     assert zh["tests"][0]["name"].startswith("稠密 FFN: ")
     failed = next(t for t in zh["tests"] if t["status"] == "failed")["output"]
     assert "可能的原因：用了 GELU" in failed and "Likely cause" not in failed
+    assert failed.startswith("输出：4 个值中有 2 个超出容差")  # the check's own words, in zh
+    assert next(t for t in en["tests"] if t["status"] == "failed")["output"].startswith(
+        "output differs")  # English: the record's message as the run wrote it

@@ -24,7 +24,7 @@ from grader.deliver.export.exporter import Exported, Exporter, ExportOptions
 from grader.pages.feedback import clean, render_page_top
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
-from grader.text.strings import STRINGS
+from grader.text.strings import STRINGS, check_label, message_in
 
 def results(course: Course, lesson_key: str, student: GradeRecord,
             pages: Environment | None = None, language: str | None = None) -> dict:
@@ -76,8 +76,26 @@ def _title(item: Part | Question, language: str) -> str:
     return (item.title_zh if language == "zh" else "") or item.title
 
 
+def _message(test: TestRecord, language: str) -> str:
+    """The test's message in `language`: the record's is English (its error's, or its
+    first three failing checks', as judge/runner.py joins them); each check and error
+    also keeps its words in every language (`message_texts`), as the page reads them."""
+    if language == "en" or not test.message:
+        return test.message
+    if test.error:
+        return message_in(test.error, language)
+    failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
+    if not failing:
+        return test.message
+    said = STRINGS[language]
+    sep, colon = ("；", "：") if language == "zh" else ("; ", ": ")
+    return sep.join(f"{check_label(str(c.get('name', '')), said)}{colon}{message_in(c, language)}"
+                    for c in failing[:3])
+
+
 def _test_output(test: TestRecord, language: str) -> str:
-    lines = [test.message] if test.message else []
+    message = _message(test, language)
+    lines = [message] if message else []
     far = disclosed.test_difference(test.practice, test.max_abs_diff)  # a graded case: none
     if far:
         lines.append(far)
