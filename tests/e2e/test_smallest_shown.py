@@ -41,7 +41,7 @@ def test_the_failing_part_gets_a_snippet_that_runs(graded):
     done = subprocess.run([sys.executable, "snippet.py"], cwd=folder, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    yours = [line for line in text.splitlines() if line.startswith("#   aux = ")][1]
+    yours = [line for line in text.splitlines() if line.startswith("#   aux = ")][0]  # yours first
     value = yours.removeprefix("#   aux = torch.tensor(").split(",")[0]
     assert value in done.stdout, (value, done.stdout)
 
@@ -89,7 +89,7 @@ def test_other_lessons_show_a_snippet_that_runs(course, tmp_path, key):
     done = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    yours = [line for line in text.splitlines() if line.startswith(f"#   {output} = ")][1]
+    yours = [line for line in text.splitlines() if line.startswith(f"#   {output} = ")][0]  # yours first
     shown = yours.removeprefix(f"#   {output} = torch.tensor(").lstrip("[").split(",")[0]
     # the comments write each float as Python does (shortest), print with 17 decimals:
     # the same float64 value
