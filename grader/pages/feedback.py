@@ -280,6 +280,21 @@ def _local_picture(picture: dict, lang: str) -> dict:
             "labels": [in_language(x, lang) for x in picture.get("labels", [])]}
 
 
+def test_message(test: TestRecord, lang: str, most: int) -> str:
+    """A test's message in `lang`: its error's, or its first `most` failing checks' as
+    the plugin joins them (`name: message; ...`), each check's in `lang`
+    (`message_texts`): the record's own message is English."""
+    failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
+    if test.error:
+        return message_in(test.error, lang)
+    if not failing:
+        return test.message
+    t = STRINGS[lang]
+    return t["semicolon"].join(
+        check_label(str(c.get("name")), t) + t["colon"] + message_in(c, lang)
+        for c in failing[:most])
+
+
 def _test_view(test: TestRecord, t: dict[str, str], lang: str, picture: bool) -> dict:
     """A failing test's checks; at most its first heatmap is drawn."""
     checks = [c for c in test.checks if isinstance(c, dict)]

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from grader.judge import disclosed
 from grader.config import Course
+from grader.pages.feedback import test_message
 from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
 
 # Exit status of `grader check`, documented in docs/students.md
@@ -76,7 +77,7 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             "likely_mistake": {"id": diagnosis.id, "title": diagnosis.title[lang],
                                "hint": diagnosis.hint[lang]}
             if diagnosis and diagnosis.id else None,
-            "tests": [{"name": t.name, "outcome": t.outcome, "message": _message(t, lang),
+            "tests": [{"name": t.name, "outcome": t.outcome, "message": test_message(t, lang, most=5),
                        "traceback": (t.error or {}).get("traceback") or "",
                        "checks": [{**disclosed.check(c, t.practice),
                                    "label": check_label(str(c.get("name")), STRINGS[lang])}
@@ -89,21 +90,6 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             "notes": [in_language(n, lang) for n in notes], "passed": sum(t.passed for t in tests), "total": len(tests),
             "parts": parts, "output": record.output,
             "examples": {k: example_in(v, lang) for k, v in record.examples.items()}}
-
-
-def _message(test: TestRecord, lang: str) -> str:
-    """A test's message in `lang`: one failed through its checks says them as the
-    plugin does (`name: message; ...`), each check's message in `lang`."""
-    from grader.text.strings import STRINGS, check_label, message_in
-    failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
-    if test.error:
-        return message_in(test.error, lang)
-    if not failing:
-        return test.message
-    t = STRINGS[lang]
-    return t["semicolon"].join(
-        check_label(str(c.get("name")), t) + t["colon"] + message_in(c, lang)
-        for c in failing[:5])
 
 
 def _syntax_error(tests: list[TestRecord]) -> bool:

@@ -21,10 +21,10 @@ from grader.judge import disclosed
 from grader.judge.written import AWAITING, STALE
 from grader.config import Course, Part, Question
 from grader.deliver.export.exporter import Exported, Exporter, ExportOptions
-from grader.pages.feedback import clean, render_page_top
+from grader.pages.feedback import clean, render_page_top, test_message
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
 from grader.store import safe_name
-from grader.text.strings import STRINGS, check_label, message_in
+from grader.text.strings import STRINGS
 
 def results(course: Course, lesson_key: str, student: GradeRecord,
             pages: Environment | None = None, language: str | None = None) -> dict:
@@ -76,25 +76,11 @@ def _title(item: Part | Question, language: str) -> str:
     return (item.title_zh if language == "zh" else "") or item.title
 
 
-def _message(test: TestRecord, language: str) -> str:
-    """The test's message in `language`: the record's is English (its error's, or its
-    first three failing checks', as judge/runner.py joins them); each check and error
-    also keeps its words in every language (`message_texts`), as the page reads them."""
-    if language == "en" or not test.message:
-        return test.message
-    if test.error:
-        return message_in(test.error, language)
-    failing = [c for c in test.checks if isinstance(c, dict) and not c.get("passed")]
-    if not failing:
-        return test.message
-    said = STRINGS[language]
-    sep, colon = ("；", "：") if language == "zh" else ("; ", ": ")
-    return sep.join(f"{check_label(str(c.get('name', '')), said)}{colon}{message_in(c, language)}"
-                    for c in failing[:3])
-
-
 def _test_output(test: TestRecord, language: str) -> str:
-    message = _message(test, language)
+    # English: the record's message as the run joined it (three checks); another
+    # language: the same checks in its words
+    message = test.message if language == "en" or not test.message \
+        else test_message(test, language, most=3)
     lines = [message] if message else []
     far = disclosed.test_difference(test.practice, test.max_abs_diff)  # a graded case: none
     if far:
