@@ -97,6 +97,12 @@ def _exact(points: float) -> float:
 Points = Annotated[float, Field(gt=0), AfterValidator(_exact)]
 
 
+def title_in(item: Part | Question | Lesson | Course, language: str) -> str:
+    """A part's, check question's, lesson's or course's title in `language`: its
+    `title_zh` on Chinese pages where given, else `title`."""
+    return (item.title_zh if language == "zh" else "") or item.title
+
+
 class Part(Strict):
     points: Points
     title: str = ""

@@ -32,7 +32,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from grader import points as exact
-from grader.config import Course, Lesson, Question
+from grader.config import Course, Lesson, Question, title_in
 from grader.judge.written import (RUBRIC, SPLITS, Mark, append_jsonl, as_marked, grades_folder,
                                   marks, recorded_answers, splits)
 from grader.pages.feedback import course_title, lesson_title, templates
@@ -236,7 +236,7 @@ class Marking:
             course_title=course_title(self.course, self.language),
             lesson_title=lesson_title(self.course, self.lesson_key, self.language),
             lesson_key=self.lesson_key, question=qid,
-            questions=[{"id": k, "title": (q.title_zh if zh and q.title_zh else q.title)}
+            questions=[{"id": k, "title": title_in(q, self.language)}
                        for k, q in self.lesson.written.items() if q.kind == "text"],
             config={"token": self.token, "question": qid, "zh": zh})
 

@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.config import Question
+from grader.config import Question, title_in
 from grader.intake.answers import MAX_ANSWER, Answer, read_answers
 
 def shapes_marks(written: dict[str, Question], answers: dict[str, Answer],
@@ -316,7 +316,7 @@ def page_section(lesson_questions: dict[str, Question], entries: dict[str, dict]
         a = Answer.from_json(e.get("answer") or {})
         applied = set(e.get("rubric") or [])
         questions.append({
-            "id": qid, "title": q.title_zh if zh and q.title_zh else q.title,
+            "id": qid, "title": title_in(q, language),
             "text": q.text_zh if zh and q.text_zh else q.text, "status": e["status"],
             "score": e["score"], "max_score": e["max_score"], "given": a.given,
             "answer": a.text, "problem": t["written_problem"].format(why=a.problem)

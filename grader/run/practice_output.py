@@ -14,7 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from grader.judge import disclosed
-from grader.config import Course
+from grader.config import Course, title_in
 from grader.pages.feedback import test_message
 from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
 
@@ -71,8 +71,7 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             "where": sentence(part.where, STRINGS[lang], record.cells) if failing else "",
             "findings": part_findings(mine, part, [q for q in order[:order.index(name)]
                                                    if q in failed], explained, STRINGS[lang]),
-            "title": (lesson.parts[name].title_zh if lang == "zh" else "")
-            or lesson.parts[name].title,
+            "title": title_in(lesson.parts[name], lang),
             "passed": sum(t.passed for t in mine), "total": len(mine),
             "likely_mistake": {"id": diagnosis.id, "title": diagnosis.title[lang],
                                "hint": diagnosis.hint[lang]}
@@ -193,11 +192,12 @@ def print_written(outcome: dict, course: Course, lesson_key: str, out: Console) 
     as they will be at grading, for the lesson's shapes are in its own text."""
     from grader.pages.feedback import STRINGS
 
-    zh = (outcome.get("language") or course.language) == "zh"
+    lang = outcome.get("language") or course.language
+    zh = lang == "zh"
     lesson = course.lesson(lesson_key)
     for qid, got in (outcome.get("written") or {}).items():
         q = lesson.written[qid]
-        title = q.title_zh if zh and q.title_zh else q.title
+        title = title_in(q, lang)
         full = got["score"] == got["max_score"]
         out.print(f"{'[green]✓[/]' if full else '[red]✗[/]'} {qid:9} "
                   f"{got['score']:g}/{got['max_score']:g}  [dim]{escape(title)}[/]")

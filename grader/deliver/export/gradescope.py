@@ -19,7 +19,7 @@ from markupsafe import escape
 
 from grader.judge import disclosed
 from grader.judge.written import AWAITING, STALE
-from grader.config import Course, Part, Question
+from grader.config import Course, title_in
 from grader.deliver.export.exporter import Exported, Exporter, ExportOptions
 from grader.pages.feedback import clean, render_page_top, test_message
 from grader.record import MISSING, ClassScores, GradeRecord, TestRecord
@@ -42,7 +42,7 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
         tests.append({
             "score": t.score, "max_score": t.max_score,
             "status": "passed" if t.passed else "failed",
-            "name": f"{_title(part, language) or t.part}: {t.name}"
+            "name": f"{title_in(part, language) or t.part}: {t.name}"
                     + (said["gs_practice"] if t.practice else ""),
             "number": f"{order.index(t.part) + 1}.{counters[t.part]}",
             "output": _test_output(t, language), "output_format": "text",
@@ -58,7 +58,7 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
             **({} if pending else {"status": "passed" if q.get("score") == q.get("max_score")
                                    else "failed"}),
             "name": said["gs_question"].format(
-                qid=qid, title=_title(question, language) if question else qid,
+                qid=qid, title=title_in(question, language) if question else qid,
                 status=said.get(f"wst_{status}", status)),
             "number": f"{len(order) + 1}.{n}",
             "output": said["written_awaiting"] if pending else "",
@@ -69,11 +69,6 @@ def results(course: Course, lesson_key: str, student: GradeRecord,
     return {"score": student.score, "output": output + top,
             "output_format": "html", "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests}
-
-
-def _title(item: Part | Question, language: str) -> str:
-    """A part's or a check question's title in `language` (its zh one where given)."""
-    return (item.title_zh if language == "zh" else "") or item.title
 
 
 def _test_output(test: TestRecord, language: str) -> str:
