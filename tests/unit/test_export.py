@@ -433,6 +433,7 @@ def test_rejects_unknown_format_and_wrong_lesson(tmp_path, scores):
         export(make_course(), "13", {**scores, "lesson": "12"}, tmp_path, ["canvas"])
 
 
+@pytest.mark.slow  # nbgrader's gradebook made (sqlalchemy)
 def test_nbgrader_export_warns_of_nothing(tmp_path, scores):
     """It printed three SQLAlchemy warnings ("not in session") on every export."""
     pytest.importorskip("nbgrader.api")
@@ -472,6 +473,7 @@ def test_nbgrader_gradebook_round_trip(tmp_path, scores):
     assert float(nbgrader_export()["alice"]["score"]) == by_id(scores)["alice"]["score"] + 1
 
 
+@pytest.mark.slow  # nbgrader gradebooks made and read back
 def test_nbgrader_total_is_the_final_score_after_late_credit(tmp_path, scores):
     """The cells carry the score before late credit and the notebook's penalty is the
     difference: nbgrader's own total is the final score, not a second penalty. A part
@@ -498,6 +500,7 @@ def test_nbgrader_total_is_the_final_score_after_late_credit(tmp_path, scores):
     assert float(grades["alice"]["late_submission_penalty"]) == alice["score"] - final
 
 
+@pytest.mark.slow  # nbgrader exports made and read back
 def test_nbgrader_carries_a_part_override_as_manual_scores_and_clears_them_on_revoke(
         tmp_path, scores):
     """Issue 56: a part `grader override` changed is a human's score: written as
@@ -627,6 +630,7 @@ def test_lms_files_equal_scores_json_exactly(tmp_path, big_class):
     assert want["s000"] == 10.0 and want["s001"] == 0.0
 
 
+@pytest.mark.slow  # a class's nbgrader gradebook read back
 def test_nbgrader_gradebook_reads_back_scores_json_exactly(tmp_path, big_class):
     """nbgrader totals a submission with SQL SUM over its grades: it must give the
     very same floats."""

@@ -161,6 +161,7 @@ def test_correct_code_has_no_example(course, key):
                                 ex and ex.student)
 
 
+@pytest.mark.slow  # every corpus case of a lesson traced and its example made
 @pytest.mark.parametrize("key", LESSONS)
 def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
     """The corpus of single-line mistakes (audit mutants and hand-written ones) that

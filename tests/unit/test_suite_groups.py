@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import BY_TEST, BY_TEST_BUT, OUTSIDE_BWRAP_LOCK, outside_bwrap, xdist_group
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +34,7 @@ def test_a_file_is_a_group_and_a_lesson_file_one_per_lesson():
         f"{contract}[13]"
 
 
+@pytest.mark.slow  # runs pytest-xdist on two workers in a subprocess
 def test_two_workers_each_run_a_whole_file(tmp_path):
     """Two files of four tests on two workers: each file's tests on one worker (dealt
     test by test, as pytest-xdist's loadgroup did here, they were spread)."""
