@@ -558,7 +558,8 @@ def busy_run(root: Path, kind: str, name: str, code: tuple[Path, Path], subs: Pa
 
 def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
                      codes: dict[str, tuple[Path, Path]],
-                     compute: Callable[[str], float]) -> None:
+                     compute: Callable[[str], float],
+                     only: str | None = None) -> None:
     """Busy CPU per student for a correct class (copies of the solution) and a
     mistaken one (copies of examples/13/grace: two known mistakes, every failing part
     explained), each code's, as the difference between a class of `large` and one of
@@ -568,9 +569,10 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
     buys more or less work from one minute to the next (the same warm compute read 48
     and 78 ms in one hour here), and a ratio of two readings taken apart skews with it.
     `codes`: name -> (checkout, its course snapshot); each code is divided by the compute
-    of its own course's graded requests (`compute(name)`)."""
+    of its own course's graded requests (`compute(name)`); `only` keeps one class."""
     kinds = {"correct": COURSE.parent / "solutions" / "13_moe.py",
              "mistaken": SAMPLE / "grace" / "13_moe.py"}
+    kinds = {k: v for k, v in kinds.items() if only in (None, k)}
     cpu: dict[tuple[str, str, int], list[tuple[float, float]]] = defaultdict(list)
     computes: dict[tuple[str, str], list[float]] = defaultdict(list)
     for name in codes:  # each code's own kept recording (kept.py): see `busy_run`
@@ -594,6 +596,7 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
                 computes[kind, name].append((before[name] + compute(name)) / 2)
     rows = []
     ratio: dict[tuple[str, str], float] = {}
+    ms: dict[tuple[str, str], float] = {}  # the median of the rounds' CPU per student
     for kind in kinds:
         for name in codes:
             span = large - small
@@ -603,6 +606,7 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
                                                        computes[kind, name])]
             each = sorted((per / c, per, child) for per, child, c in by_round)
             ratio[kind, name], per, child = each[len(each) // 2]  # the median round's
+            ms[kind, name] = sorted(p for p, _, _ in by_round)[len(by_round) // 2]
             rows.append((f"{kind} class, {name} code: CPU per student (median of {rounds})",
                          f"{1000 * per:.0f} ms = {ratio[kind, name]:.1f}x compute"))
             rows.append(("  of which the sandboxed child / the rest",
@@ -624,7 +628,9 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
                f"({'meets' if ratio[kind, 'new'] <= targets[kind] else 'MISSES'} " \
                f"the {targets[kind]}x target)"
         if "old" in codes:
-            line += f"; new / old {ratio[kind, 'new'] / ratio[kind, 'old']:.2f}"
+            line += (f"; new / old {ratio[kind, 'new'] / ratio[kind, 'old']:.2f} against "
+                     f"each code's compute, {ms[kind, 'new'] / ms[kind, 'old']:.2f} in CPU "
+                     "per student")
         print(line)
     print(f"notes: each figure is (CPU of a {large}-student run - CPU of a {small}-student "
           f"run) / {large - small}, the CPU of every process of the run ({how}), so other "
@@ -653,6 +659,8 @@ def main() -> None:
     ap.add_argument("--busy", metavar="SMALL,LARGE",
                     help="instead: busy CPU per student, correct and mistaken classes")
     ap.add_argument("--rounds", type=int, default=3, help="with --busy: runs of each")
+    ap.add_argument("--only", choices=("correct", "mistaken"),
+                    help="with --busy: that class alone")
     ap.add_argument("--code", type=Path, metavar="CHECKOUT", default=REPO,
                     help="with --busy: the new code (default: this checkout)")
     args = ap.parse_args()
@@ -676,7 +684,7 @@ def main() -> None:
         if args.against:
             codes["old"] = (args.against, snapshot_course(root / "course-old", args.against))
         busy_per_student(root, small, large, jobs, args.rounds, codes,
-                         lambda name: code_compute(*codes[name], args.compute_reps))
+                         lambda name: code_compute(*codes[name], args.compute_reps), args.only)
         return
     if args.class_sizes:
         sizes = [int(x) for x in args.class_sizes.split(",")]
