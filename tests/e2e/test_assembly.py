@@ -41,7 +41,7 @@ from grader.judge import runner
 from grader.judge.context import LessonContext
 from grader.pages import feedback
 from grader.record import Diagnosis, GradeRecord, PartRecord
-from grader.store import Store, dump
+from grader.store import Store, dump, source_hash
 
 from ..conftest import open_slot
 
@@ -120,15 +120,16 @@ Attention.forward = _asked
 """
 
 
-def _stored(course: config.Course, key: str, sid: str, lost: dict) -> None:
-    """A stored result of `key` for `sid`: full marks but in the parts `lost` names
-    (part -> the diagnosis, or None)."""
+def _stored(course: config.Course, key: str, sid: str, lost: dict, text: str) -> None:
+    """A stored result of `key` for `sid`, made from the file `text` (its hash, as a
+    run records it): full marks but in the parts `lost` names (part -> the diagnosis,
+    or None)."""
     parts = {}
     for name, part in course.lesson(key).parts.items():
         diagnosis = lost.get(name)
         parts[name] = PartRecord(0.0 if name in lost else part.points, part.points, 0, 1,
                                  diagnosis)
-    record = GradeRecord(sid, key, "graded", 0.0, 10.0, parts, [])
+    record = GradeRecord(sid, key, "graded", 0.0, 10.0, parts, [], source_hash=source_hash(text))
     store = Store(course.path(course.lesson(key).out))
     store.results_path.mkdir(parents=True, exist_ok=True)
     store.result_path(sid).write_text(dump(record.to_json()), encoding="utf-8")
@@ -154,7 +155,7 @@ def graded(far_course, tmp_path_factory) -> tuple[dict, config.Course]:
             target = course.path(course.lesson(key).submissions) / sid
             target.mkdir(parents=True)
             (target / course.lesson(key).exercise).write_text(text, "utf-8")
-            _stored(course, key, sid, {"apply": rope} if key == "12" else {})
+            _stored(course, key, sid, {"apply": rope} if key == "12" else {}, text)
         own = folder / "subs13b" / sid
         own.mkdir(parents=True)
         (own / "13b_assembly.py").write_text(_solution("13b_assembly.py"), "utf-8")
@@ -189,6 +190,7 @@ def test_a_lesson_12_mistake_is_not_charged_again(graded):
         "RMSNorm", "precompute_freqs_cis", "rope_position_embeddings", "FeedForward",
         "MOEFeedForward"]
     assert pieces["attention"]["why"] == "no_file"
+    assert kim.source_hash == source_hash(_solution("13b_assembly.py"))  # as 10-13's are
     assert pieces["apply_rotary_pos_emb"]["why"] == "lost"
     assert pieces["apply_rotary_pos_emb"]["parts"] == ["apply"]
     page = html.unescape(feedback.render_student(kim, course, "13b", "en"))
