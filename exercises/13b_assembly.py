@@ -131,3 +131,14 @@ class CourseMiniMindForCausalLM(nn.Module):
         """(logits [B, S, vocab], a list of each layer's cache, the summed aux loss)."""
         # YOUR CODE HERE
         raise NotImplementedError()
+
+
+# ----------------------------------------------------------------------------
+# Check questions. Answer each in its string, in English or Chinese; leave
+# the code above as it is. A TA marks the answers.
+# 本节检查：在下面的字符串里作答（中英文均可）。
+# ----------------------------------------------------------------------------
+
+# q1 (2 points): Why does the model return the sum of every MoE layer's aux loss, not the last layer's or their mean? Where does that sum go in training?
+# q1（2 分）：为什么模型返回的是所有 MoE 层 aux loss 的和，而不是最后一层的或它们的平均？训练时这个和去了哪里？
+ANSWER_Q1 = """YOUR ANSWER HERE"""

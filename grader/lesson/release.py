@@ -57,10 +57,14 @@ def stub_section(written: dict) -> str:
     """The questions as `grader release` appends them to the stub, after the code."""
     if not written:
         return ""
-    out = ["\n\n# " + "-" * 76,
-           "# Check questions (the lesson's §8). Answer each in its string, in English or",
-           "# Chinese; leave the code above as it is. A TA marks the written answers; the",
-           "# shapes question is marked by the grader (`grader check` shows it).",
+    if any(q.kind == "shapes" for q in written.values()):
+        said = ["# Check questions (the lesson's §8). Answer each in its string, in English or",
+                "# Chinese; leave the code above as it is. A TA marks the written answers; the",
+                "# shapes question is marked by the grader (`grader check` shows it)."]
+    else:  # (an assembly lesson's, lesson 13b's, come from another section)
+        said = ["# Check questions. Answer each in its string, in English or Chinese; leave",
+                "# the code above as it is. A TA marks the answers."]
+    out = ["\n\n# " + "-" * 76, *said,
            "# 本节检查：在下面的字符串里作答（中英文均可）。",
            "# " + "-" * 76]
     for qid, q in written.items():

@@ -1,4 +1,5 @@
-"""course.yml's `written:` check questions: what load() refuses, and lesson 13's."""
+"""course.yml's `written:` check questions: what load() refuses, and lessons 13's and
+13b's."""
 from __future__ import annotations
 
 import pytest
@@ -22,6 +23,25 @@ def test_lesson_13_has_all_eight_questions_and_q6_is_the_shapes_one():
     for q in lesson.written.values():
         assert q.title_zh and q.text_zh
         assert q.kind == "shapes" or all(r.description_zh for r in q.rubric)
+
+
+def test_lesson_13b_asks_about_the_assembly_and_its_stub_holds_the_answer():
+    """Lesson 13b's check question (§7 and §3's steps 7-8: the summed aux loss), en and
+    zh with a rubric; its stub, made by `grader release`, carries its placeholder and
+    says nothing of a shapes question it does not have."""
+    from grader.lesson.release import make_stub
+
+    course = config.load(config.Path(__file__).parents[2] / "course.yml")
+    lesson = course.lesson("13b")
+    assert list(lesson.written) == ["q1"]
+    q = lesson.written["q1"]
+    assert q.kind == "text" and "aux loss" in q.text and q.text_zh and q.title_zh
+    assert {r.id for r in q.rubric} == {"per_layer", "not_mean", "into_loss"}
+    assert all(r.description_zh for r in q.rubric)
+    stub = course.path(lesson.stub).read_text(encoding="utf-8")
+    assert stub == make_stub(course.path(lesson.solution).read_text(encoding="utf-8"),
+                             str(lesson.solution), lesson.written)
+    assert 'ANSWER_Q1 = """YOUR ANSWER HERE"""' in stub and "shapes" not in stub
 
 
 def test_a_rubric_must_add_up_to_the_points():
