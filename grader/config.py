@@ -148,7 +148,7 @@ class Question(Strict):
     @model_validator(mode="after")
     def _marked(self) -> Question:
         """A text question's rubric adds up to its points; a shapes question's points
-        split into its five fields exactly, in whole 1/1024 units."""
+        split into its fields exactly, in whole 1/1024 units."""
         if self.kind == "text":
             if self.shapes:
                 raise ValueError("a `text` question has no `shapes`")

@@ -1,8 +1,9 @@
-"""The shapes question (lesson 13's q6), marked by the grader.
+"""A shapes question (lesson 13's q6, lesson 13b's q2), marked by the grader.
 
 Each field is read by a small parser of its own (names, whole numbers, `*`, `+`,
 brackets), never by `eval` or SymPy's `parse_expr` (which evaluates), and compared with
-the lesson's shapes symbolically over the lesson's declared names, so `[B*S, H]`,
+the question's shapes (course.yml's `shapes`, else lesson 13's `EXPECTED`) symbolically
+over the lessons' declared names, so `[B*S, H]`,
 `(N, hidden_size)` and `[seq_len × batch, H]` are one shape. Each field is an equal
 share of the question's points (grader/points.py's units); the reason a field is wrong
 is said in the lesson's terms, in every language.

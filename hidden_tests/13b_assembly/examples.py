@@ -6,7 +6,7 @@ The grader runs them with its own pieces of lessons 10-13 (probes.py's stand-ins
 block with its own Attention and the model with its own blocks (stand_ins.py's NESTED).
 A student has none of these: the snippet makes `model_parts` of the student's own
 lessons 10-13 files, saved next to it (`PRELUDE`), and says so in its comments, which
-the page shows in its language. Shipped in the student bundle (fresh inputs only)."""
+the page shows in its language. Fresh inputs only: a student bundle may ship it."""
 from __future__ import annotations
 
 from collections.abc import Callable

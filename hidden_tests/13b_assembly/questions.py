@@ -3,8 +3,7 @@ explains, what the student's Attention, MiniMindBlock or model is asked on fresh
 does the padding mask or the cache change anything, does the last token change the
 earlier tokens' results (causal attention), do float64 inputs come back float64. Inputs
 are examples.py's makers at sizes its smallest examples never try (more new tokens than
-they have), from its fresh seeds: no graded case. Shipped in the student bundle (fresh
-inputs only)."""
+they have), from its fresh seeds: no graded case, so a student bundle may ship it."""
 from __future__ import annotations
 
 from pathlib import Path
