@@ -66,9 +66,9 @@ class MOEFeedForward(nn.Module):
 
 
 # ----------------------------------------------------------------------------
-# Check questions (the lesson's §8). Answer each in its string, in English or
-# Chinese; leave the code above as it is. A TA marks the written answers; the
-# shapes question is marked by the grader (`grader check` shows it).
+# Check questions. Answer each in its string, in English or Chinese; leave the
+# code above as it is. A TA marks the written answers; the shapes question is
+# marked by the grader (`grader check` shows it).
 # 本节检查：在下面的字符串里作答（中英文均可）。
 # ----------------------------------------------------------------------------
 

@@ -131,3 +131,25 @@ class CourseMiniMindForCausalLM(nn.Module):
         """(logits [B, S, vocab], a list of each layer's cache, the summed aux loss)."""
         # YOUR CODE HERE
         raise NotImplementedError()
+
+
+# ----------------------------------------------------------------------------
+# Check questions. Answer each in its string, in English or Chinese; leave the
+# code above as it is. A TA marks the written answers; the shapes question is
+# marked by the grader (`grader check` shows it).
+# 本节检查：在下面的字符串里作答（中英文均可）。
+# ----------------------------------------------------------------------------
+
+# q1 (2 points): Why does the model return the sum of every MoE layer's aux loss, not the last layer's or their mean? Where does that sum go in training?
+# q1（2 分）：为什么模型返回的是所有 MoE 层 aux loss 的和，而不是最后一层的或它们的平均？训练时这个和去了哪里？
+ANSWER_Q1 = """YOUR ANSWER HERE"""
+
+# q2 (1.25 points): The model is given input_ids.shape = [B, S] and a cache of P earlier positions. Write the shapes of hidden_states (after embed_tokens), xq (after its view), xk (after the cache, before repeat_kv), scores and logits.
+# q2（1.25 分）：模型的输入 `input_ids.shape = [B, S]`，缓存里已有 P 个更早的位置。写出 `hidden_states`（embed_tokens 之后）、`xq`（view 之后）、`xk`（拼上缓存之后、repeat_kv 之前）、`scores` 和 `logits` 的形状。
+ANSWER_Q2 = {
+    "hidden_states": "",
+    "xq": "",
+    "xk": "",
+    "scores": "",
+    "logits": "",
+}

@@ -119,9 +119,19 @@ class RubricItem(Strict):
     note: str = ""  # for the TA only (model answers): never on a student's page
 
 
+class ShapeField(Strict):
+    """One field of a shapes question: its shape over the shapes question's names
+    (judge/shapes.py's NAMES, e.g. "[B, P + S, n_kv_heads, head_dim]"), and why it is
+    so, which the page says where an answer is wrong."""
+    shape: str
+    why: str
+    why_zh: str = ""
+
+
 class Question(Strict):
     """One of a lesson's check questions: `text`, marked by a TA against its rubric, or
-    `shapes`, marked by the grader (grader/shapes.py), each field an equal share."""
+    `shapes`, marked by the grader (grader/shapes.py), each field an equal share: the
+    fields `shapes` names, or without it lesson 13's five (the MoE layer's)."""
     points: Points
     title: str
     title_zh: str = ""
@@ -129,12 +139,19 @@ class Question(Strict):
     text_zh: str = ""
     kind: Literal["text", "shapes"]
     rubric: list[RubricItem] = []
+    shapes: dict[str, ShapeField] = {}
+
+    def fields(self) -> tuple[str, ...]:
+        """A shapes question's fields, in the stub's order."""
+        return tuple(self.shapes) or SHAPE_FIELDS
 
     @model_validator(mode="after")
     def _marked(self) -> Question:
         """A text question's rubric adds up to its points; a shapes question's points
-        split into its five fields exactly, in whole 1/1024 units."""
+        split into its fields exactly, in whole 1/1024 units."""
         if self.kind == "text":
+            if self.shapes:
+                raise ValueError("a `text` question has no `shapes`")
             if not self.rubric:
                 raise ValueError("a `text` question needs rubric items")
             ids = [r.id for r in self.rubric]
@@ -147,7 +164,7 @@ class Question(Strict):
         else:
             if self.rubric:
                 raise ValueError("a `shapes` question is marked by the grader: no rubric")
-            n = len(SHAPE_FIELDS)
+            n = len(self.fields())
             if exact.units(self.points, "points") % n:
                 raise ValueError(f"{self.points} does not split into {n} equal shares of "
                                  f"whole 1/{exact.UNIT.denominator} points (e.g. 1.25, 2.5, 5)")

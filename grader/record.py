@@ -267,6 +267,10 @@ class GradeRecord:
     # when the LMS says the graded file was handed in (ISO, as scores.json keeps it from
     # the grade of record, grader/judge/final.py); "" when no time is known
     handed_in: str = ""
+    # store.source_hash of the text graded ("" with none): an assembly lesson takes this
+    # result for the student's earlier file only while the file is that text
+    # (grader/judge/earlier.py); kept in results/<id>.json, not in scores.json
+    source_hash: str = ""
 
     def to_json(self) -> Json:
         """results/<id>.json: everything but the raw log."""
@@ -284,12 +288,14 @@ class GradeRecord:
                 **({"name": self.name} if self.name else {}),
                 **({"written": self.written} if self.written else {}),
                 **({"cells": self.cells} if self.cells else {}),
-                **({"handed_in": self.handed_in} if self.handed_in else {})}
+                **({"handed_in": self.handed_in} if self.handed_in else {}),
+                **({"source_hash": self.source_hash} if self.source_hash else {})}
 
     def score_json(self) -> Json:
         """The record as scores.json holds it: no timing, each test's verdict only."""
         doc = self.to_json()
         del doc["timing"], doc["examples"]
+        doc.pop("source_hash", None)
         doc["notes"] = [str(n) for n in self.notes]  # the exports read English text
         doc["tests"] = [{k: t[k] for k in SCORE_TEST_KEYS} for t in doc["tests"]]
         return doc
@@ -319,7 +325,8 @@ class GradeRecord:
                             if isinstance(v, dict)},
                    cells=[[int(x) for x in row] for row in d.get("cells") or []
                           if isinstance(row, list) and len(row) == 4],
-                   handed_in=str(d.get("handed_in") or ""))
+                   handed_in=str(d.get("handed_in") or ""),
+                   source_hash=str(d.get("source_hash") or ""))
 
 
 @dataclass

@@ -55,6 +55,12 @@ def fingerprint(source: bytes | None, version: str) -> str:
     return h.hexdigest()[:24]
 
 
+def source_hash(source: str) -> str:
+    """A graded file's text, hashed: kept with its result, so that an assembly lesson
+    takes the result for the student's earlier file only while the file is that text."""
+    return hashlib.sha256(encode(source)).hexdigest()
+
+
 def write_atomic(path: Path, data: bytes | str | Iterable[bytes]) -> None:
     """Write to a temp file, then rename: readers see the old file or the new one.
     `data` may come in chunks (scores.json is streamed: no class-sized string).

@@ -75,25 +75,27 @@ def _text_answer(value: object) -> Answer:
     return Answer(text=text, cut=cut, digest=digest(value))
 
 
-def _shapes_answer(value: object) -> Answer:
+def _shapes_answer(value: object, names: tuple[str, ...] = SHAPE_FIELDS) -> Answer:
+    """A shapes question's answer: the dict of its fields (`names`)."""
     if isinstance(value, str):  # a notebook's markdown, or a string instead of the dict
-        value = _fields_of_text(value)
+        value = _fields_of_text(value, names)
     if not isinstance(value, dict):
-        return Answer(problem=f"not a dict of the five fields but a {type(value).__name__}")
-    fields = {f: str(value.get(f, ""))[:MAX_ANSWER] for f in SHAPE_FIELDS}
-    extra = sorted(str(k) for k in value if k not in SHAPE_FIELDS)
+        return Answer(problem=f"not a dict of the {len(names)} fields but a "
+                      f"{type(value).__name__}")
+    fields = {f: str(value.get(f, ""))[:MAX_ANSWER] for f in names}
+    extra = sorted(str(k) for k in value if k not in names)
     problem = f"fields the question does not ask for: {', '.join(extra)}" if extra else ""
-    whole = {f: str(value.get(f, "")) for f in SHAPE_FIELDS}
+    whole = {f: str(value.get(f, "")) for f in names}
     return Answer(fields=fields, problem=problem, digest=digest(whole),
                   cut=any(len(v) > MAX_ANSWER for v in whole.values()))
 
 
-def _fields_of_text(text: str) -> dict[str, str]:
+def _fields_of_text(text: str, names: tuple[str, ...] = SHAPE_FIELDS) -> dict[str, str]:
     """`x_flat: [N, H]` lines (a notebook's markdown) as fields; other lines ignored."""
     found = {}
     for line in text.splitlines():
         m = _FIELD.match(line)
-        if m and m[1] in SHAPE_FIELDS:
+        if m and m[1] in names:
             found[m[1]] = m[2].strip("`")
     return found
 
@@ -191,5 +193,6 @@ def read_answers(path: Path | None, written: dict[str, Question]) -> dict[str, A
                                   "grader can read without running your code (write the "
                                   "text itself, in quotes)")
         else:
-            answers[qid] = (_shapes_answer if q.kind == "shapes" else _text_answer)(value)
+            answers[qid] = (_shapes_answer(value, q.fields()) if q.kind == "shapes"
+                            else _text_answer(value))
     return answers

@@ -6,9 +6,11 @@ stub imports from it and the parts of that lesson each piece rests on. For a stu
 each earlier lesson's file is `<its submissions>/<student id>/<its exercise>` and its
 grade is that lesson's stored result (`<its out>/results/`, as its last `grader run`
 wrote it: run the earlier lessons first). A piece runs as the student's own when the
-file is there, a result is there, and every part the piece rests on got full marks
-in it. Otherwise the grader's stand-in takes its place and the page says why: no file,
-no result, or the parts that lost points (with the mistake, where that lesson named
+file is there, a result made from that very file is there (the result's `source_hash`
+is the file's now: a file changed since, or a result that names no file, is not its
+grade), and every part the piece rests on got full marks in it. Otherwise the grader's
+stand-in takes its place and the page says why: no file, no result, a result of
+another file, or the parts that lost points (with the mistake, where that lesson named
 one), which are charged there and not again here.
 """
 from __future__ import annotations
@@ -17,12 +19,13 @@ from dataclasses import dataclass, field
 
 from grader.config import Course
 from grader.intake.capped import read_source
-from grader.store import Store
+from grader.store import Store, source_hash
 
 @dataclass
 class Piece:
     """One piece the assembly imports: the student's own, or stood in for and why
-    ("no_file", "no_record" or "lost": the parts that lost points, and the mistakes
+    ("no_file", "no_record", "changed": the stored result was made from another file,
+    "unhashed": it names none, or "lost": the parts that lost points, and the mistakes
     that lesson named for them, {language: title} each)."""
 
     name: str
@@ -66,11 +69,16 @@ def find(course: Course, key: str, student_id: str) -> Earlier:
             if got is None or got.data is None:  # absent, unreadable or too big
                 why = "no_file"
             else:
+                text = got.data.decode("utf-8-sig", "replace")  # as runner.read decodes it
                 record = Store(course.path(lesson.out)).load(student_id) if lesson.out else None
                 if record is None:
                     why = "no_record"
+                elif not record.source_hash:  # stored before results named their file
+                    why = "unhashed"
+                elif record.source_hash != source_hash(text):
+                    why = "changed"
                 else:
-                    source = got.data.decode("utf-8", "replace")
+                    source = text
         for name, parts in names.items():
             if source is None or record is None:
                 pieces.append(Piece(name, lesson_key, False, why))

@@ -39,6 +39,7 @@ from grader.judge.reference import Caller, request_key
 from grader.sandbox.limits import StudentError
 from grader.sandbox.session import Session
 from grader.sandbox.slot import SlotLike
+from grader.store import source_hash
 from grader.text.strings import STRINGS, Said, in_language, say
 from grader.lesson.testfile import is_practice, part_of
 
@@ -572,6 +573,7 @@ def _record(ctx: LessonContext, sub: Submission, slot: SlotLike | None,
         sandboxed=bool(slot and slot.sandboxed),
         sandbox=slot.sandbox.mode if slot else "none", notes=sub.notes,
         fingerprint=sub.fingerprint, name=sub.name, cells=notebook.cells_of(sub.path),
+        source_hash=source_hash(sub.source) if sub.source is not None else "",
         timing=Timing(round(elapsed, 3), round(session.cpu_s, 3) if session else 0.0),
         raw_log=raw)
 

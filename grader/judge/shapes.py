@@ -1,8 +1,9 @@
-"""The shapes question (lesson 13's q6), marked by the grader.
+"""A shapes question (lesson 13's q6, lesson 13b's q2), marked by the grader.
 
 Each field is read by a small parser of its own (names, whole numbers, `*`, `+`,
 brackets), never by `eval` or SymPy's `parse_expr` (which evaluates), and compared with
-the lesson's shapes symbolically over the lesson's declared names, so `[B*S, H]`,
+the question's shapes (course.yml's `shapes`, else lesson 13's `EXPECTED`) symbolically
+over the lessons' declared names, so `[B*S, H]`,
 `(N, hidden_size)` and `[seq_len × batch, H]` are one shape. Each field is an equal
 share of the question's points (grader/points.py's units); the reason a field is wrong
 is said in the lesson's terms, in every language.
@@ -15,10 +16,14 @@ from dataclasses import dataclass
 import sympy
 
 from grader import points
+from grader.config import ShapeField
 from grader.lesson.release import SHAPE_FIELDS
 from grader.text.strings import Said, say
 
 B, S, H, E, K, INTER = sympy.symbols("B S H E K I", positive=True, integer=True)
+# the assembly's (lesson 13b): cached positions, vocabulary, query and kv heads, head size
+P, V, HEADS, KV_HEADS, HEAD_DIM = sympy.symbols("P V n_heads n_kv_heads head_dim",
+                                                positive=True, integer=True)
 N = B * S
 # the lesson's declared names (§1.5's table, §3's code), and the spellings students use
 NAMES = {
@@ -30,6 +35,13 @@ NAMES = {
     "K": K, "k": K, "top_k": K, "topk": K, "num_experts_per_tok": K,
     "I": INTER, "intermediate_size": INTER,
     "b": B, "s": S, "h": H, "n": N, "e": E,
+    "P": P, "past": P, "past_len": P, "past_length": P, "cache_len": P,
+    "V": V, "vocab": V, "vocab_size": V,
+    "n_heads": HEADS, "num_heads": HEADS, "num_attention_heads": HEADS,
+    "n_local_heads": HEADS, "heads": HEADS,
+    "n_kv_heads": KV_HEADS, "num_kv_heads": KV_HEADS, "num_key_value_heads": KV_HEADS,
+    "n_local_kv_heads": KV_HEADS, "kv_heads": KV_HEADS,
+    "head_dim": HEAD_DIM, "d_head": HEAD_DIM,
 }
 EXPECTED = {"x_flat": (N, H), "scores": (N, E), "topk_idx": (N, K),
             "topk_weight": (N, K), "y": (B, S, H)}
@@ -152,8 +164,10 @@ class FieldMark:
     note: Said | None = None
 
 
-def mark_field(field: str, text: str) -> tuple[bool, Said | None, Said | None]:
-    """(right, why it is wrong, a note on an accepted alternative) for one field."""
+def mark_field(field: str, text: str, own: ShapeField | None = None
+               ) -> tuple[bool, Said | None, Said | None]:
+    """(right, why it is wrong, a note on an accepted alternative) for one field: of the
+    question's own `shapes` (`own`), or else one of lesson 13's five."""
     if not text.strip():
         return False, say("shape_no_answer"), None
     try:
@@ -162,12 +176,13 @@ def mark_field(field: str, text: str) -> tuple[bool, Said | None, Said | None]:
         return False, exc.said, None
     except RecursionError:  # brackets nested thousands deep
         return False, say("shape_unreadable", given="the answer"), None
-    want = EXPECTED[field]
+    want = parse(own.shape) if own is not None else EXPECTED[field]
     if same(dims, want):
         return True, None, None
-    if field == "y" and same(dims, Y_FLAT):
+    if own is None and field == "y" and same(dims, Y_FLAT):
         return True, None, say("shape_y_flat")
-    why = say(f"shape_why_{field}")
+    why = (Said({"en": own.why, "zh": own.why_zh or own.why}) if own is not None
+           else say(f"shape_why_{field}"))
     given = f"`{text.strip()}`"
     if len(dims) != len(want):
         return False, say("shape_rank", given=given, got=len(dims), field=field,
@@ -176,12 +191,15 @@ def mark_field(field: str, text: str) -> tuple[bool, Said | None, Said | None]:
     return False, say("shape_dim", n=n + 1, given=given, why=why), None
 
 
-def mark(fields: dict[str, str], total: float) -> dict[str, FieldMark]:
-    """Each field's mark: an equal share of `total` (whole units) when right, else 0."""
-    shares = points.shares(points.units(total, "the shapes question"), len(SHAPE_FIELDS))
+def mark(fields: dict[str, str], total: float,
+         own: dict[str, ShapeField] | None = None) -> dict[str, FieldMark]:
+    """Each field's mark: an equal share of `total` (whole units) when right, else 0.
+    `own`: the question's `shapes` (course.yml), where it names its fields."""
+    names = tuple(own) if own else SHAPE_FIELDS
+    shares = points.shares(points.units(total, "the shapes question"), len(names))
     out = {}
-    for field, share in zip(SHAPE_FIELDS, shares):
-        ok, why, note = mark_field(field, fields.get(field, ""))
+    for field, share in zip(names, shares):
+        ok, why, note = mark_field(field, fields.get(field, ""), (own or {}).get(field))
         out[field] = FieldMark(ok, points.as_points(share if ok else 0),
                                points.as_points(share), why, note)
     return out

@@ -7,7 +7,10 @@ part, the probe, the sizes and the lowest and highest of each, a maker of the pr
 arguments from sizes, the outputs compared, and the snippet's lines calling the
 student's function; optionally `TOLERANCES` ((part, output) -> dtype name -> (atol,
 rtol)) where correct code may differ from the reference by more than float64's rounding
-(a softmax or a count the reference rounds to float32, a float16 input). This module holds the search,
+(a softmax or a count the reference rounds to float32, a float16 input); and, for a
+student's file that imports what only the grader has (an assembly lesson's `model_parts`),
+`IMPORTS` (more of the standard library), `PRELUDE` (lines run before the student's file
+is imported) and `LOAD` (its own `load`). This module holds the search,
 the seeds, the comparison and the literals; a lesson without that file shows no
 example.
 
@@ -223,12 +226,16 @@ def _snippet(lesson: types.ModuleType, example: Example, error: str | None) -> s
         lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
     lines += ["# the reference gives:"]
     lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
-    code = ["import importlib", "import torch", "",
+    loads = example.part in getattr(lesson, "LOADS", ())
+    # the standard library's modules, then torch (after a blank line where there are two)
+    standard = sorted({"importlib", *getattr(lesson, "IMPORTS", ()), *(["zlib"] if loads else [])})
+    code = [*(f"import {name}" for name in standard), *([""] if len(standard) > 1 else []),
+            "import torch", "",
             "torch.set_printoptions(precision=17)  # every digit, as in the comments above",
+            *getattr(lesson, "PRELUDE", ()),
             f'm = importlib.import_module("{lesson.MODULE}")']
-    if example.part in getattr(lesson, "LOADS", ()):
-        code[:2] = ["import importlib", "import zlib", "", "import torch"]
-        code += ["", *LOAD, "", "state = {"]
+    if loads:
+        code += ["", *getattr(lesson, "LOAD", LOAD), "", "state = {"]
         code += [f"    {k!r}: {literal(v)}," for k, v in example.args["state"].items()]
         code += ["}"]
     return "\n".join([*lines, "", *code, *lesson.lines(example)]) + "\n"

@@ -25,7 +25,7 @@ def shapes_marks(written: dict[str, Question], answers: dict[str, Answer],
         if q.kind != "shapes":
             continue
         answer = answers.get(qid, Answer())
-        marks = shapes.mark(answer.fields or {}, q.points)
+        marks = shapes.mark(answer.fields or {}, q.points, q.shapes)
         out[qid] = {"score": shapes.score(marks), "max_score": q.points,
                     "given": answer.given,
                     "fields": {f: {"given": (answer.fields or {}).get(f, ""), "ok": m.ok,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 ANSWER = re.compile(r"^ANSWER_Q[0-9]+\s*[:=]", re.M)
 MARKER = re.compile(r"^(\s*)### (BEGIN|END) (SOLUTION|HIDDEN TESTS)\s*$")
 PLACEHOLDER = "YOUR ANSWER HERE"   # a text answer in the stub, as nbgrader writes it
-# the shapes question's fields (lessons.<lesson>.written, kind: shapes), in the stub's order
+# a shapes question's fields without its own `shapes` (lesson 13's), in the stub's order
 SHAPE_FIELDS = ("x_flat", "scores", "topk_idx", "topk_weight", "y")
 
 
@@ -57,10 +57,12 @@ def stub_section(written: dict) -> str:
     """The questions as `grader release` appends them to the stub, after the code."""
     if not written:
         return ""
-    out = ["\n\n# " + "-" * 76,
-           "# Check questions (the lesson's §8). Answer each in its string, in English or",
-           "# Chinese; leave the code above as it is. A TA marks the written answers; the",
-           "# shapes question is marked by the grader (`grader check` shows it).",
+    said = ["# Check questions. Answer each in its string, in English or Chinese; leave the",
+            "# code above as it is. A TA marks the written answers; the shapes question is",
+            "# marked by the grader (`grader check` shows it)."]
+    if not any(q.kind == "shapes" for q in written.values()):
+        said[1:] = ["# code above as it is. A TA marks the answers."]
+    out = ["\n\n# " + "-" * 76, *said,
            "# 本节检查：在下面的字符串里作答（中英文均可）。",
            "# " + "-" * 76]
     for qid, q in written.items():
@@ -71,7 +73,7 @@ def stub_section(written: dict) -> str:
         name = f"ANSWER_{qid.upper()}"
         if q.kind == "shapes":
             out.append(f"{name} = {{")
-            out += [f'    "{f}": "",' for f in SHAPE_FIELDS]
+            out += [f'    "{f}": "",' for f in q.fields()]
             out.append("}")
         else:
             out.append(f'{name} = """{PLACEHOLDER}"""')

@@ -176,7 +176,7 @@ def earlier_sentences(earlier: dict | None, t: dict[str, str]) -> list[str]:
     said = [t["assembly_own"].format(names=", ".join(own))] if own else []
     for p in pieces:
         why = p.get("why")
-        if p.get("own") or why not in ("lost", "no_file", "no_record"):
+        if p.get("own") or why not in ("lost", "no_file", "no_record", "changed", "unhashed"):
             continue
         mistakes = "; ".join(f"“{in_language(m, t['language_code'])}”"
                              for m in p.get("mistakes") or [] if isinstance(m, dict))

@@ -10,7 +10,9 @@ own-code part runs kim's lessons 10, 12 (freqs, offset) and 13, stands in for le
 own-code part really runs a student's own file: tests/unit/test_assembly.py.
 
 lee (no earlier files): RoPE on v in the Attention and a post-norm block, mistakes in
-parts that hold one another: each is charged in its own part only. max: an Attention
+parts that hold one another: each is charged in its own part only; each part's box
+names the line, and its smallest failing example runs beside lee's file and lessons
+10-13's files (examples.py makes `model_parts` of them). max: an Attention
 whose forward asks the grader's Attention stand-in for its answer, refused in the
 self_attn part's requests.
 
@@ -31,9 +33,12 @@ import hashlib
 import html
 import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from grader import config
@@ -41,7 +46,7 @@ from grader.judge import runner
 from grader.judge.context import LessonContext
 from grader.pages import feedback
 from grader.record import Diagnosis, GradeRecord, PartRecord
-from grader.store import Store, dump
+from grader.store import Store, dump, source_hash
 
 from ..conftest import open_slot
 
@@ -120,15 +125,16 @@ Attention.forward = _asked
 """
 
 
-def _stored(course: config.Course, key: str, sid: str, lost: dict) -> None:
-    """A stored result of `key` for `sid`: full marks but in the parts `lost` names
-    (part -> the diagnosis, or None)."""
+def _stored(course: config.Course, key: str, sid: str, lost: dict, text: str) -> None:
+    """A stored result of `key` for `sid`, made from the file `text` (its hash, as a
+    run records it): full marks but in the parts `lost` names (part -> the diagnosis,
+    or None)."""
     parts = {}
     for name, part in course.lesson(key).parts.items():
         diagnosis = lost.get(name)
         parts[name] = PartRecord(0.0 if name in lost else part.points, part.points, 0, 1,
                                  diagnosis)
-    record = GradeRecord(sid, key, "graded", 0.0, 10.0, parts, [])
+    record = GradeRecord(sid, key, "graded", 0.0, 10.0, parts, [], source_hash=source_hash(text))
     store = Store(course.path(course.lesson(key).out))
     store.results_path.mkdir(parents=True, exist_ok=True)
     store.result_path(sid).write_text(dump(record.to_json()), encoding="utf-8")
@@ -154,7 +160,7 @@ def graded(far_course, tmp_path_factory) -> tuple[dict, config.Course]:
             target = course.path(course.lesson(key).submissions) / sid
             target.mkdir(parents=True)
             (target / course.lesson(key).exercise).write_text(text, "utf-8")
-            _stored(course, key, sid, {"apply": rope} if key == "12" else {})
+            _stored(course, key, sid, {"apply": rope} if key == "12" else {}, text)
         own = folder / "subs13b" / sid
         own.mkdir(parents=True)
         (own / "13b_assembly.py").write_text(_solution("13b_assembly.py"), "utf-8")
@@ -189,6 +195,7 @@ def test_a_lesson_12_mistake_is_not_charged_again(graded):
         "RMSNorm", "precompute_freqs_cis", "rope_position_embeddings", "FeedForward",
         "MOEFeedForward"]
     assert pieces["attention"]["why"] == "no_file"
+    assert kim.source_hash == source_hash(_solution("13b_assembly.py"))  # as 10-13's are
     assert pieces["apply_rotary_pos_emb"]["why"] == "lost"
     assert pieces["apply_rotary_pos_emb"]["parts"] == ["apply"]
     page = html.unescape(feedback.render_student(kim, course, "13b", "en"))
@@ -234,3 +241,63 @@ def test_the_attention_earns_nothing_by_calling_the_stand_in_for_itself(graded):
     assert scores == {**FULL, "self_attn": 0.0, "own": 0.0}, scores
     said = [t.message for t in max_.tests if t.part == "self_attn"]
     assert said and all("answers in block_forward's requests only" in m for m in said), said
+
+
+# lessons 10-13's files, as the smallest example imports them (examples.py's PIECES)
+EARLIER_FILES = ("10_rmsnorm.py", "11_attention.py", "12_rope.py", "13_moe.py")
+
+
+def _shown(snippet: str, output: str) -> object:
+    """The value a snippet's comments show as the student's for `output` (theirs come
+    first), read back with torch's constructors only."""
+    line = next(x for x in snippet.splitlines() if x.startswith(f"#   {output} = "))
+    return eval(line.removeprefix(f"#   {output} = "), {"torch": torch})  # noqa: S307 - ours
+
+
+def test_a_wiring_mistake_names_its_line_and_shows_an_example_that_runs(graded, tmp_path):
+    """As in lessons 10-13 (issue 57): each of lee's failing wiring parts gets the box
+    naming the line of its mistake, en and zh, and a smallest failing example. Saved
+    next to lee's file and lessons 10-13's files (a student's own; here the
+    solutions), each runs, and prints the numbers it shows as lee's: the block's too,
+    as its smallest input has one token at position 0, where RoPE (lee's attention
+    mistake) changes nothing."""
+    records, course = graded
+    lee = records["lee"]
+    text = _two("rope_on_v", "post_norm")
+    lines = text.splitlines()
+    edited = {"self_attn": next(i for i, x in enumerate(lines, 1)
+                                if "xq, xv = apply_rotary_pos_emb" in x),
+              "block": next(i for i, x in enumerate(lines, 1)
+                            if x.strip() == "hidden_states, position_embeddings,")}
+    pages = {lang: feedback.render_student(lee, course, "13b", lang) for lang in ("en", "zh")}
+    for part, line in edited.items():
+        where = lee.parts[part].where
+        assert where and where["line"] <= line <= where["end"], (part, where)
+        for lang, said in (("en", f"Line {where['line']} <code>"),
+                           ("zh", f"第 {where['line']} 行 <code>")):
+            assert said in pages[lang], (part, lang)
+    assert set(lee.examples) == set(edited), lee.examples
+    for lang in ("en", "zh"):
+        assert html.escape(feedback.STRINGS[lang]["ex_model_parts"]) in pages[lang]
+        assert html.escape(feedback.STRINGS[lang]["ex_own_attention"]) in pages[lang]
+    for name in EARLIER_FILES:
+        (tmp_path / name).write_text(_solution(name), encoding="utf-8")
+    (tmp_path / "13b_assembly.py").write_text(text, encoding="utf-8")
+    runner_py = ("import builtins, sys, torch\n"
+                 "printed = []\n"
+                 "builtins.print = lambda *a, **k: printed.extend(a)\n"
+                 "exec(compile(open(sys.argv[1]).read(), sys.argv[1], 'exec'),"
+                 " {'__name__': '__main__'})\n"
+                 "torch.save(printed, sys.argv[2])\n")
+    (tmp_path / "run.py").write_text(runner_py, encoding="utf-8")
+    for part, snippet in lee.examples.items():
+        (tmp_path / f"{part}.py").write_text(snippet, encoding="utf-8")
+        done = subprocess.run([sys.executable, "run.py", f"{part}.py", f"{part}.pt"],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        y, cache = torch.load(tmp_path / f"{part}.pt")
+        assert torch.equal(y, _shown(snippet, "y")), part
+        shown_cache = _shown(snippet, "cache")
+        assert (cache is None) == (shown_cache is None), part
+        if cache is not None:
+            assert torch.equal(cache, shown_cache), part

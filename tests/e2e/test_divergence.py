@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grader.judge import divergence, runner, smallest
+from grader.judge import divergence, runner, smallest, standin
 from grader.record import Where
 from grader.run.practice_output import outcome, print_outcome
 from grader.judge.context import LessonContext
@@ -30,8 +30,21 @@ from grader.sandbox.session import Session
 from tests.conftest import ROOT, open_slot
 
 CORPUS = ROOT / "tests" / "fixtures" / "divergence"
-LESSONS = {"10": "10_rmsnorm", "11": "11_attention", "12": "12_rope", "13": "13_moe"}
+LESSONS = {"10": "10_rmsnorm", "11": "11_attention", "12": "12_rope", "13": "13_moe",
+           "13b": "13b_assembly"}
 UPSTREAM = Path("/work/.mirror/jingyaogong+minimind/repo")
+
+
+# Entries of a lesson's corpus whose page does not name the edited line, each with what
+# it gets ("wrong": another line, "none": no line) and why; kept exact, so that a new
+# miss fails (lessons 10-13 list none)
+MISSED = {"13b": {
+    "hand-0": ("wrong", "k left un-normalised is a value the reference computes too "
+                        "(before its k_norm): the first value it never computes is the "
+                        "scores, whose line is named"),
+    "hand-7": ("none", "the caches returned are lists of tensors, which the tracer does "
+                       "not follow; every value it traces matches the reference's"),
+}}
 
 
 def corpus(lesson: str) -> list[dict]:
@@ -78,12 +91,15 @@ def test_the_page_names_the_edited_line(course, lesson):
     limits = course.limits(lesson)
     solution = ctx.refs.source
     slot = open_slot(course, lesson)
-    hits, wrong, none, on_example = [], [], [], 0
+    hits, wrong, none, raised, on_example = [], [], [], [], 0
     backward: dict[str, str] = {}  # a gradient-only mistake's id -> the kind found
     try:
         for entry in corpus(lesson):
             source = edited(solution, entry)
             session = Session(slot, source, info.exercise, info.provides, limits)
+            if info.builds_on:  # an assembly lesson's pieces, answered as a graded run does
+                session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces,
+                                                    ctx.refs.stand_in_memo)
             try:
                 example = smallest.examples(ctx.tests, ctx.refs.probes, [entry["part"]],
                                             StudentCaller(session, ctx),
@@ -94,6 +110,11 @@ def test_the_page_names_the_edited_line(course, lesson):
                                          first)
             finally:
                 session.close()
+            if entry.get("raises"):  # its box names the line that raised, as a traceback
+                assert found is not None and found.kind == "raised" and found.raise_line, \
+                    (entry["id"], found)
+                raised.append(entry["id"])
+                continue
             line = (found or Where("none")).line
             if entry.get("backward"):
                 backward[entry["id"]] = (found.kind if found and line and found.line
@@ -109,11 +130,16 @@ def test_the_page_names_the_edited_line(course, lesson):
     n = len(hits) + len(wrong) + len(none)
     print(f"lesson {lesson}: {n} mistakes ({on_example} traced on their smallest example "
           f"first), edited line named {len(hits) / n:.0%}, a wrong line {len(wrong) / n:.0%}, "
-          f"none {len(none) / n:.0%}; gradient-only {len(backward)}: {backward}")
+          f"none {len(none) / n:.0%}; {len(raised)} raising, each its raise's box; "
+          f"gradient-only {len(backward)}: {backward}")
     if smallest.load(ctx.tests) is not None:
-        assert on_example >= 0.9 * n  # the examples are what is traced, nearly always
+        assert on_example >= 0.9 * (n + len(raised))  # the examples are what is traced
+    listed = MISSED.get(lesson, {})
+    assert {i: ("wrong" if i in wrong else "none") for i in wrong + none if i in listed} \
+        == {i: kind for i, (kind, _) in listed.items()}
+    n -= len(listed)
     assert len(hits) >= 0.9 * n, (wrong, none)
-    assert len(wrong) <= 0.02 * n, wrong
+    assert len([i for i in wrong if i not in listed]) <= 0.02 * n, wrong
     assert all(kind in ("cut", "added") for kind in backward.values()), backward
     if lesson in ("10", "11", "13"):  # the lessons that grade gradients
         assert len(backward) >= 3

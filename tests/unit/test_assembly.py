@@ -176,3 +176,65 @@ def test_a_run_computes_each_stand_in_answer_once_gradients_included(refs):
     twice = third({**grads, "grads": [2 * grads["grads"][0]]})["grads"]
     assert len(computed) == 2
     assert torch.allclose(twice[0], 2 * first_back["grads"][0])
+
+
+# the questions on fresh inputs (questions.py): mutant -> (the solution's text, the
+# student's, the part asked, the finding)
+QUESTION_MUTANTS = {
+    "attention_ignores_padding": (
+        "            scores += (1.0 - attention_mask.unsqueeze(1).unsqueeze(2)) * -1e9\n",
+        "            pass\n", "self_attn",
+        {"kind": "ignores", "function": "Attention", "argument": "attention_mask"}),
+    "attention_not_causal": (
+        "device=scores.device).triu(1)", "device=scores.device).triu(seq_len)", "self_attn",
+        {"kind": "earlier", "function": "Attention"}),
+    "attention_float32": (
+        "return self.o_proj(output), past_kv", "return self.o_proj(output).float(), past_kv",
+        "self_attn", {"kind": "dtype", "function": "Attention", "output": "y",
+                      "dtype": "float32"}),
+    "block_ignores_padding": (
+        "past_key_value, use_cache, attention_mask)", "past_key_value, use_cache, None)",
+        "block", {"kind": "ignores", "function": "MiniMindBlock",
+                  "argument": "attention_mask"}),
+    "model_ignores_cache": (
+        "past_key_value=past_key_value,", "past_key_value=None,", "model",
+        {"kind": "ignores", "function": "CourseMiniMindForCausalLM",
+         "argument": "past_key_values"}),
+    "model_ignores_padding": (
+        "use_cache=use_cache, attention_mask=attention_mask)",
+        "use_cache=use_cache, attention_mask=None)", "model",
+        {"kind": "ignores", "function": "CourseMiniMindForCausalLM",
+         "argument": "attention_mask"}),
+}
+
+
+@pytest.mark.parametrize("name", list(QUESTION_MUTANTS))
+def test_each_question_finds_its_wiring_mistake(refs, name):
+    """Lesson 13b's questions on fresh inputs find the mistake each is about, and say
+    it in one sentence in each language."""
+    from grader.judge import questions
+    from grader.judge.reference import Caller
+    from grader.pages import explain, feedback
+
+    old, new, part, finding = QUESTION_MUTANTS[name]
+    assert refs.source.count(old) == 1, name
+    module = load_module(f"_q13b_{name}", refs.source.replace(old, new), "solution")
+    found = questions.ask(TESTS, part, Caller(module, refs.probes), refs.reference)
+    assert finding in found, found
+    for lang in ("en", "zh"):
+        assert explain.answer_text(finding, feedback.STRINGS[lang])
+
+
+def test_the_solution_and_the_correct_variants_get_no_answer(refs):
+    from grader.judge import questions
+    from grader.judge.reference import Caller
+
+    students = [("solution", refs.reference.twin())]
+    for path in sorted((ROOT / "tests" / "fixtures" / "lesson13b" / "correct").glob("*.py")):
+        module = load_module(f"_q13b_correct_{path.stem}", path.read_text(encoding="utf-8"),
+                             str(path))
+        students.append((path.stem, Caller(module, refs.probes)))
+    assert len(students) >= 4
+    for name, caller in students:
+        for part in questions.load(TESTS).QUESTIONS:
+            assert questions.ask(TESTS, part, caller, refs.reference) == [], (name, part)

@@ -113,3 +113,24 @@ def test_grader_check_prints_the_shapes_mark_and_the_wrong_field(tmp_path):
     text = buf.getvalue()
     assert "q6        1/1.25" in text and "scores：`[N, K]` 的第 2 维不对" in text
     assert "x_flat" not in text  # right fields are not listed
+
+
+def test_a_question_s_own_fields_are_marked_against_its_own_shapes():
+    """Lesson 13b's shapes question (course.yml's `shapes`): the assembly's names
+    (P cached positions, n_heads, n_kv_heads, head_dim, V), any spelling of the same
+    shape right, a wrong one told why in each language."""
+    from grader import config as course_config
+    from grader.text.strings import in_language
+
+    q = course_config.load(course_config.Path(__file__).parents[2] / "course.yml") \
+        .lesson("13b").written["q2"]
+    right = {"hidden_states": "[B, S, hidden_size]", "xq": "(bsz, seq_len, n_heads, head_dim)",
+             "xk": "[B, S + past, num_key_value_heads, head_dim]",
+             "scores": "[B, n_heads, S, P+S]", "logits": "[B, S, vocab_size]"}
+    marks = shapes.mark(right, q.points, q.shapes)
+    assert list(marks) == list(q.fields()) and all(m.ok for m in marks.values()), marks
+    assert shapes.score(marks) == q.points
+    wrong = shapes.mark({**right, "xk": "[B, S, n_kv_heads, head_dim]"}, q.points, q.shapes)
+    assert not wrong["xk"].ok and shapes.score(wrong) == 1.0
+    assert "P earlier keys" in in_language(wrong["xk"].why, "en")
+    assert "缓存" in in_language(wrong["xk"].why, "zh")

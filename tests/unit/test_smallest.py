@@ -1,12 +1,14 @@
 """The smallest failing example (issue 26): found for every known mistake of lessons 10
-to 13 on a fresh input, as small as the candidates go, and its snippet, run against the
+to 13 and 13b on a fresh input, as small as the candidates go, and its snippet, run against the
 reference and against the mistaken code, prints exactly the numbers it shows. Correct
 code (the solution, the equivalent mutants, the correct fixtures) gets none: an example
 there would be a false sentence. Each single-line mistake of the divergence corpus
 gets one for its part."""
 from __future__ import annotations
 
+import shutil
 import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -24,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # warning an error; a student's runs in the sandbox, where a warning is only printed.
 # One of lesson 13's equivalent mutants transposes a 3-d tensor with .T (deprecated).
 pytestmark = pytest.mark.filterwarnings("ignore:The use of `x.T`:UserWarning")
-LESSONS = ["10", "11", "12", "13"]
+LESSONS = ["10", "11", "12", "13", "13b"]
 # Known mistakes without an example, each with why (none: every one differs in its
 # forward outputs on a small float64, float16 or bfloat16 input)
 NO_EXAMPLE: dict[str, str] = {}
@@ -48,6 +50,31 @@ def _run(snippet: str, name: str, module: types.ModuleType) -> list:
              {"print": lambda *a: printed.extend(a), "__name__": "__main__"})
     finally:
         del sys.modules[name]
+    return printed
+
+
+def _run_beside(snippet: str, lesson: types.ModuleType, source: str) -> list:
+    """An assembly lesson's snippet as a student runs it: in a folder with their file
+    (`source`) and their lessons 10-13 files (here the solutions), of which it makes
+    `model_parts` (examples.py's PRELUDE); what it prints, as objects. The modules it
+    imports are put back as they were (the probes' `model_parts` among them)."""
+    printed: list = []
+    names = [lesson.MODULE, "model_parts", *(file for file, _ in lesson.PIECES)]
+    before = {name: sys.modules.pop(name, None) for name in names}
+    with tempfile.TemporaryDirectory() as folder:
+        for file, _ in lesson.PIECES:
+            shutil.copy(ROOT / "solutions" / f"{file}.py", folder)
+        Path(folder, f"{lesson.MODULE}.py").write_text(source, encoding="utf-8")
+        sys.path.insert(0, folder)
+        try:
+            exec(compile(snippet, "snippet.py", "exec"),
+                 {"print": lambda *a: printed.extend(a), "__name__": "__main__"})
+        finally:
+            sys.path.remove(folder)
+            for name, module in before.items():
+                sys.modules.pop(name, None)
+                if module is not None:
+                    sys.modules[name] = module
     return printed
 
 
@@ -82,20 +109,29 @@ def _same(got: object, want: object) -> bool:
 
 def _snippet_prints_what_it_shows(lesson: types.ModuleType, ex: smallest.Example,
                                   solution: types.ModuleType, mistaken: types.ModuleType,
-                                  name: str) -> None:
+                                  name: str, sources: tuple[str, str] | None = None) -> None:
     """The snippet, run next to the solution and next to the mistaken code, prints the
-    numbers its comments show as the reference's and as the student's."""
+    numbers its comments show as the reference's and as the student's. `sources`: the
+    two as text, for an assembly lesson's snippet (`_run_beside`)."""
     assert _in_float64(ex), (name, ex.args)
     text = smallest.snippet(lesson, ex)
-    for module, want in ((solution, ex.reference), (mistaken, ex.student)):
+    for i, (module, want) in enumerate(((solution, ex.reference), (mistaken, ex.student))):
         if "error" in want:
             assert want["error"] in text
             continue
-        got = _as_shown(lesson, ex.outputs, _run(text, lesson.MODULE, module))
+        printed = (_run_beside(text, lesson, sources[i]) if sources is not None
+                   else _run(text, lesson.MODULE, module))
+        got = _as_shown(lesson, ex.outputs, printed)
         for o, g in zip(ex.outputs, got):
             assert _same(g, want[o]), (name, o, g, want[o])
             # the numbers the snippet's comments show are these
             assert f"#   {o} = {smallest._shown(want[o])}" in text, (name, o)
+
+
+def _sources(lesson: types.ModuleType, solution: str, mistaken: str) -> tuple[str, str] | None:
+    """The two texts an assembly lesson's snippet is run beside (its PRELUDE imports
+    files); None for another lesson's."""
+    return (solution, mistaken) if hasattr(lesson, "PRELUDE") else None
 
 
 @pytest.mark.parametrize("key", LESSONS)
@@ -110,7 +146,9 @@ def test_every_known_mistake_gets_a_smallest_example_whose_snippet_runs(course, 
             assert ex is None, (v.mistake.id, "has an example now: drop it from the list")
             continue
         assert ex is not None, v.mistake.id
-        _snippet_prints_what_it_shows(lesson, ex, solution, v.caller.module, v.mistake.id)
+        _snippet_prints_what_it_shows(lesson, ex, solution, v.caller.module, v.mistake.id,
+                                      _sources(lesson, refs.source,
+                                               v.mistake.apply(refs.source)))
         found += 1
     assert found == len([v for v in refs.variants if v.mistake.id not in NO_EXAMPLE]) > 0
 
@@ -181,14 +219,15 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
         lines = refs.source.splitlines()
         assert lines[entry["line"] - 1] == entry["old"], entry["id"]
         lines[entry["line"] - 1] = entry["new"]
-        module = load_module(f"_smallest_corpus_{key}_{entry['id']}",
-                             "\n".join(lines) + "\n", "solution")
+        text = "\n".join(lines) + "\n"
+        module = load_module(f"_smallest_corpus_{key}_{entry['id']}", text, "solution")
         ex = smallest.smallest(lesson, entry["part"], Caller(module, refs.probes),
                                refs.reference)
         if ex is None:
             missing.append(entry["id"])
         else:
-            _snippet_prints_what_it_shows(lesson, ex, solution, module, entry["id"])
+            _snippet_prints_what_it_shows(lesson, ex, solution, module, entry["id"],
+                                          _sources(lesson, refs.source, text))
     assert sorted(missing) == sorted(listed), missing
     assert len(missing) <= 0.1 * len(entries)
 
@@ -210,6 +249,9 @@ def test_the_lessons_tolerances_are_the_ones_their_tests_use(course):
         for o in outputs}
     assert lessons["13"].TOLERANCES == {(part, "aux"): {"float64": pair("13", "aux")}
                                         for part in ("aux_loss", "moe")}
+    assert lessons["13b"].TOLERANCES == {(part, o): {"float64": pair("13b", "float64")}
+                                         for part, outputs in lessons["13b"].OUTPUTS.items()
+                                         for o in outputs}
     norm = load_module("_smallest_test_norm",
                        (ROOT / "hidden_tests" / "10_rmsnorm" / "test_norm.py").read_text(),
                        "test_norm.py")
@@ -249,3 +291,23 @@ def test_an_error_the_grader_said_is_in_the_pages_language(course):
 
     ex = smallest.smallest(lesson, "ffn", Raises(), ctx.refs.reference)
     assert "#   shape '[2, 3]' is invalid" in example_in(smallest.snippet(lesson, ex), "zh")
+
+
+def test_the_assembly_snippet_makes_model_parts_of_the_earlier_lessons_files(course):
+    """Lesson 13b's snippet imports each piece its stub takes from `model_parts` out of
+    the student's own file of the lesson course.yml's `builds_on` names for it, and
+    says so in a comment the page translates (as it says what the grader stood in for
+    the student's Attention and blocks)."""
+    from grader.pages.feedback import STRINGS
+
+    lesson = _lesson(course, "13b")[1]
+    builds_on = course.lesson("13b").builds_on
+    assert lesson.PIECES == [(Path(course.lesson(key).exercise).stem, list(names))
+                             for key, names in builds_on.items()]
+    shown = [STRINGS["en"][k] for k in ("ex_model_parts", "ex_own_attention", "ex_own_blocks")]
+    assert shown[0] in lesson.PRELUDE
+    said = {line.strip() for part in lesson.PARTS for line in
+            lesson.lines(smallest.Example(part, "", lesson.PARTS[part][2](
+                {**lesson.ONE, "L": 1}) or {}, {}, []))
+            if line.strip().startswith("#")}
+    assert said == set(shown[1:]), said

@@ -115,3 +115,20 @@ def test_a_notebooks_markdown_answers_reach_the_file_it_is_graded_as(tmp_path):
     made, _ = notebook.load(nb, "13_moe.ipynb", tmp_path / "out" / "13_moe.py")
     assert made.read_text(encoding="utf-8").startswith("x = 1\n")
     assert read_answers(made, WRITTEN)["q1"].text == 'It says """quotes""" and \\n.'
+
+
+def test_a_shapes_question_s_own_fields_are_the_ones_read(tmp_path):
+    """Lesson 13b's shapes question names its own fields (course.yml's `shapes`): those
+    are read, from the dict or a notebook's `field: shape` lines, and lesson 13's are
+    fields it does not ask for."""
+    written = COURSE.lesson("13b").written
+    f = tmp_path / "13b_assembly.py"
+    f.write_text('ANSWER_Q2 = {"xq": "[B, S, n_heads, head_dim]", "x_flat": "[N, H]"}\n',
+                 encoding="utf-8")
+    got = read_answers(f, written)["q2"]
+    assert got.fields == {"hidden_states": "", "xq": "[B, S, n_heads, head_dim]", "xk": "",
+                          "scores": "", "logits": ""}
+    assert got.problem == "fields the question does not ask for: x_flat"
+    f.write_text('ANSWER_Q2 = """logits: [B, S, V]\nscores: `[B, n_heads, S, P + S]`"""\n',
+                 encoding="utf-8")
+    assert read_answers(f, written)["q2"].fields["scores"] == "[B, n_heads, S, P + S]"

@@ -1,4 +1,5 @@
-"""course.yml's `written:` check questions: what load() refuses, and lesson 13's."""
+"""course.yml's `written:` check questions: what load() refuses, and lessons 13's and
+13b's."""
 from __future__ import annotations
 
 import pytest
@@ -22,6 +23,40 @@ def test_lesson_13_has_all_eight_questions_and_q6_is_the_shapes_one():
     for q in lesson.written.values():
         assert q.title_zh and q.text_zh
         assert q.kind == "shapes" or all(r.description_zh for r in q.rubric)
+
+
+def test_lesson_13b_asks_about_the_assembly_and_its_stub_holds_the_answers():
+    """Lesson 13b's check questions (§7 and §3's steps 7-8): the summed aux loss, en and
+    zh with a rubric, and the shapes through the model, its own five fields; its stub,
+    made by `grader release`, carries their placeholders."""
+    from grader.lesson.release import make_stub
+
+    course = config.load(config.Path(__file__).parents[2] / "course.yml")
+    lesson = course.lesson("13b")
+    assert list(lesson.written) == ["q1", "q2"]
+    q = lesson.written["q1"]
+    assert q.kind == "text" and "aux loss" in q.text and q.text_zh and q.title_zh
+    assert {r.id for r in q.rubric} == {"per_layer", "not_mean", "into_loss"}
+    assert all(r.description_zh for r in q.rubric)
+    stub = course.path(lesson.stub).read_text(encoding="utf-8")
+    assert stub == make_stub(course.path(lesson.solution).read_text(encoding="utf-8"),
+                             str(lesson.solution), lesson.written)
+    assert 'ANSWER_Q1 = """YOUR ANSWER HERE"""' in stub
+    shapes = lesson.written["q2"]
+    assert shapes.kind == "shapes" and shapes.title_zh and shapes.text_zh
+    assert shapes.fields() == ("hidden_states", "xq", "xk", "scores", "logits")
+    assert all(f.why_zh for f in shapes.shapes.values())
+    assert "ANSWER_Q2 = {\n" + "".join(f'    "{f}": "",\n' for f in shapes.fields()) in stub
+
+
+def test_a_shapes_question_s_own_fields_split_its_points_and_a_text_question_has_none():
+    fields = {f: {"shape": "[B, S]", "why": "w"} for f in ("a", "b", "c")}
+    with pytest.raises(ValidationError, match="does not split into 3 equal shares"):
+        Question(points=1, title="t", text="?", kind="shapes", shapes=fields)
+    assert Question(points=0.75, title="t", text="?", kind="shapes",
+                    shapes=fields).fields() == ("a", "b", "c")
+    with pytest.raises(ValidationError, match="has no `shapes`"):
+        Question(**_text(shapes=fields))
 
 
 def test_a_rubric_must_add_up_to_the_points():
