@@ -107,7 +107,9 @@ def _enter_sandbox(course_file: Path, lesson_key: str | None, file: Path, as_jso
             *(["--lesson", lesson_key] if lesson_key else []),
             *(["--json"] if as_json else []), *(["--language", language] if language else []),
             *(["--watch"] if watch else []), "--in-bwrap", str(file)]
-    command = bwrap.practice_command(course_file.parent, file, argv)
+    # an assembly lesson's earlier files beside the student's, and nothing else there
+    also = practice_run.earlier_files(course_file, lesson_key, file)
+    command = bwrap.practice_command(course_file.parent, file, argv, also)
     sys.stdout.flush()
     if not watch:
         os.execv(command[0], command)
@@ -139,6 +141,11 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
         sandbox = slots.Sandbox.for_lesson(course, lesson, sandboxed and not in_bwrap,
                                            fork=True, support=support)
         import torch  # noqa: F401 - held: see above
+        # an assembly lesson on the student's own earlier files: a sandbox of each of
+        # their lessons, booted with this one (a fork is made before any thread starts)
+        others = practice_run.earlier_slots(course, lesson_key, lambda k: slots.Sandbox.for_lesson(
+            course, course.lesson(k), sandboxed and not in_bwrap, fork=True,
+            support=support).sole_slot())
     from grader.judge.plugin import GraderFault
     from grader.sandbox.limits import SandboxError
 
@@ -168,8 +175,9 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
     status = practice_output.GRADER_FAILED
     try:
         _torch_note(ctx.refs.torch)
+        pieces = practice_run.own_pieces(course, lesson_key, file, others, language)
         if not watch:
-            checked = practice_run.run_file(ctx, file, slot, language)
+            checked = practice_run.run_file(ctx, file, slot, language, pieces)
             show(checked)
             status = checked.status
         else:
@@ -179,7 +187,7 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
             with tempfile.TemporaryDirectory(prefix="grader-watch-") as tmp:
                 versions = (practice_run.received(sys.stdin.buffer, Path(tmp) / file.name)
                             if in_bwrap else practice_run.saves(file))
-                practice_run.watch(ctx, versions, file.name, slot, show, language)
+                practice_run.watch(ctx, versions, file.name, slot, show, language, pieces)
             status = 0  # the file's versions ended: the process outside bwrap stopped
     except (GraderFault, SandboxError) as exc:  # ours, never the student's
         console.print(f"Error: the grader failed (not your code; tell the course staff): "
