@@ -4,9 +4,10 @@ bundle installs as `grader` (its pyproject.toml names it).
 They live apart from the staff's commands (`grader.cli`) so that a check starts with
 little to import. From a bundle's own `grader`, where bwrap works, a check with its
 file named enters the bundle's bubblewrap sandbox once it has seen that the file and
-the course file are there: no course file read, no pydantic or rich imported (about
-0.2 s, which the check inside pays again); the check inside reads and validates
-everything, and says what is wrong.
+the course file are there: no course file validated (it is read as plain YAML only
+for an assembly lesson's earlier files, which the sandbox binds), no pydantic or rich
+imported (about 0.2 s, which the check inside pays again); the check inside reads and
+validates everything, and says what is wrong.
 """
 from __future__ import annotations
 

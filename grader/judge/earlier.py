@@ -107,16 +107,19 @@ def beside(course: Course, key: str, folder: Path) -> Earlier:
     """The pieces a practice run of the assembly lesson `key` takes from the student's
     own files: each earlier lesson's exercise file in `folder` (the course's layout puts
     a student's lessons side by side), read as a submission is. Nothing can stand in
-    here, so a piece whose file is absent or unreadable is named ("no_file")."""
+    here, so a piece whose file is absent or unreadable is named ("no_file"); an
+    unreadable one is still in `files`, where its lesson's check says why."""
     pieces: list[Piece] = []
     sources: dict[str, str] = {}
     files: dict[str, Path] = {}
     for lesson_key, names in course.lesson(key).builds_on.items():
         path = folder / course.lesson(lesson_key).exercise
-        got = read_source(path) if path.is_file() else None
+        if not path.is_file():
+            got = None
+        else:
+            got, files[lesson_key] = read_source(path), path
         if got is not None and got.data is not None:
             sources[lesson_key] = got.data.decode("utf-8", "replace")
-            files[lesson_key] = path
         pieces += [Piece(name, lesson_key, lesson_key in sources,
                          "" if lesson_key in sources else "no_file") for name in names]
     return Earlier(pieces, sources, alone=True, files=files)
