@@ -108,6 +108,27 @@ def test_bundle_holds_no_solution_nor_graded_test(bundle):
             assert not [s for s in secret if s.encode() in data], f
 
 
+def test_bundle_holds_no_graded_case_of_13b(bundle, course):
+    """By content, as lesson 13's bundle is held (test_bundle.py): each lesson's folder
+    ships its practice tests and helpers only, and 13b's recording holds no graded
+    case's request."""
+    from grader.deliver.bundle import RECORDING, shipped
+    from grader.inside import protocol
+    from grader.judge import runner
+    from grader.judge.context import LessonContext
+
+    for key, folder in FOLDERS.items():
+        stub = {EARLIER[key]} if key in EARLIER else set()  # an earlier lesson's, kept here
+        assert ({f.name for f in (bundle / "tests" / folder).iterdir()}
+                == {f.name for f in shipped(ROOT / "hidden_tests" / folder)} | {RECORDING}
+                | stub)
+    recorded = protocol.loads((bundle / "tests" / "13b_assembly" / RECORDING).read_bytes())
+    graded = set(runner.grade_solution(LessonContext(course, "13b")))
+    assert graded and recorded["reference"] and not graded & set(recorded["reference"])
+    for variant in recorded["variants"].values():
+        assert not graded & set(variant)
+
+
 def test_check_at_home_passes_the_solution_on_the_solutions(bundle, tmp_path):
     proc = check(bundle, tmp_path / "work", _files())
     assert proc.returncode == 0, proc.stdout + proc.stderr
