@@ -85,7 +85,10 @@ def check_file(course_file: Path | str, lesson_key: str, file: Path | str, *,
     slot = slots.Sandbox.for_lesson(course, lesson, sandboxed, fork=True,
                                     support=support).sole_slot()
     try:
-        return practice_run.run_file(ctx, Path(file), slot, language)
+        others = practice_run.earlier_slots(course, lesson_key, lambda k: slots.Sandbox.for_lesson(
+            course, course.lesson(k), sandboxed, fork=True, support=support).sole_slot())
+        pieces = practice_run.own_pieces(course, lesson_key, Path(file), others, language)
+        return practice_run.run_file(ctx, Path(file), slot, language, pieces)
     finally:
         practice_run.close(slot)
 

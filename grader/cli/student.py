@@ -4,9 +4,10 @@ bundle installs as `grader` (its pyproject.toml names it).
 They live apart from the staff's commands (`grader.cli`) so that a check starts with
 little to import. From a bundle's own `grader`, where bwrap works, a check with its
 file named enters the bundle's bubblewrap sandbox once it has seen that the file and
-the course file are there: no course file read, no pydantic or rich imported (about
-0.2 s, which the check inside pays again); the check inside reads and validates
-everything, and says what is wrong.
+the course file are there: no course file validated (it is read as plain YAML only
+for an assembly lesson's earlier files, which the sandbox binds), no pydantic or rich
+imported (about 0.2 s, which the check inside pays again); the check inside reads and
+validates everything, and says what is wrong.
 """
 from __future__ import annotations
 
@@ -107,7 +108,9 @@ def _enter_sandbox(course_file: Path, lesson_key: str | None, file: Path, as_jso
             *(["--lesson", lesson_key] if lesson_key else []),
             *(["--json"] if as_json else []), *(["--language", language] if language else []),
             *(["--watch"] if watch else []), "--in-bwrap", str(file)]
-    command = bwrap.practice_command(course_file.parent, file, argv)
+    # an assembly lesson's earlier files beside the student's, and nothing else there
+    also = practice_run.earlier_files(course_file, lesson_key, file)
+    command = bwrap.practice_command(course_file.parent, file, argv, also)
     sys.stdout.flush()
     if not watch:
         os.execv(command[0], command)
@@ -139,6 +142,11 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
         sandbox = slots.Sandbox.for_lesson(course, lesson, sandboxed and not in_bwrap,
                                            fork=True, support=support)
         import torch  # noqa: F401 - held: see above
+        # an assembly lesson on the student's own earlier files: a sandbox of each of
+        # their lessons, booted with this one (a fork is made before any thread starts)
+        others = practice_run.earlier_slots(course, lesson_key, lambda k: slots.Sandbox.for_lesson(
+            course, course.lesson(k), sandboxed and not in_bwrap, fork=True,
+            support=support).sole_slot())
     from grader.judge.plugin import GraderFault
     from grader.sandbox.limits import SandboxError
 
@@ -168,8 +176,9 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
     status = practice_output.GRADER_FAILED
     try:
         _torch_note(ctx.refs.torch)
+        pieces = practice_run.own_pieces(course, lesson_key, file, others, language)
         if not watch:
-            checked = practice_run.run_file(ctx, file, slot, language)
+            checked = practice_run.run_file(ctx, file, slot, language, pieces)
             show(checked)
             status = checked.status
         else:
@@ -179,7 +188,7 @@ def _check_here(course: Course, lesson_key: str, file: Path, as_json: bool,
             with tempfile.TemporaryDirectory(prefix="grader-watch-") as tmp:
                 versions = (practice_run.received(sys.stdin.buffer, Path(tmp) / file.name)
                             if in_bwrap else practice_run.saves(file))
-                practice_run.watch(ctx, versions, file.name, slot, show, language)
+                practice_run.watch(ctx, versions, file.name, slot, show, language, pieces)
             status = 0  # the file's versions ended: the process outside bwrap stopped
     except (GraderFault, SandboxError) as exc:  # ours, never the student's
         console.print(f"Error: the grader failed (not your code; tell the course staff): "

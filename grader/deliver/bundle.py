@@ -21,6 +21,11 @@ first leave the reference's.
 Its pyproject.toml takes any torch 2.x the student has and names the student's
 commands only (`grader check`); its install.py puts torch's CPU build where there
 is none.
+An assembly lesson's bundle (course.yml's `builds_on`: lesson 13b) holds the same of
+each lesson it builds on, under that lesson's key in its course.yml (its stub in its
+tests folder): its check runs the student's own earlier files, each first checked
+with its own lesson's practice tests, since no solution is here to stand in for a
+piece.
 """
 from __future__ import annotations
 
@@ -75,6 +80,19 @@ README_ZH = """# 第 {key} 课：检查你的作业
 结束）。安装好的 `grader` 在任何文件夹中都能使用。
 """
 READMES = {"en": README, "zh": README_ZH}  # in the course's language
+# an assembly lesson's README goes on: where the student's earlier files go
+EARLIER = """
+`{exercise}` runs on your own files of lessons {lessons}: put {files} beside it
+(where the course has you keep them). `grader check {exercise}` first checks each
+of them with its own lesson's practice tests and names any that fails or is missing,
+so that its mistake is not taken for one in your wiring.
+"""
+EARLIER_ZH = """
+`{exercise}` 运行在你自己第 {lessons} 课的文件上：请把 {files} 放在它旁边（课程要求你
+存放它们的地方）。`grader check {exercise}` 会先用各课自己的练习测试检查这些文件，
+并指出没有通过或缺少的文件，免得把那里的错误当成你组装上的错误。
+"""
+EARLIERS = {"en": EARLIER, "zh": EARLIER_ZH}
 # What a bundle's pyproject.toml keeps of the project's dependencies: the check's own.
 # torch is any 2.x the student has (install.py installs the CPU build where none is),
 # so that installing the bundle never replaces it nor pulls CUDA.
@@ -119,9 +137,41 @@ def shipped(tests: Path) -> list[Path]:
 
 
 def build(course: Course, lesson_key: str, dest: Path) -> Path:
+    """The bundle of `lesson_key` in `dest`, with the lessons it builds on."""
+    lesson = course.lesson(lesson_key)
+    dest.mkdir(parents=True, exist_ok=True)
+    entries = {key: _lesson(course, key, dest, key == lesson_key)
+               for key in [*lesson.builds_on, lesson_key]}
+
+    shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(TEMPLATES, dest / "templates", dirs_exist_ok=True)  # beside its grader/
+    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    (dest / "pyproject.toml").write_text(PYPROJECT.format(
+        key=lesson_key, dependencies="\n".join(f'  "{d}",' for d in _dependencies(project))),
+        encoding="utf-8")
+    installer = (ROOT / "grader" / "deliver" / "bundle_install.py").read_text(encoding="utf-8")
+    for name, value in (("TORCH", torch_pin(project)), ("CPU_INDEX", CPU_INDEX)):
+        installer, n = re.subn(rf'^{name} = "[^"]*"', f'{name} = "{value}"', installer,
+                               count=1, flags=re.M)
+        assert n == 1, name  # bundle_install.py's own line, which this fills in
+    (dest / "install.py").write_text(installer, encoding="utf-8")
+    doc = {"course": course.course, "title": course.title, "title_zh": course.title_zh,
+           "language": course.language,
+           "defaults": course.defaults.model_dump(mode="json"),
+           "lessons": entries}
+    (dest / "course.yml").write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False),
+                                     encoding="utf-8")
+    (dest / "README.md").write_text(readme(course, lesson_key), encoding="utf-8")
+    return dest
+
+
+def _lesson(course: Course, lesson_key: str, dest: Path, main: bool) -> dict:
+    """One lesson's shipped tests, recording and stub in `dest` (the stub of a lesson
+    the `main` one builds on in its tests folder, so that no stub lies where the
+    student's own earlier files go); its course.yml entry."""
     lesson = course.lesson(lesson_key)
     tests = course.path(lesson.tests)
-    dest.mkdir(parents=True, exist_ok=True)
     ctx = LessonContext(course, lesson_key)
     refs = ctx.refs  # fresh: what it records is the practice tests' requests alone
     refs.signatures = None  # computed over the practice tests only
@@ -141,26 +191,13 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
     divergence.fresh_for_recording(ctx)
     refs.fresh = divergence.for_students(ctx)
 
-    shutil.copytree(ROOT / "grader", dest / "grader", dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(TEMPLATES, dest / "templates", dirs_exist_ok=True)  # beside its grader/
-    project = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
-    (dest / "pyproject.toml").write_text(PYPROJECT.format(
-        key=lesson_key, dependencies="\n".join(f'  "{d}",' for d in _dependencies(project))),
-        encoding="utf-8")
-    installer = (ROOT / "grader" / "deliver" / "bundle_install.py").read_text(encoding="utf-8")
-    for name, value in (("TORCH", torch_pin(project)), ("CPU_INDEX", CPU_INDEX)):
-        installer, n = re.subn(rf'^{name} = "[^"]*"', f'{name} = "{value}"', installer,
-                               count=1, flags=re.M)
-        assert n == 1, name  # bundle_install.py's own line, which this fills in
-    (dest / "install.py").write_text(installer, encoding="utf-8")
     test_dir = dest / "tests" / tests.name
     test_dir.mkdir(parents=True, exist_ok=True)
     for f in shipped(tests):
         shutil.copy(f, test_dir / f.name)
-    (dest / lesson.exercise).write_text(course.path(lesson.stub).read_text(encoding="utf-8"),
-                                        encoding="utf-8")
     save_recording(refs, test_dir / RECORDING)
+    stub = dest / lesson.exercise if main else test_dir / lesson.exercise
+    stub.write_text(course.path(lesson.stub).read_text(encoding="utf-8"), encoding="utf-8")
     entry = lesson.model_dump(mode="json", exclude_none=True,
                               exclude={"solution", "submissions", "out", "due",
                                        *NOT_SCORED_KEYS})  # staff's keys stay home
@@ -168,23 +205,22 @@ def build(course: Course, lesson_key: str, dest: Path) -> Path:
               if q.kind == "shapes"}  # `grader check` marks these; text rubrics stay home
     if shapes:
         entry["written"] = shapes
-    entry.update(stub=lesson.exercise, tests=f"tests/{tests.name}",
+    entry.update(stub=stub.relative_to(dest).as_posix(), tests=f"tests/{tests.name}",
                  recorded=f"tests/{tests.name}/{RECORDING}")
-    doc = {"course": course.course, "title": course.title, "title_zh": course.title_zh,
-           "language": course.language,
-           "defaults": course.defaults.model_dump(mode="json"),
-           "lessons": {lesson_key: entry}}
-    (dest / "course.yml").write_text(yaml.safe_dump(doc, allow_unicode=True, sort_keys=False),
-                                     encoding="utf-8")
-    (dest / "README.md").write_text(readme(course, lesson_key), encoding="utf-8")
-    return dest
+    return entry
 
 
 def readme(course: Course, lesson_key: str) -> str:
     """The bundle's README, in the course's language."""
-    exercise = course.lesson(lesson_key).exercise
-    return READMES.get(course.language, README).format(key=lesson_key, exercise=exercise,
+    lesson = course.lesson(lesson_key)
+    exercise = lesson.exercise
+    text = READMES.get(course.language, README).format(key=lesson_key, exercise=exercise,
                                                        stem=Path(exercise).stem)
+    if lesson.builds_on:
+        text += EARLIERS.get(course.language, EARLIER).format(
+            exercise=exercise, lessons=", ".join(lesson.builds_on),
+            files=", ".join(f"`{course.lesson(k).exercise}`" for k in lesson.builds_on))
+    return text
 
 
 def zipped(dest: Path) -> Path:

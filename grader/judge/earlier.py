@@ -12,10 +12,16 @@ grade), and every part the piece rests on got full marks in it. Otherwise the gr
 stand-in takes its place and the page says why: no file, no result, a result of
 another file, or the parts that lost points (with the mistake, where that lesson named
 one), which are charged there and not again here.
+
+`grader check` where no solution answers a stand-in (a student bundle) has nothing to
+stand in with: its practice run takes each piece from the student's own earlier file
+beside the assembly's (`beside`), names a piece with no file, and runs every other
+piece as theirs (docs/design.md, "Assembly lessons").
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from grader.config import Course
 from grader.intake.capped import read_source
@@ -44,14 +50,24 @@ class Piece:
 @dataclass
 class Earlier:
     """A student's earlier pieces: each piece's verdict, and the sources of the files
-    whose pieces run as their own (lesson key -> text)."""
+    whose pieces run as their own (lesson key -> text). `alone`: nothing stands in for
+    a piece (`beside`); `files`: where each source was read (lesson key -> path)."""
 
     pieces: list[Piece]
     sources: dict[str, str]
+    alone: bool = False
+    files: dict[str, Path] = field(default_factory=dict)
 
     def own(self) -> dict[str, str]:
         """piece name -> the lesson whose source provides it, for the pieces run as own."""
         return {p.name: p.lesson for p in self.pieces if p.own}
+
+    def practice(self) -> dict:
+        """What a practice request sends the child with its arguments (probes.py's
+        `_own_pieces`): the own pieces, their files' text, and the pieces with no file,
+        which are said missing when called."""
+        return {"own": self.own(), "sources": self.sources,
+                "missing": {p.name: p.lesson for p in self.pieces if not p.own}}
 
 
 def find(course: Course, key: str, student_id: str) -> Earlier:
@@ -93,3 +109,25 @@ def find(course: Course, key: str, student_id: str) -> Earlier:
                 pieces.append(Piece(name, lesson_key, True))
                 sources[lesson_key] = source
     return Earlier(pieces, sources)
+
+
+def beside(course: Course, key: str, folder: Path) -> Earlier:
+    """The pieces a practice run of the assembly lesson `key` takes from the student's
+    own files: each earlier lesson's exercise file in `folder` (the course's layout puts
+    a student's lessons side by side), read as a submission is. Nothing can stand in
+    here, so a piece whose file is absent or unreadable is named ("no_file"); an
+    unreadable one is still in `files`, where its lesson's check says why."""
+    pieces: list[Piece] = []
+    sources: dict[str, str] = {}
+    files: dict[str, Path] = {}
+    for lesson_key, names in course.lesson(key).builds_on.items():
+        path = folder / course.lesson(lesson_key).exercise
+        if not path.is_file():
+            got = None
+        else:
+            got, files[lesson_key] = read_source(path), path
+        if got is not None and got.data is not None:
+            sources[lesson_key] = got.data.decode("utf-8", "replace")
+        pieces += [Piece(name, lesson_key, lesson_key in sources,
+                         "" if lesson_key in sources else "no_file") for name in names]
+    return Earlier(pieces, sources, alone=True, files=files)

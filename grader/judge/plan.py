@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grader.intake.capped import MAX_SOURCE, read_source
+from grader.judge.earlier import Earlier
 from grader.record import ERROR_STATUSES, GradeRecord
 from grader.store import Store, fingerprint
 
@@ -22,6 +23,9 @@ class Submission:
     fingerprint: str = ""      # content + lesson version: unchanged means skip
     name: str = ""             # the student's name (roster, LMS download), for the page
     language: str = ""         # the page's language ("": the course's, unrecorded)
+    # an assembly lesson's practice run on the student's own earlier files (`grader check`
+    # where nothing stands in: earlier.beside); None: the runner finds them (earlier.find)
+    earlier: Earlier | None = None
 
 
 @dataclass

@@ -404,8 +404,9 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                     session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces,
                                                         ctx.refs.stand_in_memo)
                 caller = StudentCaller(session, ctx)
-                if lesson.builds_on:  # an assembly lesson's own-code part
-                    caller.earlier = earlier.find(ctx.course, ctx.key, sub.student_id)
+                if lesson.builds_on:  # an assembly lesson's own-code part, or the own
+                    caller.earlier = (sub.earlier or  # pieces a practice run was given
+                                      earlier.find(ctx.course, ctx.key, sub.student_id))
             reports: list[dict] = []
             yield caller, reports.append
             # from the autograder zip's recording: the reference's side of the smallest

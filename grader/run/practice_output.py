@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.markup import escape
@@ -17,6 +18,9 @@ from grader.judge import disclosed
 from grader.config import Course, title_in
 from grader.pages.feedback import test_message
 from grader.record import MISSING, UNREADABLE, GradeRecord, TestRecord
+
+if TYPE_CHECKING:
+    from grader.judge.earlier import Earlier
 
 # Exit status of `grader check`, documented in docs/students.md
 PASSED, FAILED, WRONG_INPUT, GRADER_FAILED = 0, 1, 2, 3
@@ -34,7 +38,16 @@ WORDS = {
                    "(tolerance {atol} + {rtol}·|ref|)", "where": "where:", "found": "found:",
            "syntax": "Python could not read your file, so no test ran. The caret marks "
                      "where it stopped; the mistake is often just before it (a missing "
-                     "comma, bracket, colon or quote, here or on the line above)."},
+                     "comma, bracket, colon or quote, here or on the line above).",
+           "earlier": "your own earlier files, which {file} runs on (from model_parts):",
+           "earlier_ok": "lesson {lesson} {file}: {pieces}; its practice tests "
+                         "{passed}/{total} passed",
+           "earlier_none": "lesson {lesson}: no {file} beside your file, so {pieces} "
+                           "cannot run; put your lesson {lesson} file there",
+           "earlier_failing": "lesson {lesson} {file} fails its practice tests in "
+                              "{parts}, where {pieces} come from: a part above may fail "
+                              "for that, not for your wiring (see `grader check {file}`)",
+           "earlier_mistake": "likely mistake there:"},
     "zh": {"note": "说明：", "hint": "提示：", "likely": "最可能的错误：",
            "practice": "练习测试通过", "printed": "你的代码打印了：",
            "example": "最小的失败示例",
@@ -43,7 +56,15 @@ WORDS = {
            "diff": "{name}：最大绝对误差 {diff:.3g}，位置 {where}，你的值 {got}，期望值 {ref}"
                    "（容差 {atol} + {rtol}·|参考值|）", "where": "位置：", "found": "发现：",
            "syntax": "Python 无法读取你的文件，所以没有运行任何测试。^ 标出了它停下的位置；"
-                     "错误往往就在它前面（这一行或上一行少了逗号、括号、冒号或引号）。"},
+                     "错误往往就在它前面（这一行或上一行少了逗号、括号、冒号或引号）。",
+           "earlier": "{file} 运行在你自己之前各课的文件上（来自 model_parts）：",
+           "earlier_ok": "第 {lesson} 课 {file}：{pieces}；它的练习测试 {passed}/{total} 通过",
+           "earlier_none": "第 {lesson} 课：你的文件旁边没有 {file}，所以 {pieces} 无法运行；"
+                           "请把你第 {lesson} 课的文件放在那里",
+           "earlier_failing": "第 {lesson} 课 {file} 的练习测试在 {parts} 没有通过，{pieces} "
+                              "来自那里：上面的部分可能因此失败，而不是因为你的组装（见 "
+                              "`grader check {file}`）",
+           "earlier_mistake": "那里最可能的错误："},
 }
 
 
@@ -91,6 +112,31 @@ def outcome(record: GradeRecord, course: Course, lesson_key: str, notes: list[st
             "examples": {k: example_in(v, lang) for k, v in record.examples.items()}}
 
 
+def pieces_outcome(found: Earlier, checked: dict[str, dict], course: Course,
+                   lesson_key: str, language: str) -> list[dict]:
+    """An assembly lesson's own pieces as the student is told them, per earlier lesson
+    (`builds_on`): its file (found or not), the pieces it gives, its own practice
+    tests' counts from its check's outcome (`checked`), and the parts that fail there
+    which a piece rests on, with their likely mistakes."""
+    lesson = course.lesson(lesson_key)
+    shown = []
+    for key, names in lesson.builds_on.items():
+        got = checked.get(key)
+        parts = got["parts"] if got else {}
+        failing = [p for p in dict.fromkeys(q for qs in names.values() for q in qs)
+                   if p in parts and parts[p]["passed"] < parts[p]["total"]]
+        shown.append({
+            "lesson": key, "file": course.lesson(key).exercise, "found": key in found.files,
+            "pieces": list(names), "passed": got["passed"] if got else 0,
+            "total": got["total"] if got else 0, "failing": failing,
+            "failing_pieces": [n for n, qs in names.items() if set(qs) & set(failing)],
+            "titles": {p: parts[p]["title"] for p in failing},
+            "mistakes": [parts[p]["likely_mistake"]["title"] for p in failing
+                         if parts[p]["likely_mistake"]],
+            "problem": got["problem"] if got else ""})
+    return shown
+
+
 def _syntax_error(tests: list[TestRecord]) -> bool:
     return any((t.error or {}).get("type") in SYNTAX_ERRORS for t in tests)
 
@@ -113,10 +159,13 @@ def _typed(tests: list[TestRecord], cells: list[list[int]], t: dict[str, str]
 
 
 def exit_status(outcome: dict) -> int:
-    """0: every practice test passed; 2: there was no file to grade (missing, unreadable,
-    not a notebook); 1: otherwise (some test failed)."""
+    """0: every practice test passed (an assembly lesson's own earlier files' too); 2:
+    there was no file to grade (missing, unreadable, not a notebook); 1: otherwise
+    (some test failed, or an earlier file is missing)."""
     if outcome["status"] in (MISSING, UNREADABLE):
         return WRONG_INPUT
+    if any(e["failing"] or not e["found"] for e in outcome.get("earlier") or []):
+        return FAILED  # an assembly lesson's own piece fails its lesson, or is missing
     return PASSED if outcome["total"] and outcome["passed"] == outcome["total"] else FAILED
 
 
@@ -181,10 +230,37 @@ def print_outcome(record: GradeRecord, outcome: dict, course: Course, lesson_key
             out.print(part["likely_mistake"]["title"], markup=False)
             out.print(f"    [yellow]{words['hint']}[/] ", end="")
             out.print(part["likely_mistake"]["hint"], markup=False)
+    if outcome.get("earlier"):
+        print_pieces(outcome["earlier"], course.lesson(lesson_key).exercise, words, out)
     if outcome["output"]:
         out.print(f"[dim]{words['printed']}[/]")
         out.print(outcome["output"][:2000], markup=False)
     out.print(words["total"].format(passed=outcome["passed"], total=outcome["total"]))
+
+
+def print_pieces(earlier: list[dict], exercise: str, words: dict[str, str],
+                 out: Console) -> None:
+    """An assembly lesson's own pieces (`pieces_outcome`), a line per earlier lesson."""
+    out.print(words["earlier"].format(file=exercise), markup=False)
+    for e in earlier:
+        said = dict(e, pieces=", ".join(e["pieces"]))
+        if not e["found"]:
+            out.print("  [red]✗[/] ", end="")
+            out.print(words["earlier_none"].format(**said), markup=False)
+        elif e["failing"]:
+            out.print("  [red]✗[/] ", end="")
+            out.print(words["earlier_failing"].format(**dict(
+                said, pieces=", ".join(e["failing_pieces"]),
+                parts=", ".join(f"{p}: {e['titles'][p]}" for p in e["failing"]))),
+                markup=False)
+            if e["problem"]:  # its file could not be run: why, once
+                out.print("      " + e["problem"], markup=False)
+            for title in e["mistakes"]:
+                out.print(f"      [yellow]{words['earlier_mistake']}[/] ", end="")
+                out.print(title, markup=False)
+        else:
+            out.print("  [green]✓[/] ", end="")
+            out.print(words["earlier_ok"].format(**said), markup=False)
 
 
 def print_written(outcome: dict, course: Course, lesson_key: str, out: Console) -> None:

@@ -9,6 +9,11 @@ Where the course has its solution (the project), the practice results are kept i
 user's cache (`grader.judge.kept`): after the first check of a kind, the trusted side answers
 from them and never loads the solution (whose `import transformers` was a second one
 beside the sandbox's). A student bundle ships its recording (`grader.deliver.bundle`).
+
+An assembly lesson checked where nothing answers its stand-ins (a student bundle:
+`on_own_pieces`) runs on the student's own earlier files beside theirs, each first
+checked with its own lesson's practice tests (`own_pieces`), so that a piece's mistake
+is named as that piece's and not taken for a wiring mistake.
 """
 from __future__ import annotations
 
@@ -28,6 +33,7 @@ from grader.run import interrupts
 if TYPE_CHECKING:
     from grader import config
     from grader.judge.context import LessonContext
+    from grader.judge.earlier import Earlier
     from grader.judge.runner import Submission
     from grader.record import GradeRecord
     from grader.sandbox.slot import Slot
@@ -88,6 +94,36 @@ def lesson_for(course_path: Path, lesson_key: str | None,
     return course, lesson_key
 
 
+def on_own_pieces(course: config.Course, lesson_key: str) -> bool:
+    """Whether a check of this lesson runs on the student's own earlier files: an
+    assembly lesson (`builds_on`) where an earlier lesson's solution is not at hand to
+    answer its stand-ins (a student bundle; `LessonContext`'s pieces are then None)."""
+    lesson = course.lesson(lesson_key)
+    return bool(lesson.builds_on) and any(
+        (s := course.lesson(k).solution) is None or not course.path(s).exists()
+        for k in lesson.builds_on)
+
+
+def earlier_files(course_path: Path, lesson_key: str | None, file: Path) -> list[Path]:
+    """The student's earlier files an assembly lesson's check reads beside `file`
+    (`earlier.beside`), found from course.yml read as plain YAML, before anything is
+    validated: a bundle's sandbox binds these, and nothing else of the student's
+    folder. [] where the course cannot be read (the check inside says why)."""
+    import yaml
+
+    from grader.text.yamlread import LOADER
+
+    try:
+        lessons = yaml.load(course_path.read_text(encoding="utf-8"), Loader=LOADER)["lessons"]
+        key = lesson_key or next(k for k, les in lessons.items()
+                                 if Path(les["exercise"]).stem == file.stem)
+        names = [lessons[k]["exercise"] for k in lessons[key].get("builds_on") or {}]
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, LookupError, TypeError,
+            StopIteration):
+        return []
+    return [p for name in names if (p := file.parent / name).is_file()]
+
+
 def context(course: config.Course, lesson_key: str) -> LessonContext:
     """The lesson as a check sees it. With the solution here, its practice results
     come from the user's cache where an earlier check kept them (`grader.judge.kept`)."""
@@ -121,6 +157,46 @@ class Practiced:
 
 
 @dataclass
+class Pieces:
+    """An assembly lesson's pieces in a check on the student's own files
+    (`on_own_pieces`): which file gives each (`earlier.beside`), and each file's check
+    with its own lesson's practice tests (lesson key -> Practiced)."""
+
+    found: Earlier
+    checked: dict[str, Practiced]
+
+
+def earlier_slots(course: config.Course, lesson_key: str,
+                  boot: Callable[[str], Slot]) -> dict[str, Slot]:
+    """A slot of each lesson whose files `own_pieces` checks (`boot`: lesson key -> a
+    slot of that lesson's), where the check is `on_own_pieces`; else none."""
+    if not on_own_pieces(course, lesson_key):
+        return {}
+    return {key: boot(key) for key in course.lesson(lesson_key).builds_on}
+
+
+def own_pieces(course: config.Course, lesson_key: str, file: Path,
+               slots: dict[str, Slot], language: str | None = None) -> Pieces | None:
+    """The student's earlier files beside `file`, each checked as `grader check` checks
+    it, on its lesson's slot (`earlier_slots`, closed here); None without slots."""
+    from grader.judge import earlier
+
+    if not slots:
+        return None
+    try:
+        found = earlier.beside(course, lesson_key, file.parent)
+        checked = {}
+        for key, path in found.files.items():
+            ctx = context(course, key)
+            prepare(ctx)
+            checked[key] = run_file(ctx, path, slots[key], language)
+    finally:
+        for slot in slots.values():
+            close(slot)
+    return Pieces(found, checked)
+
+
+@dataclass
 class Checking:
     """One version of the file as `STEPS` take it: what it is checked with, and each
     step's result under the step's name, in the order the steps ran."""
@@ -131,6 +207,7 @@ class Checking:
     loaded: Path      # where the read step writes the code that runs
     grade: Callable[[Submission], GradeRecord]  # the practice tests' run on the slot
     language: str | None = None
+    pieces: Pieces | None = None  # an assembly lesson's, on the student's own files
     results: dict[str, Any] = field(default_factory=dict)
 
     def practiced(self) -> Practiced:
@@ -153,7 +230,8 @@ def _read(checking: Checking) -> Submission:
     from grader.judge import runner
 
     path, notes = notebook.load(checking.file, checking.shown, checking.loaded)
-    return runner.Submission("you", path, notes=notes)
+    return runner.Submission("you", path, notes=notes,
+                             earlier=checking.pieces.found if checking.pieces else None)
 
 
 def _practice(checking: Checking) -> GradeRecord:
@@ -163,12 +241,18 @@ def _practice(checking: Checking) -> GradeRecord:
 
 
 def _outcome(checking: Checking) -> dict:
-    """The record as the student is told it (`practice_output.outcome`)."""
-    from grader.run.practice_output import outcome
+    """The record as the student is told it (`practice_output.outcome`), with an
+    assembly lesson's own pieces (`practice_output.pieces_outcome`)."""
+    from grader.run.practice_output import outcome, pieces_outcome
 
     record = checking.results[PRACTICE.name]
-    return outcome(record, checking.ctx.course, checking.ctx.key, record.notes,
-                   checking.language)
+    shown = outcome(record, checking.ctx.course, checking.ctx.key, record.notes,
+                    checking.language)
+    if checking.pieces is not None:
+        shown["earlier"] = pieces_outcome(checking.pieces.found, {
+            k: c.outcome for k, c in checking.pieces.checked.items()},
+            checking.ctx.course, checking.ctx.key, shown["language"])
+    return shown
 
 
 def _shapes(checking: Checking) -> dict[str, dict] | None:
@@ -202,8 +286,9 @@ def run_steps(checking: Checking, steps: Iterable[Step]) -> Checking:
 
 
 def run_file(ctx: LessonContext, file: Path, slot: Slot,
-             language: str | None = None) -> Practiced:
-    """Check one file: every step of `STEPS`, the practice tests on `slot`."""
+             language: str | None = None, pieces: Pieces | None = None) -> Practiced:
+    """Check one file: every step of `STEPS`, the practice tests on `slot` (an
+    assembly lesson's on `pieces`, where `on_own_pieces`)."""
     from grader.judge import runner
 
     def grade(sub: Submission) -> GradeRecord:
@@ -211,17 +296,19 @@ def run_file(ctx: LessonContext, file: Path, slot: Slot,
 
     with tempfile.TemporaryDirectory(prefix="grader-check-") as tmp:
         checking = Checking(ctx, file, file.name, Path(tmp) / ctx.lesson.exercise, grade,
-                            language)
+                            language, pieces)
         return run_steps(checking, STEPS).practiced()
 
 
 def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
-          show: Callable[[Practiced], None], language: str | None = None) -> None:
+          show: Callable[[Practiced], None], language: str | None = None,
+          pieces: Pieces | None = None) -> None:
     """Check each version of the file as it comes (`saves`, or `received` inside a
     bundle's sandbox) with every step of `STEPS`, the practice tests of all in one
     pytest session on one warm slot: a re-check costs the practice tests alone.
     `shown`: the file's name as the student knows it. Ends when the versions do
-    (Ctrl-C raises KeyboardInterrupt)."""
+    (Ctrl-C raises KeyboardInterrupt). An assembly lesson's `pieces` are found and
+    checked once, as the watch starts."""
     from grader.judge import runner
 
     practice = STEPS.index(PRACTICE)
@@ -236,7 +323,7 @@ def watch(ctx: LessonContext, versions: Iterable[Path], shown: str, slot: Slot,
                     warming.stop()
                     checking = Checking(ctx, version, shown,
                                         Path(tmp) / ctx.lesson.exercise,
-                                        lambda sub: graded.pop(), language)
+                                        lambda sub: graded.pop(), language, pieces)
                     current[:] = [run_steps(checking, STEPS[:practice])]
                     yield checking.results[READ.name]
                     warming.start()  # a check is shown: warm (on) while they edit

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -195,17 +196,20 @@ def _landlock(abi: int | None) -> list[str]:
 CHECK_ENV = ("LANG", "LC_ALL", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR")
 
 
-def practice_command(course_root: Path, file: Path, argv: list[str]) -> list[str]:
+def practice_command(course_root: Path, file: Path, argv: list[str],
+                     also: Iterable[Path] = ()) -> list[str]:
     """`grader check` run whole inside one bubblewrap sandbox: for a student bundle,
     whose files hide nothing (no solution, no graded test). Inside, the grader and the
     student's code share torch's import (the zygote is a fork of the grader), so the
     check costs about the student's own imports on one core as on two, and the machine
-    is kept from the student's code all the same: the bundle, the file and the
-    interpreter read-only, no network, a private /tmp, nothing else of the host."""
+    is kept from the student's code all the same: the bundle, the file (and `also`, an
+    assembly lesson's earlier files beside it) and the interpreter read-only, no
+    network, a private /tmp, nothing else of the host."""
     from grader.text.strings import TEMPLATES  # (their one home: package data or a checkout's)
 
     package = _package()
-    binds = {str(course_root), str(file), str(package), str(TEMPLATES)}
+    binds = {str(course_root), str(file), str(package), str(TEMPLATES),
+             *(str(p) for p in also)}
     args = [shutil.which("bwrap") or "bwrap", "--unshare-all", "--die-with-parent",
             "--new-session", "--clearenv", "--cap-drop", "ALL",
             "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "HOME", "/tmp",

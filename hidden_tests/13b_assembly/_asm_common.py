@@ -128,6 +128,15 @@ def model_args(seed: int, cfg_items: tuple, dtype: str, batch: int, seq: int, pa
                               dtype=torch.float64).to(t)}
 
 
+def pieces(student) -> dict:
+    """A practice request's own pieces, where nothing answers a stand-in (`grader
+    check` in a student bundle): the student's earlier files, which probes.py runs in
+    place of model_parts' stand-ins; {} anywhere else (the reference's request is the
+    same without them)."""
+    found = getattr(student, "earlier", None)
+    return {"pieces": found.practice()} if found is not None and found.alone else {}
+
+
 def _none() -> list:
     return []
 

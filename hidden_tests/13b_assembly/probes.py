@@ -285,7 +285,15 @@ def _built(cls: object, what: str, state: dict, dtype: torch.dtype, *args) -> tu
 @_answered
 def attention_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
                       sin: torch.Tensor, past: list | None, use_cache: bool,
-                      mask: torch.Tensor | None, gy: torch.Tensor, grads: bool = True) -> dict:
+                      mask: torch.Tensor | None, gy: torch.Tensor, grads: bool = True,
+                      pieces: dict | None = None) -> dict:
+    with _own_pieces(m, pieces):
+        return _attention(m, cfg, state, x, cos, sin, past, use_cache, mask, gy, grads)
+
+
+def _attention(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
+               sin: torch.Tensor, past: list | None, use_cache: bool,
+               mask: torch.Tensor | None, gy: torch.Tensor, grads: bool) -> dict:
     attn, extra = _built(m.Attention, "Attention", state, x.dtype, _config(cfg))
     xs = x.clone().requires_grad_(True)
     y, cache = _two(attn(xs, (cos, sin), _past(past), use_cache, _mask(mask)),
@@ -302,8 +310,18 @@ def attention_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Ten
 def block_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
                   sin: torch.Tensor, past: list | None, use_cache: bool,
                   mask: torch.Tensor | None, gy: torch.Tensor, train: bool,
-                  grads: bool = True) -> dict:
-    with _stood_in(m, "Attention", Attention):  # the reference's (stand_ins.py's NESTED)
+                  grads: bool = True, pieces: dict | None = None) -> dict:
+    with _own_pieces(m, pieces) as own:
+        return _block(m, own, cfg, state, x, cos, sin, past, use_cache, mask, gy, train,
+                      grads)
+
+
+def _block(m, own: bool, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
+           sin: torch.Tensor, past: list | None, use_cache: bool,
+           mask: torch.Tensor | None, gy: torch.Tensor, train: bool, grads: bool) -> dict:
+    # the reference's Attention (stand_ins.py's NESTED), but on the student's own pieces,
+    # where nothing answers a stand-in: then their own
+    with contextlib.nullcontext() if own else _stood_in(m, "Attention", Attention):
         block, extra = _built(m.MiniMindBlock, "MiniMindBlock", state, x.dtype, 0,
                               _config(cfg))
     block.train(train)
@@ -319,10 +337,13 @@ def block_forward(m, cfg: dict, state: dict, x: torch.Tensor, cos: torch.Tensor,
 
 
 @_answered
-def model_forward(m, **args) -> dict:
-    """The model on the reference's blocks (stand_ins.py's NESTED): its own wiring."""
-    with _stood_in(m, "MiniMindBlock", MiniMindBlock):
-        return _model(m, **args)
+def model_forward(m, pieces: dict | None = None, **args) -> dict:
+    """The model on the reference's blocks (stand_ins.py's NESTED): its own wiring; on
+    the student's own blocks and pieces where nothing answers a stand-in (`pieces`)."""
+    with _own_pieces(m, pieces) as own:
+        with contextlib.nullcontext() if own else _stood_in(m, "MiniMindBlock",
+                                                            MiniMindBlock):
+            return _model(m, **args)
 
 
 def _model(m, cfg: dict, state: dict, input_ids: torch.Tensor, mask: torch.Tensor | None,
@@ -355,28 +376,43 @@ def _model(m, cfg: dict, state: dict, input_ids: torch.Tensor, mask: torch.Tenso
     return out
 
 
-# ---- part "own": the model on the student's own earlier pieces -----------------------
+# ---- the student's own earlier pieces ------------------------------------------------
 
 def _earlier(lesson: str, source: str) -> types.ModuleType:
-    """The student's own file of an earlier lesson, as a module of its own."""
+    """The student's own file of an earlier lesson, as a module of its own; one that
+    raises as it is imported is said to be that file's."""
     module = types.ModuleType(f"lesson_{lesson}")
-    exec(compile(source, f"your lesson {lesson} file", "exec"), module.__dict__)
+    try:
+        exec(compile(source, f"your lesson {lesson} file", "exec"), module.__dict__)
+    except Exception as exc:  # noqa: BLE001 - the student's file: said, not raised as theirs
+        raise ContractError(f"your lesson {lesson} file raised {type(exc).__name__} as it "
+                            f"was imported: {str(exc)[:200]}") from None
     return module
 
 
-@_answered
-def own_model(m, own: dict, sources: dict, **args) -> dict:
-    """model_forward with the pieces `own` names (piece -> lesson) taken from the
-    student's own earlier files (`sources`: lesson -> text) in place of the stand-ins,
-    wherever the student's module got them from model_parts. On the trusted side
-    (the reference, its variants) it is model_forward: no earlier file is ever run
-    there, only in the student's own sandbox (the harness names their module
-    "submission")."""
-    if TRUSTED is not None or m.__name__ != "submission":
-        return _model(m, **args)
-    modules = {lesson: _earlier(lesson, text) for lesson, text in sources.items()}
-    chosen = {}
-    for name, lesson in own.items():
+def _missing(name: str, lesson: str):
+    """A piece with no file of the student's, where nothing stands in for it."""
+    def missing(*args, **kwargs):
+        raise ContractError(f"{name} comes from your lesson {lesson} file, and none was "
+                            "found beside this one")
+    return missing
+
+
+@contextlib.contextmanager
+def _own_pieces(m, pieces: dict | None) -> Iterator[bool]:
+    """The student's module with the pieces it got from model_parts taken from their own
+    earlier files while a probe runs: `pieces` is {"own": piece -> lesson, "sources":
+    lesson -> text, "missing": piece -> lesson} (grader/judge/earlier.py's
+    `Earlier.practice`: `grader check` where no solution answers a stand-in, a student
+    bundle). Yields whether it did: never on the trusted side (the reference, its
+    variants), so no earlier file is ever run there, only in the student's own sandbox
+    (the harness names their module "submission")."""
+    if pieces is None or TRUSTED is not None or m.__name__ != "submission":
+        yield False
+        return
+    modules = {lesson: _earlier(lesson, text) for lesson, text in pieces["sources"].items()}
+    chosen = {name: _missing(name, lesson) for name, lesson in pieces.get("missing", {}).items()}
+    for name, lesson in pieces["own"].items():
         piece = getattr(modules.get(lesson), name, None)
         if name not in PIECES or piece is None:
             raise ContractError(f"your lesson {lesson} file has no {name}")
@@ -386,7 +422,20 @@ def own_model(m, own: dict, sources: dict, **args) -> dict:
     try:
         for name in swapped:
             setattr(m, name, chosen[name])
-        return _model(m, **args)
+        yield True
     finally:
         for name, value in swapped.items():
             setattr(m, name, value)
+
+
+# ---- part "own": the model on the student's own earlier pieces -----------------------
+
+@_answered
+def own_model(m, own: dict, sources: dict, **args) -> dict:
+    """model_forward with the pieces `own` names (piece -> lesson) taken from the
+    student's own earlier files (`sources`: lesson -> text) in place of the stand-ins,
+    wherever the student's module got them from model_parts; any other piece stays
+    stood in for. On the trusted side (the reference, its variants) it is
+    model_forward: no earlier file is ever run there."""
+    with _own_pieces(m, {"own": own, "sources": sources}):
+        return _model(m, **args)

@@ -12,7 +12,7 @@ import torch
 
 from grader.config import ConfigError, load
 from grader.inside import probekit
-from grader.judge import standin
+from grader.judge import earlier, standin
 from grader.judge.context import LessonContext
 from grader.judge.reference import load_module
 
@@ -238,3 +238,51 @@ def test_the_solution_and_the_correct_variants_get_no_answer(refs):
     for name, caller in students:
         for part in questions.load(TESTS).QUESTIONS:
             assert questions.ask(TESTS, part, caller, refs.reference) == [], (name, part)
+
+
+def _practice(refs, probe: str, args: dict, pieces: dict) -> dict:
+    """A practice probe as the child runs it in a student bundle: the student's own
+    earlier files (`pieces`, Earlier.practice) in place of the stand-ins, and nothing
+    to answer a stand-in (no channel, no TRUSTED)."""
+    source = (ROOT / "solutions" / "13b_assembly.py").read_text(encoding="utf-8")
+    child = load_module("submission", source, "solution")
+    trusted, refs.probes.TRUSTED = refs.probes.TRUSTED, None
+    try:
+        return getattr(refs.probes, probe)(child, pieces=pieces, **args)
+    finally:
+        refs.probes.TRUSTED = trusted
+
+
+def test_a_bundle_s_practice_run_is_the_assembly_on_the_students_own_files(refs, tmp_path):
+    """Where nothing answers a stand-in (a student bundle), the practice probes run the
+    student's own lesson files found beside theirs (earlier.beside): on the earlier
+    solutions they give the reference's block, gradients included; a wrong lesson-10
+    file changes it; a missing lesson-13 file is named where its piece is called."""
+    from _asm_common import config, layer_args
+
+    course = load(ROOT / "course.yml")
+    for key in ("10", "11", "12", "13"):
+        name = course.lesson(key).exercise
+        (tmp_path / name).write_text((ROOT / "solutions" / name).read_text(encoding="utf-8"))
+    args = layer_args(10_300, tuple(config().items()), "float32", "block", 1, 3, 0, True,
+                      False, True)
+    want = refs.reference.call("block_forward", **args)
+    found = earlier.beside(course, "13b", tmp_path)
+    assert found.alone and set(found.files) == {"10", "11", "12", "13"}
+    got = _practice(refs, "block_forward", args, found.practice())
+    assert torch.allclose(got["y"], want["y"], atol=1e-6)
+    assert torch.allclose(got["x_grad"], want["x_grad"], atol=1e-6)
+
+    ten = tmp_path / "10_rmsnorm.py"
+    ten.write_text(ten.read_text().replace("return self.weight * normed.type_as(x)",
+                                           "return normed.type_as(x)"))  # the weight left out
+    got = _practice(refs, "block_forward", args, earlier.beside(course, "13b", tmp_path)
+                    .practice())
+    assert not torch.allclose(got["y"], want["y"], atol=1e-2)
+
+    (tmp_path / "13_moe.py").unlink()
+    found = earlier.beside(course, "13b", tmp_path)
+    assert [p.name for p in found.pieces if not p.own] == ["FeedForward", "MOEFeedForward"]
+    with pytest.raises(probekit.ContractError, match="FeedForward comes from your lesson "
+                       "13 file, and none was found beside this one"):
+        _practice(refs, "block_forward", args, found.practice())
