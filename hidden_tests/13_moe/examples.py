@@ -11,6 +11,7 @@ from grader.judge.smallest import Example, generator, literal, rounded
 
 MODULE = "13_moe"     # what the snippet imports: the student's file, next to it
 MAX_SIDE = 3          # each of tokens, experts, H, I tried up to this
+REDRAWS = 8           # dispatch's routings drawn at most, for one where slots differ
 LOADS = {"ffn", "moe"}  # parts whose snippet loads weights into a layer (smallest.LOAD)
 # course.yml's `aux` tolerance: the reference rounds the load fractions to float32
 # (MiniMind's .float()), so a correct loss counted in float64 differs in the 8th digit
@@ -44,6 +45,13 @@ def _routing(g, n: int, e: int, k: int) -> torch.Tensor:
     return torch.stack([torch.randperm(e, generator=g)[:k] for _ in range(n)])
 
 
+def _slots_differ(idx: torch.Tensor) -> bool:
+    """Some expert is in one slot for one token and in another slot for another: only
+    then does a dispatch that pairs weights and tokens in different orders (slot by
+    slot against token by token) give other results than the reference's."""
+    return any(len(set((idx == e).nonzero()[:, 1].tolist())) > 1 for e in idx.unique())
+
+
 def _dispatch(s: dict) -> dict | None:
     if s["K"] > s["E"]:
         return None
@@ -51,6 +59,10 @@ def _dispatch(s: dict) -> dict | None:
     h, i = s["H"], s["I"]
     experts = [(rounded(g, i, h), rounded(g, i, h), rounded(g, h, i)) for _ in range(s["E"])]
     idx = _routing(g, s["N"], s["E"], s["K"])
+    for _ in range(REDRAWS):  # with two tokens and K >= 2, tokens can be mixed up
+        if s["N"] < 2 or s["K"] < 2 or _slots_differ(idx):
+            break
+        idx = _routing(g, s["N"], s["E"], s["K"])
     weight = torch.round(torch.rand(s["N"], s["K"], generator=g, dtype=torch.float64)
                          * 100) / 100 + 0.1
     return dict(expert_weights=experts, x_flat=rounded(g, s["N"], h), topk_weight=weight,

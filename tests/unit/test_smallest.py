@@ -132,6 +132,57 @@ def test_nothing_smaller_tells_them_apart(course):
             assert not smallest.differs(got["y"], ref["y"]), sizes
 
 
+def _corpus_entry(key: str, mistake_id: str) -> dict:
+    """One entry of a lesson's divergence corpus (tests/fixtures/divergence)."""
+    entries = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")
+                             .read_text(encoding="utf-8"))
+    return next(e for e in entries if e["id"] == mistake_id)
+
+
+def _edited(source: str, entry: dict) -> str:
+    lines = source.splitlines()
+    assert lines[entry["line"] - 1] == entry["old"], entry["id"]
+    lines[entry["line"] - 1] = entry["new"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("mistake_id", ["hand-26", "hand-27"])
+def test_dispatch_mixing_tokens_at_k_2_gets_an_example_with_k_2(course, mistake_id):
+    """Issue 54: weights and tokens paired in different orders (slot by slot against
+    token by token) show only with two tokens, K >= 2 and an expert sitting in
+    different slots for them. Lesson 13's dispatch candidates now reach such a routing
+    (a declined candidate is not counted against MAX_TRIES, and a routing where every
+    expert sits in one slot is drawn again), so the example has them, and its snippet
+    prints what it shows."""
+    ctx, lesson = _lesson(course, "13")
+    refs = ctx.refs
+    entry = _corpus_entry("13", mistake_id)
+    module = load_module(f"_smallest_mixing_{mistake_id}", _edited(refs.source, entry),
+                         "solution")
+    ex = smallest.smallest(lesson, "dispatch", Caller(module, refs.probes), refs.reference)
+    assert ex is not None, mistake_id
+    assert ex.sizes["K"] >= 2 and ex.sizes["N"] >= 2, ex.sizes
+    assert "error" not in ex.student  # the tokens mixed up, not a crash
+    solution = load_module("_smallest_mixing_solution", refs.source, "solution")
+    _snippet_prints_what_it_shows(lesson, ex, solution, module, mistake_id)
+
+
+def test_the_student_is_called_at_most_max_tries_times_and_declined_sizes_cost_none(course):
+    """MAX_TRIES bounds the student's extra calls: a candidate the maker declines (K > E)
+    is no call, so it does not use up a try."""
+    ctx, lesson = _lesson(course, "13")
+
+    class Counting:
+        calls = 0
+
+        def call(self, probe, **args):
+            Counting.calls += 1
+            return ctx.refs.reference.call(probe, **args)
+
+    assert smallest.smallest(lesson, "dispatch", Counting(), ctx.refs.reference) is None
+    assert Counting.calls == smallest.MAX_TRIES
+
+
 def _correct(ctx: LessonContext) -> dict[str, Caller]:
     """The lesson's correct code: the solution in a student's seat, its equivalent
     mutants and the correct fixtures written in other styles."""
