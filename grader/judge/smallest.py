@@ -7,7 +7,10 @@ part, the probe, the sizes and the lowest and highest of each, a maker of the pr
 arguments from sizes, the outputs compared, and the snippet's lines calling the
 student's function; optionally `TOLERANCES` ((part, output) -> dtype name -> (atol,
 rtol)) where correct code may differ from the reference by more than float64's rounding
-(a softmax or a count the reference rounds to float32, a float16 input). This module holds the search,
+(a softmax or a count the reference rounds to float32, a float16 input); optionally
+`GRADIENTS` (part -> {the probe's gradient output: what the snippet prints}) for a part
+whose snippet calls backward, so that a mistake only its gradients show (a `.detach()`)
+gets an example too. This module holds the search,
 the seeds, the comparison and the literals; a lesson without that file shows no
 example.
 
@@ -138,14 +141,30 @@ def requests(tests: Path) -> Iterator[tuple[str, str, dict]]:
             yield part, probe, args
 
 
+def gradients(lesson: types.ModuleType, part: str) -> dict[str, str]:
+    """The gradients of `part` its example may show (the lesson's `GRADIENTS`): the
+    probe's output -> what the snippet prints (`scores_grad` -> `scores.grad`)."""
+    return getattr(lesson, "GRADIENTS", {}).get(part, {})
+
+
+def label(lesson: types.ModuleType, part: str, output: str) -> str:
+    """An output as the snippet's comments name it: a gradient as the snippet prints it."""
+    return gradients(lesson, part).get(output, output)
+
+
 def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example | None:
     """The smallest fresh input on which `student` differs from `reference` in `part`,
     or None when none of the candidates tells them apart (or the part is unknown).
-    The student's call raising counts as differing (its error is the student's)."""
+    The student's call raising counts as differing (its error is the student's).
+    Where every candidate's outputs agree, the smallest on which a gradient the lesson
+    names differs (a `.detach()`: a gradient-only mistake), with its gradients among
+    the outputs shown; an output differing always comes first."""
     if part not in lesson.PARTS:
         return None
     probe, names, make, outputs = lesson.PARTS[part]
     canonical = getattr(lesson, "canonical", lambda out: out)
+    backward: Example | None = None
+    shown = [*outputs, *gradients(lesson, part)]
     for sizes, args in tried(lesson, part):
         ref = canonical(reference.call(probe, **args))
         try:
@@ -163,7 +182,12 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
                            {o: ref.get(o) for o in outputs},
                            {o: got.get(o) for o in outputs} if "error" not in got
                            else {"error": got["error"]})
-    return None
+        if backward is None and any(differs(got.get(o), ref.get(o),
+                                            *tolerance(lesson, part, o, ref.get(o)))
+                                    for o in shown[len(outputs):]):
+            backward = Example(part, probe, args, sizes, shown, {o: ref.get(o) for o in shown},
+                               {o: got.get(o) for o in shown})
+    return backward
 
 
 # ---- the snippet ---------------------------------------------------------------------
@@ -221,9 +245,11 @@ def _snippet(lesson: types.ModuleType, example: Example, error: str | None) -> s
     if error is not None:
         lines += [f"#   {error}"]
     else:
-        lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
+        lines += [f"#   {label(lesson, example.part, o)} = {_shown(example.student.get(o))}"
+                  for o in example.outputs]
     lines += ["# the reference gives:"]
-    lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
+    lines += [f"#   {label(lesson, example.part, o)} = {_shown(example.reference.get(o))}"
+              for o in example.outputs]
     code = ["import importlib", "import torch", "",
             "torch.set_printoptions(precision=17)  # every digit, as in the comments above",
             f'm = importlib.import_module("{lesson.MODULE}")']

@@ -16,7 +16,9 @@ LOADS = {"ffn", "moe"}  # parts whose snippet loads weights into a layer (smalle
 # course.yml's `aux` tolerance: the reference rounds the load fractions to float32
 # (MiniMind's .float()), so a correct loss counted in float64 differs in the 8th digit
 AUX = {"float64": (1.0e-9, 1.0e-5)}
-TOLERANCES = {("aux_loss", "aux"): AUX, ("moe", "aux"): AUX}
+TOLERANCES = {("aux_loss", "aux"): AUX, ("aux_loss", "scores_grad"): AUX, ("moe", "aux"): AUX}
+# the loss's gradient, shown where its value is right and only its gradient is not
+GRADIENTS = {"aux_loss": {"scores_grad": "scores.grad"}}
 
 
 def _ffn(s: dict) -> dict:
@@ -158,9 +160,16 @@ def lines(example: Example) -> list[str]:
                   f"topk_idx = {literal(a['topk_idx'])}",
                   "print(m.dispatch(x_flat, experts, topk_weight, topk_idx))"]
     elif example.part == "aux_loss":
-        lines += [f"scores = {literal(a['scores'])}", f"topk_idx = {literal(a['topk_idx'])}",
-                  f"print(m.load_balancing_loss(scores, topk_idx, {a['num_experts']}, "
-                  f"{a['coef']}))"]
+        call = f"m.load_balancing_loss(scores, topk_idx, {a['num_experts']}, {a['coef']})"
+        if "scores_grad" not in example.outputs:
+            lines += [f"scores = {literal(a['scores'])}",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"print({call})"]
+        else:  # its gradient: the probe's backward pass
+            lines += [f"scores = {literal(a['scores'])}.requires_grad_()",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"aux = {call}", "print(aux)",
+                      "if aux.requires_grad:  # as the grader does: backward only where the result "
+                      "carries a gradient",
+                      "    aux.backward()", "print(scores.grad)"]
     else:  # moe
         lines += [f"layer = m.MOEFeedForward({a['hidden']}, {a['inter']}, "
                   f"num_experts={a['num_experts']}, num_experts_per_tok={a['k']}, "

@@ -95,7 +95,8 @@ def _snippet_prints_what_it_shows(lesson: types.ModuleType, ex: smallest.Example
         for o, g in zip(ex.outputs, got):
             assert _same(g, want[o]), (name, o, g, want[o])
             # the numbers the snippet's comments show are these
-            assert f"#   {o} = {smallest._shown(want[o])}" in text, (name, o)
+            shown = smallest.label(lesson, ex.part, o)
+            assert f"#   {shown} = {smallest._shown(want[o])}" in text, (name, o)
 
 
 @pytest.mark.parametrize("key", LESSONS)
@@ -183,6 +184,30 @@ def test_the_student_is_called_at_most_max_tries_times_and_declined_sizes_cost_n
     assert Counting.calls == smallest.MAX_TRIES
 
 
+def test_a_gradient_only_mistake_gets_an_example_that_shows_grad(course):
+    """Issue 54: `.detach()` on the loss's scores leaves the loss's value right and cuts
+    its gradient. The example calls backward and prints `scores.grad`: None for the
+    mistaken code, the reference's gradient in the comments; the loss's value, the same
+    on both sides, is shown too. Run, the snippet prints exactly these."""
+    ctx, lesson = _lesson(course, "13")
+    refs = ctx.refs
+    entry = _corpus_entry("13", "hand-23")
+    assert entry.get("backward") and ".detach()" in entry["new"]
+    module = load_module("_smallest_detached_loss", _edited(refs.source, entry), "solution")
+    ex = smallest.smallest(lesson, "aux_loss", Caller(module, refs.probes), refs.reference)
+    assert ex is not None
+    assert ex.outputs == ["aux", "scores_grad"]
+    assert not smallest.differs(ex.student["aux"], ex.reference["aux"])
+    assert ex.student["scores_grad"] is None and ex.reference["scores_grad"] is not None
+    text = smallest.snippet(lesson, ex)
+    head = text.split("\n\n")[0].splitlines()  # the results first
+    assert head[:3] == ["# yours gives:", f"#   aux = {smallest._shown(ex.student['aux'])}",
+                        "#   scores.grad = None"], head
+    assert "aux.backward()" in text and "print(scores.grad)" in text
+    solution = load_module("_smallest_detached_solution", refs.source, "solution")
+    _snippet_prints_what_it_shows(lesson, ex, solution, module, "hand-23")
+
+
 def _correct(ctx: LessonContext) -> dict[str, Caller]:
     """The lesson's correct code: the solution in a student's seat, its equivalent
     mutants and the correct fixtures written in other styles."""
@@ -217,9 +242,9 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
     """The corpus of single-line mistakes (audit mutants and hand-written ones) that
     change the part's results: every one gets an example but those listed with why,
     and its snippet prints the numbers it shows.
-    A gradient-only mistake (`backward: true`: every forward value matches) is not
-    asked for one: an example shows forward values; its page names the line instead
-    (tests/e2e/test_divergence.py)."""
+    A gradient-only mistake (`backward: true`: every forward value matches) is asked
+    for one where the lesson's example shows its part's gradients (`GRADIENTS`); in
+    the other parts its page names the line instead (tests/e2e/test_divergence.py)."""
     ctx, lesson = _lesson(course, key)
     refs = ctx.refs
     entries = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")
@@ -227,7 +252,8 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
     listed = CORPUS_NO_EXAMPLE.get(key, {})
     solution = load_module(f"_smallest_corpus_solution_{key}", refs.source, "solution")
     missing = []
-    for entry in (e for e in entries if not e.get("backward")):
+    for entry in (e for e in entries
+                  if not e.get("backward") or smallest.gradients(lesson, e["part"])):
         lines = refs.source.splitlines()
         assert lines[entry["line"] - 1] == entry["old"], entry["id"]
         lines[entry["line"] - 1] = entry["new"]
@@ -258,8 +284,9 @@ def test_the_lessons_tolerances_are_the_ones_their_tests_use(course):
             ("freqs", ("cos", "sin"), {"float32": pair("12", "float32")}),
             ("apply", ("q", "k"), {"bfloat16": pair("12", "bfloat16")}))
         for o in outputs}
-    assert lessons["13"].TOLERANCES == {(part, "aux"): {"float64": pair("13", "aux")}
-                                        for part in ("aux_loss", "moe")}
+    assert lessons["13"].TOLERANCES == {
+        (part, o): {"float64": pair("13", "aux")}
+        for part, o in (("aux_loss", "aux"), ("aux_loss", "scores_grad"), ("moe", "aux"))}
     norm = load_module("_smallest_test_norm",
                        (ROOT / "hidden_tests" / "10_rmsnorm" / "test_norm.py").read_text(),
                        "test_norm.py")
