@@ -10,7 +10,8 @@ rtol)) where correct code may differ from the reference by more than float64's r
 (a softmax or a count the reference rounds to float32, a float16 input); optionally
 `GRADIENTS` (part -> {the probe's gradient output: what the snippet prints}) for a part
 whose snippet calls backward, so that a mistake only its gradients show (a `.detach()`)
-gets an example too. This module holds the search,
+gets an example too, and `GRADIENTS_FROM` (part -> the least sizes of such an example).
+This module holds the search,
 the seeds, the comparison and the literals; a lesson without that file shows no
 example.
 
@@ -164,6 +165,7 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
     probe, names, make, outputs = lesson.PARTS[part]
     canonical = getattr(lesson, "canonical", lambda out: out)
     backward: Example | None = None
+    least = getattr(lesson, "GRADIENTS_FROM", {}).get(part, {})  # a gradient example's sizes
     shown = [*outputs, *gradients(lesson, part)]
     for sizes, args in tried(lesson, part):
         ref = canonical(reference.call(probe, **args))
@@ -182,9 +184,10 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
                            {o: ref.get(o) for o in outputs},
                            {o: got.get(o) for o in outputs} if "error" not in got
                            else {"error": got["error"]})
-        if backward is None and any(differs(got.get(o), ref.get(o),
-                                            *tolerance(lesson, part, o, ref.get(o)))
-                                    for o in shown[len(outputs):]):
+        large = all(sizes[n] >= v for n, v in least.items())
+        if backward is None and large and any(
+                differs(got.get(o), ref.get(o), *tolerance(lesson, part, o, ref.get(o)))
+                for o in shown[len(outputs):]):
             backward = Example(part, probe, args, sizes, shown, {o: ref.get(o) for o in shown},
                                {o: got.get(o) for o in shown})
     return backward

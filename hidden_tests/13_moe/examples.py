@@ -18,7 +18,11 @@ LOADS = {"ffn", "moe"}  # parts whose snippet loads weights into a layer (smalle
 AUX = {"float64": (1.0e-9, 1.0e-5)}
 TOLERANCES = {("aux_loss", "aux"): AUX, ("aux_loss", "scores_grad"): AUX, ("moe", "aux"): AUX}
 # the loss's gradient, shown where its value is right and only its gradient is not
-GRADIENTS = {"aux_loss": {"scores_grad": "scores.grad"}}
+GRADIENTS = {"aux_loss": {"scores_grad": "scores.grad"},
+             "dispatch": {"x_grad": "x_flat.grad", "weight_grad": "topk_weight.grad"}}
+# with one expert every score is 1, as is the load: the line-of-divergence search
+# cannot tell a cut score from the load that equals it, and names no line
+GRADIENTS_FROM = {"aux_loss": {"E": 2}}
 
 
 def _ffn(s: dict) -> dict:
@@ -67,8 +71,9 @@ def _dispatch(s: dict) -> dict | None:
         idx = _routing(g, s["N"], s["E"], s["K"])
     weight = torch.round(torch.rand(s["N"], s["K"], generator=g, dtype=torch.float64)
                          * 100) / 100 + 0.1
-    return dict(expert_weights=experts, x_flat=rounded(g, s["N"], h), topk_weight=weight,
-                topk_idx=idx, gy=torch.zeros(s["N"], h, dtype=torch.float64), grads=False)
+    x = rounded(g, s["N"], h)
+    return dict(expert_weights=experts, x_flat=x, topk_weight=weight, topk_idx=idx,
+                gy=rounded(g, s["N"], h), grads=True)  # gy: the backward pass's, shown
 
 
 def _aux(s: dict) -> dict | None:
@@ -155,10 +160,20 @@ def lines(example: Example) -> list[str]:
                   "* self.up_proj(x))", "",
                   "experts = torch.nn.ModuleList(["]
         lines += [f"    Expert({', '.join(literal(w) for w in ws)})," for ws in a["expert_weights"]]
-        lines += ["])", f"x_flat = {literal(a['x_flat'])}",
-                  f"topk_weight = {literal(a['topk_weight'])}",
-                  f"topk_idx = {literal(a['topk_idx'])}",
-                  "print(m.dispatch(x_flat, experts, topk_weight, topk_idx))"]
+        call = "m.dispatch(x_flat, experts, topk_weight, topk_idx)"
+        if "x_grad" not in example.outputs:
+            lines += ["])", f"x_flat = {literal(a['x_flat'])}",
+                      f"topk_weight = {literal(a['topk_weight'])}",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"print({call})"]
+        else:  # its gradients: the probe's backward pass of (y * gy).sum()
+            lines += ["])", f"x_flat = {literal(a['x_flat'])}.requires_grad_()",
+                      f"topk_weight = {literal(a['topk_weight'])}.requires_grad_()",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"gy = {literal(a['gy'])}",
+                      f"y = {call}", "print(y)",
+                      "if y.requires_grad:  # as the grader does: backward only where the "
+                      "result carries a gradient",
+                      "    (y * gy).sum().backward()", "print(x_flat.grad)",
+                      "print(topk_weight.grad)"]
     elif example.part == "aux_loss":
         call = f"m.load_balancing_loss(scores, topk_idx, {a['num_experts']}, {a['coef']})"
         if "scores_grad" not in example.outputs:

@@ -103,11 +103,12 @@ def test_other_lessons_show_a_snippet_that_runs(course, tmp_path, key):
     assert feedback.STRINGS["en"]["smallest_head"] in page
 
 
-# Issue 54: mistakes of lesson 13's divergence corpus whose example has no forward
-# output to show but a gradient (hand-23, `.detach()` on the loss's scores), or needs
-# two tokens and K >= 2 (hand-26, weights taken slot by slot, tokens in order):
-# id -> (its part, the line the snippet's comments show as yours, a size it must have)
+# Issue 54: mistakes of lesson 13's divergence corpus whose example has no output to
+# show but a gradient (hand-23, `.detach()` on the loss's scores; hand-21, on dispatch's
+# weight), or needs two tokens and K >= 2 (hand-26, weights taken slot by slot, tokens
+# in order): id -> (its part, a line the comments show as yours, a line of its code)
 NEW_KINDS = {"hand-23": ("aux_loss", "#   scores.grad = None", "print(scores.grad)"),
+             "hand-21": ("dispatch", "#   topk_weight.grad = None", "print(topk_weight.grad)"),
              "hand-26": ("dispatch", "#   y = torch.tensor([[", "topk_idx = torch.tensor([[")}
 
 
@@ -148,7 +149,7 @@ def test_gradient_and_k_2_examples_taken_from_the_page_run(ctx13, slot13, course
         done = subprocess.run([sys.executable, "snippet.py"], cwd=tmp_path,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, done.stderr
-        if mistake_id == "hand-23":  # the loss's value, then its gradient: none
+        if yours.endswith("grad = None"):  # the results, then the gradient cut: none
             assert done.stdout.splitlines()[-1] == "None", done.stdout
             assert t["ex_backward"] in text
         else:  # yours, as the comments show it: K = 2, the first value

@@ -184,28 +184,42 @@ def test_the_student_is_called_at_most_max_tries_times_and_declined_sizes_cost_n
     assert Counting.calls == smallest.MAX_TRIES
 
 
-def test_a_gradient_only_mistake_gets_an_example_that_shows_grad(course):
-    """Issue 54: `.detach()` on the loss's scores leaves the loss's value right and cuts
-    its gradient. The example calls backward and prints `scores.grad`: None for the
-    mistaken code, the reference's gradient in the comments; the loss's value, the same
-    on both sides, is shown too. Run, the snippet prints exactly these."""
+# A gradient-only mistake of the corpus -> its part, the gradient its code leaves
+# None, and the snippet's backward call
+GRADIENT_ONLY = {"hand-23": ("aux_loss", "scores_grad", "aux.backward()"),
+                 "hand-21": ("dispatch", "weight_grad", "(y * gy).sum().backward()"),
+                 "hand-22": ("dispatch", "x_grad", "(y * gy).sum().backward()")}
+
+
+@pytest.mark.parametrize("mistake_id", list(GRADIENT_ONLY))
+def test_a_gradient_only_mistake_gets_an_example_that_shows_grad(course, mistake_id):
+    """Issue 54: a `.detach()` (on the loss's scores, on dispatch's weight or on an
+    expert's input) leaves every output right and cuts a gradient. The example calls
+    backward and prints each gradient (`scores.grad`, `topk_weight.grad`): None for the
+    mistaken code's cut one, the reference's in the comments; the outputs, the same on
+    both sides, come first. Run, the snippet prints exactly these."""
+    part, cut, call = GRADIENT_ONLY[mistake_id]
     ctx, lesson = _lesson(course, "13")
     refs = ctx.refs
-    entry = _corpus_entry("13", "hand-23")
-    assert entry.get("backward") and ".detach()" in entry["new"]
-    module = load_module("_smallest_detached_loss", _edited(refs.source, entry), "solution")
-    ex = smallest.smallest(lesson, "aux_loss", Caller(module, refs.probes), refs.reference)
+    entry = _corpus_entry("13", mistake_id)
+    assert entry.get("backward") and ".detach()" in entry["new"] and entry["part"] == part
+    module = load_module(f"_smallest_detached_{mistake_id}", _edited(refs.source, entry),
+                         "solution")
+    ex = smallest.smallest(lesson, part, Caller(module, refs.probes), refs.reference)
     assert ex is not None
-    assert ex.outputs == ["aux", "scores_grad"]
-    assert not smallest.differs(ex.student["aux"], ex.reference["aux"])
-    assert ex.student["scores_grad"] is None and ex.reference["scores_grad"] is not None
+    outputs = lesson.PARTS[part][3]
+    assert ex.outputs == [*outputs, *smallest.gradients(lesson, part)]
+    assert not any(smallest.differs(ex.student[o], ex.reference[o]) for o in outputs)
+    assert ex.student[cut] is None and ex.reference[cut] is not None
+    least = getattr(lesson, "GRADIENTS_FROM", {}).get(part, {})
+    assert all(ex.sizes[n] >= v for n, v in least.items()), ex.sizes  # the loss: E >= 2
     text = smallest.snippet(lesson, ex)
     head = text.split("\n\n")[0].splitlines()  # the results first
-    assert head[:3] == ["# yours gives:", f"#   aux = {smallest._shown(ex.student['aux'])}",
-                        "#   scores.grad = None"], head
-    assert "aux.backward()" in text and "print(scores.grad)" in text
+    assert head[0] == "# yours gives:" and head[1].startswith(f"#   {outputs[0]} = ")
+    assert f"#   {smallest.label(lesson, part, cut)} = None" in head
+    assert call in text and f"print({smallest.label(lesson, part, cut)})" in text
     solution = load_module("_smallest_detached_solution", refs.source, "solution")
-    _snippet_prints_what_it_shows(lesson, ex, solution, module, "hand-23")
+    _snippet_prints_what_it_shows(lesson, ex, solution, module, mistake_id)
 
 
 def _correct(ctx: LessonContext) -> dict[str, Caller]:
