@@ -103,6 +103,12 @@ HAND = {
         ("y = dispatch(x_flat, self.experts, topk_weight, topk_idx)",
          "with torch.no_grad(): y = dispatch(x_flat, self.experts, topk_weight, topk_idx)",
          "dispatch under no_grad"),
+        # K >= 2 only: weights and tokens paired in different orders (slot by slot
+        # against token by token), so one token's weight lands on another token
+        ("weight = topk_weight[mask].view(-1, 1)", "weight = topk_weight.T[mask.T].view(-1, 1)",
+         "the weights taken slot by slot, the tokens in order"),
+        ("token_idx = mask.any(dim=-1).nonzero().flatten()",
+         "token_idx = mask.T.nonzero()[:, 1]", "the tokens listed slot by slot"),
     ],
     "10": [
         ("normed = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + self.eps)",

@@ -7,10 +7,13 @@ part, the probe, the sizes and the lowest and highest of each, a maker of the pr
 arguments from sizes, the outputs compared, and the snippet's lines calling the
 student's function; optionally `TOLERANCES` ((part, output) -> dtype name -> (atol,
 rtol)) where correct code may differ from the reference by more than float64's rounding
-(a softmax or a count the reference rounds to float32, a float16 input); and, for a
-student's file that imports what only the grader has (an assembly lesson's `model_parts`),
-`IMPORTS` (more of the standard library), `PRELUDE` (lines run before the student's file
-is imported) and `LOAD` (its own `load`). This module holds the search,
+(a softmax or a count the reference rounds to float32, a float16 input); optionally
+`GRADIENTS` (part -> {the probe's gradient output: what the snippet prints}) for a part
+whose snippet calls backward, so that a mistake only its gradients show (a `.detach()`)
+gets an example too, and `GRADIENTS_FROM` (part -> the least sizes of such an example);
+and, for a student's file that imports what only the grader has (an assembly lesson's
+`model_parts`), `IMPORTS` (more of the standard library), `PRELUDE` (lines run before the
+student's file is imported) and `LOAD` (its own `load`). This module holds the search,
 the seeds, the comparison and the literals; a lesson without that file shows no
 example.
 
@@ -121,12 +124,13 @@ def tolerance(lesson: types.ModuleType, part: str, output: str,
 
 def tried(lesson: types.ModuleType, part: str) -> Iterator[tuple[dict, dict]]:
     """The candidates of `part` the search may try, smallest first: (sizes, the probe's
-    arguments). The same every time: a recording can hold the reference's side."""
+    arguments), MAX_TRIES of them. A candidate its maker declines (K > E, a near-tie)
+    costs no call, so it is not counted: counted, they used up lesson 13's dispatch
+    tries before any with two tokens and K = 2, where tokens can be mixed up. The same
+    every time: a recording can hold the reference's side."""
     probe, names, make, outputs = lesson.PARTS[part]
-    for sizes in itertools.islice(candidates(names, lesson.ONE, lesson.HIGH), MAX_TRIES):
-        args = make(sizes)
-        if args is not None:
-            yield sizes, args
+    made = ((sizes, make(sizes)) for sizes in candidates(names, lesson.ONE, lesson.HIGH))
+    yield from itertools.islice(((s, a) for s, a in made if a is not None), MAX_TRIES)
 
 
 def requests(tests: Path) -> Iterator[tuple[str, str, dict]]:
@@ -140,14 +144,31 @@ def requests(tests: Path) -> Iterator[tuple[str, str, dict]]:
             yield part, probe, args
 
 
+def gradients(lesson: types.ModuleType, part: str) -> dict[str, str]:
+    """The gradients of `part` its example may show (the lesson's `GRADIENTS`): the
+    probe's output -> what the snippet prints (`scores_grad` -> `scores.grad`)."""
+    return getattr(lesson, "GRADIENTS", {}).get(part, {})
+
+
+def label(lesson: types.ModuleType, part: str, output: str) -> str:
+    """An output as the snippet's comments name it: a gradient as the snippet prints it."""
+    return gradients(lesson, part).get(output, output)
+
+
 def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example | None:
     """The smallest fresh input on which `student` differs from `reference` in `part`,
     or None when none of the candidates tells them apart (or the part is unknown).
-    The student's call raising counts as differing (its error is the student's)."""
+    The student's call raising counts as differing (its error is the student's).
+    Where every candidate's outputs agree, the smallest on which a gradient the lesson
+    names differs (a `.detach()`: a gradient-only mistake), with its gradients among
+    the outputs shown; an output differing always comes first."""
     if part not in lesson.PARTS:
         return None
     probe, names, make, outputs = lesson.PARTS[part]
     canonical = getattr(lesson, "canonical", lambda out: out)
+    backward: Example | None = None
+    least = getattr(lesson, "GRADIENTS_FROM", {}).get(part, {})  # a gradient example's sizes
+    shown = [*outputs, *gradients(lesson, part)]
     for sizes, args in tried(lesson, part):
         ref = canonical(reference.call(probe, **args))
         try:
@@ -165,7 +186,13 @@ def smallest(lesson: types.ModuleType, part: str, student, reference) -> Example
                            {o: ref.get(o) for o in outputs},
                            {o: got.get(o) for o in outputs} if "error" not in got
                            else {"error": got["error"]})
-    return None
+        large = all(sizes[n] >= v for n, v in least.items())
+        if backward is None and large and any(
+                differs(got.get(o), ref.get(o), *tolerance(lesson, part, o, ref.get(o)))
+                for o in shown[len(outputs):]):
+            backward = Example(part, probe, args, sizes, shown, {o: ref.get(o) for o in shown},
+                               {o: got.get(o) for o in shown})
+    return backward
 
 
 # ---- the snippet ---------------------------------------------------------------------
@@ -223,9 +250,11 @@ def _snippet(lesson: types.ModuleType, example: Example, error: str | None) -> s
     if error is not None:
         lines += [f"#   {error}"]
     else:
-        lines += [f"#   {o} = {_shown(example.student.get(o))}" for o in example.outputs]
+        lines += [f"#   {label(lesson, example.part, o)} = {_shown(example.student.get(o))}"
+                  for o in example.outputs]
     lines += ["# the reference gives:"]
-    lines += [f"#   {o} = {_shown(example.reference.get(o))}" for o in example.outputs]
+    lines += [f"#   {label(lesson, example.part, o)} = {_shown(example.reference.get(o))}"
+              for o in example.outputs]
     loads = example.part in getattr(lesson, "LOADS", ())
     # the standard library's modules, then torch (after a blank line where there are two)
     standard = sorted({"importlib", *getattr(lesson, "IMPORTS", ()), *(["zlib"] if loads else [])})

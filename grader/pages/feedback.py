@@ -367,8 +367,8 @@ def typed_instead(message: str) -> dict | None:
     return {"char": char, "code": f"U+{ord(char):04X}", "ascii": meant}
 
 
-_EXAMPLE_COMMENTS = ("ex_digits", "ex_fills", "ex_tanh", "ex_reference_gives", "ex_yours_gives",
-                     "ex_model_parts", "ex_own_attention", "ex_own_blocks")
+_EXAMPLE_COMMENTS = ("ex_digits", "ex_fills", "ex_tanh", "ex_backward", "ex_reference_gives",
+                     "ex_yours_gives", "ex_model_parts", "ex_own_attention", "ex_own_blocks")
 
 
 def example_in(snippet: str, lang: str) -> str:

@@ -11,11 +11,18 @@ from grader.judge.smallest import Example, generator, literal, rounded
 
 MODULE = "13_moe"     # what the snippet imports: the student's file, next to it
 MAX_SIDE = 3          # each of tokens, experts, H, I tried up to this
+REDRAWS = 8           # dispatch's routings drawn at most, for one where slots differ
 LOADS = {"ffn", "moe"}  # parts whose snippet loads weights into a layer (smallest.LOAD)
 # course.yml's `aux` tolerance: the reference rounds the load fractions to float32
 # (MiniMind's .float()), so a correct loss counted in float64 differs in the 8th digit
 AUX = {"float64": (1.0e-9, 1.0e-5)}
-TOLERANCES = {("aux_loss", "aux"): AUX, ("moe", "aux"): AUX}
+TOLERANCES = {("aux_loss", "aux"): AUX, ("aux_loss", "scores_grad"): AUX, ("moe", "aux"): AUX}
+# the loss's gradient, shown where its value is right and only its gradient is not
+GRADIENTS = {"aux_loss": {"scores_grad": "scores.grad"},
+             "dispatch": {"x_grad": "x_flat.grad", "weight_grad": "topk_weight.grad"}}
+# with one expert every score is 1, as is the load: the line-of-divergence search
+# cannot tell a cut score from the load that equals it, and names no line
+GRADIENTS_FROM = {"aux_loss": {"E": 2}}
 
 
 def _ffn(s: dict) -> dict:
@@ -44,6 +51,13 @@ def _routing(g, n: int, e: int, k: int) -> torch.Tensor:
     return torch.stack([torch.randperm(e, generator=g)[:k] for _ in range(n)])
 
 
+def _slots_differ(idx: torch.Tensor) -> bool:
+    """Some expert is in one slot for one token and in another slot for another: only
+    then does a dispatch that pairs weights and tokens in different orders (slot by
+    slot against token by token) give other results than the reference's."""
+    return any(len(set((idx == e).nonzero()[:, 1].tolist())) > 1 for e in idx.unique())
+
+
 def _dispatch(s: dict) -> dict | None:
     if s["K"] > s["E"]:
         return None
@@ -51,10 +65,15 @@ def _dispatch(s: dict) -> dict | None:
     h, i = s["H"], s["I"]
     experts = [(rounded(g, i, h), rounded(g, i, h), rounded(g, h, i)) for _ in range(s["E"])]
     idx = _routing(g, s["N"], s["E"], s["K"])
+    for _ in range(REDRAWS):  # with two tokens and K >= 2, tokens can be mixed up
+        if s["N"] < 2 or s["K"] < 2 or _slots_differ(idx):
+            break
+        idx = _routing(g, s["N"], s["E"], s["K"])
     weight = torch.round(torch.rand(s["N"], s["K"], generator=g, dtype=torch.float64)
                          * 100) / 100 + 0.1
-    return dict(expert_weights=experts, x_flat=rounded(g, s["N"], h), topk_weight=weight,
-                topk_idx=idx, gy=torch.zeros(s["N"], h, dtype=torch.float64), grads=False)
+    x = rounded(g, s["N"], h)
+    return dict(expert_weights=experts, x_flat=x, topk_weight=weight, topk_idx=idx,
+                gy=rounded(g, s["N"], h), grads=True)  # gy: the backward pass's, shown
 
 
 def _aux(s: dict) -> dict | None:
@@ -141,14 +160,31 @@ def lines(example: Example) -> list[str]:
                   "* self.up_proj(x))", "",
                   "experts = torch.nn.ModuleList(["]
         lines += [f"    Expert({', '.join(literal(w) for w in ws)})," for ws in a["expert_weights"]]
-        lines += ["])", f"x_flat = {literal(a['x_flat'])}",
-                  f"topk_weight = {literal(a['topk_weight'])}",
-                  f"topk_idx = {literal(a['topk_idx'])}",
-                  "print(m.dispatch(x_flat, experts, topk_weight, topk_idx))"]
+        call = "m.dispatch(x_flat, experts, topk_weight, topk_idx)"
+        if "x_grad" not in example.outputs:
+            lines += ["])", f"x_flat = {literal(a['x_flat'])}",
+                      f"topk_weight = {literal(a['topk_weight'])}",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"print({call})"]
+        else:  # its gradients: the probe's backward pass of (y * gy).sum()
+            lines += ["])", f"x_flat = {literal(a['x_flat'])}.requires_grad_()",
+                      f"topk_weight = {literal(a['topk_weight'])}.requires_grad_()",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"gy = {literal(a['gy'])}",
+                      f"y = {call}", "print(y)",
+                      "if y.requires_grad:  # as the grader does: backward only where the "
+                      "result carries a gradient",
+                      "    (y * gy).sum().backward()", "print(x_flat.grad)",
+                      "print(topk_weight.grad)"]
     elif example.part == "aux_loss":
-        lines += [f"scores = {literal(a['scores'])}", f"topk_idx = {literal(a['topk_idx'])}",
-                  f"print(m.load_balancing_loss(scores, topk_idx, {a['num_experts']}, "
-                  f"{a['coef']}))"]
+        call = f"m.load_balancing_loss(scores, topk_idx, {a['num_experts']}, {a['coef']})"
+        if "scores_grad" not in example.outputs:
+            lines += [f"scores = {literal(a['scores'])}",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"print({call})"]
+        else:  # its gradient: the probe's backward pass
+            lines += [f"scores = {literal(a['scores'])}.requires_grad_()",
+                      f"topk_idx = {literal(a['topk_idx'])}", f"aux = {call}", "print(aux)",
+                      "if aux.requires_grad:  # as the grader does: backward only where the result "
+                      "carries a gradient",
+                      "    aux.backward()", "print(scores.grad)"]
     else:  # moe
         lines += [f"layer = m.MOEFeedForward({a['hidden']}, {a['inter']}, "
                   f"num_experts={a['num_experts']}, num_experts_per_tok={a['k']}, "

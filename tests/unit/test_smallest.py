@@ -125,7 +125,8 @@ def _snippet_prints_what_it_shows(lesson: types.ModuleType, ex: smallest.Example
         for o, g in zip(ex.outputs, got):
             assert _same(g, want[o]), (name, o, g, want[o])
             # the numbers the snippet's comments show are these
-            assert f"#   {o} = {smallest._shown(want[o])}" in text, (name, o)
+            shown = smallest.label(lesson, ex.part, o)
+            assert f"#   {shown} = {smallest._shown(want[o])}" in text, (name, o)
 
 
 def _sources(lesson: types.ModuleType, solution: str, mistaken: str) -> tuple[str, str] | None:
@@ -170,6 +171,95 @@ def test_nothing_smaller_tells_them_apart(course):
             assert not smallest.differs(got["y"], ref["y"]), sizes
 
 
+def _corpus_entry(key: str, mistake_id: str) -> dict:
+    """One entry of a lesson's divergence corpus (tests/fixtures/divergence)."""
+    entries = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")
+                             .read_text(encoding="utf-8"))
+    return next(e for e in entries if e["id"] == mistake_id)
+
+
+def _edited(source: str, entry: dict) -> str:
+    lines = source.splitlines()
+    assert lines[entry["line"] - 1] == entry["old"], entry["id"]
+    lines[entry["line"] - 1] = entry["new"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("mistake_id", ["hand-26", "hand-27"])
+def test_dispatch_mixing_tokens_at_k_2_gets_an_example_with_k_2(course, mistake_id):
+    """Issue 54: weights and tokens paired in different orders (slot by slot against
+    token by token) show only with two tokens, K >= 2 and an expert sitting in
+    different slots for them. Lesson 13's dispatch candidates now reach such a routing
+    (a declined candidate is not counted against MAX_TRIES, and a routing where every
+    expert sits in one slot is drawn again), so the example has them, and its snippet
+    prints what it shows."""
+    ctx, lesson = _lesson(course, "13")
+    refs = ctx.refs
+    entry = _corpus_entry("13", mistake_id)
+    module = load_module(f"_smallest_mixing_{mistake_id}", _edited(refs.source, entry),
+                         "solution")
+    ex = smallest.smallest(lesson, "dispatch", Caller(module, refs.probes), refs.reference)
+    assert ex is not None, mistake_id
+    assert ex.sizes["K"] >= 2 and ex.sizes["N"] >= 2, ex.sizes
+    assert "error" not in ex.student  # the tokens mixed up, not a crash
+    solution = load_module("_smallest_mixing_solution", refs.source, "solution")
+    _snippet_prints_what_it_shows(lesson, ex, solution, module, mistake_id)
+
+
+def test_the_student_is_called_at_most_max_tries_times_and_declined_sizes_cost_none(course):
+    """MAX_TRIES bounds the student's extra calls: a candidate the maker declines (K > E)
+    is no call, so it does not use up a try."""
+    ctx, lesson = _lesson(course, "13")
+
+    class Counting:
+        calls = 0
+
+        def call(self, probe, **args):
+            Counting.calls += 1
+            return ctx.refs.reference.call(probe, **args)
+
+    assert smallest.smallest(lesson, "dispatch", Counting(), ctx.refs.reference) is None
+    assert Counting.calls == smallest.MAX_TRIES
+
+
+# A gradient-only mistake of the corpus -> its part, the gradient its code leaves
+# None, and the snippet's backward call
+GRADIENT_ONLY = {"hand-23": ("aux_loss", "scores_grad", "aux.backward()"),
+                 "hand-21": ("dispatch", "weight_grad", "(y * gy).sum().backward()"),
+                 "hand-22": ("dispatch", "x_grad", "(y * gy).sum().backward()")}
+
+
+@pytest.mark.parametrize("mistake_id", list(GRADIENT_ONLY))
+def test_a_gradient_only_mistake_gets_an_example_that_shows_grad(course, mistake_id):
+    """Issue 54: a `.detach()` (on the loss's scores, on dispatch's weight or on an
+    expert's input) leaves every output right and cuts a gradient. The example calls
+    backward and prints each gradient (`scores.grad`, `topk_weight.grad`): None for the
+    mistaken code's cut one, the reference's in the comments; the outputs, the same on
+    both sides, come first. Run, the snippet prints exactly these."""
+    part, cut, call = GRADIENT_ONLY[mistake_id]
+    ctx, lesson = _lesson(course, "13")
+    refs = ctx.refs
+    entry = _corpus_entry("13", mistake_id)
+    assert entry.get("backward") and ".detach()" in entry["new"] and entry["part"] == part
+    module = load_module(f"_smallest_detached_{mistake_id}", _edited(refs.source, entry),
+                         "solution")
+    ex = smallest.smallest(lesson, part, Caller(module, refs.probes), refs.reference)
+    assert ex is not None
+    outputs = lesson.PARTS[part][3]
+    assert ex.outputs == [*outputs, *smallest.gradients(lesson, part)]
+    assert not any(smallest.differs(ex.student[o], ex.reference[o]) for o in outputs)
+    assert ex.student[cut] is None and ex.reference[cut] is not None
+    least = getattr(lesson, "GRADIENTS_FROM", {}).get(part, {})
+    assert all(ex.sizes[n] >= v for n, v in least.items()), ex.sizes  # the loss: E >= 2
+    text = smallest.snippet(lesson, ex)
+    head = text.split("\n\n")[0].splitlines()  # the results first
+    assert head[0] == "# yours gives:" and head[1].startswith(f"#   {outputs[0]} = ")
+    assert f"#   {smallest.label(lesson, part, cut)} = None" in head
+    assert call in text and f"print({smallest.label(lesson, part, cut)})" in text
+    solution = load_module("_smallest_detached_solution", refs.source, "solution")
+    _snippet_prints_what_it_shows(lesson, ex, solution, module, mistake_id)
+
+
 def _correct(ctx: LessonContext) -> dict[str, Caller]:
     """The lesson's correct code: the solution in a student's seat, its equivalent
     mutants and the correct fixtures written in other styles."""
@@ -205,9 +295,9 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
     """The corpus of single-line mistakes (audit mutants and hand-written ones) that
     change the part's results: every one gets an example but those listed with why,
     and its snippet prints the numbers it shows.
-    A gradient-only mistake (`backward: true`: every forward value matches) is not
-    asked for one: an example shows forward values; its page names the line instead
-    (tests/e2e/test_divergence.py)."""
+    A gradient-only mistake (`backward: true`: every forward value matches) is asked
+    for one where the lesson's example shows its part's gradients (`GRADIENTS`); in
+    the other parts its page names the line instead (tests/e2e/test_divergence.py)."""
     ctx, lesson = _lesson(course, key)
     refs = ctx.refs
     entries = yaml.safe_load((ROOT / "tests" / "fixtures" / "divergence" / f"{key}.yml")
@@ -215,7 +305,8 @@ def test_each_mistake_of_the_divergence_corpus_gets_an_example(course, key):
     listed = CORPUS_NO_EXAMPLE.get(key, {})
     solution = load_module(f"_smallest_corpus_solution_{key}", refs.source, "solution")
     missing = []
-    for entry in (e for e in entries if not e.get("backward")):
+    for entry in (e for e in entries
+                  if not e.get("backward") or smallest.gradients(lesson, e["part"])):
         lines = refs.source.splitlines()
         assert lines[entry["line"] - 1] == entry["old"], entry["id"]
         lines[entry["line"] - 1] = entry["new"]
@@ -247,8 +338,9 @@ def test_the_lessons_tolerances_are_the_ones_their_tests_use(course):
             ("freqs", ("cos", "sin"), {"float32": pair("12", "float32")}),
             ("apply", ("q", "k"), {"bfloat16": pair("12", "bfloat16")}))
         for o in outputs}
-    assert lessons["13"].TOLERANCES == {(part, "aux"): {"float64": pair("13", "aux")}
-                                        for part in ("aux_loss", "moe")}
+    assert lessons["13"].TOLERANCES == {
+        (part, o): {"float64": pair("13", "aux")}
+        for part, o in (("aux_loss", "aux"), ("aux_loss", "scores_grad"), ("moe", "aux"))}
     assert lessons["13b"].TOLERANCES == {(part, o): {"float64": pair("13b", "float64")}
                                          for part, outputs in lessons["13b"].OUTPUTS.items()
                                          for o in outputs}
