@@ -4,9 +4,11 @@ on a corpus of single-line mistakes made in place in each lesson's solution
 audit's mutants and mistakes students make), each run in the sandbox's child with
 the tracer, as a graded submission is.
 
-The page must name the edited line for at least 90 % of each lesson's corpus and
-a wrong line for at most 2 %; correct code of other forms and code nobody here
-wrote get no line at all.
+The page must name the edited line for every entry of each lesson's corpus, and no
+box where the values differ another line, counted as the held-out set counts
+(`named`): a box for the line that raised ("Line 42 raised …", top-k + 1 on an
+example where K = E) names its line too, and may name another. Correct code of other
+forms and code nobody here wrote get no line at all.
 """
 import copy
 import os
@@ -43,6 +45,14 @@ def edited(solution: str, entry: dict) -> str:
     assert lines[entry["line"] - 1] == entry["old"], entry["id"]
     lines[entry["line"] - 1] = entry["new"]
     return "\n".join(lines) + "\n"
+
+
+def named(w: Where) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The spans a finding's boxes name: where the values first differ, and a raise
+    ("Line N raised …", the one box that may name another line than the edited one)."""
+    first = [(w.line, w.end)] if w.line and w.kind != "raised" else []
+    raised = [(w.raise_line, w.raise_end)] if w.raise_line else []
+    return first, raised
 
 
 def traced_call(session: Session):
@@ -94,26 +104,32 @@ def test_the_page_names_the_edited_line(course, lesson):
                                          first)
             finally:
                 session.close()
-            line = (found or Where("none")).line
+            first, raised = named(found or Where("none"))
             if entry.get("backward"):
-                backward[entry["id"]] = (found.kind if found and line and found.line
+                backward[entry["id"]] = (found.kind if found and found.line and found.line
                                          <= entry["line"] <= found.end else "missed")
-            if not line:
+            if not first + raised:
                 none.append(entry["id"])
                 continue
-            (hits if found.line <= entry["line"] <= found.end else wrong).append(entry["id"])
-            for lang, said in (("en", f"Line {found.line} `"), ("zh", f"第 {found.line} 行 `")):
+            if any(not a <= entry["line"] <= b for a, b in first):
+                wrong.append(entry["id"])
+            elif any(a <= entry["line"] <= b for a, b in first + raised):
+                hits.append(entry["id"])
+            else:
+                none.append(entry["id"])  # only a raise, on a later line: not the line
+            line = (first + raised)[0][0]
+            for lang, said in (("en", f"Line {line} "), ("zh", f"第 {line} 行")):
                 assert where.sentence(found.to_json(), STRINGS[lang]).startswith(said)
     finally:
         slot.close()
     n = len(hits) + len(wrong) + len(none)
     print(f"lesson {lesson}: {n} mistakes ({on_example} traced on their smallest example "
-          f"first), edited line named {len(hits) / n:.0%}, a wrong line {len(wrong) / n:.0%}, "
-          f"none {len(none) / n:.0%}; gradient-only {len(backward)}: {backward}")
+          f"first), edited line named {len(hits) / n:.0%}, a wrong line {len(wrong) / n:.0%} "
+          f"{wrong}, none {len(none) / n:.0%} {none}; gradient-only {len(backward)}: "
+          f"{backward}")
     if smallest.load(ctx.tests) is not None:
         assert on_example >= 0.9 * n  # the examples are what is traced, nearly always
-    assert len(hits) >= 0.9 * n, (wrong, none)
-    assert len(wrong) <= 0.02 * n, wrong
+    assert not wrong and not none, (wrong, none)  # none may newly miss (issue 54)
     assert all(kind in ("cut", "added") for kind in backward.values()), backward
     if lesson in ("10", "11", "13"):  # the lessons that grade gradients
         assert len(backward) >= 3
