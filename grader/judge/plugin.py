@@ -405,9 +405,14 @@ class GradingPlugin:
                             if raises.get(v.mistake.id, {}).get(item.name) == raised]}
 
     def _replays(self, item: pytest.Function, candidates: list) -> dict:
-        """`_diagnose`'s replays: the matches, or {} when a student call failed."""
+        """`_diagnose`'s replays: the matches, or {} when a student call failed. A
+        variant that raised in this test is not asked again: only a raise matches it
+        (`_raised_alike`), and a recording holds no result of it to answer from."""
         matches = []
+        raises = self.refs.raises or {}
         for variant in candidates:
+            if item.name in raises.get(variant.mistake.id, {}):
+                continue
             try:
                 replay = self._replay(item, self._student, variant.caller)
             except StudentError:

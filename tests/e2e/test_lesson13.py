@@ -117,7 +117,7 @@ def test_wrong_return_type_costs_its_part(graded):
     assert any("tuple (scores, topk_weight, topk_idx)" in t.message for t in r.tests)
 
 
-def test_a_mistake_is_named_where_its_code_raises_as_its_variant_does(graded):
+def test_a_mistake_is_named_where_its_code_raises_as_its_variant_does(graded, course):
     """Issue 54: top-k + 1 raises where K = E (top-k of more than E experts), and a
     test that raised was never diagnosed, so the part named nothing. Its variant raises
     the same error in those tests, and its results are the student's in the others."""
@@ -129,6 +129,13 @@ def test_a_mistake_is_named_where_its_code_raises_as_its_variant_does(graded):
     assert r.parts["router"].diagnosis is not None
     assert r.parts["router"].diagnosis.id == "topk_plus_one"
     assert all(t.diagnosis.id == "topk_plus_one" for t in router if not t.passed)
+    from markupsafe import escape
+
+    from grader.pages.feedback import render_student
+    for lang in ("en", "zh"):  # named on the page, with its hint, in both languages
+        page = render_student(r, course, "13", lang)
+        named = r.parts["router"].diagnosis
+        assert str(escape(named.title[lang])) in page and str(escape(named.hint[lang])) in page
 
 
 def test_code_that_raises_in_every_test_is_named_as_no_mistake(graded):
