@@ -146,7 +146,7 @@ class Caller:
     """Runs probes on a trusted module, memoised by request content. The module may be
     given as `load`, called on the first request the cache cannot answer (a recording
     made when the autograder zip was built answers every graded one, so a run never
-    imports the solution, nor its 27 mistakes). Without either it is a recording (a
+    imports the solution, nor its known mistakes). Without either it is a recording (a
     student bundle has no solution): it only answers from it."""
 
     def __init__(self, module: types.ModuleType | None, probes: types.ModuleType,
