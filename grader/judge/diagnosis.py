@@ -1,10 +1,14 @@
 """When a known mistake explains a part: one rule for the feedback and for grading.
 
 A mistake explains a part only when it accounts for every failing test of the part:
-the student's results pass against the mistake's results in each of them, and the
-mistake fails exactly the tests the student failed (its signature, computed from
-trusted code). Anything less is no diagnosis: a wrong name teaches the wrong thing,
-and an explained part lets the composite part forgive the layer.
+the student's results pass against the mistake's results in each of them (or, where
+the student's code raised, the mistake's variant raised the same type of exception
+there: `raises`), and the mistake fails exactly the tests the student failed (its
+signature, computed from trusted code). A raise alone names nothing: where the
+student's code raised in every failing test, no mistake explains the part, or code
+that raises everywhere would be named as any mistake that raises in each test it
+fails. Anything less is no diagnosis: a wrong name teaches the wrong thing, and an
+explained part lets the composite part forgive the layer.
 """
 from __future__ import annotations
 
@@ -17,11 +21,12 @@ if TYPE_CHECKING:
     from grader.judge.reference import Mistake
 
 
-def explaining(failed: set[str], matches: dict[str, list[str] | None],
+def explaining(failed: set[str], raised: set[str], matches: dict[str, list[str] | None],
                signatures: dict[str, set[str]], candidates: Iterable[str]) -> list[str]:
     """The candidates (in their order) that explain a part whose tests `failed`, given
-    which mistakes each failing test's results matched (None: not diagnosable)."""
-    if not failed or any(matches.get(name) is None for name in failed):
+    which mistakes each failing test's results matched (None: not diagnosable) and
+    the failing tests where the student's code `raised`."""
+    if not failed or failed <= raised or any(matches.get(name) is None for name in failed):
         return []
     return [m for m in candidates
             if signatures.get(m) == failed
@@ -36,7 +41,8 @@ def diagnose(tests: list[TestRecord], matches: dict[str, list[str] | None],
     `id=None`."""
     failing = {t.name for t in tests if not t.passed}
     known = {m.id: m for m in mistakes}
-    found = explaining(failing, matches, signatures, known)
+    found = explaining(failing, {t.name for t in tests if not t.passed and t.error},
+                       matches, signatures, known)
     chosen = Diagnosis(found[0], known[found[0]].title, known[found[0]].hint) if found else None
     for t in tests:
         if matches.get(t.name) is not None:

@@ -326,6 +326,8 @@ class GradingPlugin:
         except StudentError as exc:
             meta["error"] = exc.as_dict()
             meta["checks"] = [c.to_dict() for c in checks.items] if checks else []
+            if exc.kind == "exception":  # the student's code raised (no limit, no crash)
+                meta["diagnosis"] = self._raised_alike(pyfuncitem, part, exc.type)
             _fail(f"{exc.kind}: {exc.message}")
         except GraderFault as exc:
             self.fault = exc
@@ -354,7 +356,7 @@ class GradingPlugin:
     def explaining(self, part: str) -> list[str]:
         """Known mistakes that fully explain the current student's failures in `part`."""
         failed = self.failed_tests(part)
-        return explaining(set(failed),
+        return explaining(set(failed), {name for name, m in failed.items() if m.get("error")},
                           {name: (m.get("diagnosis") or {}).get("matches")
                            for name, m in failed.items()},
                           self._signatures(),
@@ -389,10 +391,28 @@ class GradingPlugin:
         seen = (item.nodeid, self._student.served_digest())
         return kept_by_content(self.diagnoses, seen, lambda: self._replays(item, candidates))
 
+    def _raised_alike(self, item: pytest.Function, part: str, raised: str) -> dict:
+        """A test where the student's code raised `raised` (an exception's type name)
+        matches each known mistake of this part whose variant raised that type in this
+        test when its signature was taken (`raises`): the student's code is not run
+        again, and `diagnosis.explaining` names none on raises alone."""
+        candidates = [v for v in self.refs.variants if v.mistake.part == part]
+        if not candidates or not raised:
+            return {}
+        self._signatures()
+        raises = self.refs.raises or {}
+        return {"matches": [v.mistake.id for v in candidates
+                            if raises.get(v.mistake.id, {}).get(item.name) == raised]}
+
     def _replays(self, item: pytest.Function, candidates: list) -> dict:
-        """`_diagnose`'s replays: the matches, or {} when a student call failed."""
+        """`_diagnose`'s replays: the matches, or {} when a student call failed. A
+        variant that raised in this test is not asked again: only a raise matches it
+        (`_raised_alike`), and a recording holds no result of it to answer from."""
         matches = []
+        raises = self.refs.raises or {}
         for variant in candidates:
+            if item.name in raises.get(variant.mistake.id, {}):
+                continue
             try:
                 replay = self._replay(item, self._student, variant.caller)
             except StudentError:
@@ -406,22 +426,26 @@ class GradingPlugin:
     def _signatures(self) -> dict[str, set[str]]:
         """Which tests each known mistake fails, graded like a submission (trusted
         code, once per process): it tells apart mistakes whose numbers coincide on
-        some tests, by the pattern of tests they fail."""
+        some tests, by the pattern of tests they fail. Beside them, `refs.raises`: in
+        which of those tests the variant raised, and the exception's type name."""
         if self.refs.signatures is not None:
             return self.refs.signatures
         signatures: dict[str, set[str]] = {}
+        raises: dict[str, dict[str, str]] = {}
         for variant in self.refs.variants:
-            failed = set()
+            failed, raised = set(), {}
             for item in self.items:
                 if part_of(item.path) != variant.mistake.part:
                     continue
                 try:
                     if self._replay(item, variant.caller, self.refs.reference).failures:
                         failed.add(item.name)
-                except Exception:  # noqa: BLE001 - the variant breaks this test
+                except Exception as exc:  # noqa: BLE001 - the variant breaks this test
                     failed.add(item.name)
+                    raised[item.name] = type(exc).__name__
             signatures[variant.mistake.id] = failed
-        self.refs.signatures = signatures
+            raises[variant.mistake.id] = raised
+        self.refs.signatures, self.refs.raises = signatures, raises
         return signatures
 
     @pytest.hookimpl(tryfirst=True)

@@ -146,7 +146,7 @@ class Caller:
     """Runs probes on a trusted module, memoised by request content. The module may be
     given as `load`, called on the first request the cache cannot answer (a recording
     made when the autograder zip was built answers every graded one, so a run never
-    imports the solution, nor its 27 mistakes). Without either it is a recording (a
+    imports the solution, nor its known mistakes). Without either it is a recording (a
     student bundle has no solution): it only answers from it."""
 
     def __init__(self, module: types.ModuleType | None, probes: types.ModuleType,
@@ -192,6 +192,9 @@ class LessonRefs:
     probes: types.ModuleType
     # mistake id -> names of the tests its variant fails (computed on first need)
     signatures: dict[str, set[str]] | None = None
+    # mistake id -> test name -> the type name of the exception its variant raised
+    # there, for the failing tests where it raised (computed with the signatures)
+    raises: dict[str, dict[str, str]] | None = None
     source: str | None = None  # the solution's text (none in a student bundle)
     key: str = ""
     # warmed from a recording made from these very files, by a run that checked the
@@ -279,6 +282,7 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
             reference, variants, probes, source=source, key=key,
             signatures=None if signatures is None else {
                 k: set(v) for k, v in signatures.items()},
+            raises=data.get("raises"),
             recorded=bool(data["reference"]),
             recorded_combined={tuple(ids.split("+")): results
                                for ids, results in data.get("combined", {}).items()},
@@ -326,9 +330,9 @@ def combined_for_recording(refs: LessonRefs) -> None:
 def recording(refs: LessonRefs, digest: str = "") -> bytes:
     """The reference's and every mistake's (and combination's) results of the calls
     made so far, the mistakes' titles and hints (not their edits, which quote the
-    solution), their signatures and the torch version: enough to run and diagnose
-    those tests without the solution. `digest` (`lesson_digest`) ties it to the files
-    it was made from, where they ship with it."""
+    solution), their signatures and the tests each raised in, and the torch version:
+    enough to run and diagnose those tests without the solution. `digest`
+    (`lesson_digest`) ties it to the files it was made from, where they ship with it."""
     return protocol.dumps({
         "reference": refs.reference.cache,
         "variants": {v.mistake.id: v.caller.cache for v in refs.variants},
@@ -341,6 +345,7 @@ def recording(refs: LessonRefs, digest: str = "") -> bytes:
                      for v in refs.variants],
         "signatures": None if refs.signatures is None else {
             k: sorted(v) for k, v in refs.signatures.items()},
+        "raises": refs.raises,
         "traces": refs.traces,
         "fresh": refs.fresh,
         "digest": digest})
@@ -353,7 +358,7 @@ def _from_recording(data: dict, probes: types.ModuleType) -> LessonRefs:
     signatures = data["signatures"]
     return LessonRefs(Caller(None, probes, data["reference"]), variants, probes,
                       None if signatures is None else {k: set(v) for k, v in signatures.items()},
-                      torch=data.get("torch", ""),
+                      raises=data.get("raises"), torch=data.get("torch", ""),
                       _combined={tuple(ids.split("+")): Caller(None, probes, cache)
                                  for ids, cache in data.get("combined", {}).items()},
                       traces={k: v for k, v in (data.get("traces") or {}).items()

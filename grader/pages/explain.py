@@ -125,9 +125,12 @@ def structure_text(claim: dict, t: dict[str, str]) -> str:
     return ""
 
 
-def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
-    """The first distinct structure claims of a part's failing checks, each with where."""
+def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[tuple[int, str]]:
+    """The distinct structure claims of a part's failing checks that reach the most
+    failing tests (CLAIMS_AT_TOP of them), each with where it was first seen and its
+    reach: how many failing tests have a failing check it describes."""
     seen: dict[str, str] = {}
+    tests: dict[str, set[str]] = {}
     for test in failing:
         for check in test.checks:
             claim = check.get("structure") if isinstance(check, dict) else None
@@ -137,7 +140,26 @@ def structure_at_top(failing: list[TestRecord], t: dict[str, str]) -> list[str]:
                 seen[text] = t["claim_in"].format(test=test.name,
                                                   check=check_label(str(check.get("name", "")), t),
                                                   claim=text)
-    return list(seen.values())[:CLAIMS_AT_TOP]
+            if text:
+                tests.setdefault(text, set()).add(test.name)
+    return by_reach([(len(tests[text]), said) for text, said in seen.items()])[:CLAIMS_AT_TOP]
+
+
+def by_reach(found: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """A part's findings (reach, sentence) in the order every surface lists them: by
+    how many of the part's failing tests each explains, the widest first, ties in the
+    order given (issue 54: a dtype note that reached the float64 tests alone came
+    before a claim that held in every failing test)."""
+    return sorted(found, key=lambda f: -f[0])
+
+
+def answer_reach(finding: dict, failing: list[TestRecord]) -> int:
+    """How many failing tests a question's finding explains: one that held on every
+    input asked is about the function, so all of them; a dtype finding is about
+    float64 inputs, so the failing tests whose case is float64."""
+    if finding.get("kind") == "dtype":
+        return sum(1 for x in failing if case_fields(x).get("dtype") == "float64")
+    return len(failing)
 
 
 def answer_text(finding: dict, t: dict[str, str]) -> str:

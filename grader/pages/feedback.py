@@ -150,19 +150,26 @@ def _beyond(test: TestRecord) -> bool:
 def part_findings(tests: list[TestRecord], scored: PartRecord | None,
                   failed_before: list[str], explained: set[str], t: dict[str, str]
                   ) -> list[str]:
-    """What a part's results show, in the order the page and `grader check` both say
-    it: a precision matter first (it explains the whole failing set), the composite
-    part's parts, the contrast rule, the answers to the
-    grader's questions, then the structure of failing checks."""
+    """What a part's results show, as the page, its top on Gradescope and `grader
+    check` all list it: each finding with its reach, the failing tests it explains
+    (a precision matter, the earlier pieces, the stand-in round and the contrast rule
+    explain them all; the composite part's parts its composite tests; an answer to
+    the grader's questions as `explain.answer_reach`; a structure claim the tests it
+    is found in), ordered by `explain.by_reach`, ties in this order."""
     failing = [x for x in tests if not x.passed]
+    every = len(failing)
     answers = scored.answers if scored is not None and failing else []
-    return [x for x in [*explain.precision_sentences(tests, t),
-                        *explain.earlier_sentences(scored.earlier if scored else None, t),
-                        *explain.stand_in_sentences(scored.stand_in if scored else None, t),
-                        *explain.composite_sentences(tests, failed_before, explained, t),
-                        *explain.contrast_sentences(tests, t),
-                        *(explain.answer_text(a, t) for a in answers),
-                        *explain.structure_at_top(failing, t)] if x]
+    found = [*((every, x) for x in explain.precision_sentences(tests, t)),
+             *((every, x) for x in explain.earlier_sentences(
+                 scored.earlier if scored else None, t)),
+             *((every, x) for x in explain.stand_in_sentences(
+                 scored.stand_in if scored else None, t)),
+             *((sum(1 for x in failing if x.composite), x)
+               for x in explain.composite_sentences(tests, failed_before, explained, t)),
+             *((every, x) for x in explain.contrast_sentences(tests, t)),
+             *((explain.answer_reach(a, failing), explain.answer_text(a, t)) for a in answers),
+             *explain.structure_at_top(failing, t)]
+    return [x for _, x in explain.by_reach(found) if x]
 
 
 def failed_parts(record: GradeRecord, order: list[str]) -> tuple[list[str], set[str]]:

@@ -184,7 +184,8 @@ def test_top_k_of_the_smallest_reads_as_k_equals_e(course):
 def test_no_wrong_claim_on_an_unlisted_mistake(lesson):
     """Issue 26's corpus: every single-line mistake of the divergence corpus
     (tests/fixtures/divergence/<lesson>.yml: the audit's mutants and mistakes students
-    make, none of them in mistakes.yml), graded by the hidden tests in-process; each
+    make, a few of lesson 13's also in its mistakes.yml, such as top-k off by one),
+    graded by the hidden tests in-process; each
     structure sentence and each contrast rule a page would state is re-checked against
     the numbers (`true_claim`) and the cases (`_rule_true`). None may be false."""
     import yaml

@@ -4,9 +4,11 @@ on a corpus of single-line mistakes made in place in each lesson's solution
 audit's mutants and mistakes students make), each run in the sandbox's child with
 the tracer, as a graded submission is.
 
-The page must name the edited line for at least 90 % of each lesson's corpus and
-a wrong line for at most 2 %; correct code of other forms and code nobody here
-wrote get no line at all.
+The page must name the edited line for every entry of each lesson's corpus, and no
+box where the values differ another line, counted as the held-out set counts
+(`named`): a box for the line that raised ("Line 42 raised …", top-k + 1 on an
+example where K = E) names its line too, and may name another. Correct code of other
+forms and code nobody here wrote get no line at all.
 """
 import copy
 import os
@@ -56,6 +58,14 @@ def edited(solution: str, entry: dict) -> str:
     assert lines[entry["line"] - 1] == entry["old"], entry["id"]
     lines[entry["line"] - 1] = entry["new"]
     return "\n".join(lines) + "\n"
+
+
+def named(w: Where) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """The spans a finding's boxes name: where the values first differ, and a raise
+    ("Line N raised …", the one box that may name another line than the edited one)."""
+    first = [(w.line, w.end)] if w.line and w.kind != "raised" else []
+    raised = [(w.raise_line, w.raise_end)] if w.raise_line else []
+    return first, raised
 
 
 def traced_call(session: Session):
@@ -110,36 +120,41 @@ def test_the_page_names_the_edited_line(course, lesson):
                                          first)
             finally:
                 session.close()
+            firsts, raises = named(found or Where("none"))
             if entry.get("raises"):  # its box names the line that raised, as a traceback
                 assert found is not None and found.kind == "raised" and found.raise_line, \
                     (entry["id"], found)
                 raised.append(entry["id"])
                 continue
-            line = (found or Where("none")).line
             if entry.get("backward"):
-                backward[entry["id"]] = (found.kind if found and line and found.line
+                backward[entry["id"]] = (found.kind if found and found.line and found.line
                                          <= entry["line"] <= found.end else "missed")
-            if not line:
+            if not firsts + raises:
                 none.append(entry["id"])
                 continue
-            (hits if found.line <= entry["line"] <= found.end else wrong).append(entry["id"])
-            for lang, said in (("en", f"Line {found.line} `"), ("zh", f"第 {found.line} 行 `")):
+            if any(not a <= entry["line"] <= b for a, b in firsts):
+                wrong.append(entry["id"])
+            elif any(a <= entry["line"] <= b for a, b in firsts + raises):
+                hits.append(entry["id"])
+            else:
+                none.append(entry["id"])  # only a raise, on a later line: not the line
+            line = (firsts + raises)[0][0]
+            for lang, said in (("en", f"Line {line} "), ("zh", f"第 {line} 行")):
                 assert where.sentence(found.to_json(), STRINGS[lang]).startswith(said)
     finally:
         slot.close()
     n = len(hits) + len(wrong) + len(none)
     print(f"lesson {lesson}: {n} mistakes ({on_example} traced on their smallest example "
-          f"first), edited line named {len(hits) / n:.0%}, a wrong line {len(wrong) / n:.0%}, "
-          f"none {len(none) / n:.0%}; {len(raised)} raising, each its raise's box; "
-          f"gradient-only {len(backward)}: {backward}")
+          f"first), edited line named {len(hits) / n:.0%}, a wrong line {len(wrong) / n:.0%} "
+          f"{wrong}, none {len(none) / n:.0%} {none}; {len(raised)} raising, each its "
+          f"raise's box; gradient-only {len(backward)}: {backward}")
     if smallest.load(ctx.tests) is not None:
         assert on_example >= 0.9 * (n + len(raised))  # the examples are what is traced
     listed = MISSED.get(lesson, {})
     assert {i: ("wrong" if i in wrong else "none") for i in wrong + none if i in listed} \
         == {i: kind for i, (kind, _) in listed.items()}
-    n -= len(listed)
-    assert len(hits) >= 0.9 * n, (wrong, none)
-    assert len([i for i in wrong if i not in listed]) <= 0.02 * n, wrong
+    # none may newly miss (issue 54)
+    assert not [i for i in wrong + none if i not in listed], (wrong, none)
     assert all(kind in ("cut", "added") for kind in backward.values()), backward
     if lesson in ("10", "11", "13"):  # the lessons that grade gradients
         assert len(backward) >= 3

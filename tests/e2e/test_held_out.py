@@ -15,7 +15,7 @@ from grader.pages import where
 from grader.pages.feedback import STRINGS
 from grader.sandbox.session import Session
 from tests.conftest import ROOT, open_slot
-from tests.e2e.test_divergence import traced_call
+from tests.e2e.test_divergence import named, traced_call
 
 HELD_OUT = ROOT / "tests" / "fixtures" / "divergence" / "held_out.yml"
 pytestmark = pytest.mark.slow
@@ -47,12 +47,6 @@ def test_the_set_is_big_enough_and_made_from_every_lesson():
     assert {e["lesson"] for e in found} == {"10", "11", "12", "13"}
 
 
-def _named(w) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
-    """The spans a finding's boxes name: where the values first differ, and a raise."""
-    first = [(w.line, w.end)] if w.line and w.kind != "raised" else []
-    raised = [(w.raise_line, w.raise_end)] if w.raise_line else []
-    return first, raised
-
 
 @pytest.mark.parametrize("lesson", ["10", "11", "12", "13"])
 def test_every_page_names_the_edited_line_and_no_box_another(course, lesson):
@@ -83,7 +77,7 @@ def test_every_page_names_the_edited_line_and_no_box_another(course, lesson):
             found = tracing.upstream(found, list(found), source, composite, names)
             hit = False
             for part, w in found.items():
-                first, raised = _named(w)
+                first, raised = named(w)
                 hit |= any(a <= line <= b for a, b in first + raised)
                 other += [(entry["new"], part, a) for a, b in first if not a <= line <= b]
                 for lang in ("en", "zh"):  # a sentence for each box, in both languages

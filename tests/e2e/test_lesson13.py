@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from grader.judge import runner
+from grader.judge.reference import load_mistakes
 
 ROOT = Path(__file__).resolve().parents[2]
 SOLUTION = ROOT / "solutions" / "13_moe.py"
@@ -36,7 +37,13 @@ def graded(ctx13, slot13, tmp_path_factory) -> dict:
         "import_error_inside": source.replace(
             "    y = torch.zeros_like(x_flat)", "    import scipy_not_there\n"
             "    y = torch.zeros_like(x_flat)", 1),
+        # top-k's own error, raised in every test: where top-k + 1 raises and elsewhere
+        "route_raises": source.replace(
+            "    scores = F.softmax(gate(x_flat), dim=-1)\n",
+            "    raise RuntimeError(\"selected index k out of range\")\n", 1),
     }
+    mistakes = {m.id: m for m in load_mistakes(ROOT / "hidden_tests" / "13_moe" / "mistakes.yml")}
+    broken["topk_plus_one"] = mistakes["topk_plus_one"].apply(source)
     for name, text in broken.items():
         files[f"broken-{name}"] = tmp / f"{name}.py"
         files[f"broken-{name}"].write_text(text)
@@ -108,6 +115,35 @@ def test_wrong_return_type_costs_its_part(graded):
     assert "router" in lost(r)
     assert r.parts["ffn"].score == 2.0 and r.parts["dispatch"].score == 2.5
     assert any("tuple (scores, topk_weight, topk_idx)" in t.message for t in r.tests)
+
+
+def test_a_mistake_is_named_where_its_code_raises_as_its_variant_does(graded, course):
+    """Issue 54: top-k + 1 raises where K = E (top-k of more than E experts), and a
+    test that raised was never diagnosed, so the part named nothing. Its variant raises
+    the same error in those tests, and its results are the student's in the others."""
+    r = graded["broken-topk_plus_one"]
+    router = [t for t in r.tests if t.part == "router" and not t.practice]
+    raised = [t for t in router if t.error]
+    assert raised and len(raised) < len(router)
+    assert all("K=3" in t.name and "E=3" in t.name for t in raised)
+    assert r.parts["router"].diagnosis is not None
+    assert r.parts["router"].diagnosis.id == "topk_plus_one"
+    assert all(t.diagnosis.id == "topk_plus_one" for t in router if not t.passed)
+    from markupsafe import escape
+
+    from grader.pages.feedback import render_student
+    for lang in ("en", "zh"):  # named on the page, with its hint, in both languages
+        page = render_student(r, course, "13", lang)
+        named = r.parts["router"].diagnosis
+        assert str(escape(named.title[lang])) in page and str(escape(named.hint[lang])) in page
+
+
+def test_code_that_raises_in_every_test_is_named_as_no_mistake(graded):
+    """The same error in every test matches top-k + 1 where its variant raises, and
+    nowhere else: a raise alone names nothing."""
+    r = graded["broken-route_raises"]
+    assert all(t.error for t in r.tests if t.part == "router" and not t.passed)
+    assert r.parts["router"].score == 0 and r.parts["router"].diagnosis is None
 
 
 def test_traceback_shows_only_the_students_file(graded):

@@ -49,6 +49,9 @@ def test_the_zip_grades_from_its_recording_alone(zip_root):
     refs = ctx.refs
     assert refs.recorded and len(refs.reference.cache) >= 30
     assert set(refs.signatures) == {v.mistake.id for v in refs.variants}
+    # where each raised: top-k + 1 is named where the student's code raises as it does
+    assert refs.raises is not None and set(refs.raises["topk_plus_one"]) == {
+        name for name in refs.signatures["topk_plus_one"] if "E=3 K=3" in name}
     reports: list[dict] = []
     runner.run_tests(ctx, [(refs.reference.twin(), reports.append)])
     assert runner.score(ctx, reports[0]).score == 10.0

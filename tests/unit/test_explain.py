@@ -255,3 +255,38 @@ def test_a_precision_matter_is_named_first_and_the_formulas_box_is_left_out(cour
     assert "lesson&#39;s formulas" not in page
     tests[3].checks = [check(False)]  # one failure a formula's: no precision finding
     assert not explain.precision_sentences(tests, t)
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_finding_that_explains_more_failing_tests_comes_first_everywhere(course, lang):
+    """Issue 54: findings are listed by how many of the part's failing tests each
+    explains. A dtype answer (the one float64 failing test) came before a structure
+    claim found in all three failing tests, on the page, its top (Gradescope's output)
+    and in `grader check`; a tie keeps the order of old (the contrast rule first)."""
+    claim = {"name": "scores", "passed": False, "message": "differs", "atol": 1e-5,
+             "rtol": 1e-4, "structure": {"kind": "factor", "factor": 0.5}}
+    tests = [_test(f"test_route[K={k} {d}]", "router", {"K": k, "dtype": d}, k == 1,
+                   checks=[] if k == 1 else [claim])
+             for k, d in ((1, "float32"), (1, "float64"), (2, "float32"), (2, "float64"),
+                          (3, "float32"))]
+    answer = {"kind": "dtype", "function": "route", "output": "scores", "dtype": "float32"}
+    parts = {k: {"score": p.points, "max_score": p.points, "passed": 1, "tests": 1}
+             for k, p in course.lesson("13").parts.items()}
+    parts["router"] = {"score": 0.8, "max_score": 2.0, "passed": 2, "tests": 5,
+                       "answers": [answer]}
+    record = GradeRecord.from_json({"student_id": "s", "lesson": "13", "status": "graded",
+                                    "score": 8.8, "max_score": 10.0, "parts": parts,
+                                    "tests": tests})
+    t = feedback.STRINGS[lang]
+    contrast = explain.contrast_sentences(record.tests, t)[0]
+    structure = explain.structure_text(claim["structure"], t)
+    dtype = explain.answer_text(answer, t)
+    said = feedback.student_context(record, course, "13", lang)
+    found = next(p["findings"] for p in said["parts"] if p["key"] == "router")
+    assert [contrast in found[0], structure in found[1], dtype == found[2]] == [True] * 3
+    from grader.run import practice_output
+    assert practice_output.outcome(record, course, "13", [], lang)["parts"]["router"][
+        "findings"] == found
+    top = feedback.render_page_top(record, course, "13", lang)
+    shown = [str(escape(x)) for x in found]
+    assert top.index(shown[1]) < top.index(shown[2])

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 CHECKS = ("todos", "names", "leaks", "hints", "solution", "stub", "mistakes", "correct",
           "precision")
 OK, FAILED = "ok", "failed"
-# Listed, not failures: a test that raises is never diagnosed, and two mistakes with the
-# same results on every failing test are one mistake as far as the tests can tell.
+# Listed, not failures: a mistake whose variant raises where the student's code cannot
+# be matched to it (in every failing test, or with another error), and two mistakes with
+# the same results on every failing test are one mistake as far as the tests can tell.
 RAISES, INDISTINGUISHABLE = "raises", "indistinguishable"
 SKIPPED = "skipped"
 

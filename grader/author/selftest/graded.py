@@ -123,11 +123,11 @@ def stub(record: GradeRecord) -> Finding:
 
 
 def mistake(m: Mistake, record: GradeRecord) -> Finding:
-    """Loses points in its own part only, and is named there; or raises there (never
-    diagnosed), or is named there while the composite part built on it raises (its
-    shape or dtype breaks the layer: a raising test is never excused), or is named as
-    another mistake with the same signature (the tests can't tell them apart): those
-    three listed, not failures."""
+    """Loses points in its own part only, and is named there; or raises there and is
+    not named (a raise alone names nothing), or is named there while the composite
+    part built on it raises (its shape or dtype breaks the layer: a raising test is
+    never excused), or is named as another mistake with the same signature (the tests
+    can't tell them apart): those three listed, not failures."""
     subject = m.id
     if record.status != GRADED:
         return failed("mistakes", subject, f"{record.status}: {record.problem}")
@@ -156,8 +156,8 @@ def mistake(m: Mistake, record: GradeRecord) -> Finding:
     raised = [t for t in failing if t.error]
     if raised:
         return Finding("mistakes", subject, RAISES, f"{lost_here}; raises in {len(raised)} of "
-                       f"{len(failing)} failing tests ({raised[0].message[:120]}), so it "
-                       "is never diagnosed")
+                       f"{len(failing)} failing tests ({raised[0].message[:120]}) and is "
+                       "not named: a raise alone names nothing")
     if named:
         return Finding("mistakes", subject, INDISTINGUISHABLE, f"{lost_here}; named as "
                        f"{named!r}: the same results on the same failing tests")
