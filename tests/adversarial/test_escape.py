@@ -157,7 +157,7 @@ def _sources(host: dict, subs_root: Path) -> dict[str, str]:
                               if s in data]
                 for link in ("root", "cwd"):
                     try:
-                        os.listdir(f"/proc/{{pid}}/{{link}}/work/main")
+                        os.listdir(f"/proc/{{pid}}/{{link}}{REPO}")
                         if pid != str(os.getpid()):
                             found.append(f"/proc/{{pid}}/{{link}} leads to the host")
                     except OSError:
