@@ -496,9 +496,7 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
     if session is None or no_round or session.spent():
         return set()
     rounds = standin.run(ctx.tests, ctx.refs.reference, ctx.course.tolerances(ctx.key),
-                         session, scored.failing,
-                         lambda p: (d := scored.parts[p].diagnosis) is not None
-                         and d.id is not None)
+                         session, scored.failing)
     excused = {part for part, found in rounds.items() if found["passed"]}
     for test in scored.tests:
         if test.part in excused and not test.passed:

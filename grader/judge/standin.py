@@ -167,26 +167,27 @@ class _Asker:
         return result
 
 
-def stood_in_parts(lesson: types.ModuleType, failing: list[str],
-                   explained: Callable[[str], bool]) -> list[str]:
-    """The earlier parts the round stands in for: every failing one, when at least one
-    of them failed in a way no known mistake explains (else the `explained` fixture
-    already excused them); none when the composite part passed."""
+def stood_in_parts(lesson: types.ModuleType, failing: list[str]) -> list[str]:
+    """The earlier parts the round stands in for: every failing one, while the composite
+    part fails too. The `explained` fixture already excused the composite tests a known
+    mistake explains, so a composite part that still fails has an unlisted mistake
+    upstream, a test that raised on a known one (top-k + 1 where K = E: a raise is never
+    excused there), or a mistake of its own: the round tells which, so that no earlier
+    part's mistake is charged twice."""
     if lesson.COMPOSITE not in failing:
         return []
-    earlier = [p for p in failing if p in lesson.PARTS]
-    return earlier if any(not explained(p) for p in earlier) else []
+    return [p for p in failing if p in lesson.PARTS]
 
 
 def run(tests, reference: Caller, tolerances: dict, session: Session,
-        failing: list[str], explained: Callable[[str], bool]) -> dict[str, dict]:
+        failing: list[str]) -> dict[str, dict]:
     """The round for the lesson's composite part, in a child of its own (`session` is
     the graded one, already closed): {composite part: {"parts": [...], "passed": bool}}
     where a round ran; {} where none is needed or the lesson has none."""
     lesson = lesson_file(tests, FILE)
     if lesson is None or getattr(lesson, "ALWAYS", False):  # an assembly lesson: no round
         return {}
-    parts = stood_in_parts(lesson, failing, explained)
+    parts = stood_in_parts(lesson, failing)
     if not parts or session.fatal is not None or session.broken is not None:
         return {}
     module = reference.module

@@ -138,6 +138,16 @@ def test_a_mistake_is_named_where_its_code_raises_as_its_variant_does(graded, co
         assert str(escape(named.title[lang])) in page and str(escape(named.hint[lang])) in page
 
 
+def test_a_known_mistake_that_makes_moe_raise_is_charged_once(graded):
+    """Each mistake charged once (issue 54): top-k + 1 makes the student's own layer
+    raise in moe's K = E cases, which `explained` never excuses; the stand-in round runs
+    the layer with the grader's route, and it passes, so moe keeps its points."""
+    r = graded["broken-topk_plus_one"]
+    assert r.parts["router"].score < r.parts["router"].max_score
+    assert r.parts["moe"].stand_in == {"parts": ["router"], "passed": True}
+    assert r.parts["moe"].score == r.parts["moe"].max_score
+
+
 def test_code_that_raises_in_every_test_is_named_as_no_mistake(graded):
     """The same error in every test matches top-k + 1 where its variant raises, and
     nowhere else: a raise alone names nothing."""
