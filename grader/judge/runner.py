@@ -421,8 +421,7 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
             finally:
                 if session is not None:
                     session.close()
-            excused = _stand_in_round(ctx, session, scored,
-                                      recorded_only or select != GRADED_TESTS)
+            excused = _stand_in_round(ctx, session, scored, select != GRADED_TESTS)
             record = _record(ctx, sub, slot, session, missing, reports[0], scored,
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()
@@ -486,11 +485,12 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
                     no_round: bool) -> set[str]:
     """Each mistake charged once: the composite part's stand-in round (grader/judge/standin.py),
     after every other request of the student was answered; a composite part whose
-    wiring it passed keeps its points. The composite parts excused. Not from the
-    autograder zip's recording, which imports no solution (docs/design.md says why), nor
-    in a practice run (`grader check`: a student bundle has no solution, and the two
-    checks agree); not for a submission that used up its time budget, whose composite
-    part failed for that limit."""
+    wiring it passed keeps its points. The composite parts excused. From the autograder
+    zip's recording too: the zip ships the solution, which the round then loads on the
+    trusted side (after the template has forked: docs/design.md). Not in a practice run
+    (`grader check`: a student bundle has no solution, and the two checks agree); not
+    for a submission that used up its time budget, whose composite part failed for that
+    limit."""
     if session is None or no_round or session.spent():
         return set()
     rounds = standin.run(ctx.tests, ctx.refs.reference, ctx.course.tolerances(ctx.key),
