@@ -177,7 +177,8 @@ def test_the_gradescope_run_loads_the_earlier_solutions_after_its_template(
         (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s1"}]}))
         env = {**os.environ, "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": sys.executable,
                "GRADER_ARGS": "--unsandboxed" if bwrap.probe().reason else ""}
-        done = subprocess.run([str(root / "run_autograder")], env=env, capture_output=True,
+        done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
+                              capture_output=True,
                               text=True, timeout=900)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
         output = json.loads((root / "results" / "results.json").read_text())["output"]
