@@ -190,3 +190,18 @@ def test_the_gradescope_run_loads_the_earlier_solutions_after_its_template(
     found = dict(kv.split("=", 1) for kv in said.group(2).split())
     assert "own" in found["memory"], said.group(0)  # the control: the scan works
     assert "earlier" not in found["memory"] and "earlier" not in said.group(1), said.group(0)
+
+
+def test_the_preload_imports_no_file_of_the_course_folder(tmp_path, monkeypatch):
+    """The Gradescope run starts the template in the zip's folder (the course's): a
+    preloaded name that a file there also has is imported from the installed
+    libraries, never from that file, which would be read before the fork."""
+    from grader.sandbox import template
+
+    (tmp_path / "gs_preload_probe.py").write_text("HELD = 'read from the course folder'\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])
+    with pytest.raises(ModuleNotFoundError):
+        template._preload(("gs_preload_probe",))
+    assert "gs_preload_probe" not in sys.modules and sys.path[:2] == ["", str(tmp_path)]
+    template._preload(("json",))  # an installed one is imported
