@@ -408,8 +408,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
             reports: list[dict] = []
             yield caller, reports.append
             # from the autograder zip's recording: the reference's side of the smallest
-            # examples, the questions and the traces is read from it, the solution never
-            # imported (LessonContext.recorded_only says why)
+            # examples, the questions and the traces is read from it, the solution not
+            # imported for them (LessonContext.recorded_only says why)
             recorded_only = ctx.recorded_only
             scored = score(ctx, reports[0], None)  # once: every step below reads it
             examples = _examples(ctx, caller, session, scored, recorded_only)
