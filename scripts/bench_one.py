@@ -5,6 +5,8 @@
     .venv/bin/python scripts/bench_one.py --rounds 5 --cores 1
     .venv/bin/python scripts/bench_one.py --old ../main --no-gradescope  # old beside new
     .venv/bin/python scripts/bench_one.py --old ../main --only-gradescope --rounds 2
+    .venv/bin/python scripts/bench_one.py --only-gradescope --lesson 13b
+    .venv/bin/python scripts/bench_one.py --only-gradescope --submission FILE
 
 What a student waits for is `grader check` and a Gradescope run. Their yardstick is
 what the student's own file costs before it computes anything:
@@ -24,7 +26,10 @@ same cores and one after the other (so a busy moment hits them alike):
 * gradescope: the autograder zip's run_autograder on one submission, as Gradescope
   runs it, in container mode (as root: CAP_SYS_ADMIN dropped with capsh, as
   Gradescope's Docker profile does), in its own memory cgroup, whose peak is the whole
-  process tree's memory. `--only-gradescope`: the imports and this alone.
+  process tree's memory. `--only-gradescope`: the imports and this alone;
+  `--lesson` (13 unless given) and `--submission` (the lesson's solution unless given,
+  e.g. a file whose unlisted mistake makes the run answer stand-ins) pick what it
+  grades.
 
 With `--old DIR` (another checkout of the grader, e.g. the main branch), each round
 also runs the three checks with that checkout's code, beside this one's: its bundle is
@@ -51,6 +56,8 @@ import time
 import zipfile
 from pathlib import Path
 
+import yaml
+
 REPO = Path(__file__).resolve().parents[1]
 PY = sys.executable
 IMPORTS = [PY, "-c", "import torch, transformers.activations"]
@@ -76,9 +83,11 @@ def no_bwrap_path(tmp: Path) -> str:
     return str(bin_dir)
 
 
-def gradescope_setup(tmp: Path, repo: Path = REPO) -> Path | None:
-    """The zip `repo`'s grader builds, unpacked as Gradescope would, with one submission:
-    the autograder's root (source/, submission/)."""
+def gradescope_setup(tmp: Path, repo: Path = REPO, lesson: str = "13",
+                     submission: Path | None = None) -> Path | None:
+    """The zip `repo`'s grader builds of `lesson`, unpacked as Gradescope would, with one
+    submission (`submission`, else the lesson's solution): the autograder's root
+    (source/, submission/)."""
     if os.geteuid() != 0 or not shutil.which("capsh"):
         return None
     tmp.mkdir(exist_ok=True)
@@ -86,8 +95,8 @@ def gradescope_setup(tmp: Path, repo: Path = REPO) -> Path | None:
                     "try:\n    from grader.deliver.autograder_zip import build\n"
                     "except ImportError:  # a checkout from before the stage packages\n"
                     "    from grader.autograder_zip import build\n"
-                    "build(Path(sys.argv[1]), '13', Path(sys.argv[2]))",
-                    str(repo), str(tmp / "zip")], cwd=repo, check=True, capture_output=True,
+                    "build(Path(sys.argv[1]), sys.argv[3], Path(sys.argv[2]))",
+                    str(repo), str(tmp / "zip"), lesson], cwd=repo, check=True, capture_output=True,
                    env={**os.environ, "PYTHONPATH": str(repo)})
     (zip_path,) = (tmp / "zip").glob("*.zip")
     root = tmp / "gs"
@@ -95,7 +104,9 @@ def gradescope_setup(tmp: Path, repo: Path = REPO) -> Path | None:
         z.extractall(root / "source")
     (root / "source" / "run_autograder").chmod(0o755)
     (root / "submission").mkdir(parents=True)
-    shutil.copy(REPO / "solutions" / "13_moe.py", root / "submission" / "13_moe.py")
+    entry = {str(k): v for k, v in yaml.safe_load((REPO / "course.yml").read_text(
+        encoding="utf-8"))["lessons"].items()}[lesson]
+    shutil.copy(submission or REPO / entry["solution"], root / "submission" / entry["exercise"])
     return root
 
 
@@ -188,19 +199,24 @@ def main() -> None:
                     help="leave out the Gradescope run (it builds the autograder zip)")
     ap.add_argument("--only-gradescope", action="store_true",
                     help="the imports and the Gradescope run alone (no check)")
+    ap.add_argument("--lesson", default="13", help="the Gradescope run's lesson")
+    ap.add_argument("--submission", type=Path, metavar="FILE",
+                    help="what the Gradescope run grades (default: the lesson's solution)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-one-"))
     tmp.chmod(0o755)  # container mode's submission user crosses it to its scratch
     try:
         bundle = tmp / "bundle"
-        subprocess.run([PY, "-m", "grader.cli", "student-bundle", "--lesson", "13",
-                        "--out", str(bundle)], cwd=REPO, check=True, capture_output=True)
-        shutil.copy(REPO / "solutions" / "13_moe.py", bundle / "13_moe.py")
+        if not args.only_gradescope:  # (the Gradescope run needs no bundle)
+            subprocess.run([PY, "-m", "grader.cli", "student-bundle", "--lesson", "13",
+                            "--out", str(bundle)], cwd=REPO, check=True, capture_output=True)
+            shutil.copy(REPO / "solutions" / "13_moe.py", bundle / "13_moe.py")
         check = [PY, "-m", "grader.cli", "check", "--lesson", "13", "13_moe.py"]
         trees = [("", REPO, bundle)]
         if args.old:
             old = args.old.resolve()
-            trees.append(("old ", old, old_bundle(bundle, old, tmp / "old-bundle")))
+            trees.append(("old ", old, bundle if args.only_gradescope
+                          else old_bundle(bundle, old, tmp / "old-bundle")))
         # each checkout keeps its practice results in a cache of its own: in one cache,
         # a check keeps one recording per lesson, and the two would remove each other's
         cached = {tag: {**os.environ, "XDG_CACHE_HOME": str(tmp / f"{tag}cache")}
@@ -218,7 +234,8 @@ def main() -> None:
             timed(cmd, max(args.cores), cwd=cwd, env=env)
         gs = {} if args.no_gradescope else {
             tag: setup for tag, repo, _ in trees
-            if (setup := gradescope_setup(tmp / f"{tag}gs".replace(" ", ""), repo))}
+            if (setup := gradescope_setup(tmp / f"{tag}gs".replace(" ", ""), repo,
+                                          args.lesson, args.submission))}
         for setup in gs.values():  # warm too
             gradescope_run(setup, max(args.cores))
         print(f"python {sys.version.split()[0]}, {args.rounds} rounds, medians "

@@ -286,6 +286,17 @@ def autograder_zip13(build_cache) -> Path:
 
 
 @pytest.fixture(scope="session")
+def autograder_zip13b(build_cache) -> Path:
+    """Lesson 13b's (the stage assembly's) autograder zip, with its earlier lessons'
+    solutions, built once per source key as lesson 13's is."""
+    from grader.deliver import autograder_zip
+
+    folder = made_once(build_cache / "autograder13b",
+                       lambda f: autograder_zip.build(ROOT, "13b", f))
+    return folder / "autograder_13b.zip"
+
+
+@pytest.fixture(scope="session")
 def sample_class(tmp_path_factory):
     """`grader run --lesson KEY` on the lesson's sample class (examples/KEY), once per
     run: several files read the same scores and pages (a test that grades again, or

@@ -7,7 +7,9 @@ the grading process (`grade`, an exec with a clean environment), steered by its
 arguments: the recording, container mode, the paths closed to the submission. The
 student's record becomes /autograder/results/results.json. The zip holds the grader, a
 course.yml trimmed to the one lesson (no roster), and that lesson's solution, stub and
-hidden tests. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS
+hidden tests; for an assembly lesson, also the solutions and hidden tests of the
+lessons it builds on (their course.yml entries trimmed to what `build` keeps): the
+grading process answers its stand-ins with those solutions. AUTOGRADER_ROOT moves /autograder (for tests); GRADER_ARGS
 adds `grade`'s options (--unsandboxed, --jobs). Where Gradescope's container refuses
 bubblewrap's namespaces, the grader runs in container mode by itself: each submission
 as the unprivileged user setup.sh creates, with the grader's folders made unreadable
@@ -74,7 +76,7 @@ set -euo pipefail
 ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
 cd "$ROOT/source"
 exec "${{GRADER_PYTHON:-$ROOT/venv/bin/python}}" \\
-    -c "from grader.deliver.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"
+    -c "from grader.deliver.autograder_zip import main; main()" --lesson {lesson} --root "$ROOT"{preload}
 """
 # What of Gradescope's environment the grading process gets: nothing else (a token in
 # it is no business of the grader's)
@@ -82,6 +84,8 @@ PASSED_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR")
 
 
 SKIP = {"__pycache__", ".pytest_cache"}
+# What the zip's course.yml keeps of an assembly lesson's earlier lessons (`build`)
+EARLIER_KEYS = ("title", "title_zh", "exercise", "solution", "stub", "tests", "parts")
 # Measured (docs/lms.md): Gradescope's default container, and the grader's own peak in it.
 GRADESCOPE_MB, GRADER_MB = 768, 400
 
@@ -122,9 +126,16 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     course = load(course_root / "course.yml")
     lesson = course.lesson(lesson_key)
     raw = yaml.safe_load((course_root / "course.yml").read_text(encoding="utf-8"))
-    raw["lessons"] = {lesson_key: {k: v for k, v in raw["lessons"][
-        next(k for k in raw["lessons"] if str(k) == lesson_key)].items()
-        if k not in ("submissions", "out", *NOT_SCORED_KEYS)}}  # staff's keys stay home
+    entries = {str(k): v for k, v in raw["lessons"].items()}
+    raw["lessons"] = {lesson_key: {k: v for k, v in entries[lesson_key].items()
+                                   if k not in ("submissions", "out", *NOT_SCORED_KEYS)}}
+    # an assembly lesson's earlier lessons: what answering its stand-ins needs (their
+    # solutions, `standin.pieces`) and what course.yml's `builds_on` is checked against
+    # (their parts, and their hidden tests, which loading course.yml asks for; nothing
+    # of them runs); no submissions or results of theirs (the own-code part then
+    # stands in for every piece, and says so), and their stubs stay home
+    for key in lesson.builds_on:
+        raw["lessons"][key] = {k: v for k, v in entries[key].items() if k in EARLIER_KEYS}
     raw.pop("roster", None)
     if lesson.written:  # issue 55: the result carries the shapes question's mark and
         # says the text ones await a TA; their rubric notes (model answers) stay home
@@ -135,13 +146,16 @@ def build(course_root: Path, lesson_key: str, dest: Path) -> Path:
     raw["lessons"][lesson_key]["recorded"] = recording
     sources = [course_root / "pyproject.toml", course_root / "grader"]
     sources += [course.solution(lesson), course.path(lesson.stub), course.path(lesson.tests)]
+    for key in lesson.builds_on:
+        sources += [course.solution(course.lesson(key)), course.path(course.lesson(key).tests)]
     dest = Path(dest)
     if dest.suffix != ".zip":
         dest = dest / f"autograder_{lesson_key}.zip"
     dest.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as z:
         for name, text in (("setup.sh", setup_script(course_root)), ("run_autograder", RUN.format(
-                lesson=shlex.quote(lesson_key)))):
+                lesson=shlex.quote(lesson_key), preload="".join(
+                    f" --preload {shlex.quote(m)}" for m in lesson.preload)))):
             info = zipfile.ZipInfo(name)
             info.external_attr = 0o100755 << 16
             z.writestr(info, text)
@@ -266,10 +280,11 @@ def _copy_entry(folder: int, name: str, target: Path, depth: int,
         os.mkfifo(target)
 
 
-def run(root: Path, lesson_key: str) -> NoReturn:
+def run(root: Path, lesson_key: str, preload: tuple[str, ...] = ()) -> NoReturn:
     """Copy the submission, then become the grading process (`grade`, an exec): none
     of Gradescope's environment but PASSED_ENV goes with it, and no wrapper waits
-    beside it in the container's memory."""
+    beside it in the container's memory. `preload`: the lesson's, which run_autograder
+    names (`build` wrote them from course.yml), for the template."""
     source = root / "source"
     sid = _student_id(root)
     work = Path(tempfile.mkdtemp(prefix="grader-"))
@@ -280,6 +295,7 @@ def run(root: Path, lesson_key: str) -> NoReturn:
     argv = [sys.executable, "-c", "from grader.deliver.autograder_zip import grade; grade()",
             "--lesson", lesson_key, "--work", str(work), "--student", sid,
             "--results", str(root / "results" / "results.json"),
+            *[a for m in preload for a in ("--preload", m)],
             *[a for p in private for a in ("--private", str(p))],
             *shlex.split(os.environ.get("GRADER_ARGS", ""))]
     os.chdir(source)
@@ -341,12 +357,15 @@ def grade(argv: list[str] | None = None) -> None:
     parser.add_argument("--unsandboxed", action="store_true",
                         help="grade without the sandbox where it cannot be set up")
     parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--preload", action="append", default=[],
+                        help="a library the lesson's zygote imports (course.yml's preload)")
     args = parser.parse_args(argv)
     from grader.sandbox.template import Template
 
     try:
-        # imports torch, nothing private read yet; one sandbox, so one zygote
-        with Template.start(zygotes=1) as template:
+        # imports torch and the preloaded libraries, nothing private read yet; one
+        # sandbox, so one zygote
+        with Template.start(zygotes=1, preload=tuple(args.preload)) as template:
             text = _graded(args, template)
     finally:
         shutil.rmtree(args.work, ignore_errors=True)
@@ -392,8 +411,9 @@ def main() -> None:
     parser.add_argument("--lesson", required=True)
     parser.add_argument("--root", type=Path,
                         default=Path(os.environ.get("AUTOGRADER_ROOT", "/autograder")))
+    parser.add_argument("--preload", action="append", default=[])
     args = parser.parse_args()
-    run(args.root, args.lesson)
+    run(args.root, args.lesson, tuple(args.preload))
 
 
 if __name__ == "__main__":

@@ -49,12 +49,14 @@ class LessonContext:
     # inherit them) by `pages.feedback.run_templates`; not the lesson's files, so
     # `reset()` keeps them
     pages: Environment | None = field(default=None, repr=False)
-    # The autograder zip's run (its `grade` sets it): grade from the lesson's recording,
-    # importing neither the solution nor transformers on the trusted side. The smallest
-    # failing example and the line-of-divergence trace read the reference's side of
-    # their fresh inputs from it too (runner.grade_many): importing the solution per
-    # failing submission, beside the grader's and the sandbox's torch, ran Gradescope's
-    # 768 MB container out.
+    # The autograder zip's run (its `grade` sets it): grade from the lesson's recording.
+    # The smallest failing example and the line-of-divergence trace read the
+    # reference's side of their fresh inputs from it too (runner.grade_many), so a
+    # failing submission alone imports no solution. Only stand-ins load solutions on
+    # the trusted side (a composite part's round, an assembly lesson's pieces), after
+    # the template has forked and sharing its libraries (sandbox/template.py): before
+    # the template, importing the solution beside the grader's and the sandbox's own
+    # torch ran Gradescope's 768 MB container out.
     recorded_only: bool = False
 
     @property

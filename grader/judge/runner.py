@@ -410,8 +410,8 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
             reports: list[dict] = []
             yield caller, reports.append
             # from the autograder zip's recording: the reference's side of the smallest
-            # examples, the questions and the traces is read from it, the solution never
-            # imported (LessonContext.recorded_only says why)
+            # examples, the questions and the traces is read from it, the solution not
+            # imported for them (LessonContext.recorded_only says why)
             recorded_only = ctx.recorded_only
             scored = score(ctx, reports[0], None)  # once: every step below reads it
             examples = _examples(ctx, caller, session, scored, recorded_only)
@@ -423,8 +423,7 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
             finally:
                 if session is not None:
                     session.close()
-            excused = _stand_in_round(ctx, session, scored,
-                                      recorded_only or select != GRADED_TESTS)
+            excused = _stand_in_round(ctx, session, scored, select != GRADED_TESTS)
             record = _record(ctx, sub, slot, session, missing, reports[0], scored,
                              time.monotonic() - started, where)
             record.examples = {part: e.snippet for part, e in examples.items()
@@ -488,11 +487,12 @@ def _stand_in_round(ctx: LessonContext, session: Session | None, scored: Scored,
                     no_round: bool) -> set[str]:
     """Each mistake charged once: the composite part's stand-in round (grader/judge/standin.py),
     after every other request of the student was answered; a composite part whose
-    wiring it passed keeps its points. The composite parts excused. Not from the
-    autograder zip's recording, which imports no solution (docs/design.md says why), nor
-    in a practice run (`grader check`: a student bundle has no solution, and the two
-    checks agree); not for a submission that used up its time budget, whose composite
-    part failed for that limit."""
+    wiring it passed keeps its points. The composite parts excused. From the autograder
+    zip's recording too: the zip ships the solution, which the round then loads on the
+    trusted side (after the template has forked: docs/design.md). Not in a practice run
+    (`grader check`: a student bundle has no solution, and the two checks agree); not
+    for a submission that used up its time budget, whose composite part failed for that
+    limit."""
     if session is None or no_round or session.spent():
         return set()
     rounds = standin.run(ctx.tests, ctx.refs.reference, ctx.course.tolerances(ctx.key),

@@ -1,13 +1,15 @@
-"""The template: a process forked from the trusted one right after `import torch` and
-before anything private is read (the course, the hidden tests, the recording, any
-submission), from which each of the run's zygotes is made.
+"""The template: a process forked from the trusted one right after `import torch` (and
+the lesson's preloaded libraries) and before anything private is read (the course,
+the hidden tests, the recording, the solutions, any submission), from which each of
+the run's zygotes is made.
 
 A zygote that is a fresh exec pays for its own torch import (about as much CPU and
 memory as the trusted side's); one forked from the trusted process would hold all
 that process ever read. A zygote forked from the template has neither cost nor
-leak: torch's pages are shared with the trusted process, and its memory is the
-template's, which never held anything of the course or the class. The one who forks
-the template (the Gradescope run, `autograder_zip.grade`) does so first thing.
+leak: torch's (and the preloaded libraries') pages are shared with the trusted
+process, and its memory is the template's, which never held anything of the course
+or the class. The one who forks the template (the Gradescope run,
+`autograder_zip.grade`) does so first thing.
 
 Sandboxed, bubblewrap makes the sandbox's namespaces and filesystem as it does for a
 fresh zygote, but runs only a holder in them (`bwrap.command(holder=True)`); the
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import importlib
 import json
 import os
 import select
@@ -52,14 +55,16 @@ class Template:
         self.ctrl, self.pid = ctrl, pid
 
     @classmethod
-    def start(cls, zygotes: int | None = None) -> "Template":
+    def start(cls, zygotes: int | None = None, preload: tuple[str, ...] = ()) -> "Template":
         """Fork the template. Call it before reading anything a submission must not
         see, from the main thread, with no other thread running. `zygotes`: how many
         it makes before it ends (the Gradescope run boots one sandbox: what the
-        template alone still holds is then freed), None: until closed."""
+        template alone still holds is then freed), None: until closed. `preload`: the
+        lesson's installed libraries its zygote imports anyway (`_preload`)."""
         import torch
 
         torch.set_num_threads(1)  # as a fresh zygote sets it: inherited by every child
+        _preload(preload)
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         parent = os.getpid()
         pid = os.fork()
@@ -109,6 +114,24 @@ class Template:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _preload(names: tuple[str, ...]) -> None:
+    """Import the lesson's preloaded libraries (course.yml's `preload`, e.g.
+    transformers.activations) here, before the fork: the zygote then finds them
+    imported, and the trusted side, which imports them again when it loads a solution
+    to answer stand-ins, shares their pages with it instead of holding a second copy.
+    Installed libraries only: the current folder (the course's, in a Gradescope run) is
+    left off the path while they are imported, so no course file is read before the
+    fork under a library's name."""
+    here = {"", os.getcwd()}
+    kept = sys.path[:]
+    sys.path[:] = [p for p in kept if p not in here]
+    try:
+        for name in names:
+            importlib.import_module(name)
+    finally:
+        sys.path[:] = kept
 
 
 def _serve(ctrl: socket.socket, parent: int, zygotes: int | None) -> None:

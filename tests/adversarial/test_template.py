@@ -21,9 +21,10 @@ import tempfile
 from pathlib import Path
 
 import pytest
+import yaml
 
 from test_no_reach import COURSE_PARTS, PREFIX, _container_reason, _spy
-from conftest import REPO
+from conftest import REPO, SOLUTION
 
 TRUSTED = r'''
 import os, sys
@@ -135,3 +136,72 @@ def test_a_zygote_from_the_template_holds_nothing_the_trusted_side_read(
         assert "private" in found["memory"], said.group(0)
     else:
         assert "private" not in found["memory"], said.group(0)
+
+
+def test_the_gradescope_run_loads_the_earlier_solutions_after_its_template(
+        autograder_zip13b, tmp_path):
+    """Lesson 13b's Gradescope run loads lessons 10-13's solutions on the trusted side
+    (its stand-ins' answers), before the submission imports: a marker the zip's
+    lesson-10 solution holds is nowhere in the submission's memory or descriptors,
+    where its own marker is found (the scan's control). The zip's real run_autograder,
+    sandboxed where this machine can."""
+    import json
+    import os
+    import zipfile
+
+    from grader.sandbox import bwrap
+
+    tag = secrets.token_hex(4)
+    top = Path(tempfile.mkdtemp(prefix="template-gs-"))
+    top.chmod(0o755)
+    try:
+        root = top / "autograder"
+        with zipfile.ZipFile(autograder_zip13b) as z:
+            z.extractall(root / "source")
+        (root / "source" / "run_autograder").chmod(0o755)
+        earlier = root / "source" / "solutions" / "10_rmsnorm.py"
+        earlier.write_text(earlier.read_text(encoding="utf-8")
+                           + f'\n_HELD = "{PREFIX}earlier{tag}"\n', encoding="utf-8")
+        course_yml = root / "source" / "course.yml"  # the spy's scan within its limits
+        doc = yaml.safe_load(course_yml.read_text(encoding="utf-8"))
+        doc.setdefault("defaults", {}).setdefault("limits", {}).update(
+            test_wall_s=120, submission_wall_s=300, cpu_s=300)
+        course_yml.write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
+        own = f"OWN{tag}"
+        spy = _scan_fds(_spy([], own, {"earlier": f"earlier{tag}", "own": own}))
+        assert spy.startswith(SOLUTION.read_text(encoding="utf-8"))
+        (root / "submission").mkdir()
+        (root / "submission" / "13b_assembly.py").write_text(
+            (REPO / "solutions" / "13b_assembly.py").read_text(encoding="utf-8")
+            + spy[len(SOLUTION.read_text(encoding="utf-8")):], encoding="utf-8")
+        (root / "submission_metadata.json").write_text(json.dumps({"users": [{"sid": "s1"}]}))
+        env = {**os.environ, "AUTOGRADER_ROOT": str(root), "GRADER_PYTHON": sys.executable,
+               "GRADER_ARGS": "--unsandboxed" if bwrap.probe().reason else ""}
+        done = subprocess.run([str(root / "source" / "run_autograder")], env=env,
+                              capture_output=True,
+                              text=True, timeout=900)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        output = json.loads((root / "results" / "results.json").read_text())["output"]
+    finally:
+        shutil.rmtree(top)
+    said = re.search(r"FDS (\S*) REACH (memory=\S* disk=\S* objects=\d+ files=\d+ mem=\S+)",
+                     output)
+    assert said, output[-3000:]
+    found = dict(kv.split("=", 1) for kv in said.group(2).split())
+    assert "own" in found["memory"], said.group(0)  # the control: the scan works
+    assert "earlier" not in found["memory"] and "earlier" not in said.group(1), said.group(0)
+
+
+def test_the_preload_imports_no_file_of_the_course_folder(tmp_path, monkeypatch):
+    """The Gradescope run starts the template in the zip's folder (the course's): a
+    preloaded name that a file there also has is imported from the installed
+    libraries, never from that file, which would be read before the fork."""
+    from grader.sandbox import template
+
+    (tmp_path / "gs_preload_probe.py").write_text("HELD = 'read from the course folder'\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", ["", str(tmp_path), *sys.path])
+    with pytest.raises(ModuleNotFoundError):
+        template._preload(("gs_preload_probe",))
+    assert "gs_preload_probe" not in sys.modules and sys.path[:2] == ["", str(tmp_path)]
+    template._preload(("json",))  # an installed one is imported

@@ -111,9 +111,10 @@ def test_a_refused_call_raises_in_the_child(lesson):
         probekit.channel = None
 
 
-def test_no_round_from_the_autograder_zips_recording(monkeypatch):
-    """It would import the solution (docs/lms.md says why): the composite part is left
-    as its tests graded it."""
+def test_no_round_in_a_practice_run(monkeypatch):
+    """`grader check` runs none (a student bundle has no solution to answer it with):
+    the composite part is left as its tests graded it. The autograder zip's run does
+    run one (tests/e2e/test_gradescope_layout.py)."""
     from grader.judge import runner
 
     monkeypatch.setattr(standin, "run", lambda *a, **k: pytest.fail("a round ran"))
