@@ -414,12 +414,17 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
             # imported for them (LessonContext.recorded_only says why)
             recorded_only = ctx.recorded_only
             scored = score(ctx, reports[0], None)  # once: every step below reads it
-            examples = _examples(ctx, caller, session, scored, recorded_only)
-            answers = _answers(ctx, caller, session, scored, recorded_only)
+            # a student bundle's check of an assembly lesson runs the student's own
+            # pieces in the practice tests alone: an example, a question or a trace
+            # would ask the grader's stand-ins, which nothing answers there
+            own_files = getattr(caller, "earlier", None)
+            alone = own_files is not None and own_files.alone
+            examples = {} if alone else _examples(ctx, caller, session, scored, recorded_only)
+            answers = {} if alone else _answers(ctx, caller, session, scored, recorded_only)
             first = {part: (e.probe, e.args) for part, e in examples.items()}
             try:  # in the graded child while it lives (trace_failing says how)
-                where = divergence.trace_failing(ctx, session, reports[0], first,
-                                                 compute=not recorded_only)[0]
+                where = {} if alone else divergence.trace_failing(
+                    ctx, session, reports[0], first, compute=not recorded_only)[0]
             finally:
                 if session is not None:
                     session.close()

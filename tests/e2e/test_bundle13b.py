@@ -148,6 +148,8 @@ def test_a_wiring_mistake_fails_and_is_named(bundle, tmp_path):
     assert f"likely mistake: {mistake['title']}" in block, proc.stdout
     # every own file passes its own lesson: nothing there to blame
     assert not re.search(r"✗ lesson", proc.stdout), proc.stdout
+    # no example, question or trace asks the stand-ins nothing answers here
+    assert "stand-ins" not in proc.stdout and "smallest failing example" not in proc.stdout
 
 
 def test_a_wrong_lesson_12_file_is_named_as_the_lesson_12_piece(bundle, tmp_path):
