@@ -722,10 +722,10 @@ def lesson_run(root: Path, key: str, subs: Path, jobs: int, label: str, env: dic
                    root / f"compare-{key}-{label}.log", env)
     wall = time.monotonic() - started
     short = [s["student_id"] for s in json.loads(Store(out).scores_path.read_text("utf-8"))
-             ["students"] if s["score"] != s["max_score"]]
+             ["students"] if any(p["score"] != p["max_score"] for p in s["parts"].values())]
     if short:  # a copy of the solution below full marks: the figures would mean nothing
-        sys.exit(f"lesson {key}: {len(short)} copies of the solution lost points "
-                 f"({', '.join(short[:3])}): see {out}")
+        sys.exit(f"lesson {key}: {len(short)} copies of the solution lost points in a "
+                 f"part ({', '.join(short[:3])}): see {out}")
     return cpu, wall, sum(child_times(out))
 
 
