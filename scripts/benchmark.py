@@ -5,7 +5,7 @@
     .venv/bin/python scripts/benchmark.py --n 100 --jobs 2
     .venv/bin/python scripts/benchmark.py --class-sizes 100,1000,10000 [--against OLD_CHECKOUT]
     .venv/bin/python scripts/benchmark.py --busy 10,60 [--against OLD_CHECKOUT]
-    .venv/bin/python scripts/benchmark.py --compare-lessons 13,13b --jobs 1 --rounds 1
+    .venv/bin/python scripts/benchmark.py --compare-lessons 13,13b [--against OLD_CHECKOUT]
 
 It grades N copies of the lesson-13 solution (each with its own trailing comment, so
 no cache by content can help) through the `grader` CLI as a subprocess, as a TA
@@ -56,7 +56,8 @@ With --compare-lessons KEY,KEY,... it measures instead each lesson's busy CPU an
 time per submission, a class of N copies of its solution against one of N/10 (start-up
 cancels out), the lessons' runs alternating, and prints each lesson's figures against
 the first's: lesson 13b (its stand-ins answered by the trusted side) against lesson 13
-is issue 57's yardstick.
+is issue 57's yardstick. With --against, the old code grades the same classes of its own
+course's lessons in the same rounds, and its ratios are printed beside the new code's.
 
 Exit status 1 only when a correctness check fails; speed targets are reported.
 """
@@ -420,10 +421,10 @@ def out_per_student(out: Path) -> dict[str, float]:
 
 
 def old_cmd(subs: Path, out: Path, jobs: int, old: Path,
-            course: Path | None = None) -> tuple[list[str], dict]:
+            course: Path | None = None, lesson: str = LESSON) -> tuple[list[str], dict]:
     """`grader run` as the code in `old` runs it: its package first on the path (before
     the working folder, which `python -c` puts first, and which is this checkout)."""
-    cmd = grader_cmd(subs, out, jobs, [], course)
+    cmd = grader_cmd(subs, out, jobs, [], course, lesson)
     env = {**os.environ, "PYTHONPATH": str(old)}
     code = f"import sys; sys.path.insert(0, {str(old)!r}); from grader.cli import main; main()"
     return [str(PYTHON), "-c", code, *cmd[1:]], env
@@ -643,17 +644,21 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
           "slots' and the parent's")
 
 
-def compare_lessons(root: Path, keys: list[str], n: int, jobs: int, rounds: int) -> None:
+def compare_lessons(root: Path, keys: list[str], n: int, jobs: int, rounds: int,
+                    old: Path | None = None) -> None:
     """Lessons against one another in this one run (issue 57: lesson 13b at lesson 13's
     speed): for each, a class of n copies of its solution and a class of `n // 10`,
     graded --rounds times, the lessons' runs alternating so that load on the machine
     falls on each alike. A submission's busy CPU is the difference of the two runs' CPU
     (`tree_cpu`: every process of the run, no other load) over the difference of their
     sizes, so that start-up cancels out; its wall time likewise. Each lesson's median
-    round, and each against the first lesson's."""
+    round, and each against the first lesson's. With `old` (a checkout), the old code
+    grades the same classes of its own course's lessons too, in the same rounds."""
     from grader import config
 
     course = config.load(COURSE)
+    codes = {"": None} if old is None else {
+        "": None, " (old code)": (old, snapshot_course(root / "course-old", old))}
     small = max(2, n // 10)
     if n <= small:
         sys.exit(f"--n {n} is too small to compare lessons: use 20 or more")
@@ -668,23 +673,25 @@ def compare_lessons(root: Path, keys: list[str], n: int, jobs: int, rounds: int)
         classes[key] = {size: make_class(root / f"compare-{key}-{size}", size,
                                          course.path(lesson.solution), lesson.exercise)
                         for size in (small, n)}
-    for key in keys:  # the reference's results kept (kept.py) before any timed run
+    runs = [(key, said, code) for said, code in codes.items() for key in keys]
+    for key, said, code in runs:  # the reference's results kept (kept.py), untimed
         lesson_run(root, key, classes[key][small], jobs, "warm", env,
-                   "warming its kept results")
+                   f"warming its kept results{said}", code)
     per: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     loads = [os.getloadavg()[0]]
     for r in range(rounds):
-        for key in (keys if r % 2 == 0 else list(reversed(keys))):
+        for key, said, code in (runs if r % 2 == 0 else list(reversed(runs))):
             (cpu_a, wall_a, child_a), (cpu_b, wall_b, child_b) = (
                 lesson_run(root, key, classes[key][size], jobs, str(size), env,
-                           f"{size} students (round {r + 1})") for size in (small, n))
+                           f"{size} students (round {r + 1}){said}", code)
+                for size in (small, n))
             span = n - small
-            per[key].append(((cpu_b - cpu_a) / span, (wall_b - wall_a) / span,
-                             (child_b - child_a) / span))
+            per[key + said].append(((cpu_b - cpu_a) / span, (wall_b - wall_a) / span,
+                                    (child_b - child_a) / span))
             loads.append(os.getloadavg()[0])
     median = {key: sorted(rows)[len(rows) // 2] for key, rows in per.items()}
     rows = []
-    for key in keys:
+    for key in per:
         cpu, wall, child = median[key]
         rows += [(f"lesson {key}: busy CPU per submission (median of {rounds})",
                   f"{1000 * cpu:.0f} ms"),
@@ -696,12 +703,13 @@ def compare_lessons(root: Path, keys: list[str], n: int, jobs: int, rounds: int)
                      f"{1000 * c:.0f}/{1000 * w:.0f} ms" for c, w, _ in per[key]))]
     print()
     print(table(rows))
-    first = keys[0]
-    for key in keys[1:]:
-        print(f"lesson {key} / lesson {first}, per submission: busy CPU "
-              f"{median[key][0] / median[first][0]:.2f}, wall time "
-              f"{median[key][1] / median[first][1]:.2f} (1.00 or less: at lesson {first}'s "
-              "speed or better)")
+    for said in codes:
+        first = keys[0] + said
+        for key in (k + said for k in keys[1:]):
+            print(f"lesson {key} / lesson {first}, per submission: busy CPU "
+                  f"{median[key][0] / median[first][0]:.2f}, wall time "
+                  f"{median[key][1] / median[first][1]:.2f} (1.00 or less: at lesson "
+                  f"{first}'s speed or better)")
     print(f"notes: each figure is (a run of {n} - a run of {small}) / {n - small}, every "
           "process of the run counted (busy CPU) and the run's wall time; the child's share "
           "is the same difference of the results' timing.cpu_s; load average (1 min) "
@@ -711,15 +719,20 @@ def compare_lessons(root: Path, keys: list[str], n: int, jobs: int, rounds: int)
 
 
 def lesson_run(root: Path, key: str, subs: Path, jobs: int, label: str, env: dict,
-               said: str) -> tuple[float, float, float]:
-    """One `grader run` of lesson `key` on the class: its CPU (`tree_cpu`), its wall
-    time, and the CPU of its sandboxed children (`child_times`)."""
-    out = root / f"compare-out-{key}-{label}"
+               said: str, code: tuple[Path, Path] | None = None) -> tuple[float, float, float]:
+    """One `grader run` of lesson `key` on the class (by this checkout's code, or by
+    `code`: a checkout and its course): its CPU (`tree_cpu`), its wall time, and the
+    CPU of its sandboxed children (`child_times`)."""
+    name = f"{key}-{label}" + ("" if code is None else "-old")
+    out = root / f"compare-out-{name}"
     shutil.rmtree(out, ignore_errors=True)
     print(f"lesson {key}: {said} …", flush=True)
+    cmd, env = ((grader_cmd(subs, out, jobs, [], lesson=key), env) if code is None else
+                old_cmd(subs, out, jobs, *code, lesson=key))
+    if code is not None:  # a cache of its own: the codes' kept recordings differ
+        env["XDG_CACHE_HOME"] = str(root / "cache-compare-old")
     started = time.monotonic()
-    cpu = tree_cpu(grader_cmd(subs, out, jobs, [], lesson=key),
-                   root / f"compare-{key}-{label}.log", env)
+    cpu = tree_cpu(cmd, root / f"compare-{name}.log", env)
     wall = time.monotonic() - started
     short = [s["student_id"] for s in json.loads(Store(out).scores_path.read_text("utf-8"))
              ["students"] if any(p["score"] != p["max_score"] for p in s["parts"].values())]
@@ -742,7 +755,8 @@ def main() -> None:
                     help="instead: the parent's peak memory at these class sizes")
     ap.add_argument("--against", type=Path, metavar="CHECKOUT",
                     help="with --class-sizes: the old code, which reads back each class; "
-                         "with --busy: the old code, measured beside this one")
+                         "with --busy or --compare-lessons: the old code, measured beside "
+                         "this one")
     ap.add_argument("--busy", metavar="SMALL,LARGE",
                     help="instead: busy CPU per student, correct and mistaken classes")
     ap.add_argument("--rounds", type=int, default=3,
@@ -767,7 +781,8 @@ def main() -> None:
     global COURSE
     COURSE = snapshot_course(root / "course")
     if args.compare_lessons:
-        compare_lessons(root, args.compare_lessons.split(","), n, jobs, args.rounds)
+        compare_lessons(root, args.compare_lessons.split(","), n, jobs, args.rounds,
+                        args.against)
         return
     if args.busy:
         small, large = (int(x) for x in args.busy.split(","))
