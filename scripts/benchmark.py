@@ -5,6 +5,7 @@
     .venv/bin/python scripts/benchmark.py --n 100 --jobs 2
     .venv/bin/python scripts/benchmark.py --class-sizes 100,1000,10000 [--against OLD_CHECKOUT]
     .venv/bin/python scripts/benchmark.py --busy 10,60 [--against OLD_CHECKOUT]
+    .venv/bin/python scripts/benchmark.py --compare-lessons 13,13b [--against OLD_CHECKOUT]
 
 It grades N copies of the lesson-13 solution (each with its own trailing comment, so
 no cache by content can help) through the `grader` CLI as a subprocess, as a TA
@@ -51,6 +52,13 @@ course (an old grader reads neither a newer course.yml nor hidden tests written 
 newer one) and is divided by the compute of its own course's graded requests, which
 each code measures in a process of its own (`code_compute`).
 
+With --compare-lessons KEY,KEY,... it measures instead each lesson's busy CPU and wall
+time per submission, a class of N copies of its solution against one of N/10 (start-up
+cancels out), the lessons' runs alternating, and prints each lesson's figures against
+the first's: lesson 13b (its stand-ins answered by the trusted side) against lesson 13
+is issue 57's yardstick. With --against, the old code grades the same classes of its own
+course's lessons in the same rounds, and its ratios are printed beside the new code's.
+
 Exit status 1 only when a correctness check fails; speed targets are reported.
 """
 from __future__ import annotations
@@ -84,13 +92,13 @@ PARENT_EVERY = 0.02    # s between reads of the parent's VmHWM: its peak may com
 
 # ------------------------------------------------------------------------ set-up
 
-def make_class(root: Path, n: int, solution: Path) -> Path:
+def make_class(root: Path, n: int, solution: Path, exercise: str = "13_moe.py") -> Path:
     solution = solution.read_text(encoding="utf-8")
     subs = root / "subs"
     for i in range(n):
         d = subs / f"s{i:05d}"
         d.mkdir(parents=True)
-        (d / "13_moe.py").write_text(f"{solution}\n# benchmark copy {i}\n", encoding="utf-8")
+        (d / exercise).write_text(f"{solution}\n# benchmark copy {i}\n", encoding="utf-8")
     return subs
 
 
@@ -148,8 +156,8 @@ COURSE = REPO / "course.yml"  # replaced by the snapshot in main()
 
 
 def grader_cmd(subs: Path, out: Path, jobs: int, extra: list[str],
-               course: Path | None = None) -> list[str]:
-    return [str(GRADER), "run", "--course", str(course or COURSE), "--lesson", LESSON,
+               course: Path | None = None, lesson: str = LESSON) -> list[str]:
+    return [str(GRADER), "run", "--course", str(course or COURSE), "--lesson", lesson,
             "--submissions", str(subs), "--out", str(out), "--jobs", str(jobs), *extra]
 
 
@@ -413,10 +421,10 @@ def out_per_student(out: Path) -> dict[str, float]:
 
 
 def old_cmd(subs: Path, out: Path, jobs: int, old: Path,
-            course: Path | None = None) -> tuple[list[str], dict]:
+            course: Path | None = None, lesson: str = LESSON) -> tuple[list[str], dict]:
     """`grader run` as the code in `old` runs it: its package first on the path (before
     the working folder, which `python -c` puts first, and which is this checkout)."""
-    cmd = grader_cmd(subs, out, jobs, [], course)
+    cmd = grader_cmd(subs, out, jobs, [], course, lesson)
     env = {**os.environ, "PYTHONPATH": str(old)}
     code = f"import sys; sys.path.insert(0, {str(old)!r}); from grader.cli import main; main()"
     return [str(PYTHON), "-c", code, *cmd[1:]], env
@@ -642,6 +650,104 @@ def busy_per_student(root: Path, small: int, large: int, jobs: int, rounds: int,
           "slots' and the parent's")
 
 
+def compare_lessons(root: Path, keys: list[str], n: int, jobs: int, rounds: int,
+                    old: Path | None = None) -> None:
+    """Lessons against one another in this one run (issue 57: lesson 13b at lesson 13's
+    speed): for each, a class of n copies of its solution and a class of `n // 10`,
+    graded --rounds times, the lessons' runs alternating so that load on the machine
+    falls on each alike. A submission's busy CPU is the difference of the two runs' CPU
+    (`tree_cpu`: every process of the run, no other load) over the difference of their
+    sizes, so that start-up cancels out; its wall time likewise. Each lesson's median
+    round, and each against the first lesson's. With `old` (a checkout), the old code
+    grades the same classes of its own course's lessons too, in the same rounds."""
+    from grader import config
+
+    course = config.load(COURSE)
+    codes = {"": None} if old is None else {
+        "": None, " (old code)": (old, snapshot_course(root / "course-old", old))}
+    small = max(2, n // 10)
+    if n <= small:
+        sys.exit(f"--n {n} is too small to compare lessons: use 20 or more")
+    env = {**os.environ, "XDG_CACHE_HOME": str(root / "cache-compare")}
+    classes = {}
+    for key in keys:
+        lesson = course.lesson(key)
+        if lesson.solution is None:
+            sys.exit(f"lesson {key} has no solution to grade")
+        for size in (small, n):
+            shutil.rmtree(root / f"compare-{key}-{size}", ignore_errors=True)
+        classes[key] = {size: make_class(root / f"compare-{key}-{size}", size,
+                                         course.path(lesson.solution), lesson.exercise)
+                        for size in (small, n)}
+    runs = [(key, said, code) for said, code in codes.items() for key in keys]
+    for key, said, code in runs:  # the reference's results kept (kept.py), untimed
+        lesson_run(root, key, classes[key][small], jobs, "warm", env,
+                   f"warming its kept results{said}", code)
+    per: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
+    loads = [os.getloadavg()[0]]
+    for r in range(rounds):
+        for key, said, code in (runs if r % 2 == 0 else list(reversed(runs))):
+            (cpu_a, wall_a, child_a), (cpu_b, wall_b, child_b) = (
+                lesson_run(root, key, classes[key][size], jobs, str(size), env,
+                           f"{size} students (round {r + 1}){said}", code)
+                for size in (small, n))
+            span = n - small
+            per[key + said].append(((cpu_b - cpu_a) / span, (wall_b - wall_a) / span,
+                                    (child_b - child_a) / span))
+            loads.append(os.getloadavg()[0])
+    median = {key: sorted(rows)[len(rows) // 2] for key, rows in per.items()}
+    rows = []
+    for key in per:
+        cpu, wall, child = median[key]
+        rows += [(f"lesson {key}: busy CPU per submission (median of {rounds})",
+                  f"{1000 * cpu:.0f} ms"),
+                 ("  of which the sandboxed child / the rest",
+                  f"{1000 * child:.0f} ms / {1000 * (cpu - child):.0f} ms"),
+                 (f"lesson {key}: wall time per submission (--jobs {jobs})",
+                  f"{1000 * wall:.0f} ms"),
+                 ("  each round: CPU, wall", ", ".join(
+                     f"{1000 * c:.0f}/{1000 * w:.0f} ms" for c, w, _ in per[key]))]
+    print()
+    print(table(rows))
+    for said in codes:
+        first = keys[0] + said
+        for key in (k + said for k in keys[1:]):
+            print(f"lesson {key} / lesson {first}, per submission: busy CPU "
+                  f"{median[key][0] / median[first][0]:.2f}, wall time "
+                  f"{median[key][1] / median[first][1]:.2f} (1.00 or less: at lesson "
+                  f"{first}'s speed or better)")
+    print(f"notes: each figure is (a run of {n} - a run of {small}) / {n - small}, every "
+          "process of the run counted (busy CPU) and the run's wall time; the child's share "
+          "is the same difference of the results' timing.cpu_s; load average (1 min) "
+          f"{', '.join(f'{x:.1f}' for x in loads)} on {len(os.sched_getaffinity(0))} cores, "
+          "before and after each lesson's round")
+    print(f"logs and outputs: {root}")
+
+
+def lesson_run(root: Path, key: str, subs: Path, jobs: int, label: str, env: dict,
+               said: str, code: tuple[Path, Path] | None = None) -> tuple[float, float, float]:
+    """One `grader run` of lesson `key` on the class (by this checkout's code, or by
+    `code`: a checkout and its course): its CPU (`tree_cpu`), its wall time, and the
+    CPU of its sandboxed children (`child_times`)."""
+    name = f"{key}-{label}" + ("" if code is None else "-old")
+    out = root / f"compare-out-{name}"
+    shutil.rmtree(out, ignore_errors=True)
+    print(f"lesson {key}: {said} …", flush=True)
+    cmd, env = ((grader_cmd(subs, out, jobs, [], lesson=key), env) if code is None else
+                old_cmd(subs, out, jobs, *code, lesson=key))
+    if code is not None:  # a cache of its own: the codes' kept recordings differ
+        env["XDG_CACHE_HOME"] = str(root / "cache-compare-old")
+    started = time.monotonic()
+    cpu = tree_cpu(cmd, root / f"compare-{name}.log", env)
+    wall = time.monotonic() - started
+    short = [s["student_id"] for s in json.loads(Store(out).scores_path.read_text("utf-8"))
+             ["students"] if any(p["score"] != p["max_score"] for p in s["parts"].values())]
+    if short:  # a copy of the solution below full marks: the figures would mean nothing
+        sys.exit(f"lesson {key}: {len(short)} copies of the solution lost points in a "
+                 f"part ({', '.join(short[:3])}): see {out}")
+    return cpu, wall, sum(child_times(out))
+
+
 def main() -> None:
     cores = len(os.sched_getaffinity(0))
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -655,10 +761,15 @@ def main() -> None:
                     help="instead: the parent's peak memory at these class sizes")
     ap.add_argument("--against", type=Path, metavar="CHECKOUT",
                     help="with --class-sizes: the old code, which reads back each class; "
-                         "with --busy: the old code, measured beside this one")
+                         "with --busy or --compare-lessons: the old code, measured beside "
+                         "this one")
     ap.add_argument("--busy", metavar="SMALL,LARGE",
                     help="instead: busy CPU per student, correct and mistaken classes")
-    ap.add_argument("--rounds", type=int, default=3, help="with --busy: runs of each")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="with --busy or --compare-lessons: runs of each")
+    ap.add_argument("--compare-lessons", metavar="KEY,KEY,...",
+                    help="instead: busy CPU and wall time per submission of each lesson's "
+                         "solution, a class of --n, and each against the first lesson's")
     ap.add_argument("--only", choices=("correct", "mistaken"),
                     help="with --busy: that class alone")
     ap.add_argument("--code", type=Path, metavar="CHECKOUT", default=REPO,
@@ -672,11 +783,15 @@ def main() -> None:
     for name in ("subs", "out-first", "out-killed", "course"):
         shutil.rmtree(root / name, ignore_errors=True)
     n, jobs = args.n, args.jobs
-    print(f"benchmark: lesson {LESSON}, "
+    print(f"benchmark: lesson {args.compare_lessons or LESSON}, "
           f"{args.class_sizes or n} submissions, --jobs {jobs}, {cores} cores, "
           f"workdir {root}, load average {os.getloadavg()[0]:.1f}", flush=True)
     global COURSE
     COURSE = snapshot_course(root / "course")
+    if args.compare_lessons:
+        compare_lessons(root, args.compare_lessons.split(","), n, jobs, args.rounds,
+                        args.against)
+        return
     if args.busy:
         small, large = (int(x) for x in args.busy.split(","))
         codes = {"new": (args.code, COURSE if args.code == REPO else

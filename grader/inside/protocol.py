@@ -22,6 +22,7 @@ import re
 import socket
 import struct
 import time
+from typing import NamedTuple
 
 import torch
 
@@ -54,27 +55,73 @@ def _pad(n: int) -> int:
     return -n % ALIGN
 
 
+def _put(o: torch.Tensor, table: list[list], chunks: list[Buffer], offset: int) -> int:
+    """A tensor's entry into `table` and its bytes (a view of its memory) into
+    `chunks`, at `offset`, aligned; the offset after it."""
+    t = o.detach().cpu().contiguous()
+    name = str(t.dtype).removeprefix("torch.")
+    if name not in DTYPES:
+        raise TypeError(f"tensors of dtype {name} cannot be sent")
+    # (an ndarray is a buffer: numpy's stubs declare it one for Python 3.12 on only)
+    raw = (memoryview(t.reshape(-1).view(torch.uint8).numpy())  # type: ignore[arg-type]
+           if t.numel() else b"")
+    table.append([name, list(t.shape), offset, len(raw)])
+    chunks.append(raw)
+    offset += len(raw)
+    if pad := _pad(len(raw)):
+        chunks.append(bytes(pad))
+        offset += pad
+    return offset
+
+
+class Packed(NamedTuple):
+    """Tensors (or None) encoded once, sent in many frames: an answer the trusted side
+    keeps and sends to every student who asks the same (grader/judge/standin.py).
+    `values`: the tensors themselves; `refs`: each one's index in `table`, or None;
+    `chunks`: their bytes, aligned."""
+
+    values: list[torch.Tensor | None]
+    refs: list[int | None]
+    table: list[list]
+    chunks: list[Buffer]
+    size: int
+
+
+def pack(values: list[torch.Tensor | None]) -> Packed:
+    """`values` encoded once (`encode` sends a Packed as the list of them)."""
+    refs: list[int | None] = []
+    table: list[list] = []
+    chunks: list[Buffer] = []
+    offset = 0
+    for value in values:
+        refs.append(None if value is None else len(table))
+        if value is not None:
+            offset = _put(value, table, chunks, offset)
+    return Packed(list(values), refs, table, chunks, offset)
+
+
 def encode(obj: object) -> list[Buffer]:
-    """The frame (without its length) as buffers: JSON, then each tensor's bytes."""
+    """The frame (without its length) as buffers: JSON, then each tensor's bytes. A
+    `Packed` in it is sent as the list of its tensors, their bytes as they were packed."""
     table: list[list] = []
     chunks: list[Buffer] = []
     offset = 0
 
+    def add(packed: Packed) -> list:
+        nonlocal offset
+        base = len(table)
+        table.extend([name, shape, at + offset, size] for name, shape, at, size in packed.table)
+        chunks.extend(packed.chunks)
+        offset += packed.size
+        return [None if r is None else {"$t": r + base} for r in packed.refs]
+
     def enc(o):
         nonlocal offset
         if isinstance(o, torch.Tensor):
-            t = o.detach().cpu().contiguous()
-            name = str(t.dtype).removeprefix("torch.")
-            if name not in DTYPES:
-                raise TypeError(f"tensors of dtype {name} cannot be sent")
-            raw = memoryview(t.reshape(-1).view(torch.uint8).numpy()) if t.numel() else b""
-            table.append([name, list(t.shape), offset, len(raw)])
-            chunks.append(raw)
-            offset += len(raw)
-            if pad := _pad(len(raw)):
-                chunks.append(bytes(pad))
-                offset += pad
+            offset = _put(o, table, chunks, offset)
             return {"$t": len(table) - 1}
+        if isinstance(o, Packed):
+            return add(o)
         if isinstance(o, dict):
             return {str(k): enc(v) for k, v in o.items()}
         if isinstance(o, (list, tuple)):
@@ -92,10 +139,30 @@ def dumps(obj: object) -> bytes:
     return b"".join(encode(obj))
 
 
-def loads(data: Buffer, json_limit: int = MAX_JSON) -> object:
-    """Decode a frame; tensors are views of `data` (copied once if it is read-only).
-    Every string in it is valid UTF-8: JSON's escapes can spell lone surrogates, which
-    no encoder downstream accepts (one in an error message stopped a whole run)."""
+class Frame(NamedTuple):
+    """A received frame, undecoded but for its JSON: `head["v"]` is the value with
+    each tensor as {"$t": i}, `head["t"]` their table over `body`. `data` is the whole
+    frame (the trusted side keys the stand-ins' answers by it, and decodes a frame it
+    has answered before no further)."""
+
+    data: Buffer
+    head: dict
+    body: memoryview
+
+    def value(self) -> object:
+        """The frame decoded; tensors are views of `data`."""
+        try:
+            tensors = [_tensor(entry, self.body) for entry in self.head["t"]]
+            return _resolve(self.head["v"], tensors)
+        except Exception as exc:  # any malformed payload is the sender's fault
+            raise ProtocolError(f"malformed result ({type(exc).__name__})") from None
+
+
+def split(data: Buffer, json_limit: int = MAX_JSON) -> Frame:
+    """A frame's JSON read and checked, its tensors left as bytes (`Frame.value`
+    decodes them). Every string in it is valid UTF-8: JSON's escapes can spell lone
+    surrogates, which no encoder downstream accepts (one in an error message stopped
+    a whole run)."""
     if isinstance(data, bytes):
         data = bytearray(data)
     try:
@@ -109,13 +176,18 @@ def loads(data: Buffer, json_limit: int = MAX_JSON) -> object:
         head = json.loads(text)
         if "\\ud" in text or "\\uD" in text:  # a surrogate escape: rare, so walk only then
             head = _valid_text(head)
-        body = view[4 + n:]
-        tensors = [_tensor(entry, body) for entry in head["t"]]
-        return _resolve(head["v"], tensors)
+        if not (isinstance(head, dict) and isinstance(head.get("t"), list) and "v" in head):
+            raise ValueError("no value or table")
+        return Frame(data, head, view[4 + n:])
     except ProtocolError:
         raise
     except Exception as exc:  # any malformed payload is the sender's fault
         raise ProtocolError(f"malformed result ({type(exc).__name__})") from None
+
+
+def loads(data: Buffer, json_limit: int = MAX_JSON) -> object:
+    """Decode a frame; tensors are views of `data` (copied once if it is read-only)."""
+    return split(data, json_limit).value()
 
 
 def _tensor(entry: list, body: memoryview) -> torch.Tensor:
@@ -203,7 +275,13 @@ def recv_header(sock: socket.socket, deadline: float | None = None) -> tuple[int
 
 def recv_body(sock: socket.socket, size: int, deadline: float | None = None,
               json_limit: int = MAX_JSON) -> object:
-    return loads(_recv_exact(sock, size, deadline), json_limit)
+    return recv_frame(sock, size, deadline, json_limit).value()
+
+
+def recv_frame(sock: socket.socket, size: int, deadline: float | None = None,
+               json_limit: int = MAX_JSON) -> Frame:
+    """A frame's body, its JSON read (`split`), its tensors left to `Frame.value`."""
+    return split(_recv_exact(sock, size, deadline), json_limit)
 
 
 def recv(sock: socket.socket, limit: int = MAX_FRAME,

@@ -219,8 +219,8 @@ class LessonRefs:
     # an assembly lesson's trusted `model_parts`: the earlier lessons' references its
     # stand-ins answer with (grader/judge/standin.py; None for any other lesson)
     pieces: types.ModuleType | None = None
-    # their answers by request content, shared by the run's answerers (standin.Answerer)
-    stand_in_memo: dict[str, list] = field(default_factory=dict)
+    # their answers by call frame, shared by the run's answerers (standin.Answerer)
+    stand_in_memo: dict[str, protocol.Packed] = field(default_factory=dict)
 
     def computed(self) -> int:
         """How many results the callers hold, and whether signatures are known: it

@@ -400,9 +400,9 @@ def grade_many(ctx: LessonContext, subs: Iterable[Submission], slot: SlotLike | 
                     raise ValueError("a submission's code needs a slot to run in")
                 session = Session(slot, sub.source, lesson.exercise, lesson.provides, limits)
                 # an assembly lesson's pieces, answered in every request (standin.always)
-                if lesson.builds_on:
-                    session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces,
-                                                        ctx.refs.stand_in_memo)
+                if lesson.builds_on and (answering := standin.answerer(
+                        ctx.tests, ctx.refs.pieces, ctx.refs.stand_in_memo)) is not None:
+                    session.stand_in = answering.answer
                 caller = StudentCaller(session, ctx)
                 if lesson.builds_on:  # an assembly lesson's own-code part, or the own
                     caller.earlier = (sub.earlier or  # pieces a practice run was given

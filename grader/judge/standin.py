@@ -19,6 +19,8 @@ never shipped): `COMPOSITE`, `PARTS`, `ANSWERS` and `wiring_round`.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sys
 import types
@@ -29,7 +31,8 @@ from pathlib import Path
 import torch
 
 from grader.judge.compare import Checks
-from grader.judge.reference import Caller, lesson_file, load_module, request_key
+from grader.inside import protocol
+from grader.judge.reference import Caller, lesson_file, load_module
 from grader.sandbox.limits import SandboxError, StudentError
 from grader.sandbox.session import Session
 
@@ -43,6 +46,35 @@ class Refused(ValueError):
 
 
 @dataclass
+class Kept:
+    """A forward call a backward may name: its call frame, its key in the memo, and,
+    once computed here, its inputs and outputs with their graph (None for an answer
+    from the memo: made on a backward, from the frame)."""
+
+    name: str
+    frame: protocol.Frame
+    key: str
+    inputs: list | None = None
+    outputs: list | None = None
+
+
+def _decoded(frame: protocol.Frame) -> dict:
+    value = frame.value()
+    if not isinstance(value, dict):
+        raise Refused("a stand-in call sends a dict")
+    return value
+
+
+def _key(*parts: protocol.Buffer) -> str:
+    """The memo's key: a content hash of a call frame as sent (the same code asking the
+    same sends the same bytes), never decoded to be hashed."""
+    h = hashlib.blake2b(digest_size=32)
+    for part in parts:
+        h.update(part)
+    return h.hexdigest()
+
+
+@dataclass
 class Answerer:
     """Answers a round's stand-in call frames with the reference `module`.
 
@@ -52,9 +84,10 @@ class Answerer:
     answer is {"ok": True, "grads": [tensor or None per input]}. Anything else, or
     inputs the function refuses, is answered {"ok": False, "error": text}.
 
-    `memo`, shared by the answerers of one run, keeps answers by their request's
-    content: students whose code is right send the very same calls, which are then
-    computed once per run (an assembly lesson's hundreds of calls per student).
+    `memo`, shared by the answerers of one run, keeps answers by their call frame's
+    bytes: students whose code is right send the very same calls (an assembly lesson's
+    hundreds of calls per student), which are then computed once per run, and sent
+    as packed then, the frame decoded no further than its JSON.
 
     `only`: a stand-in for one of the lesson's own parts (stand_ins.py's `NESTED`)
     -> the one probe whose requests may call it (`request`, said by the trusted side),
@@ -62,72 +95,91 @@ class Answerer:
 
     module: types.ModuleType
     answers: dict[str, Callable]
-    # call -> (name, inputs, outputs with their graph or None (answered from the memo:
-    # made on a backward), the request's key, what was given)
-    kept: dict[int, tuple[str, list, list | None, str, dict]] = field(default_factory=dict)
+    kept: dict[int, Kept] = field(default_factory=dict)
     calls: int = 0
-    memo: dict[str, list] | None = None
+    memo: dict[str, protocol.Packed] | None = None
     only: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, frame: dict, request: str = "") -> dict:
+        """The answer to `frame`, in this process (the trusted side's probes on the
+        reference, whose pieces are the very answers the child gets: the same bytes,
+        so the same key in the memo)."""
+        reply = self._reply(protocol.split(protocol.dumps(frame)), request)
+        return {k: v.values if isinstance(v, protocol.Packed) else v for k, v in reply.items()}
+
+    def answer(self, frame: protocol.Frame, request: str = "") -> list[protocol.Buffer]:
+        """The session's (`Session.stand_in`): the answer to a call frame the child
+        sent, as the frame to send back."""
+        return protocol.encode(self._reply(frame, request))
+
+    def _reply(self, frame: protocol.Frame, request: str) -> dict:
         try:
             return {"ok": True, **self._answer(frame, request)}
+        except protocol.ProtocolError:
+            raise  # a malformed frame: the session stops the child, as for any reply
         except Refused as exc:
             return {"ok": False, "error": str(exc)[:300]}
         except Exception as exc:  # noqa: BLE001 - the reference on the child's inputs
             return {"ok": False, "error": f"the reference raised {type(exc).__name__}"}
 
-    def _answer(self, frame: dict, request: str) -> dict:
-        name = frame.get("stand_in")
+    def _answer(self, frame: protocol.Frame, request: str) -> dict:
+        asked = frame.head["v"]
+        name = asked.get("stand_in") if isinstance(asked, dict) else None
         if name not in self.answers:
             raise Refused(f"no stand-in named {str(name)[:60]}")
         if name in self.only and request != self.only[name]:
             raise Refused(f"the stand-in for {name} answers in {self.only[name]}'s "
                           "requests only")
-        if "backward" in frame:
-            return self._backward(name, frame)
-        inputs, given = frame.get("inputs"), frame.get("given")
-        if not (isinstance(inputs, list) and all(isinstance(t, torch.Tensor) for t in inputs)
-                and isinstance(given, dict)):
-            raise Refused("a stand-in call sends a list of tensors and a dict")
-        key = request_key(str(name), {"inputs": inputs, "given": given})
-        remembered = None if self.memo is None else self.memo.get(key)
-        graphed = None
-        if remembered is None:
-            inputs, graphed = self._forward(name, inputs, given)
-            remembered = [t.detach() for t in graphed]
-            self._remember(key, remembered)
+        if "backward" in asked:
+            return self._backward(name, asked, frame)
+        key = _key(b"forward", frame.data)
+        answer = None if self.memo is None else self.memo.get(key)
+        kept = Kept(name, frame, key)
+        if answer is None:
+            decoded = _decoded(frame)
+            inputs, given = decoded.get("inputs"), decoded.get("given")
+            if not (isinstance(inputs, list)
+                    and all(isinstance(t, torch.Tensor) for t in inputs)
+                    and isinstance(given, dict)):
+                raise Refused("a stand-in call sends a list of tensors and a dict")
+            kept.inputs, kept.outputs = self._forward(name, inputs, given)
+            answer = protocol.pack([t.detach() for t in kept.outputs])
+            self._remember(key, answer)
         self.calls += 1
-        self.kept[self.calls] = (name, inputs, graphed, key, given)
+        self.kept[self.calls] = kept
         if len(self.kept) > MAX_KEPT:
             del self.kept[min(self.kept)]
-        return {"call": self.calls, "outputs": remembered}
+        return {"call": self.calls, "outputs": answer}
 
     def _forward(self, name: str, inputs: list, given: dict) -> tuple[list, list]:
         inputs = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
         with torch.enable_grad(), torch.random.fork_rng():
             return inputs, list(self.answers[name](self.module, inputs, given))
 
-    def _remember(self, key: str, value: list) -> None:
+    def _remember(self, key: str, value: protocol.Packed) -> None:
         if self.memo is not None:
             if len(self.memo) >= MAX_MEMO:
                 del self.memo[next(iter(self.memo))]
             self.memo[key] = value
 
-    def _backward(self, name: str, frame: dict) -> dict:
-        kept = self.kept.get(frame["backward"]) if isinstance(frame["backward"], int) else None
-        if kept is None or kept[0] != name:
+    def _backward(self, name: str, asked: dict, frame: protocol.Frame) -> dict:
+        call = asked["backward"]
+        kept = self.kept.get(call) if isinstance(call, int) else None
+        if kept is None or kept.name != name:
             raise Refused("a backward names no forward call of this stand-in")
-        _, inputs, outputs, key, given = kept
-        grads = frame.get("grads")
-        if not isinstance(grads, list):
+        if not isinstance(asked.get("grads"), list):
             raise Refused("a backward sends one gradient (or None) per output")
-        back = request_key("backward", {"forward": key, "grads": grads})
+        # the forward's key, and the gradients' JSON and bytes: not the call's number
+        back = _key(b"backward", kept.key.encode(),
+                    json.dumps([asked["grads"], frame.head["t"]]).encode(), frame.body)
         if self.memo is not None and back in self.memo:
             return {"grads": self.memo[back]}
-        if outputs is None:  # answered from the memo: its graph is made now
-            inputs, outputs = self._forward(name, inputs, given)
-            self.kept[frame["backward"]] = (name, inputs, outputs, key, given)
+        grads = _decoded(frame)["grads"]
+        if kept.outputs is None:  # answered from the memo: its graph is made now
+            forward = _decoded(kept.frame)
+            kept.inputs, kept.outputs = self._forward(name, forward["inputs"],
+                                                      forward["given"])
+        inputs, outputs = kept.inputs or [], kept.outputs
         if len(grads) != len(outputs):
             raise Refused("a backward sends one gradient (or None) per output")
         pairs = []
@@ -142,9 +194,9 @@ class Answerer:
         found = torch.autograd.grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
                                     retain_graph=True, allow_unused=True) if pairs else []
         by_input = dict(zip(map(id, wanted), found))
-        answer = [None if not t.requires_grad else
-                  (g if (g := by_input.get(id(t))) is not None else torch.zeros_like(t))
-                  for t in inputs]
+        answer = protocol.pack([None if not t.requires_grad else
+                                (g if (g := by_input.get(id(t))) is not None
+                                 else torch.zeros_like(t)) for t in inputs])
         self._remember(back, answer)
         return {"grads": answer}
 
@@ -194,7 +246,7 @@ def run(tests, reference: Caller, tolerances: dict, session: Session,
     if module is None:  # no solution here (a student bundle): no round
         return {}
     own = session.apart()
-    own.stand_in = Answerer(module, lesson.ANSWERS)
+    own.stand_in = Answerer(module, lesson.ANSWERS).answer
     checks = Checks(tolerances, pictures=False)
     try:
         lesson.wiring_round(_Asker(own), Caller(module, reference.probes), checks,
@@ -252,7 +304,7 @@ def pieces(earlier: dict[str, tuple[Path, Iterable[str]]],
 
 
 def answerer(tests: Path, module: types.ModuleType | None,
-             memo: dict[str, list] | None = None) -> Answerer | None:
+             memo: dict[str, protocol.Packed] | None = None) -> Answerer | None:
     """A fresh answerer for one graded session of an assembly lesson, sharing the run's
     `memo` (None for any other lesson, or where there are no pieces: a student bundle)."""
     lesson = always(tests)

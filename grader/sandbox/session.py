@@ -93,9 +93,9 @@ class Session:
         self.last_reply_bytes = 0
         # answers stand-in call frames (grader/judge/standin.py) while a stand-in round runs,
         # or in every request of an assembly lesson, told the probe being served (some
-        # stand-ins answer in one probe's requests only); None at any other time, when
-        # such a frame ends the request
-        self.stand_in: Callable[[dict, str], dict] | None = None
+        # stand-ins answer in one probe's requests only), with the answer's frame; None
+        # at any other time, when such a frame ends the request
+        self.stand_in: Callable[[protocol.Frame, str], list[protocol.Buffer]] | None = None
         self.serving = ""  # the probe of the request just sent
         self._nonce = 0  # the request the next reply must answer
         self._pumps: list[threading.Thread] = []
@@ -262,12 +262,13 @@ class Session:
         start = time.monotonic()
         problem, deadline, trusted = None, start + timeout, 0.0
         try:  # the deadline bounds the whole reply, however slowly it trickles in
-            reply = self._read_reply(deadline, where)
-            while isinstance(reply, dict) and "stand_in" in reply:
-                spent = self._answer_stand_in(reply, where)
+            frame = self._read_reply(deadline, where)
+            while isinstance(frame.head["v"], dict) and "stand_in" in frame.head["v"]:
+                spent = self._answer_stand_in(frame, where)
                 deadline += spent  # the trusted side's own time is not the child's
                 trusted += spent
-                reply = self._read_reply(deadline, where)
+                frame = self._read_reply(deadline, where)
+            reply = frame.value()
         except (socket.timeout, TimeoutError):
             self._stop()
             if timeout < self.limits.test_wall_s:  # cut short by the budget, not the test
@@ -290,7 +291,7 @@ class Session:
             raise StudentError("protocol", say("err_malformed_reply", where=where))
         return reply
 
-    def _answer_stand_in(self, frame: dict, where: Said) -> float:
+    def _answer_stand_in(self, frame: protocol.Frame, where: Said) -> float:
         """Answer a stand-in's call frame, sent while the child serves the request just
         sent: during a stand-in round only (any other time the request fails, and the
         child is stopped: it waits for an answer that never comes). The seconds spent."""
@@ -299,12 +300,13 @@ class Session:
             raise StudentError("protocol", say("err_stand_in_refused", where=where))
         began = time.monotonic()
         answer = self.stand_in(frame, self.serving)
-        protocol.send(self._socket(), answer, self._nonce)
+        protocol.send_buffers(self._socket(), answer, self._nonce)
         return time.monotonic() - began
 
-    def _read_reply(self, deadline: float, where: Said) -> object:
-        """The reply to the request just sent: its nonce and size are checked before
-        a byte of its body is read (or kept)."""
+    def _read_reply(self, deadline: float, where: Said) -> protocol.Frame:
+        """The reply to the request just sent (or a stand-in's call frame), its JSON
+        read: its nonce and size are checked before a byte of its body is read (or
+        kept)."""
         size, nonce = protocol.recv_header(self._socket(), deadline)
         if nonce != self._nonce:
             self._stop()
@@ -322,7 +324,7 @@ class Session:
             raise self.over_budget
         self.received += size
         self.last_reply_bytes = size
-        return protocol.recv_body(self._socket(), size, deadline, MAX_REPLY_JSON)
+        return protocol.recv_frame(self._socket(), size, deadline, MAX_REPLY_JSON)
 
 
 def _death_cause(status: dict, limits: Limits, where: Said) -> Said:

@@ -286,3 +286,67 @@ def test_a_bundle_s_practice_run_is_the_assembly_on_the_students_own_files(refs,
     with pytest.raises(probekit.ContractError, match="FeedForward comes from your lesson "
                        "13 file, and none was found beside this one"):
         _practice(refs, "block_forward", args, found.practice())
+
+
+def test_an_answer_from_the_memo_is_sent_as_packed_its_frame_not_decoded(refs, monkeypatch):
+    """A call frame answered before (by its bytes) is answered again without decoding
+    its tensors and with the first answer's bytes; its backward is found by the
+    forward and the gradients, whatever its call number, and computed once."""
+    from grader.inside import protocol
+
+    computed = []
+    rms = standin.always(TESTS).ANSWERS["RMSNorm"]
+
+    def counted(m, inputs, given):
+        computed.append(1)
+        return rms(m, inputs, given)
+
+    memo: dict = {}
+    x, w = torch.randn(2, 3, 8, dtype=torch.float64), torch.rand(8, dtype=torch.float64)
+    frame = {"stand_in": "RMSNorm", "inputs": [x, w], "given": {"eps": 1e-6}}
+    upstream = torch.ones(2, 3, 8, dtype=torch.float64)
+    first = standin.Answerer(refs.pieces, {"RMSNorm": counted}, memo=memo)
+    said = first(frame)
+    grads = first({"stand_in": "RMSNorm", "backward": said["call"], "grads": [upstream]})
+    second = standin.Answerer(refs.pieces, {"RMSNorm": counted}, memo=memo)
+    second({**frame, "given": {"eps": 1e-5}})  # another call first: call numbers differ
+    sent = protocol.split(protocol.dumps(frame))
+    monkeypatch.setattr(protocol.Frame, "value", lambda self: pytest.fail("decoded"))
+    sent_back = b"".join(second.answer(sent))
+    monkeypatch.undo()
+    again = protocol.loads(sent_back)
+    assert again["call"] != said["call"] and len(computed) == 2
+    assert torch.equal(again["outputs"][0], said["outputs"][0])
+    back = second.answer(protocol.split(protocol.dumps(
+        {"stand_in": "RMSNorm", "backward": again["call"], "grads": [upstream]})))
+    assert len(computed) == 2
+    assert all(torch.equal(a, b) for a, b in zip(protocol.loads(b"".join(back))["grads"],
+                                                 grads["grads"]))
+
+
+def test_the_memo_answers_a_nested_stand_in_in_its_own_part_only(refs):
+    """An Attention answer kept for the block part's requests (the reference's, in the
+    run's memo) is refused in the self_attn part's: `only` is asked before the memo."""
+    from _asm_common import config, layer_args
+
+    memo: dict = {}
+    frames = []
+    lesson = standin.always(TESTS)
+
+    def channel(frame):
+        frames.append(frame)
+        return standin.Answerer(refs.pieces, lesson.ANSWERS, memo=memo,
+                                only=standin.only(lesson))(frame, "block_forward")
+
+    args = layer_args(300, tuple(config().items()), "float32", "block", 1, 3, 0, False,
+                      False, True, grads=False)
+    with probekit.answered_by(channel):
+        refs.probes.block_forward.__wrapped__(refs.reference.module, **args)
+    asked = [f for f in frames if f["stand_in"] == "Attention"]
+    assert asked and memo
+    answer = standin.Answerer(refs.pieces, lesson.ANSWERS, memo=memo, only=standin.only(lesson))
+    for probe in ("attention_forward", "own_model"):
+        assert answer(asked[0], probe) == {
+            "ok": False, "error": "the stand-in for Attention answers in block_forward's "
+                                  "requests only"}
+    assert answer(asked[0], "block_forward")["ok"]
