@@ -147,17 +147,22 @@ def test_the_trusted_side_never_runs_an_earlier_file(refs):
     assert torch.equal(got["logits"], refs.reference.call("model_forward", **args)["logits"])
 
 
-def test_a_run_computes_each_stand_in_answer_once_gradients_included(refs):
-    """Two sessions' answerers sharing the run's memo: the second call of the same
-    content is not computed again, and its backward (the graph made then) gives the
-    first's gradients."""
-    computed = []
+def _counted_rms() -> tuple[list, object]:
+    """The lesson's RMSNorm answer, counting each time it is computed."""
+    computed: list = []
     rms = standin.always(TESTS).ANSWERS["RMSNorm"]
 
     def counted(m, inputs, given):
         computed.append(1)
         return rms(m, inputs, given)
+    return computed, counted
 
+
+def test_a_run_computes_each_stand_in_answer_once_gradients_included(refs):
+    """Two sessions' answerers sharing the run's memo: the second call of the same
+    content is not computed again, and its backward (the graph made then) gives the
+    first's gradients."""
+    computed, counted = _counted_rms()
     memo: dict = {}
     x, w = torch.randn(2, 3, 8, dtype=torch.float64), torch.rand(8, dtype=torch.float64)
     frame = {"stand_in": "RMSNorm", "inputs": [x, w], "given": {"eps": 1e-6}}
@@ -294,13 +299,7 @@ def test_an_answer_from_the_memo_is_sent_as_packed_its_frame_not_decoded(refs, m
     forward and the gradients, whatever its call number, and computed once."""
     from grader.inside import protocol
 
-    computed = []
-    rms = standin.always(TESTS).ANSWERS["RMSNorm"]
-
-    def counted(m, inputs, given):
-        computed.append(1)
-        return rms(m, inputs, given)
-
+    computed, counted = _counted_rms()
     memo: dict = {}
     x, w = torch.randn(2, 3, 8, dtype=torch.float64), torch.rand(8, dtype=torch.float64)
     frame = {"stand_in": "RMSNorm", "inputs": [x, w], "given": {"eps": 1e-6}}
