@@ -110,8 +110,9 @@ def test_the_page_names_the_edited_line(course, lesson):
             source = edited(solution, entry)
             session = Session(slot, source, info.exercise, info.provides, limits)
             if info.builds_on:  # an assembly lesson's pieces, answered as a graded run does
-                session.stand_in = standin.answerer(ctx.tests, ctx.refs.pieces,
-                                                    ctx.refs.stand_in_memo)
+                answering = standin.answerer(ctx.tests, ctx.refs.pieces,
+                                             ctx.refs.stand_in_memo)
+                session.stand_in = answering.answer if answering is not None else None
             try:
                 example = smallest.examples(ctx.tests, ctx.refs.probes, [entry["part"]],
                                             StudentCaller(session, ctx),
