@@ -86,7 +86,12 @@ def _values(frame) -> list[tuple[str, object]]:
     """A frame's locals (a list or tuple of tensors as its tensors, `_items`), and the
     attributes its `self` holds directly (a tensor a layer sets on self; parameters
     live elsewhere and are inputs)."""
-    items = [item for name, value in list(frame.f_locals.items()) for item in _items(name, value)]
+    items: list[tuple[str, object]] = []
+    for name, value in list(frame.f_locals.items()):
+        if type(value) in (list, tuple):  # (on every line: the common case kept cheap)
+            items += _items(name, value)
+        else:
+            items.append((name, value))
     owner = frame.f_locals.get("self")
     attrs = getattr(owner, "__dict__", None) if owner is not None else None
     if isinstance(attrs, dict):
