@@ -24,6 +24,9 @@ from collections.abc import Callable
 
 import torch
 
+# What a recording of traces is kept with (grader/judge/divergence/lesson.py): a
+# change in what is recorded, or how it is named, makes an older recording unread
+VERSION = 2             # 2: lists and tuples followed to their tensors (`_items`)
 MAX_EVENTS = 600        # values recorded per traced call
 MAX_NUMEL = 4096        # elements of one tensor value (a larger one is left out)
 MAX_TOTAL = 200_000     # elements of all values together

@@ -601,3 +601,26 @@ def test_a_name_normalised_on_the_next_line_is_no_difference(lesson13b):
         K_NORM[0], K_NORM[1] + "\n        xk = self.k_norm(xk)").replace(*scale)
     w = _traced_where(lesson13b, source, "self_attn")
     assert (w.kind, w.line) == ("line", _line(source, scale[1])), w
+
+
+def test_traces_recorded_by_another_tracer_are_not_read(course):
+    """A recording outlives the grader that made it: its traces, made before the tracer
+    followed lists (no `presents[0][1]` among them), would have a child's list values
+    match nothing and name a wrong line; a trace of another tracer's VERSION is not
+    read (no line), one of this tracer's is."""
+    from grader.judge.context import LessonContext
+    from grader.judge.divergence import lesson as traced
+    from grader.judge.reference import request_key
+
+    lessons = divergence.lesson_traces(LessonContext(course, "13"))
+    probe, args = lessons.requests("router")[0]
+    plain = traced._plain(lessons.reference(probe, args))
+    assert plain["tracer"] == tracer.VERSION
+    key = request_key(probe, args)
+    for version, read in ((tracer.VERSION, True), (tracer.VERSION - 1, False), (None, False)):
+        older = divergence.lesson_traces(LessonContext(course, "13"), compute=False)
+        try:
+            older.recorded[key] = traced._packed({**plain, "tracer": version})
+            assert (older.reference(probe, args) is not None) == read, version
+        finally:  # (in case the context's recorded traces are shared)
+            older.recorded[key] = traced._packed(plain)
