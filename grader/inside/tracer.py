@@ -9,7 +9,8 @@ variants (grader/judge/divergence/). So only the standard library and torch here
 comes from one file: every other call (torch's, the probes') gets no local tracer.
 At each line event of a traced frame, the statement that just ran is the frame's
 previous line; what it produced is each local whose object or in-place version
-changed since, and at a return the value returned. Each value is kept as a small
+changed since, and at a return the value returned (a list or tuple: each tensor it
+holds, `_items`, as "presents[0][1]" or "return[1][0][1]"). Each value is kept as a small
 detached copy, within caps on the count of values and the size of each, with where
 its gradient would flow back to (`Reach`): the leaves (the call's inputs and
 parameters that require grad) its autograd graph reaches, so that a gradient cut
@@ -23,6 +24,9 @@ from collections.abc import Callable
 
 import torch
 
+# What a recording of traces is kept with (grader/judge/divergence/lesson.py): a
+# change in what is recorded, or how it is named, makes an older recording unread
+VERSION = 2             # 2: lists and tuples followed to their tensors (`_items`)
 MAX_EVENTS = 600        # values recorded per traced call
 MAX_NUMEL = 4096        # elements of one tensor value (a larger one is left out)
 MAX_TOTAL = 200_000     # elements of all values together
@@ -31,6 +35,8 @@ MAX_ERROR = 200         # characters of the error a line raised
 MAX_LINES = 5000        # lines executed, in order, kept per traced call
 MAX_NODES = 20_000      # autograd nodes walked per traced call (more: reach unknown)
 MAX_LEAVES = 64         # leaves kept in one value's reach (more: reach unknown)
+MAX_ITEMS = 8           # elements followed in a list or tuple, a level, and values kept of one
+MAX_DEPTH = 3           # levels of lists and tuples followed ("return[1][0][1]")
 
 
 def _copy(value: object) -> torch.Tensor | None:
@@ -60,10 +66,35 @@ def _stamp(value: object) -> tuple:
     return (id(value), None)
 
 
+def _items(name: str, value: object, tensors_only: bool = True) -> list[tuple[str, object]]:
+    """A value as the values it holds: a list or tuple (exactly those types, whose
+    indexing runs no code of the student's) as its elements, `name[i]`, down to
+    MAX_DEPTH levels and MAX_ITEMS a level, its tensors only (`tensors_only`; a
+    function's result keeps the numbers it holds directly too, `return[i]`); anything
+    else as itself. So a cache kept and returned as a list of (k, v) tuples is compared
+    tensor by tensor, as any other value is."""
+    out: list[tuple[str, object]] = []
+    todo = [(name, value, 0)]  # depth first, in order
+    while todo and len(out) < MAX_ITEMS:
+        here, v, depth = todo.pop()
+        if isinstance(v, (list, tuple)) and type(v) in (list, tuple) and depth < MAX_DEPTH:
+            todo += reversed([(f"{here}[{i}]", item, depth + 1)
+                              for i, item in enumerate(v[:MAX_ITEMS])])
+        elif depth == 0 or isinstance(v, torch.Tensor) or (depth == 1 and not tensors_only):
+            out.append((here, v))
+    return out
+
+
 def _values(frame) -> list[tuple[str, object]]:
-    """A frame's locals, and the attributes its `self` holds directly (a tensor a
-    layer sets on self; parameters live elsewhere and are inputs)."""
-    items = list(frame.f_locals.items())
+    """A frame's locals (a list or tuple of tensors as its tensors, `_items`), and the
+    attributes its `self` holds directly (a tensor a layer sets on self; parameters
+    live elsewhere and are inputs)."""
+    items: list[tuple[str, object]] = []
+    for name, value in list(frame.f_locals.items()):
+        if type(value) in (list, tuple):  # (on every line: the common case kept cheap)
+            items += _items(name, value)
+        else:
+            items.append((name, value))
     owner = frame.f_locals.get("self")
     attrs = getattr(owner, "__dict__", None) if owner is not None else None
     if isinstance(attrs, dict):
@@ -281,12 +312,8 @@ class Tracer:
             elif event == "return":
                 line = previous or frame.f_lineno
                 self._changed(frame, line)
-                if isinstance(arg, (tuple, list)):
-                    for i, item in enumerate(arg[:8]):
-                        self._record(frame, line, f"return[{i}]", item,
-                                     frame.f_code.co_name)
-                else:
-                    self._record(frame, line, "return", arg, frame.f_code.co_name)
+                for name, item in _items("return", arg, tensors_only=False):
+                    self._record(frame, line, name, item, frame.f_code.co_name)
                 self._state.pop(id(frame), None)
                 self._on.pop(id(frame), None)
                 self._off.pop(id(frame), None)

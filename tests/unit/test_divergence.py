@@ -525,3 +525,102 @@ def test_a_default_of_the_students_own_is_named_at_its_line(course):
     assert where.sentence(w.to_json(), STRINGS["zh"]).startswith(f"第 {line} 行 `def ")
     # the same default given by every call: no difference, no box from it
     assert _traced_where(lessons, lessons.source, "freqs") is None
+
+
+# ---------------------------------------------------------------- issue 57: lesson 13b
+
+def test_a_list_or_tuple_of_tensors_is_followed_element_by_element():
+    """A cache kept as a list of (k, v) tuples, and returned so: each tensor is a value
+    of its own (`presents[0][1]`, `return[1][0][1]`), as each tensor local is; before,
+    a list was no value at all. A list subclass (whose indexing would run the student's
+    code) is not followed, nor a list's numbers; the trusted side reads those names."""
+    m = module("import torch\n"
+               "class Sneaky(list):\n"
+               "    pass\n"
+               "def f(x):\n"
+               "    presents = []\n"
+               "    for i in range(2):\n"
+               "        presents.append((x + i, x * i))\n"
+               "    sizes = [1, 2]\n"
+               "    other = Sneaky([x])\n"
+               "    return x, presents, 3\n")
+    _, events, *_ = tracer.trace("<student>", m.f, torch.ones(2))
+    names = [(line, name) for line, name, *_ in events]
+    assert (7, "presents[0][1]") in names and (7, "presents[1][0]") in names
+    assert names.count((7, "presents[0][0]")) == 1  # recorded once, when it came
+    assert [n for _, n in names if n.startswith("return")] == [
+        "return[0]", "return[1][0][0]", "return[1][0][1]", "return[1][1][0]",
+        "return[1][1][1]", "return[2]"]
+    assert not [n for _, n in names if n.startswith(("sizes", "other"))]
+    value = dict(((line, name), v) for line, name, v, *_ in events)[(10, "return[1][1][0]")]
+    assert torch.equal(value, torch.full((2,), 2.0))
+    parsed = untrusted.events(events + [[7, "presents[8]", torch.ones(1), "f", 0, [], 0],
+                                        [7, "x[0][0][0][0]", torch.ones(1), "f", 0, [], 0]],
+                              lines=10)
+    assert [e.name for e in parsed] == [e[1] for e in events]
+
+
+@pytest.fixture(scope="module")
+def lesson13b(course):
+    from grader.judge.context import LessonContext
+    return divergence.lesson_traces(LessonContext(course, "13b"))
+
+
+def test_an_old_cache_returned_is_named_where_it_is_kept(lesson13b):
+    """The model returning each layer's old cache: the caches are a list of tuples,
+    which the tracer did not follow, so every value traced matched and no line was
+    named; now the cache list's tensors are compared, and the line that appended the
+    old one is named."""
+    old = "presents.append(present)"
+    source = lesson13b.source.replace(old, "presents.append(past_key_value)")
+    w = _traced_where(lesson13b, source, "model")
+    assert (w.kind, w.line) == ("line", _line(source, "presents.append(past_key_value)")), w
+    assert w.name.startswith("presents[")
+
+
+K_NORM = ("xq, xk = self.q_norm(xq), self.k_norm(xk)", "xq, xk = self.q_norm(xq), xk")
+
+
+def test_a_name_an_assignment_leaves_as_it_was_is_compared_with_the_reference_s(lesson13b):
+    """k left un-normalised (`xq, xk = self.q_norm(xq), xk`): xk keeps a value the
+    reference computes too (before its k_norm), so nothing differed at that line and a
+    later one was named (RoPE's, or the scores'); the edited line is named now, with the
+    student's xk and the reference's."""
+    source = lesson13b.source.replace(*K_NORM)
+    w = _traced_where(lesson13b, source, "self_attn")
+    assert (w.kind, w.line, w.name) == ("line", _line(source, K_NORM[1]), "xk"), w
+    assert w.got != w.ref
+
+
+def test_a_name_normalised_on_the_next_line_is_no_difference(lesson13b):
+    """The k norm on a line of its own after the statement that leaves xk as it was is
+    code laid out otherwise: with a mistake further on (the scores scaled the wrong
+    way), that mistake's line is named, not the one that left xk as it was."""
+    scale = ("/ math.sqrt(self.head_dim)", "* math.sqrt(self.head_dim)")
+    source = lesson13b.source.replace(
+        K_NORM[0], K_NORM[1] + "\n        xk = self.k_norm(xk)").replace(*scale)
+    w = _traced_where(lesson13b, source, "self_attn")
+    assert (w.kind, w.line) == ("line", _line(source, scale[1])), w
+
+
+def test_traces_recorded_by_another_tracer_are_not_read(course):
+    """A recording outlives the grader that made it: its traces, made before the tracer
+    followed lists (no `presents[0][1]` among them), would have a child's list values
+    match nothing and name a wrong line; a trace of another tracer's VERSION is not
+    read (no line), one of this tracer's is."""
+    from grader.judge.context import LessonContext
+    from grader.judge.divergence import lesson as traced
+    from grader.judge.reference import request_key
+
+    lessons = divergence.lesson_traces(LessonContext(course, "13"))
+    probe, args = lessons.requests("router")[0]
+    plain = traced._plain(lessons.reference(probe, args))
+    assert plain["tracer"] == tracer.VERSION
+    key = request_key(probe, args)
+    for version, read in ((tracer.VERSION, True), (tracer.VERSION - 1, False), (None, False)):
+        older = divergence.lesson_traces(LessonContext(course, "13"), compute=False)
+        try:
+            older.recorded[key] = traced._packed({**plain, "tracer": version})
+            assert (older.reference(probe, args) is not None) == read, version
+        finally:  # (in case the context's recorded traces are shared)
+            older.recorded[key] = traced._packed(plain)

@@ -13,7 +13,7 @@ from grader.judge.divergence.matching import (
     Reference, match, same_forward, same_gradients, same_values)
 from grader.judge.divergence.quoting import quoted, shown
 from grader.judge.divergence.statements import (
-    Run, Statements, default_of, first_difference, quote)
+    Run, Statements, assigned, default_of, first_difference, quote)
 from grader.judge.divergence.untrusted import Event, Trace
 from grader.record import MAX_MATCHED, Where
 
@@ -108,16 +108,24 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
         ref_span = theirs.spans[differ] if differ < len(theirs.spans) else None
         ref_spans = ref_statements.spans
         seen: set[str] = set()
+        ref_here: dict[str, Event] = {}  # the reference's first value of each name here
+        for r in base.events:
+            if ref_spans.get(r.line) == ref_span and theirs.at(r.step) >= differ:
+                ref_here.setdefault(r.name, r)
         for e in student.events:  # this statement's first values (a call may come between)
             if (spans.get(e.line) != span or mine.at(e.step) < differ
                     or e.name.startswith("return") or e.name in seen):
                 continue
             seen.add(e.name)
-            here = [r.value for r in base.events if ref_spans.get(r.line) == ref_span
-                    and theirs.at(r.step) >= differ and r.name == e.name][:1]
-            if here and not any(same_values(e.value, r, tols) for r in here):
+            here = ref_here.get(e.name)
+            if here is not None and not same_values(e.value, here.value, tols):
                 return Where("line", span[0], span[1], quote(source_lines, span), e.name,
-                             matched_before(differ), **quoted(e.value, here[0], tols))
+                             matched_before(differ), **quoted(e.value, here.value, tols))
+        kept = _kept(student, mine, differ, limit, assigned(source, span[0]) - seen,
+                     ref_here, tols)
+        if kept is not None:
+            return Where("line", span[0], span[1], quote(source_lines, span), kept[0].name,
+                         matched_before(differ), **quoted(kept[0].value, kept[1], tols))
         head = quote(source_lines, span).split(" ", 1)[0].rstrip(":")
         if not produced and head in _BRANCH:
             return Where("path", span[0], span[1], quote(source_lines, span),
@@ -179,6 +187,30 @@ def find(student: Trace, ref: Reference, source: str, tols: dict,
     ref_value = same_name[min(occurrence, len(same_name) - 1)] if same_name else None
     return Where("line", at[0], at[1], quote(source_lines, at), event.name,
                  matched_before(mine.at(event.step)), **quoted(event.value, ref_value, tols))
+
+
+def _kept(student: Trace, mine: Run, differ: int, limit: int, names: frozenset[str],
+          ref_here: dict[str, Event], tols: dict) -> tuple[Event, torch.Tensor] | None:
+    """A name the differing statement assigns without changing it (`xq, xk =
+    self.q_norm(xq), xk` where the reference's has `self.k_norm(xk)`: nothing new to
+    trace there) while the reference's statement gives it a new value: the student's
+    value as it was, and the reference's new one, where the two differ and no value of
+    the student's before its first that the reference never computes is that new one
+    (a k norm on the next line is code laid out otherwise). `names`: those the
+    statement assigns and produced no value for."""
+    for name in sorted(names):
+        theirs = ref_here.get(name)
+        if theirs is None or theirs.value.dim() == 0:
+            continue
+        before = [e for e in student.events if e.name == name and e.func == theirs.func
+                  and mine.at(e.step) < differ]
+        if not before or same_values(before[-1].value, theirs.value, tols):
+            continue
+        if any(same_values(e.value, theirs.value, tols) for e in student.events
+               if mine.at(e.step) < limit):
+            continue
+        return before[-1], theirs.value
+    return None
 
 
 def _default(student: Trace, ref: Reference, source: str, tols: dict) -> Where | None:

@@ -114,11 +114,12 @@ class LessonTraces:
             if not self.compute:
                 return None
             found = self._traced(probe, args)
-            self.recorded[key] = _packed(_plain(found) if found is not None else {"traces": []})
+            self.recorded[key] = _packed(_plain(found) if found is not None
+                                         else {"traces": [], "tracer": tracer.VERSION})
             return found  # computed here: no need to decode what was just packed
         plain = protocol.loads(self.recorded[key].numpy().tobytes())
-        if not isinstance(plain, dict):  # not a packed trace (another version's): none
-            return None
+        if not isinstance(plain, dict) or plain.get("tracer") != tracer.VERSION:
+            return None  # not a packed trace, or another tracer's (another version's): none
         traces = [Trace(untrusted.events(t.get("events"), None), t.get("result"),
                         str(t.get("error") or ""), [int(n) for n in t.get("lines") or []],
                         untrusted.leaves(t.get("leaves")))
@@ -153,8 +154,10 @@ def _packed(plain: dict) -> torch.Tensor:
 
 def _plain(ref: Reference) -> dict:
     """A Reference's traces as the protocol's plain data (a recording's), events as
-    the tracer sends them."""
-    return {"traces": [{"events": [[e.line, e.name, e.value, e.func, e.step,
+    the tracer sends them, with the tracer's VERSION: a child's trace is compared only
+    with traces its own tracer would have made (a recording outlives its grader)."""
+    return {"tracer": tracer.VERSION,
+            "traces": [{"events": [[e.line, e.name, e.value, e.func, e.step,
                                     None if e.reach is None else sorted(e.reach), e.off]
                                    for e in t.events],
                         "result": t.result, "error": t.error, "lines": t.lines,

@@ -150,6 +150,18 @@ def first_difference(mine: Run, theirs: Run) -> int | None:
                                                                   len(theirs.texts))
 
 
+def assigned(source: str, line: int) -> frozenset[str]:
+    """The plain names an assignment starting on `line` binds (`xq, xk = …` binds xq
+    and xk), so that one left as it was (`xk = xk`) is known as assigned there too."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    targets = [t for node in ast.walk(tree) if isinstance(node, ast.Assign)
+               and node.lineno == line for t in node.targets]
+    return frozenset(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+
+
 def default_of(source: str, line: int, name: str) -> tuple[int, int] | None:
     """The span of the default of parameter `name` in the function whose `def` (or
     first decorator) is on `line`: where a student's own default is written; None

@@ -15,7 +15,7 @@ import torch
 from grader.inside import tracer
 from grader.record import MAX_ERROR
 
-_NAME = re.compile(r"(self\.)?[A-Za-z_][A-Za-z0-9_]{0,54}|return(\[[0-7]\])?")
+_NAME = re.compile(r"((self\.)?[A-Za-z_][A-Za-z0-9_]{0,54}|return)(\[[0-7]\]){0,3}")
 _LEAF = re.compile(r"[A-Za-z_][A-Za-z0-9_.]{0,59}")
 
 
