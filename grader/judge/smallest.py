@@ -125,8 +125,8 @@ def tolerance(lesson: types.ModuleType, part: str, output: str,
 def tried(lesson: types.ModuleType, part: str) -> Iterator[tuple[dict, dict]]:
     """The candidates of `part` the search may try, smallest first: (sizes, the probe's
     arguments), MAX_TRIES of them. A candidate its maker declines (K > E, a near-tie)
-    costs no call, so it is not counted: counted, they used up lesson 13's dispatch
-    tries before any with two tokens and K = 2, where tokens can be mixed up. The same
+    costs no call, so it is not counted: counted, they used up a routing's tries
+    before any with two tokens and K = 2, where tokens can be mixed up. The same
     every time: a recording can hold the reference's side."""
     probe, names, make, outputs = lesson.PARTS[part]
     made = ((sizes, make(sizes)) for sizes in candidates(names, lesson.ONE, lesson.HIGH))

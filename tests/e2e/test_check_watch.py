@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -147,11 +148,14 @@ def test_a_watch_ended_by_sigterm_or_a_closed_terminal_cleans_up(tmp_path):
     scratch.mkdir()
     save(file, SOLUTION)
 
-    def ignoring_sighup() -> None:
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    def with_sighup(handler) -> Callable[[], None]:
+        def setup() -> None:  # whatever the test run was started with (`nohup` ignores it)
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            signal.signal(signal.SIGHUP, handler)
+        return setup
 
-    for signum, setup in ((signal.SIGHUP, None), (signal.SIGTERM, ignoring_sighup)):
+    for signum, ignored in ((signal.SIGHUP, False), (signal.SIGTERM, True)):
+        setup = with_sighup(signal.SIG_IGN if ignored else signal.SIG_DFL)
         proc = subprocess.Popen([sys.executable, "-m", "grader.cli", "check", "--watch",
                                  "--json", str(file)], cwd=ROOT,
                                 env={**os.environ, "TMPDIR": str(scratch)}, text=True,
@@ -161,7 +165,7 @@ def test_a_watch_ended_by_sigterm_or_a_closed_terminal_cleans_up(tmp_path):
         try:
             assert out.get(timeout=WAIT_S), proc.stderr.read()
             assert list(scratch.iterdir()), "the watch keeps its file in TMPDIR"
-            if setup is not None:  # ignored: a save is still checked
+            if ignored:  # a save is still checked
                 proc.send_signal(signal.SIGHUP)
                 save(file, MISTAKE)
                 line = out.get(timeout=WAIT_S)

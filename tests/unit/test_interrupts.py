@@ -65,13 +65,18 @@ def test_a_sigint_during_torchs_import_stops_after_it(delay):
 
 def test_as_ctrl_c_raises_a_sigterm_or_sighup_as_ctrl_c_and_says_which():
     for signum, code, name in ((signal.SIGTERM, 143, "SIGTERM"), (signal.SIGHUP, 129, "SIGHUP")):
-        before = signal.getsignal(signum)
-        with pytest.raises(KeyboardInterrupt):
-            with interrupts.as_ctrl_c():
-                os.kill(os.getpid(), signum)
-                signal.sigtimedwait([], 0.1)  # hold here until Python runs the handler
-        assert (interrupts.status(), interrupts.stop_name()) == (code, name)
-        assert signal.getsignal(signum) is before  # restored
+        # as a terminal's command has it, whatever the test run was started with
+        # (`nohup` ignores SIGHUP: test_as_ctrl_c_leaves_an_ignored_signal_ignored)
+        started = signal.signal(signum, signal.SIG_DFL)
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                with interrupts.as_ctrl_c():
+                    os.kill(os.getpid(), signum)
+                    signal.sigtimedwait([], 0.1)  # hold here until Python runs the handler
+            assert (interrupts.status(), interrupts.stop_name()) == (code, name)
+            assert signal.getsignal(signum) is signal.SIG_DFL  # restored
+        finally:
+            signal.signal(signum, started)
 
 
 def test_as_ctrl_c_leaves_an_ignored_signal_ignored():
