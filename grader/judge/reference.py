@@ -258,6 +258,12 @@ def lesson_refs(key: str, solution: Path | None, tests: Path,
     from these very files. Where there is no solution (a student bundle), the
     recording alone, for the practice tests. Built once per run, by its lesson context
     (`LessonContext.refs`), which owns it."""
+    # The trusted side computes on one thread, as the sandboxed child does: its float
+    # noise, hence every max_abs_diff a page shows, is then the same on any machine,
+    # whatever its core count; and a lesson's small tensors gain nothing from a second
+    # thread, whose OpenMP spin-waits cost CPU the other workers need (a student
+    # bundle's build: 30 CPU-s on two threads, 15 on one, quiet).
+    torch.set_num_threads(1)
     probes = load_file(f"_probes_{key}", tests / "probes.py")
     loaded = protocol.loads(recorded.read_bytes()) if recorded and recorded.exists() else None
     data = loaded if isinstance(loaded, dict) else None  # a recording is a dict

@@ -303,12 +303,6 @@ def _warm(state: WarmSlot, bundle: bytes, course: Course, lesson_key: str, versi
     support = bwrap.probe() if sandboxed else None  # whether bwrap works on this node
     if support is not None and support.reason:
         raise RuntimeError(f"worker cannot sandbox student code: {support.reason}")
-    import torch
-
-    # The reference runs single-threaded like the sandboxed child (and as Dask's nanny
-    # sets OMP_NUM_THREADS=1 anyway): its float noise, hence every max_abs_diff in the
-    # feedback, is then the same on any node, whatever its core count.
-    torch.set_num_threads(1)
     local = _local_course(course, lesson_key, version) or _unpack(bundle, course, key[0])
     ctx = LessonContext(local, lesson_key)
     ctx.reset()  # an earlier version's test modules, imported under the same names

@@ -24,8 +24,6 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-import torch
-
 from grader.judge import runner
 from grader.judge.runner import grade_solution
 from grader.judge.context import LessonContext
@@ -76,7 +74,6 @@ def grade_class(ctx: LessonContext, todo: list[Submission], out: Path,
     student's `Entry` to `collect`. `sandbox` may already be booting
     (`grading.grade_lesson` starts it before importing torch, and closes it); without
     one, a sandbox is made here and closed here."""
-    torch.set_num_threads(1)  # the reference computed as the sandbox computes: 1 thread
     lesson = ctx.lesson
     jobs = min(jobs, len(todo))
     with contextlib.ExitStack() as lifetime:
