@@ -16,6 +16,7 @@ again, no worse. A student bundle and the autograder zip ship their own (`record
 similarity's `KEPT` (characters of code with names kept, run/similarity.py)."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from importlib import metadata
@@ -94,4 +95,5 @@ def remember(ctx: LessonContext) -> None:
     # torch's or the grader's) are never read again
     for old in ctx.kept.parent.glob(f"{_lesson_name(ctx.course, ctx.key)}*.bin"):
         if old != ctx.kept:
-            old.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):  # another's, in a cache shared with it
+                old.unlink(missing_ok=True)

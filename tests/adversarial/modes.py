@@ -9,6 +9,7 @@ profile does: no namespace at all, no_userns.py). Each run gets a course copy un
 folder any uid may cross."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -32,6 +33,11 @@ NO_USERNS = Path(__file__).resolve().parent / "no_userns.py"
 # kernel's; 5: a kernel before 6.12, without signal scoping; 0: one without Landlock)
 SLOT_CASES = [("userns", None), ("userns", "5"), ("userns", "0"), ("own", None),
               ("own", "0"), ("container", None)]
+# The reference's results `grader run` keeps between runs (grader/judge/kept.py: each
+# recording named by the lesson's, torch's and the grader's versions), shared by every
+# run here and every uid: a run's HOME is its own class folder, where nothing would be
+# kept, and computing them again cost each run about 3 CPU-s before its first student.
+KEPT = Path(tempfile.gettempdir()) / "mmg-modes-kept"
 
 
 def reason(mode: str) -> str | None:
@@ -66,6 +72,22 @@ def class_folder(limits: dict[str, int] | None = None) -> Path:
     return top
 
 
+def kept_cache(top: Path) -> Path:
+    """`KEPT`'s folder for the course copy in `top` (one per course.yml: a course with
+    other limits is another version of the lesson, whose recording would replace
+    this one's), open to every uid (sticky, as /tmp is: a run may add a recording,
+    not replace another uid's; where it may not write, it computes)."""
+    yml = (top / "course" / "course.yml").read_bytes()
+    home = KEPT / hashlib.sha256(yml).hexdigest()[:12]
+    for folder in (KEPT, home, home / "minimind-grader", home / "minimind-grader" / "graded"):
+        folder.mkdir(exist_ok=True)
+        try:
+            folder.chmod(0o1777)
+        except PermissionError:
+            pass  # another uid's, made so by its run
+    return home
+
+
 def grade_once(mode: str, abi: str | None, sources: dict[str, str],
                limits: dict[str, int] | None = None) -> tuple[dict[str, dict], str]:
     """`grade` in a course copy of its own (with `limits`), removed after, with the
@@ -97,7 +119,8 @@ def grade(top: Path, mode: str, sources: dict[str, str], out: str = "out",
             "13", "--course", str(top / "course" / "course.yml"), "--submissions",
             str(top / "class"), "--out", str(top / out), "--jobs", "1", "--force"]
     env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": str(top),
-           "PYTHONDONTWRITEBYTECODE": "1", **(extra_env or {})}
+           "XDG_CACHE_HOME": str(kept_cache(top)), "PYTHONDONTWRITEBYTECODE": "1",
+           **(extra_env or {})}
     if mode.startswith("userns"):
         with unprivileged.user("modes") as who, (
                 unprivileged.delegated_cgroup(who) if mode == "userns-delegated"
