@@ -80,3 +80,12 @@ def test_the_closeness_rule_is_written_once():
     search and the smallest example call it, so a page's line never disagrees with the
     verdict."""
     assert _holding(r"atol \+ (\w+\.)?rtol \*", "grader") == ["grader/judge/closeness.py"]
+
+
+def test_the_trusted_side_s_one_thread_is_set_where_references_are_made():
+    """The reference computed on one thread, as the child computes (its float noise the
+    same on any machine): set by `lesson_refs`, which every run's references go
+    through; the sandbox side sets its own (the zygote, and the template it may fork
+    from)."""
+    assert _holding(r"set_num_threads\(", "grader") == [
+        "grader/inside/zygote.py", "grader/judge/reference.py", "grader/sandbox/template.py"]
