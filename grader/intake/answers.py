@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.config import Question
-from grader.intake.capped import MAX_FILE, MAX_SOURCE, read_capped
+from grader.intake.capped import MAX_FILE, MAX_SOURCE, TEXT, read_capped
 from grader.lesson.release import PLACEHOLDER, SHAPE_FIELDS
 
 MAX_ANSWER = 20_000                 # characters of an answer kept (pages, CSV, record)
@@ -179,7 +179,7 @@ def read_answers(path: Path | None, written: dict[str, Question]) -> dict[str, A
             if path.suffix == ".ipynb":
                 found = _notebook_answers(data)
             else:
-                found = _literals(data.decode("utf-8", "replace"))
+                found = _literals(data.decode(TEXT, "replace"))  # as the code is read
     answers = {}
     for qid, q in written.items():
         value = found.get(qid)

@@ -48,6 +48,10 @@ def chunks(fd: int, cap: int) -> Iterator[bytes]:
         left -= len(chunk)
 
 
+# How a source file's bytes are read as text: UTF-8, with or without a byte-order mark
+TEXT = "utf-8-sig"
+
+
 @dataclass(frozen=True)
 class Source:
     """A submission's file as every path reads it (a local run, its plan, a Dask
@@ -56,6 +60,12 @@ class Source:
     data: bytes | None  # None: nothing could be read
     size: int           # the file's size, which may be more than len(data)
     problem: str = ""   # shown to the student; "": the bytes may be graded
+
+    def text(self) -> str:
+        """The bytes as the graded run takes its source (`runner.read`, which refuses a
+        file that is not UTF-8 first): UTF-8, a byte-order mark (Windows editors write
+        one) dropped, a byte that is no UTF-8 replaced; "" where nothing was read."""
+        return (self.data or b"").decode(TEXT, "replace")
 
 
 def read_source(path: Path) -> Source:

@@ -85,7 +85,7 @@ def find(course: Course, key: str, student_id: str) -> Earlier:
             if got is None or got.data is None:  # absent, unreadable or too big
                 why = "no_file"
             else:
-                text = got.data.decode("utf-8-sig", "replace")  # as runner.read decodes it
+                text = got.text()
                 record = Store(course.path(lesson.out)).load(student_id) if lesson.out else None
                 if record is None:
                     why = "no_record"
@@ -127,7 +127,7 @@ def beside(course: Course, key: str, folder: Path) -> Earlier:
         else:
             got, files[lesson_key] = read_source(path), path
         if got is not None and got.data is not None:
-            sources[lesson_key] = got.data.decode("utf-8", "replace")
+            sources[lesson_key] = got.text()
         pieces += [Piece(name, lesson_key, lesson_key in sources,
                          "" if lesson_key in sources else "no_file") for name in names]
     return Earlier(pieces, sources, alone=True, files=files)

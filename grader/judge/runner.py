@@ -29,7 +29,7 @@ from grader.judge.context import LessonContext
 from grader.judge.compare import Later
 from grader.judge.diagnosis import diagnose
 from grader.intake import notebook
-from grader.intake.capped import read_source
+from grader.intake.capped import TEXT, read_source
 from grader.judge.drawn import shown_pictures
 from grader.judge.plan import Submission
 from grader.judge.plugin import GraderFault, GradingPlugin, StudentCaller, Verdict
@@ -69,7 +69,7 @@ def read(sub: Submission) -> Submission:
         sub.problem = say("file_empty")
     else:
         try:
-            sub.source = data.decode("utf-8-sig")
+            sub.source = data.decode(TEXT)
         except UnicodeDecodeError as exc:
             sub.problem = say("file_not_utf8", reason=exc.reason, at=exc.start)
     if "\x00" in (sub.source or ""):

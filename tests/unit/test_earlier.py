@@ -88,3 +88,17 @@ def test_the_hash_survives_the_stored_result_and_stays_out_of_scores_json():
     record = GradeRecord("ana", "10", "graded", 2.0, 2.0, {}, [], source_hash="ab12")
     assert GradeRecord.from_json(record.to_json()).source_hash == "ab12"
     assert "source_hash" not in record.score_json()
+
+
+def test_a_file_saved_with_a_byte_order_mark_is_read_as_its_graded_run_reads_it(
+        far_course, tmp_path):
+    """Windows editors start a UTF-8 file with a byte-order mark, which the graded run
+    drops (runner.read): a student bundle's check (`beside`) and the grader's own lookup
+    (`find`) take the same text, so the piece runs in both, not in one alone."""
+    course = _course(far_course, tmp_path)
+    marked = "\ufeff" + RMSNORM
+    _hand_in(course, marked)
+    _store(course, source_hash(RMSNORM))  # the graded run hashed the text without it
+    assert earlier.find(course, "13b", "ana").sources["10"] == RMSNORM
+    folder = course.path(course.lesson("10").submissions) / "ana"
+    assert earlier.beside(course, "13b", folder).sources["10"] == RMSNORM

@@ -47,6 +47,14 @@ def test_literals_are_read_the_last_assignment_winning(tmp_path):
     assert not got["q3"].given
 
 
+def test_a_file_saved_with_a_byte_order_mark_answers_as_its_code_is_graded(tmp_path):
+    """A Windows editor's byte-order mark: the graded run drops it from the code
+    (runner.read), and the answers are read from the same text, not refused as
+    "does not parse"."""
+    got = _answers(tmp_path, '\ufeffANSWER_Q1 = "model"\n')
+    assert got["q1"].text == "model" and not got["q1"].problem
+
+
 def test_code_is_never_run_to_read_an_answer(tmp_path):
     marker = tmp_path / "ran"
     got = _answers(tmp_path, f'open({str(marker)!r}, "w")\n'
