@@ -128,6 +128,12 @@ class ShapeField(Strict):
     why_zh: str = ""
 
 
+def shape_fields(shapes: dict[str, ShapeField]) -> tuple[str, ...]:
+    """A shapes question's fields, in the stub's order: those its `shapes` names, or
+    without them lesson 13's five."""
+    return tuple(shapes) or SHAPE_FIELDS
+
+
 class Question(Strict):
     """One of a lesson's check questions: `text`, marked by a TA against its rubric, or
     `shapes`, marked by the grader (grader/shapes.py), each field an equal share: the
@@ -143,7 +149,7 @@ class Question(Strict):
 
     def fields(self) -> tuple[str, ...]:
         """A shapes question's fields, in the stub's order."""
-        return tuple(self.shapes) or SHAPE_FIELDS
+        return shape_fields(self.shapes)
 
     @model_validator(mode="after")
     def _marked(self) -> Question:

@@ -16,8 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from grader import points
-from grader.config import ShapeField
-from grader.lesson.release import SHAPE_FIELDS
+from grader.config import ShapeField, shape_fields
 from grader.text.strings import Said, say
 
 B, S, H, E, K, INTER = sympy.symbols("B S H E K I", positive=True, integer=True)
@@ -195,7 +194,7 @@ def mark(fields: dict[str, str], total: float,
          own: dict[str, ShapeField] | None = None) -> dict[str, FieldMark]:
     """Each field's mark: an equal share of `total` (whole units) when right, else 0.
     `own`: the question's `shapes` (course.yml), where it names its fields."""
-    names = tuple(own) if own else SHAPE_FIELDS
+    names = shape_fields(own or {})
     shares = points.shares(points.units(total, "the shapes question"), len(names))
     out = {}
     for field, share in zip(names, shares):
